@@ -1,0 +1,301 @@
+//! The catalog loader task: scan, watch, debounce, publish (S-M3).
+//!
+//! One task owns every scan, so loads and unloads never run concurrently. It reacts to
+//! file-system events (debounced) and, as a safety net for missed events, compares a
+//! cheap fingerprint of the scan roots every [`FINGERPRINT_INTERVAL`]. A snapshot is
+//! published only when its content changed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until};
+
+use super::scan::MANIFEST_FILE;
+use super::{Catalog, ScanConfig, scan};
+
+/// Quiet time after the last relevant event before rescanning: long enough to take a
+/// folder copy or an editor's save-rename as one change, short enough that a new manifest
+/// is listed well within the 1 s promise (S-M3).
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// A steady stream of events still gets a rescan at least this often.
+pub const MAX_DEBOUNCE: Duration = Duration::from_millis(400);
+/// How often the fingerprint check backs up the watcher. Stat-only, so cheap even with a
+/// thousand extensions; a missed event is caught within this time.
+pub const FINGERPRINT_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The catalog loader could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoaderError {
+    /// The file watcher could not be created.
+    #[error("cannot watch the scan roots: {0}")]
+    Watch(#[from] notify::Error),
+    /// The first scan did not finish.
+    #[error("the first scan failed: {0}")]
+    Scan(#[from] tokio::task::JoinError),
+}
+
+/// Subscribers' side of the loader.
+#[derive(Clone)]
+pub struct CatalogHandle {
+    snapshots: watch::Receiver<Arc<Catalog>>,
+    rescan: mpsc::UnboundedSender<()>,
+}
+
+impl CatalogHandle {
+    /// The latest snapshot.
+    #[must_use]
+    pub fn current(&self) -> Arc<Catalog> {
+        self.snapshots.borrow().clone()
+    }
+
+    /// A receiver that wakes on every published snapshot.
+    #[must_use]
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.snapshots.clone()
+    }
+
+    /// Asks for a rescan now (e.g. after the host wrote into a scan root itself).
+    pub fn request_rescan(&self) {
+        // The loader only stops when the host does; a failed send means nothing to do.
+        let _ = self.rescan.send(());
+    }
+}
+
+/// Runs the first scan, then spawns the loader task on the current runtime.
+///
+/// # Errors
+/// [`LoaderError`] when the watcher cannot be created or the first scan panics.
+pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderError> {
+    let (event_tx, event_rx) = mpsc::unbounded_channel();
+    let relevant = Relevance::new(&config);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let wake = match event {
+            Ok(event) => event.paths.iter().any(|p| relevant.matters(p)) || event.paths.is_empty(),
+            Err(_) => true,
+        };
+        if wake {
+            let _ = event_tx.send(());
+        }
+    })?;
+    let first_config = config.clone();
+    let (first, fingerprint, dirs) = tokio::task::spawn_blocking(move || {
+        let catalog = scan(&first_config, None);
+        let (fingerprint, dirs) = fingerprint(&first_config);
+        (catalog, fingerprint, dirs)
+    })
+    .await?;
+    tracing::info!(
+        extensions = first.extensions.len(),
+        diagnostics = first.diagnostics.len(),
+        "catalog: first scan"
+    );
+    for d in &first.diagnostics {
+        tracing::warn!(path = %d.path, problems = d.errors.len(), "catalog: {}", first_message(d));
+    }
+    let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(first));
+    let (rescan_tx, rescan_rx) = mpsc::unbounded_channel();
+    let mut loader = Loader {
+        config,
+        watcher,
+        watched: BTreeSet::new(),
+        fingerprint,
+        snapshots: snapshot_tx,
+    };
+    loader.update_watches(&dirs);
+    tokio::spawn(loader.run(event_rx, rescan_rx));
+    Ok(CatalogHandle {
+        snapshots: snapshot_rx,
+        rescan: rescan_tx,
+    })
+}
+
+fn first_message(d: &super::Diagnostic) -> String {
+    d.errors
+        .first()
+        .map(|e| format!("{} {}", e.pointer, e.message))
+        .unwrap_or_default()
+}
+
+type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
+
+struct Loader {
+    config: ScanConfig,
+    watcher: RecommendedWatcher,
+    watched: BTreeSet<PathBuf>,
+    fingerprint: Fingerprint,
+    snapshots: watch::Sender<Arc<Catalog>>,
+}
+
+impl Loader {
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<()>,
+        mut requests: mpsc::UnboundedReceiver<()>,
+    ) {
+        let mut tick = tokio::time::interval(FINGERPRINT_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                Some(()) = events.recv() => {
+                    debounce(&mut events).await;
+                    self.rescan().await;
+                }
+                Some(()) = requests.recv() => self.rescan().await,
+                _ = tick.tick() => {
+                    let config = self.config.clone();
+                    let Ok((now, _)) = tokio::task::spawn_blocking(move || fingerprint(&config)).await else { continue };
+                    if now != self.fingerprint {
+                        tracing::debug!("catalog: fingerprint changed without an event; rescanning");
+                        self.rescan().await;
+                    }
+                }
+                () = self.snapshots.closed() => return,
+            }
+        }
+    }
+
+    async fn rescan(&mut self) {
+        let config = self.config.clone();
+        let previous = self.snapshots.borrow().clone();
+        let prev = previous.clone();
+        let Ok((mut next, fingerprint, dirs)) = tokio::task::spawn_blocking(move || {
+            let catalog = scan(&config, Some(&prev));
+            let (fingerprint, dirs) = fingerprint(&config);
+            (catalog, fingerprint, dirs)
+        })
+        .await
+        else {
+            tracing::error!("catalog: a rescan panicked; keeping the last snapshot");
+            return;
+        };
+        self.fingerprint = fingerprint;
+        self.update_watches(&dirs);
+        if next.same_content(&previous) {
+            return;
+        }
+        next.generation = previous.generation + 1;
+        log_changes(&previous, &next);
+        self.snapshots.send_replace(Arc::new(next));
+    }
+
+    /// Watches the instance root, every scan root and every extension directory, each
+    /// non-recursively: an extension's own busy subfolders (logs, caches, node_modules)
+    /// never cost a watch or an event.
+    fn update_watches(&mut self, dirs: &[PathBuf]) {
+        let mut desired: BTreeSet<PathBuf> = BTreeSet::new();
+        desired.insert(self.config.instance_root.clone());
+        desired.extend(self.config.roots.iter().filter(|r| r.is_dir()).cloned());
+        desired.extend(dirs.iter().cloned());
+        for gone in self.watched.difference(&desired) {
+            let _ = self.watcher.unwatch(gone);
+        }
+        for new in desired.difference(&self.watched) {
+            if let Err(e) = self.watcher.watch(new, RecursiveMode::NonRecursive) {
+                tracing::debug!(path = %new.display(), "catalog: cannot watch ({e}); the periodic check covers it");
+            }
+        }
+        self.watched = desired;
+    }
+}
+
+/// Waits until events have been quiet for [`DEBOUNCE`], or [`MAX_DEBOUNCE`] has passed.
+async fn debounce(events: &mut mpsc::UnboundedReceiver<()>) {
+    let hard_stop = Instant::now() + MAX_DEBOUNCE;
+    loop {
+        let quiet = (Instant::now() + DEBOUNCE).min(hard_stop);
+        tokio::select! {
+            () = sleep_until(quiet) => return,
+            more = events.recv() => if more.is_none() { return },
+        }
+    }
+}
+
+/// Directory entries of the scan roots with the stat of their manifests, plus the list of
+/// extension directories to watch.
+fn fingerprint(config: &ScanConfig) -> (Fingerprint, Vec<PathBuf>) {
+    let stamp = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())))
+    };
+    let mut dirs = Vec::new();
+    let mut print = Vec::new();
+    for candidate in config.candidate_dirs() {
+        if candidate.is_dir() {
+            print.push((
+                candidate.join(MANIFEST_FILE),
+                stamp(&candidate.join(MANIFEST_FILE)),
+            ));
+            dirs.push(candidate);
+        } else {
+            print.push((candidate.clone(), stamp(&candidate)));
+        }
+    }
+    (print, dirs)
+}
+
+/// Decides which file-system events can change the catalog.
+struct Relevance {
+    parents: Vec<PathBuf>,
+}
+
+impl Relevance {
+    fn new(config: &ScanConfig) -> Self {
+        let mut parents = vec![config.instance_root.clone()];
+        parents.extend(config.roots.iter().cloned());
+        Self { parents }
+    }
+
+    /// A manifest, an entry directly in a scan root or the instance root, or a file an
+    /// icon could point at.
+    fn matters(&self, path: &Path) -> bool {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name == MANIFEST_FILE || self.parents.iter().any(|p| p == path) {
+            return true;
+        }
+        if path
+            .parent()
+            .is_some_and(|parent| self.parents.iter().any(|p| p == parent))
+        {
+            return true;
+        }
+        let ext = Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        matches!(
+            ext.to_ascii_lowercase().as_str(),
+            "png" | "jpg" | "jpeg" | "gif" | "webp" | "svg" | "ico" | "wasm"
+        )
+    }
+}
+
+fn log_changes(previous: &Catalog, next: &Catalog) {
+    let ids = |c: &Catalog| {
+        c.extensions
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    let (before, after) = (ids(previous), ids(next));
+    for id in after.difference(&before) {
+        tracing::info!(id, "catalog: registered");
+    }
+    for id in before.difference(&after) {
+        tracing::info!(id, "catalog: unregistered");
+    }
+    for d in next
+        .diagnostics
+        .iter()
+        .filter(|d| !previous.diagnostics.contains(d))
+    {
+        tracing::warn!(path = %d.path, "catalog: {}", first_message(d));
+    }
+}

@@ -1,0 +1,325 @@
+//! Typed view of an extension manifest (`butler.json`, `spec/butler.schema.json`).
+//!
+//! Values are deserialized only after the schema accepted the document, so these types
+//! mirror the schema and carry its defaults; they never decide validity themselves.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an extension is (`kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// An extension tool the owner or an AI operates; shown on the console's tools board.
+    Tool,
+    /// A hosted external process; shown on the services board.
+    Service,
+    /// One of the host's own capabilities; shown in the Butler view.
+    Faculty,
+}
+
+impl Kind {
+    /// The manifest spelling of this kind.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Service => "service",
+            Self::Faculty => "faculty",
+        }
+    }
+}
+
+/// A whole manifest.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// Always 1.
+    pub schema_version: u32,
+    /// The extension's kind.
+    pub kind: Kind,
+    /// Stable, globally unique id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Optional description.
+    pub description: Option<String>,
+    /// Icon spec as written (see [`super::icon`]).
+    pub icon: Option<String>,
+    /// Capability version.
+    #[serde(default = "one")]
+    pub version: u32,
+    /// `low` folds the item into the low-frequency area.
+    pub frequency: Option<String>,
+    /// The hosted-process block.
+    pub hosted: Option<Hosted>,
+    /// Health probe.
+    pub health: Option<Health>,
+    /// Tool panel page.
+    pub panel_url: Option<String>,
+    /// Tool panel size.
+    pub panel_size: Option<PanelSize>,
+    /// Tool action buttons.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    /// Faculty reports.
+    #[serde(default)]
+    pub reports: Vec<Report>,
+    /// Faculty commands.
+    #[serde(default)]
+    pub commands: Vec<Command>,
+    /// Delegated judgement steps.
+    #[serde(default)]
+    pub delegations: Vec<Delegation>,
+    /// stdio MCP provider block.
+    pub mcp: Option<Mcp>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `hosted.command`: a shell string or an argv vector.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum CommandLine {
+    /// Run through `$SHELL -lic`.
+    Shell(String),
+    /// Spawned directly.
+    Argv(Vec<String>),
+}
+
+/// Restart policy after an exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartPolicy {
+    /// Never restart.
+    Never,
+    /// Restart after a non-zero exit or a signal.
+    OnFailure,
+    /// Restart after any exit.
+    Always,
+}
+
+/// The hosted-process block.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hosted {
+    /// What to run.
+    pub command: CommandLine,
+    /// Working directory (default: the manifest directory).
+    pub cwd: Option<String>,
+    /// Environment merged over the host's.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Port the process listens on.
+    pub port: Option<u16>,
+    /// Entry URL (default `http://127.0.0.1:{port}`).
+    pub url: Option<String>,
+    /// Local path the console's open button points at.
+    pub open_path: Option<String>,
+    /// Console group.
+    pub group: Option<String>,
+    /// Start with the host.
+    #[serde(default)]
+    pub auto_start: bool,
+    /// Restart policy; the per-kind default applies when absent.
+    pub restart: Option<RestartPolicy>,
+}
+
+/// Health probe.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// HTTP GET, 2xx is healthy.
+    pub url: Option<String>,
+    /// Exit 0 is healthy.
+    pub exec: Option<Vec<String>>,
+    /// Probe interval.
+    pub interval_ms: Option<u64>,
+}
+
+/// Panel size in CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelSize {
+    /// Width.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    /// Height.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+}
+
+/// How a tool action opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionMode {
+    /// iframe panel.
+    #[default]
+    Panel,
+    /// POST the URL at once.
+    Post,
+    /// Open in a new tab.
+    External,
+}
+
+/// A tool action button.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    /// Button label.
+    pub label: String,
+    /// Panel title (default: the label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Target URL.
+    pub url: String,
+    /// How it opens.
+    #[serde(default)]
+    pub mode: ActionMode,
+}
+
+/// Shape a report's output must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportShape {
+    /// `{status, summary, items?}`.
+    #[default]
+    Status,
+    /// `{items: [{title, at?, preview?}]}`.
+    List,
+    /// `{markdown}`.
+    Markdown,
+}
+
+/// A faculty report.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Report {
+    /// Report id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// What produces it.
+    pub exec: Vec<String>,
+    /// Output shape.
+    #[serde(default)]
+    pub shape: ReportShape,
+    /// Advisory cron expression.
+    pub schedule: Option<String>,
+}
+
+/// What a command may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Reads only.
+    #[default]
+    Read,
+    /// Writes instance data.
+    Write,
+    /// Touches things outside the instance.
+    External,
+}
+
+/// A faculty command.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Command {
+    /// Command id.
+    pub id: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// What runs.
+    pub exec: Vec<String>,
+    /// What it may touch.
+    #[serde(default)]
+    pub effect: Effect,
+    /// Arguments callers may pass.
+    #[serde(default)]
+    pub args: Vec<CommandArg>,
+}
+
+/// One declared command argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandArg {
+    /// Argument name.
+    pub name: String,
+    /// Full-match pattern for its value.
+    pub pattern: String,
+    /// Must be given.
+    #[serde(default)]
+    pub required: bool,
+    /// Appended as a value rather than `--name value`.
+    #[serde(default)]
+    pub positional: bool,
+    /// Written to standard input instead of the command line.
+    #[serde(default)]
+    pub stdin: bool,
+}
+
+/// How a delegation's result is adopted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Adopted when the session returns it.
+    Auto,
+    /// Waits for the owner.
+    Confirm,
+}
+
+/// A judgement step delegated to an agent session.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delegation {
+    /// Id, unique within the extension.
+    pub id: String,
+    /// Task instructions.
+    pub instructions: String,
+    /// Adoption rule.
+    pub risk: Risk,
+    /// Result schema subset.
+    pub result: Value,
+    /// Tools the session may use.
+    pub tools: Option<Vec<String>>,
+    /// Time limit.
+    #[serde(default = "default_delegation_timeout")]
+    pub timeout_sec: u32,
+}
+
+fn default_delegation_timeout() -> u32 {
+    300
+}
+
+/// The stdio MCP provider block.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mcp {
+    /// Always `stdio`.
+    pub transport: String,
+    /// argv of the provider.
+    pub command: Vec<String>,
+    /// Working directory (default: the manifest directory).
+    pub cwd: Option<String>,
+    /// Environment for the provider.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Public tool-name prefix (default: the id with `-` → `_`).
+    pub namespace: Option<String>,
+    /// Per-call limit.
+    #[serde(default = "default_mcp_timeout")]
+    pub timeout_sec: u32,
+}
+
+fn default_mcp_timeout() -> u32 {
+    600
+}
+
+impl Mcp {
+    /// The namespace in force: the declared one, or the id with `-` replaced by `_`.
+    #[must_use]
+    pub fn effective_namespace(&self, id: &str) -> String {
+        self.namespace
+            .clone()
+            .unwrap_or_else(|| id.replace('-', "_"))
+    }
+}

@@ -1,0 +1,136 @@
+//! The catalog: every extension found under the instance's scan roots, plus a diagnostic
+//! for every manifest that could not be registered.
+//!
+//! The [`loader`] task is the only code that reads manifests. It publishes immutable
+//! [`Catalog`] snapshots; the other subsystems subscribe and reconcile against them.
+//! [`public`] is the only view of a snapshot that leaves the host.
+
+pub mod icon;
+pub mod loader;
+pub mod manifest;
+pub mod public;
+mod rules;
+pub mod scan;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use icon::Icon;
+pub use loader::{CatalogHandle, spawn_loader};
+pub use manifest::{Kind, Manifest};
+pub use scan::{ScanConfig, check_manifest, scan};
+
+use crate::validation::SchemaError;
+
+/// A registered extension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extension {
+    /// The validated manifest.
+    pub manifest: Manifest,
+    /// The extension directory (absolute).
+    pub dir: PathBuf,
+    /// The directory relative to the instance root, for display (`tools/weather`).
+    pub display_dir: String,
+    /// How its icon is shown.
+    pub icon: Icon,
+}
+
+impl Extension {
+    /// The extension id.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    /// The extension kind.
+    #[must_use]
+    pub fn kind(&self) -> Kind {
+        self.manifest.kind
+    }
+}
+
+/// Whether a diagnostic keeps the extension out of the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The manifest was rejected.
+    Error,
+    /// The extension is registered, but something in it is ignored (e.g. an unusable icon).
+    Warning,
+}
+
+/// What is wrong with one manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The manifest path relative to the instance root (`tools/weather/butler.json`).
+    pub path: String,
+    /// The manifest's id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Rejected, or registered with a warning.
+    pub severity: Severity,
+    /// Every problem found.
+    pub errors: Vec<SchemaError>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with a single problem.
+    #[must_use]
+    pub fn single(
+        path: String,
+        id: Option<String>,
+        severity: Severity,
+        pointer: &str,
+        message: String,
+    ) -> Self {
+        Self {
+            path,
+            id,
+            severity,
+            errors: vec![SchemaError {
+                pointer: pointer.to_owned(),
+                message,
+            }],
+        }
+    }
+}
+
+/// One immutable snapshot of the scan.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Increases by one with every published change.
+    pub generation: u64,
+    /// Registered extensions, in scan order (scan-root order, then directory name).
+    pub extensions: Vec<Arc<Extension>>,
+    /// Problems, in scan order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Catalog {
+    /// The extension with this id.
+    #[must_use]
+    pub fn get(&self, id: &str) -> Option<&Arc<Extension>> {
+        self.extensions.iter().find(|e| e.id() == id)
+    }
+
+    /// Extensions of one kind, in scan order.
+    pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &Arc<Extension>> {
+        self.extensions.iter().filter(move |e| e.kind() == kind)
+    }
+
+    /// Same extensions and diagnostics (the generation is not compared).
+    #[must_use]
+    pub fn same_content(&self, other: &Self) -> bool {
+        self.extensions == other.extensions && self.diagnostics == other.diagnostics
+    }
+
+    /// Whether any diagnostic rejected a manifest.
+    #[must_use]
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}

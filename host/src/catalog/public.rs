@@ -1,0 +1,236 @@
+//! The public view of the catalog: the only shape of an extension that leaves the host.
+//!
+//! Built field by field from an allow-list, so nothing that runs (`hosted.command`,
+//! `exec` vectors, `mcp.command`), no environment value and no health probe ever appears
+//! in it (S-M6), whatever a manifest adds in the future.
+
+use serde::Serialize;
+
+use super::manifest::{Action, CommandArg, Effect, PanelSize, ReportShape, Risk};
+use super::{Catalog, Diagnostic, Extension, Icon};
+
+/// URL prefix of the host API.
+pub const API_PREFIX: &str = "/myspace-butler/api";
+
+/// `GET /catalog`.
+#[derive(Debug, Serialize)]
+pub struct PublicCatalog<'a> {
+    /// Registered extensions in scan order.
+    pub extensions: Vec<PublicExtension<'a>>,
+    /// Problems with manifests.
+    pub diagnostics: &'a [Diagnostic],
+}
+
+impl<'a> PublicCatalog<'a> {
+    /// The public view of a snapshot.
+    #[must_use]
+    pub fn of(catalog: &'a Catalog) -> Self {
+        Self {
+            extensions: catalog
+                .extensions
+                .iter()
+                .map(|e| PublicExtension::of(e))
+                .collect(),
+            diagnostics: &catalog.diagnostics,
+        }
+    }
+}
+
+/// One extension, as clients see it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicExtension<'a> {
+    /// Id.
+    pub id: &'a str,
+    /// `tool`, `service` or `faculty`.
+    pub kind: &'static str,
+    /// Display name.
+    pub name: &'a str,
+    /// Description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    /// Icon (tools and services).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<PublicIcon<'a>>,
+    /// Capability version.
+    pub version: u32,
+    /// `low` when folded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency: Option<&'a str>,
+    /// Console group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<&'a str>,
+    /// Extension directory relative to the instance root.
+    pub dir: &'a str,
+    /// Whether the host runs a process for it.
+    pub hosted: bool,
+    /// Whether it starts with the host.
+    pub auto_start: bool,
+    /// Port of the hosted process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Entry URL (`http://127.0.0.1:{port}` when only a port is given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Local path for the open button.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_path: Option<&'a str>,
+    /// Tool panel page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub panel_url: Option<&'a str>,
+    /// Tool panel size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub panel_size: Option<PanelSize>,
+    /// Tool actions.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub actions: &'a [Action],
+    /// Faculty commands (without what they run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<PublicCommand<'a>>,
+    /// Faculty reports (without what they run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reports: Vec<PublicReport<'a>>,
+    /// Delegations (without instructions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delegations: Vec<PublicDelegation<'a>>,
+    /// MCP namespace, when the extension is an MCP provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_namespace: Option<String>,
+}
+
+impl<'a> PublicExtension<'a> {
+    /// The public view of one extension.
+    #[must_use]
+    pub fn of(ext: &'a Extension) -> Self {
+        let m = &ext.manifest;
+        let hosted = m.hosted.as_ref();
+        Self {
+            id: &m.id,
+            kind: m.kind.as_str(),
+            name: &m.name,
+            description: m.description.as_deref(),
+            icon: (m.kind != super::Kind::Faculty).then(|| PublicIcon::of(ext)),
+            version: m.version,
+            frequency: m.frequency.as_deref(),
+            group: hosted.and_then(|h| h.group.as_deref()),
+            dir: &ext.display_dir,
+            hosted: hosted.is_some(),
+            auto_start: hosted.is_some_and(|h| h.auto_start),
+            port: hosted.and_then(|h| h.port),
+            url: hosted.and_then(|h| {
+                h.url
+                    .clone()
+                    .or_else(|| h.port.map(|p| format!("http://127.0.0.1:{p}")))
+            }),
+            open_path: hosted.and_then(|h| h.open_path.as_deref()),
+            panel_url: m.panel_url.as_deref(),
+            panel_size: m.panel_size,
+            actions: &m.actions,
+            commands: m
+                .commands
+                .iter()
+                .map(|c| PublicCommand {
+                    id: &c.id,
+                    description: c.description.as_deref(),
+                    effect: c.effect,
+                    args: &c.args,
+                })
+                .collect(),
+            reports: m
+                .reports
+                .iter()
+                .map(|r| PublicReport {
+                    id: &r.id,
+                    name: &r.name,
+                    shape: r.shape,
+                })
+                .collect(),
+            delegations: m
+                .delegations
+                .iter()
+                .map(|d| PublicDelegation {
+                    id: &d.id,
+                    risk: d.risk,
+                    timeout_sec: d.timeout_sec,
+                })
+                .collect(),
+            mcp_namespace: m.mcp.as_ref().map(|mcp| mcp.effective_namespace(&m.id)),
+        }
+    }
+}
+
+/// How the console shows an icon.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PublicIcon<'a> {
+    /// An image the host serves at `url`.
+    Image {
+        /// Where to fetch it.
+        url: String,
+    },
+    /// An external or data URL.
+    Url {
+        /// The URL.
+        url: &'a str,
+    },
+    /// Emoji or short text.
+    Text {
+        /// The text.
+        text: &'a str,
+    },
+    /// A letter derived from the name.
+    Letter {
+        /// The letter.
+        text: &'a str,
+    },
+}
+
+impl<'a> PublicIcon<'a> {
+    fn of(ext: &'a Extension) -> Self {
+        match &ext.icon {
+            Icon::Image { .. } => Self::Image {
+                url: format!("{API_PREFIX}/extensions/{}/icon", ext.id()),
+            },
+            Icon::Url(url) => Self::Url { url },
+            Icon::Text(text) => Self::Text { text },
+            Icon::Letter(text) => Self::Letter { text },
+        }
+    }
+}
+
+/// A faculty command without what it runs.
+#[derive(Debug, Serialize)]
+pub struct PublicCommand<'a> {
+    /// Command id.
+    pub id: &'a str,
+    /// Description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    /// `read`, `write` or `external`.
+    pub effect: Effect,
+    /// Declared arguments.
+    pub args: &'a [CommandArg],
+}
+
+/// A faculty report without what it runs.
+#[derive(Debug, Serialize)]
+pub struct PublicReport<'a> {
+    /// Report id.
+    pub id: &'a str,
+    /// Display name.
+    pub name: &'a str,
+    /// Output shape.
+    pub shape: ReportShape,
+}
+
+/// A delegation without its instructions.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicDelegation<'a> {
+    /// Delegation id.
+    pub id: &'a str,
+    /// Adoption rule.
+    pub risk: Risk,
+    /// Time limit.
+    pub timeout_sec: u32,
+}

@@ -1,0 +1,102 @@
+//! Semantic manifest rules the JSON Schema cannot express (S-M1): ids unique within a
+//! manifest, and the MCP namespace rules of S-C3.
+
+use std::collections::HashSet;
+
+use super::Manifest;
+use crate::validation::SchemaError;
+
+/// Namespace reserved for the host's own MCP tools.
+pub const RESERVED_NAMESPACE: &str = "butler";
+
+/// Every semantic problem in `manifest` (already schema-valid).
+pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
+    let mut errors = Vec::new();
+    unique(
+        &mut errors,
+        "commands",
+        manifest.commands.iter().map(|c| c.id.as_str()),
+    );
+    unique(
+        &mut errors,
+        "reports",
+        manifest.reports.iter().map(|r| r.id.as_str()),
+    );
+    unique(
+        &mut errors,
+        "delegations",
+        manifest.delegations.iter().map(|d| d.id.as_str()),
+    );
+    for (index, command) in manifest.commands.iter().enumerate() {
+        let mut seen = HashSet::new();
+        for (arg_index, arg) in command.args.iter().enumerate() {
+            if !seen.insert(arg.name.as_str()) {
+                errors.push(SchemaError {
+                    pointer: format!("/commands/{index}/args/{arg_index}/name"),
+                    message: format!("argument `{}` is declared twice", arg.name),
+                });
+            }
+        }
+    }
+    if let Some(mcp) = &manifest.mcp {
+        let namespace = mcp.effective_namespace(&manifest.id);
+        let pointer = if mcp.namespace.is_some() {
+            "/mcp/namespace"
+        } else {
+            "/id"
+        };
+        if namespace == RESERVED_NAMESPACE {
+            let advice = if mcp.namespace.is_some() {
+                "choose another `mcp.namespace`"
+            } else {
+                "set `mcp.namespace`"
+            };
+            errors.push(SchemaError {
+                pointer: pointer.to_owned(),
+                message: format!("the MCP namespace `{RESERVED_NAMESPACE}` is reserved for the host's own tools; {advice}"),
+            });
+        } else if mcp.namespace.is_none() && !valid_namespace(&namespace) {
+            errors.push(SchemaError {
+                pointer: pointer.to_owned(),
+                message: format!(
+                    "the MCP namespace derived from the id, `{namespace}`, is not a valid namespace (^[a-z][a-z0-9_]{{0,23}}$, no `__`); set `mcp.namespace`"
+                ),
+            });
+        }
+    }
+    errors
+}
+
+/// The schema's namespace rule, applied to a namespace derived from the id.
+fn valid_namespace(namespace: &str) -> bool {
+    let mut chars = namespace.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && namespace.len() <= 24
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !namespace.contains("__")
+}
+
+fn unique<'a>(errors: &mut Vec<SchemaError>, field: &str, ids: impl Iterator<Item = &'a str>) {
+    let mut seen = HashSet::new();
+    for (index, id) in ids.enumerate() {
+        if !seen.insert(id) {
+            errors.push(SchemaError {
+                pointer: format!("/{field}/{index}/id"),
+                message: format!("id `{id}` is used twice in `{field}`"),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_namespaces() {
+        assert!(valid_namespace("weather_now"));
+        assert!(!valid_namespace("9lives"));
+        assert!(!valid_namespace("a__b"));
+        assert!(!valid_namespace(&"a".repeat(25)));
+    }
+}

@@ -1,0 +1,284 @@
+//! One pass over the scan roots: find manifests, read them safely, validate them, and
+//! settle id ties. Pure with respect to the host: it reads files and returns a
+//! [`Catalog`]; it never starts or stops anything.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use serde_json::Value;
+
+use super::{Catalog, Diagnostic, Extension, Manifest, Severity, icon, rules};
+use crate::json;
+use crate::validation::{SchemaError, SchemaValidator};
+
+/// The manifest file name.
+pub const MANIFEST_FILE: &str = "butler.json";
+/// Manifests are small; anything larger than this is refused unread (a bad or hostile
+/// file must not make the host allocate without bound).
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+static MANIFEST_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
+    SchemaValidator::compile(
+        "spec/butler.schema.json",
+        include_str!("../../../spec/butler.schema.json"),
+    )
+    .expect("the bundled manifest schema compiles (covered by the fixture tests)")
+});
+
+/// Where to look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanConfig {
+    /// The instance root; display paths are relative to it.
+    pub instance_root: PathBuf,
+    /// Absolute scan roots, in priority order.
+    pub roots: Vec<PathBuf>,
+}
+
+impl ScanConfig {
+    /// `path` relative to the instance root when it is inside it, else as given.
+    #[must_use]
+    pub fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.instance_root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Candidate extension directories, in scan order: scan-root order, then entry name
+    /// in byte order, so outcomes never depend on directory-listing order.
+    #[must_use]
+    pub fn candidate_dirs(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for root in &self.roots {
+            let Ok(entries) = std::fs::read_dir(root) else {
+                continue;
+            };
+            let mut names: Vec<OsString> = entries
+                .filter_map(|e| e.ok().map(|e| e.file_name()))
+                .collect();
+            names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.extend(names.into_iter().map(|n| root.join(n)));
+        }
+        out
+    }
+}
+
+/// Scans every root. `previous` is the last published snapshot: an extension it already
+/// registered keeps its id even if a newcomer sorts earlier (S-C3).
+#[must_use]
+pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
+    let mut loaded: Vec<Extension> = Vec::new();
+    let mut diagnostics = Vec::new();
+    for dir in config.candidate_dirs() {
+        match load_dir(config, &dir) {
+            Loaded::NotAnExtension => {}
+            Loaded::Rejected(d) => diagnostics.push(d),
+            Loaded::Registered(ext, warning) => {
+                diagnostics.extend(warning);
+                loaded.push(*ext);
+            }
+        }
+    }
+    let extensions = settle_ids(loaded, previous, &mut diagnostics);
+    Catalog {
+        generation: 0,
+        extensions: extensions.into_iter().map(Arc::new).collect(),
+        diagnostics,
+    }
+}
+
+/// Validates a single manifest file or extension directory, outside any instance (for
+/// `butler check`). Returns the diagnostics (empty when it is valid).
+#[must_use]
+pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
+    let (dir, file) = if path.is_dir() {
+        (path.to_owned(), path.join(MANIFEST_FILE))
+    } else {
+        (
+            path.parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_owned),
+            path.to_owned(),
+        )
+    };
+    let display = file.to_string_lossy().into_owned();
+    match load_manifest(&file, &dir, &display) {
+        Loaded::NotAnExtension => (
+            None,
+            vec![Diagnostic::single(
+                display,
+                None,
+                Severity::Error,
+                "",
+                "file not found".to_owned(),
+            )],
+        ),
+        Loaded::Rejected(d) => (None, vec![d]),
+        Loaded::Registered(ext, warning) => (Some(ext.manifest), warning.into_iter().collect()),
+    }
+}
+
+enum Loaded {
+    NotAnExtension,
+    Rejected(Diagnostic),
+    Registered(Box<Extension>, Option<Diagnostic>),
+}
+
+fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
+    let display = config.display(&dir.join(MANIFEST_FILE));
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        // Plain files (bare faculty components are the faculty loader's business) and
+        // dangling links are not extension directories.
+        Ok(_) => return Loaded::NotAnExtension,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::NotAnExtension,
+        Err(e) => {
+            return Loaded::Rejected(Diagnostic::single(
+                config.display(dir),
+                None,
+                Severity::Error,
+                "",
+                format!("cannot open the extension directory: {e}"),
+            ));
+        }
+    }
+    let mut loaded = load_manifest(&dir.join(MANIFEST_FILE), dir, &display);
+    if let Loaded::Registered(ext, _) = &mut loaded {
+        ext.display_dir = config.display(dir);
+    }
+    loaded
+}
+
+fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
+    let reject = |id: Option<String>, pointer: &str, message: String| {
+        Loaded::Rejected(Diagnostic::single(
+            display.to_owned(),
+            id,
+            Severity::Error,
+            pointer,
+            message,
+        ))
+    };
+    let value = match json::read_file(file, MAX_MANIFEST_BYTES) {
+        Ok(Some(value)) => value,
+        Ok(None) => return Loaded::NotAnExtension,
+        Err(message) => return reject(None, "", message),
+    };
+    let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
+    let mut errors = MANIFEST_SCHEMA.errors(&value);
+    if !errors.is_empty() {
+        return Loaded::Rejected(Diagnostic {
+            path: display.to_owned(),
+            id,
+            severity: Severity::Error,
+            errors,
+        });
+    }
+    let mut warnings = unknown_fields(&value);
+    let manifest: Manifest = match json::typed(value) {
+        Ok(m) => m,
+        Err((pointer, message)) => return reject(id, &pointer, message),
+    };
+    errors = rules::check(&manifest);
+    if !errors.is_empty() {
+        return Loaded::Rejected(Diagnostic {
+            path: display.to_owned(),
+            id,
+            severity: Severity::Error,
+            errors,
+        });
+    }
+    let (icon, icon_warning) = icon::resolve(manifest.icon.as_deref(), &manifest.name, dir);
+    warnings.extend(icon_warning.map(|message| SchemaError {
+        pointer: "/icon".to_owned(),
+        message,
+    }));
+    let warning = (!warnings.is_empty()).then(|| Diagnostic {
+        path: display.to_owned(),
+        id: id.clone(),
+        severity: Severity::Warning,
+        errors: warnings,
+    });
+    Loaded::Registered(
+        Box::new(Extension {
+            manifest,
+            dir: dir.to_owned(),
+            display_dir: String::new(),
+            icon,
+        }),
+        warning,
+    )
+}
+
+/// Top-level fields the schema does not define are allowed, but most often a typo
+/// (`panelURL`) or a removed feature (`flows`): warn, and suggest the likely field.
+fn unknown_fields(value: &Value) -> Vec<SchemaError> {
+    let Some(object) = value.as_object() else {
+        return Vec::new();
+    };
+    let known: Vec<&str> = MANIFEST_SCHEMA.root_properties().collect();
+    object
+        .keys()
+        .filter(|key| key.as_str() != "$schema" && !known.contains(&key.as_str()))
+        .map(|key| {
+            let hint = known
+                .iter()
+                .find(|k| k.eq_ignore_ascii_case(key))
+                .map(|k| format!("; did you mean `{k}`?"))
+                .unwrap_or_default();
+            SchemaError {
+                pointer: format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                message: format!("unknown field `{key}` is ignored{hint}"),
+            }
+        })
+        .collect()
+}
+
+/// Keeps one extension per id. The winner is the one `previous` registered from the same
+/// directory, else the first in scan order; every loser gets a diagnostic naming both.
+fn settle_ids(
+    loaded: Vec<Extension>,
+    previous: Option<&Catalog>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Extension> {
+    let incumbent = |ext: &Extension| {
+        previous
+            .and_then(|p| p.get(ext.id()))
+            .is_some_and(|p| p.dir == ext.dir)
+    };
+    let mut winner: HashMap<String, usize> = HashMap::new();
+    for (index, ext) in loaded.iter().enumerate() {
+        let slot = winner.entry(ext.id().to_owned()).or_insert(index);
+        if *slot != index && incumbent(ext) && !incumbent(&loaded[*slot]) {
+            *slot = index;
+        }
+    }
+    let mut kept = Vec::with_capacity(loaded.len());
+    let paths: Vec<String> = loaded
+        .iter()
+        .map(|e| format!("{}/{MANIFEST_FILE}", e.display_dir))
+        .collect();
+    for (index, ext) in loaded.into_iter().enumerate() {
+        let first = winner[ext.id()];
+        if first == index {
+            kept.push(ext);
+        } else {
+            diagnostics.push(Diagnostic {
+                path: paths[index].clone(),
+                id: Some(ext.id().to_owned()),
+                severity: Severity::Error,
+                errors: vec![SchemaError {
+                    pointer: "/id".to_owned(),
+                    message: format!(
+                        "id `{}` is already registered by {}; this manifest is ignored",
+                        ext.id(),
+                        paths[first]
+                    ),
+                }],
+            });
+        }
+    }
+    kept
+}

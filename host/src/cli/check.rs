@@ -1,0 +1,153 @@
+//! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance,
+//! and say in the terminal what is wrong. Exits 1 when anything is rejected.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use butler_host::catalog::scan::MANIFEST_FILE;
+use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan};
+use butler_host::instance::Instance;
+use serde_json::{Value, json};
+
+use super::settings::{self, Settings};
+
+/// `butler check` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A manifest file, an extension folder, or an instance folder [default: the instance]
+    path: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the check.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let path = match &args.path {
+        Some(path) => path.clone(),
+        None => settings::workdir(
+            std::env::var_os(butler_host::instance::WORKDIR_ENV).map(PathBuf::from),
+            &Settings::load()?,
+        )?,
+    };
+    let outcome = if is_extension(&path) {
+        check_extension(&path)
+    } else {
+        check_instance(&path)?
+    };
+    if args.json {
+        let diagnostics = &outcome.diagnostics;
+        println!(
+            "{:#}",
+            json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics})
+        );
+    } else {
+        print!("{}", outcome.render());
+    }
+    Ok(if outcome.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+struct Outcome {
+    registered: Vec<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Outcome {
+    fn ok(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .all(|d| d.severity != Severity::Error)
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for d in &self.diagnostics {
+            let verdict = match d.severity {
+                Severity::Error => "rejected",
+                Severity::Warning => "warning",
+            };
+            out.push_str(&format!("{} — {verdict}\n", d.path));
+            for e in &d.errors {
+                let at = if e.pointer.is_empty() {
+                    "(root)"
+                } else {
+                    &e.pointer
+                };
+                out.push_str(&format!("  {at}: {}\n", e.message));
+            }
+        }
+        let rejected = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        let warnings = self.diagnostics.len() - rejected;
+        out.push_str(&format!(
+            "{} valid, {rejected} rejected, {warnings} with warnings{}\n",
+            plural(self.registered.len(), "extension"),
+            if self.registered.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.registered.join(", "))
+            },
+        ));
+        out
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// A manifest file, or a folder whose `butler.json` looks like a manifest (has `kind`,
+/// `id` or `schemaVersion`) rather than an instance config.
+fn is_extension(path: &Path) -> bool {
+    if path.is_file() {
+        return true;
+    }
+    let manifest = path.join(MANIFEST_FILE);
+    if !manifest.is_file() {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(&manifest) else {
+        return true;
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => ["kind", "id", "schemaVersion"]
+            .iter()
+            .any(|k| map.contains_key(*k)),
+        _ => true,
+    }
+}
+
+fn check_extension(path: &Path) -> Outcome {
+    let (manifest, diagnostics) = check_manifest(path);
+    Outcome {
+        registered: manifest
+            .map(|m| format!("{} `{}`", m.kind.as_str(), m.id))
+            .into_iter()
+            .collect(),
+        diagnostics,
+    }
+}
+
+fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
+    let instance = Instance::open(path)?;
+    let catalog = scan(&instance.scan_config(), None);
+    Ok(Outcome {
+        registered: catalog
+            .extensions
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect(),
+        diagnostics: catalog.diagnostics,
+    })
+}

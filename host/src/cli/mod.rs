@@ -1,0 +1,41 @@
+//! Command-line interface: one module per subcommand, plus host settings.
+
+mod check;
+mod serve;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Butler host: keeps your AI extensions and your knowledge in one place.
+#[derive(Debug, Parser)]
+#[command(name = "butler", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the host on an instance (created from the skeleton on first run).
+    Serve(serve::Args),
+    /// Validate manifests and the instance config; exits non-zero on errors.
+    Check(check::Args),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Check(args) => check::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("butler: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Host settings from `$XDG_CONFIG_HOME/butler/butler.toml` (§12). Flags and environment
+//! variables win over it; it wins over the built-in defaults.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+/// What the settings file may set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Default instance directory.
+    pub workdir: Option<PathBuf>,
+    /// Default port.
+    pub port: Option<u16>,
+    /// Default bind address.
+    pub bind: Option<IpAddr>,
+    /// Default log filter (`RUST_LOG` syntax).
+    pub log: Option<String>,
+}
+
+impl Settings {
+    /// Reads the settings file if there is one.
+    pub fn load() -> anyhow::Result<Self> {
+        let Some(path) = path() else {
+            return Ok(Self::default());
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read settings {}", path.display()));
+            }
+        };
+        toml::from_str(&text).with_context(|| format!("invalid settings file {}", path.display()))
+    }
+}
+
+fn path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|h| h.join(".config")))?;
+    Some(base.join("butler").join("butler.toml"))
+}
+
+/// Starts `tracing` on stderr: `RUST_LOG` if set, else the settings' `log`, else `info`.
+pub fn init_logging(settings: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .ok()
+        .or_else(|| {
+            settings
+                .log
+                .as_deref()
+                .and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok())
+        })
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The instance directory: flag or `BUTLER_WORKDIR` (clap merges those), then settings,
+/// then `~/.dsh/butler` (S-I1).
+pub fn workdir(flag: Option<PathBuf>, settings: &Settings) -> anyhow::Result<PathBuf> {
+    flag.or_else(|| settings.workdir.clone())
+        .or_else(butler_host::instance::Instance::default_workdir)
+        .context("cannot find a home directory for the default instance; pass --workdir DIR")
+}

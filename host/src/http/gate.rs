@@ -1,0 +1,234 @@
+//! The request gate (S-H2), applied to every route before anything else runs.
+//!
+//! - `Host` must name a loopback address or `localhost` — a DNS-rebinding page reaches us
+//!   with its own domain in `Host`, so this refuses it.
+//! - A present `Origin` must be the host's own origin (loopback name, our port, `http`).
+//! - `Sec-Fetch-Site: cross-site | same-site` is refused, whatever else the request says.
+//!
+//! Requests without `Origin` (local SDKs, the CLI, curl) pass. Refusals are 403 with the
+//! error envelope.
+
+use std::net::IpAddr;
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::http::header::{HOST, ORIGIN};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::error::ApiError;
+
+/// What the gate needs to know about the listener.
+#[derive(Debug, Clone, Copy)]
+pub struct GateConfig {
+    /// The port the host listens on (its origin's port).
+    pub port: u16,
+}
+
+/// The middleware.
+///
+/// # Errors
+/// [`ApiError`] 403 when a rule refuses the request.
+pub async fn gate(
+    State(config): State<GateConfig>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    check(config, request.headers())?;
+    Ok(next.run(request).await)
+}
+
+/// The gate's decision for a set of request headers.
+///
+/// # Errors
+/// [`ApiError`] 403 naming the rule that refused.
+pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::forbidden(
+                "host_not_allowed",
+                "the request has no readable Host header",
+            )
+        })?;
+    if split_authority(host).is_none_or(|(name, _)| !is_loopback_name(name)) {
+        return Err(ApiError::forbidden(
+            "host_not_allowed",
+            format!(
+                "Host `{}` is not a loopback address; Butler only answers requests addressed to this machine",
+                clip(host)
+            ),
+        ));
+    }
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+        && (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site"))
+    {
+        return Err(ApiError::forbidden(
+            "cross_site_request",
+            format!(
+                "requests from other sites are refused (Sec-Fetch-Site: {})",
+                clip(site)
+            ),
+        ));
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !is_own_origin(config, origin) {
+            return Err(ApiError::forbidden(
+                "origin_not_allowed",
+                format!("Origin `{}` is not this host's origin", clip(origin)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `origin` is `http://<loopback name>:<our port>`.
+#[must_use]
+pub fn is_own_origin(config: GateConfig, origin: &str) -> bool {
+    let Some(authority) = origin.strip_prefix("http://") else {
+        return false;
+    };
+    match split_authority(authority) {
+        Some((name, Some(port))) => is_loopback_name(name) && port == config.port,
+        Some((name, None)) => is_loopback_name(name) && config.port == 80,
+        None => false,
+    }
+}
+
+/// `name[:port]` or `[v6][:port]` → (name, port). `None` for anything else (paths,
+/// user-info, bad ports).
+fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
+    if authority.is_empty() || authority.contains(['/', '@', ' ', '?', '#']) {
+        return None;
+    }
+    let (name, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        match after {
+            "" => (v6, None),
+            _ => (v6, Some(after.strip_prefix(':')?)),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) => Some(p.parse::<u16>().ok()?),
+        None => None,
+    };
+    Some((name, port))
+}
+
+/// `localhost`, `*.localhost` never resolves off-machine (RFC 6761) but we keep to the
+/// plain name; IPv4 127/8 and `::1`.
+fn is_loopback_name(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Header values echoed in messages are cut short.
+fn clip(text: &str) -> String {
+    text.chars().take(100).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: GateConfig = GateConfig { port: 19387 };
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, v.parse().expect("header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn hosts() {
+        for ok in [
+            "127.0.0.1:19387",
+            "localhost:19387",
+            "[::1]:19387",
+            "127.8.9.1",
+            "LOCALHOST",
+            "localhost.:1",
+        ] {
+            assert!(check(CONFIG, &headers(&[("host", ok)])).is_ok(), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "evil.com:19387",
+            "127.0.0.1.evil.com",
+            "localhost.evil.com",
+            "10.0.0.1:19387",
+            "",
+            "[::1",
+            "127.0.0.1:99999",
+            "u@127.0.0.1",
+        ] {
+            let err = check(CONFIG, &headers(&[("host", bad)])).expect_err(bad);
+            assert_eq!(err.code, "host_not_allowed", "{bad}");
+        }
+        assert!(check(CONFIG, &HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn origins() {
+        for ok in [
+            "http://127.0.0.1:19387",
+            "http://localhost:19387",
+            "http://[::1]:19387",
+        ] {
+            assert!(
+                check(
+                    CONFIG,
+                    &headers(&[("host", "127.0.0.1:19387"), ("origin", ok)])
+                )
+                .is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "http://evil.com",
+            "http://127.0.0.1:1",
+            "https://127.0.0.1:19387",
+            "null",
+            "http://127.0.0.1:19387/x",
+            "http://localhost",
+        ] {
+            let err = check(
+                CONFIG,
+                &headers(&[("host", "127.0.0.1:19387"), ("origin", bad)]),
+            )
+            .expect_err(bad);
+            assert_eq!(err.code, "origin_not_allowed", "{bad}");
+        }
+    }
+
+    #[test]
+    fn fetch_site() {
+        for bad in ["cross-site", "same-site", "Cross-Site"] {
+            let err = check(
+                CONFIG,
+                &headers(&[("host", "localhost:19387"), ("sec-fetch-site", bad)]),
+            )
+            .expect_err(bad);
+            assert_eq!(err.code, "cross_site_request");
+        }
+        for ok in ["same-origin", "none"] {
+            assert!(
+                check(
+                    CONFIG,
+                    &headers(&[("host", "localhost:19387"), ("sec-fetch-site", ok)])
+                )
+                .is_ok()
+            );
+        }
+    }
+}

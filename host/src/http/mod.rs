@@ -1,0 +1,117 @@
+//! The HTTP surface (S-H1…S-H4): binding, the router with its two prefixes, the gate on
+//! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
+
+pub mod error;
+pub mod gate;
+pub mod routes;
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+
+use crate::catalog::CatalogHandle;
+use crate::instance::Instance;
+pub use error::{ApiError, ApiJson};
+pub use gate::GateConfig;
+
+/// Default port (S-H1).
+pub const DEFAULT_PORT: u16 = 19387;
+/// The API prefix.
+pub const API_PREFIX: &str = "/myspace-butler/api";
+/// The legacy alias every API route also answers under.
+pub const LEGACY_PREFIX: &str = "/myspace-butler";
+
+/// What handlers can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// Catalog snapshots.
+    pub catalog: CatalogHandle,
+    /// The instance being served.
+    pub instance: Arc<Instance>,
+    /// When the host started.
+    pub started: Instant,
+}
+
+/// The listener could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// Butler only listens on loopback addresses.
+    #[error(
+        "refusing to listen on {0}: Butler only binds loopback addresses (127.0.0.1, ::1), because its API controls processes on this machine"
+    )]
+    NotLoopback(IpAddr),
+    /// Something else has the port.
+    #[error(
+        "port {port} on {addr} is already in use (is another butler running? choose another with --port)"
+    )]
+    InUse {
+        /// The address.
+        addr: IpAddr,
+        /// The port.
+        port: u16,
+    },
+    /// Any other bind failure.
+    #[error("cannot listen on {addr}: {source}")]
+    Other {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Opens the listener, refusing non-loopback addresses.
+///
+/// # Errors
+/// [`BindError`] with a message a person can act on.
+pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, BindError> {
+    if !addr.is_loopback() {
+        return Err(BindError::NotLoopback(addr));
+    }
+    let socket = SocketAddr::new(addr, port);
+    tokio::net::TcpListener::bind(socket)
+        .await
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::AddrInUse => BindError::InUse { addr, port },
+            _ => BindError::Other {
+                addr: socket,
+                source,
+            },
+        })
+}
+
+/// The whole application: every API route under both prefixes, the error-envelope
+/// fallbacks, the body limit and the gate.
+pub fn router(state: AppState, gate: GateConfig) -> Router {
+    let mut app = Router::new();
+    for (path, route) in routes::api() {
+        app = app
+            .route(&format!("{API_PREFIX}{path}"), route.clone())
+            .route(&format!("{LEGACY_PREFIX}{path}"), route);
+    }
+    app.fallback(error::unknown_route)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(error::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(gate, gate::gate))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves, then finishes in-flight requests.
+///
+/// # Errors
+/// I/O errors from the listener.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let port = listener.local_addr()?.port();
+    let app = router(state, GateConfig { port });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

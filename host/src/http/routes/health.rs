@@ -1,0 +1,18 @@
+//! `GET /health`: liveness and what instance is served.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use crate::http::AppState;
+
+/// `{"ok":true, "version", "workdir", "uptimeSec", "catalogGeneration"}`.
+pub async fn health(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "ok": true,
+        "version": env!("CARGO_PKG_VERSION"),
+        "workdir": state.instance.root,
+        "uptimeSec": state.started.elapsed().as_secs(),
+        "catalogGeneration": state.catalog.current().generation,
+    }))
+}

@@ -1,0 +1,24 @@
+//! The API routes, one file per area. Each path here is mounted under both
+//! `/myspace-butler/api` and the legacy `/myspace-butler` (see `docs/http-api.md`).
+
+mod boards;
+mod catalog;
+mod health;
+mod layout;
+
+use axum::routing::{MethodRouter, get};
+
+use super::AppState;
+
+/// Every API route as (path, handlers).
+pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/health", get(health::health)),
+        ("/catalog", get(catalog::catalog)),
+        ("/extensions/{id}/icon", get(catalog::icon)),
+        ("/overview", get(boards::overview)),
+        ("/services", get(boards::services)),
+        ("/faculties", get(boards::faculties)),
+        ("/layout", get(layout::get_layout).put(layout::put_layout)),
+    ]
+}

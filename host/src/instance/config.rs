@@ -1,0 +1,120 @@
+//! The instance's root `butler.json` (S-I3), validated against `spec/instance.schema.json`.
+//!
+//! The host keeps the whole document as read, so fields it does not know survive any
+//! rewrite; the typed fields below are the ones the host acts on.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::InstanceError;
+use crate::json;
+use crate::validation::SchemaValidator;
+
+/// Root config files are small; refuse anything larger unread.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+static INSTANCE_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
+    SchemaValidator::compile(
+        "spec/instance.schema.json",
+        include_str!("../../../spec/instance.schema.json"),
+    )
+    .expect("the bundled instance schema compiles (covered by the instance tests)")
+});
+
+/// The root config: typed fields the host uses, plus the whole document.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RootConfig {
+    /// Folders scanned for extensions, in priority order.
+    #[serde(default = "default_scan_roots")]
+    pub scan_roots: Vec<String>,
+    /// The owner's card store.
+    #[serde(default = "default_self_root")]
+    pub self_root: String,
+    /// Root of path/quote checks.
+    #[serde(default = "default_validity_root")]
+    pub validity_root: String,
+    /// Host state.
+    #[serde(default = "default_state_dir")]
+    pub state_dir: String,
+    /// The document as read, unknown fields included.
+    #[serde(skip)]
+    pub raw: Map<String, Value>,
+}
+
+fn default_scan_roots() -> Vec<String> {
+    ["tools", "services", "faculties"]
+        .map(str::to_owned)
+        .to_vec()
+}
+fn default_self_root() -> String {
+    "self".to_owned()
+}
+fn default_validity_root() -> String {
+    ".".to_owned()
+}
+fn default_state_dir() -> String {
+    ".butler".to_owned()
+}
+
+impl RootConfig {
+    /// Reads and validates the root config at `path`.
+    ///
+    /// # Errors
+    /// [`InstanceError`] naming the file, and for schema violations every field and reason.
+    pub fn load(path: &Path) -> Result<Self, InstanceError> {
+        let value = json::read_file(path, MAX_CONFIG_BYTES)
+            .map_err(|reason| InstanceError::ConfigNotJson {
+                path: path.to_owned(),
+                reason,
+            })?
+            .ok_or_else(|| InstanceError::NotAnInstance {
+                path: path.parent().unwrap_or(path).to_owned(),
+            })?;
+        Self::from_value(path, value)
+    }
+
+    /// Validates an already-parsed document.
+    ///
+    /// # Errors
+    /// [`InstanceError::InvalidConfig`] with every violation.
+    pub fn from_value(path: &Path, value: Value) -> Result<Self, InstanceError> {
+        let errors = INSTANCE_SCHEMA.errors(&value);
+        if !errors.is_empty() {
+            return Err(InstanceError::InvalidConfig {
+                path: path.to_owned(),
+                errors,
+            });
+        }
+        let Value::Object(raw) = value else {
+            return Err(InstanceError::ConfigNotJson {
+                path: path.to_owned(),
+                reason: "not a JSON object".to_owned(),
+            });
+        };
+        let mut config: Self =
+            json::typed(Value::Object(raw.clone())).map_err(|(pointer, message)| {
+                InstanceError::InvalidConfig {
+                    path: path.to_owned(),
+                    errors: vec![crate::validation::SchemaError { pointer, message }],
+                }
+            })?;
+        config.raw = raw;
+        Ok(config)
+    }
+
+    /// `relative` resolved against the directory of the root config.
+    #[must_use]
+    pub fn resolve(root: &Path, relative: &str) -> PathBuf {
+        let joined = root.join(relative);
+        // `root.join(".")` keeps a trailing `/.`; normalise the common cases for display.
+        if relative == "." {
+            root.to_owned()
+        } else {
+            joined
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The command line: `--help`, `--version`, `check`, and `serve`'s refusals.
+
+use std::net::TcpListener;
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, butler_command, write_manifest};
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let home = tempfile::tempdir().expect("home");
+    let output = butler_command(home.path())
+        .args(args)
+        .output()
+        .expect("run butler");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_and_version() {
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), format!("butler {}", env!("CARGO_PKG_VERSION")));
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("serve") && out.contains("check"), "{out}");
+    let (code, out, _) = run(&["serve", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("--workdir") && out.contains("--port") && out.contains("--bind"),
+        "{out}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_bind_and_a_busy_port() {
+    let dir = tempfile::tempdir().expect("temp");
+    let workdir = dir.path().to_str().expect("utf8");
+    for addr in ["0.0.0.0", "::", "192.168.1.10"] {
+        let (code, _, err) = run(&["serve", "--workdir", workdir, "--port", "0", "--bind", addr]);
+        assert_ne!(code, 0, "{addr}");
+        assert!(err.contains("only binds loopback"), "{addr}: {err}");
+    }
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let (code, _, err) = run(&["serve", "--workdir", workdir, "--port", &port]);
+    assert_ne!(code, 0);
+    assert!(err.contains("already in use"), "{err}");
+}
+
+#[test]
+fn serve_refuses_an_invalid_instance_config_naming_file_field_and_reason() {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(
+        dir.path().join("butler.json"),
+        r#"{"scanRoots": "tools", "inject": {"maxChars": 5}}"#,
+    )
+    .expect("write");
+    let (code, _, err) = run(&[
+        "serve",
+        "--workdir",
+        dir.path().to_str().expect("utf8"),
+        "--port",
+        "0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("butler.json")
+            && err.contains("/scanRoots: must be an array")
+            && err.contains("/inject/maxChars: must be at least 200"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("butler.json"), "{ not json").expect("write");
+    let (code, _, err) = run(&[
+        "serve",
+        "--workdir",
+        dir.path().to_str().expect("utf8"),
+        "--port",
+        "0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not valid JSON"), "{err}");
+}
+
+#[test]
+fn check_explains_a_manifest_before_it_is_dropped_in() {
+    let dir = tempfile::tempdir().expect("temp");
+    write_manifest(
+        dir.path(),
+        "good",
+        &json!({"schemaVersion":1,"kind":"tool","id":"good","name":"Good"}),
+    );
+    write_manifest(
+        dir.path(),
+        "bad",
+        &json!({"schemaVersion":1,"kind":"faculty","id":"bad","name":"Bad","icon":"x.png","mcp":{"transport":"stdio","command":["x"]}}),
+    );
+    let good = dir.path().join("good");
+    let (code, out, _) = run(&["check", good.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("1 extension valid") && out.contains("tool `good`"),
+        "{out}"
+    );
+    let bad = dir.path().join("bad/butler.json");
+    let (code, out, _) = run(&["check", bad.to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("rejected"), "{out}");
+    assert!(
+        out.contains("/icon: `icon` is not allowed for kind `faculty`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/mcp: `mcp` is not allowed for kind `faculty`"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["check", "--json", bad.to_str().expect("utf8")]);
+    assert_eq!(code, 1);
+    let parsed: Value = serde_json::from_str(&out).expect("json output");
+    assert_eq!(parsed["ok"], false);
+    assert_eq!(
+        parsed["diagnostics"][0]["errors"].as_array().map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn check_validates_a_whole_instance() {
+    let dir = tempfile::tempdir().expect("temp");
+    let workdir = dir.path().join("instance");
+    drop(Butler::start(&workdir));
+    let path = workdir.to_str().expect("utf8");
+    let (code, out, _) = run(&["check", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 extensions valid"), "{out}");
+    write_manifest(
+        &workdir,
+        "tools/a",
+        &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"A"}),
+    );
+    write_manifest(
+        &workdir,
+        "tools/b",
+        &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"B"}),
+    );
+    let (code, out, _) = run(&["check", path]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("tools/b/butler.json — rejected")
+            && out.contains("already registered by tools/a/butler.json"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["check", dir.path().join("nowhere").to_str().expect("utf8")]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a Butler instance"), "{err}");
+}

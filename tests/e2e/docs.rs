@@ -1,0 +1,61 @@
+//! `docs/http-api.md` is kept true: every documented route exists on a live host, and
+//! every route the host registers is documented.
+
+use std::path::Path;
+
+use reqwest::Method;
+
+use crate::util::{Butler, json_of};
+
+fn documented_routes() -> Vec<(Method, String)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/http-api.md"))
+            .expect("read the API reference");
+    let section = doc.split("## Routes").nth(1).expect("a Routes section");
+    section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let method = Method::from_bytes(cells.get(1)?.as_bytes()).ok()?;
+            let path = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((method, path.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_route_exists_and_every_route_is_documented() {
+    let documented = documented_routes();
+    assert!(documented.len() >= 8, "{documented:?}");
+    let registered: Vec<&str> = butler_host::http::routes::api()
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    for path in &registered {
+        assert!(
+            documented.iter().any(|(_, p)| p == path),
+            "route {path} is not in docs/http-api.md"
+        );
+    }
+    let (butler, _dir) = Butler::start_fresh();
+    for (method, path) in &documented {
+        assert!(
+            registered.contains(&path.as_str()),
+            "docs/http-api.md lists {method} {path}, which the host does not register"
+        );
+        let concrete = path.replace("{id}", "no-such-id");
+        let (status, body) = json_of(
+            butler
+                .request(method.clone(), &butler.api(&concrete))
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .expect("request"),
+        );
+        let code = body["error"]["code"].as_str().unwrap_or_default();
+        assert!(
+            code != "unknown_route" && code != "method_not_allowed",
+            "{method} {path}: {status} {body}"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! The request gate and the error envelope, tried from outside with real requests.
+
+use reqwest::Method;
+
+use crate::util::{Butler, assert_error, json_of};
+
+#[test]
+fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
+    let (butler, _dir) = Butler::start_fresh();
+    let health = butler.api("/health");
+    let send = |headers: &[(&str, String)]| {
+        let mut request = butler.request(Method::GET, &health);
+        for (k, v) in headers {
+            request = request.header(*k, v.as_str());
+        }
+        json_of(request.send().expect("request"))
+    };
+    let own = butler.origin.clone();
+
+    // DNS rebinding: the attacker's name in Host.
+    let (status, body) = send(&[("host", format!("attacker.example:{}", butler.port))]);
+    assert_error(status, &body, 403, "host_not_allowed");
+    let (status, body) = send(&[(
+        "host",
+        format!("127.0.0.1.attacker.example:{}", butler.port),
+    )]);
+    assert_error(status, &body, 403, "host_not_allowed");
+
+    for bad in [
+        "http://attacker.example",
+        "null",
+        &format!("http://127.0.0.1:{}", butler.port.wrapping_add(1)),
+        &format!("https://127.0.0.1:{}", butler.port),
+    ] {
+        let (status, body) = send(&[("origin", bad.to_owned())]);
+        assert_error(status, &body, 403, "origin_not_allowed");
+    }
+    for site in ["cross-site", "same-site"] {
+        // Even with our own Origin, a browser saying the request is cross-site is refused.
+        let (status, body) = send(&[("origin", own.clone()), ("sec-fetch-site", site.to_owned())]);
+        assert_error(status, &body, 403, "cross_site_request");
+    }
+
+    // Same-origin browser traffic and local clients without Origin pass.
+    let (status, body) = send(&[
+        ("origin", own.clone()),
+        ("sec-fetch-site", "same-origin".to_owned()),
+    ]);
+    assert_eq!((status, body["ok"].as_bool()), (200, Some(true)));
+    let (status, _) = send(&[
+        ("origin", format!("http://localhost:{}", butler.port)),
+        ("host", format!("localhost:{}", butler.port)),
+    ]);
+    assert_eq!(status, 200);
+    let (status, _) = send(&[]);
+    assert_eq!(status, 200);
+
+    // The gate covers unknown routes and writes too.
+    let response = butler
+        .request(Method::PUT, &butler.api("/layout"))
+        .header("origin", "http://attacker.example")
+        .header("content-type", "application/json")
+        .body(r#"{"version":1}"#)
+        .send()
+        .expect("put");
+    let (status, body) = json_of(response);
+    assert_error(status, &body, 403, "origin_not_allowed");
+    let response = butler
+        .request(Method::GET, &format!("{}/anything", butler.origin))
+        .header("origin", "http://attacker.example")
+        .send()
+        .expect("get");
+    let (status, body) = json_of(response);
+    assert_error(status, &body, 403, "origin_not_allowed");
+}
+
+#[test]
+fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
+    let (butler, _dir) = Butler::start_fresh();
+    for path in [
+        "/health",
+        "/catalog",
+        "/overview",
+        "/services",
+        "/faculties",
+        "/layout",
+    ] {
+        let api = json_of(
+            butler
+                .request(Method::GET, &butler.api(path))
+                .send()
+                .expect("api"),
+        );
+        let legacy = json_of(
+            butler
+                .request(
+                    Method::GET,
+                    &format!("{}/myspace-butler{path}", butler.origin),
+                )
+                .send()
+                .expect("legacy"),
+        );
+        assert_eq!(api.0, 200, "{path}");
+        assert_eq!(legacy.0, 200, "{path}");
+        if path != "/health" {
+            assert_eq!(api.1, legacy.1, "{path}");
+        }
+    }
+    let (status, body) = json_of(
+        butler
+            .request(Method::GET, &butler.api("/no-such-route"))
+            .send()
+            .expect("get"),
+    );
+    assert_error(status, &body, 404, "unknown_route");
+    let (status, body) = json_of(
+        butler
+            .request(Method::GET, &format!("{}/", butler.origin))
+            .send()
+            .expect("get"),
+    );
+    assert_error(status, &body, 404, "unknown_route");
+    let (status, body) = json_of(
+        butler
+            .request(Method::DELETE, &butler.api("/catalog"))
+            .send()
+            .expect("delete"),
+    );
+    assert_error(status, &body, 405, "method_not_allowed");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `butler` binary on an ephemeral port against a temp
+//! instance, driven over HTTP and the CLI like a user would.
+
+mod catalog;
+mod cli;
+mod docs;
+mod gate;
+mod util;

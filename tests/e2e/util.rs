@@ -1,0 +1,223 @@
+//! The one shared harness: start `butler serve` on a temp instance, talk to it, stop it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde_json::Value;
+
+/// Path of the binary under test.
+pub const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
+/// How long a host may take to start on a loaded 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A `butler` command isolated from the user's settings and instance.
+pub fn butler_command(settings_home: &Path) -> Command {
+    let mut cmd = Command::new(BUTLER);
+    cmd.env("XDG_CONFIG_HOME", settings_home)
+        .env("HOME", settings_home)
+        .env_remove("BUTLER_WORKDIR")
+        .env_remove("BUTLER_PORT")
+        .env_remove("BUTLER_BIND")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+/// A running host.
+pub struct Butler {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+    /// The listening port.
+    pub port: u16,
+    /// The instance directory.
+    pub workdir: PathBuf,
+    _home: tempfile::TempDir,
+    client: Client,
+}
+
+impl Butler {
+    /// Starts a host on a fresh temp instance (kept alive by the returned guard).
+    pub fn start_fresh() -> (Self, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let butler = Self::start(&dir.path().join("instance"));
+        (butler, dir)
+    }
+
+    /// Starts a host on `workdir` with `--port 0`.
+    pub fn start(workdir: &Path) -> Self {
+        Self::start_with(workdir, &[])
+    }
+
+    /// Starts a host with extra `serve` arguments.
+    pub fn start_with(workdir: &Path, extra: &[&str]) -> Self {
+        let home = tempfile::tempdir().expect("temp home");
+        let mut child = butler_command(home.path())
+            .args(["serve", "--port", "0", "--workdir"])
+            .arg(workdir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn butler");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = rx
+            .recv_timeout(START_TIMEOUT)
+            .expect("butler printed its URL");
+        let origin = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .and_then(|rest| rest.split('/').next())
+            .map(|authority| format!("http://{authority}"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        let port = origin
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port in URL");
+        let workdir = std::fs::canonicalize(workdir).expect("workdir exists after start");
+        Self {
+            child,
+            origin,
+            port,
+            workdir,
+            _home: home,
+            client: Client::new(),
+        }
+    }
+
+    /// `origin` + `/myspace-butler/api` + `path`.
+    pub fn api(&self, path: &str) -> String {
+        format!("{}/myspace-butler/api{path}", self.origin)
+    }
+
+    /// A GET request builder for an API path.
+    pub fn get(&self, path: &str) -> RequestBuilder {
+        self.client.get(self.api(path))
+    }
+
+    /// A request with any method to a full URL.
+    pub fn request(&self, method: reqwest::Method, url: &str) -> RequestBuilder {
+        self.client.request(method, url)
+    }
+
+    /// GET an API path and parse the JSON body.
+    pub fn get_json(&self, path: &str) -> (u16, Value) {
+        json_of(self.get(path).send().expect("request"))
+    }
+
+    /// The current `/catalog`.
+    pub fn catalog(&self) -> Value {
+        let (status, body) = self.get_json("/catalog");
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Ids of the registered extensions.
+    pub fn ids(&self) -> Vec<String> {
+        self.catalog()["extensions"]
+            .as_array()
+            .expect("extensions array")
+            .iter()
+            .map(|e| e["id"].as_str().expect("id").to_owned())
+            .collect()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        terminate(&mut self.child)
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+}
+
+impl Drop for Butler {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            terminate(&mut self.child);
+        }
+    }
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait().expect("wait")
+}
+
+/// Status and JSON body of a response.
+pub fn json_of(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().expect("body");
+    let value = serde_json::from_str(&text)
+        .unwrap_or_else(|_| panic!("not JSON (status {status}): {text}"));
+    (status, value)
+}
+
+/// Asserts the error envelope with this status and code.
+pub fn assert_error(status: u16, body: &Value, expected_status: u16, code: &str) {
+    assert_eq!(status, expected_status, "{body}");
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+/// Polls `condition` until it holds; returns how long it took. Panics after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if condition() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes an extension manifest at `<workdir>/<rel>/butler.json`.
+pub fn write_manifest(workdir: &Path, rel: &str, manifest: &Value) {
+    let dir = workdir.join(rel);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("butler.json"),
+        serde_json::to_vec_pretty(manifest).expect("json"),
+    )
+    .expect("write manifest");
+}
+
+/// A valid minimal tool manifest.
+pub fn tool(id: &str, name: &str) -> Value {
+    serde_json::json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": name})
+}
