@@ -157,3 +157,57 @@ fn check_validates_a_whole_instance() {
     assert_ne!(code, 0);
     assert!(err.contains("not a Butler instance"), "{err}");
 }
+
+#[test]
+fn the_settings_file_sets_defaults_and_flags_win_over_it() {
+    let home = tempfile::tempdir().expect("home");
+    let dir = tempfile::tempdir().expect("temp");
+    let from_settings = dir.path().join("from-settings");
+    std::fs::create_dir_all(home.path().join("butler")).expect("mkdir");
+    std::fs::write(
+        home.path().join("butler/butler.toml"),
+        format!(
+            "workdir = {:?}\nbind = \"0.0.0.0\"\n",
+            from_settings.to_str().expect("utf8")
+        ),
+    )
+    .expect("write settings");
+    // The settings' non-loopback bind is refused like the flag would be.
+    let output = butler_command(home.path())
+        .args(["serve", "--port", "0"])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("only binds loopback"));
+    // The flag wins over the settings file, and the settings' workdir is used.
+    let mut child = butler_command(home.path())
+        .args(["serve", "--port", "0", "--bind", "127.0.0.1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("line");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("http://127.0.0.1:"), "{line}");
+    assert!(
+        from_settings.join("butler.json").is_file(),
+        "instance created where the settings said"
+    );
+    // A malformed settings file is a clear error, not a silent default.
+    std::fs::write(home.path().join("butler/butler.toml"), "port = \"many\"\n").expect("write");
+    let output = butler_command(home.path())
+        .args(["serve", "--port", "0"])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("invalid settings file"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

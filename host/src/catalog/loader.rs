@@ -116,7 +116,17 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
 fn first_message(d: &super::Diagnostic) -> String {
     d.errors
         .first()
-        .map(|e| format!("{} {}", e.pointer, e.message))
+        .map(|e| {
+            format!(
+                "{}: {}",
+                if e.pointer.is_empty() {
+                    "(root)"
+                } else {
+                    &e.pointer
+                },
+                e.message
+            )
+        })
         .unwrap_or_default()
 }
 
