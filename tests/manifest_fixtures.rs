@@ -26,11 +26,7 @@ fn render(path: &Path) -> String {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
             };
-            let at = if e.pointer.is_empty() {
-                "(root)"
-            } else {
-                &e.pointer
-            };
+            let at = if e.pointer.is_empty() { "(root)" } else { &e.pointer };
             out.push_str(&format!("{severity} {at}: {}\n", e.message));
         }
     }
@@ -46,11 +42,7 @@ fn every_fixture_matches_its_expected_diagnostics() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     cases.sort();
-    assert!(
-        cases.len() >= 20,
-        "expected the full fixture set, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= 20, "expected the full fixture set, found {}", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
         let actual = render(case);
@@ -64,33 +56,19 @@ fn every_fixture_matches_its_expected_diagnostics() {
         if actual != expected {
             failures.push(format!(
                 "{}\n--- expected\n{expected}--- actual\n{actual}",
-                case.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
+                case.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} fixture(s) differ:\n\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} fixture(s) differ:\n\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
 fn every_expected_file_has_a_fixture() {
-    for entry in std::fs::read_dir(fixtures())
-        .expect("fixture folder exists")
-        .flatten()
-    {
+    for entry in std::fs::read_dir(fixtures()).expect("fixture folder exists").flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "expected") {
-            assert!(
-                path.with_extension("json").exists(),
-                "orphan expected file {}",
-                path.display()
-            );
+            assert!(path.with_extension("json").exists(), "orphan expected file {}", path.display());
         }
     }
 }

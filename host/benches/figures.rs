@@ -15,10 +15,7 @@ use butler_host::catalog::{ScanConfig, scan};
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
 
 fn main() {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wanted = |id: &str| filter.is_empty() || filter.iter().any(|f| id.starts_with(f.as_str()));
     if wanted("B6") {
         b6_startup();
@@ -32,11 +29,7 @@ fn main() {
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     samples.sort();
     let at = |q: f64| {
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
         let index = ((samples.len() as f64 - 1.0) * q).round() as usize;
         samples[index]
     };
@@ -99,11 +92,7 @@ fn b6_startup() {
     let mut startup = Vec::new();
     for run in 0..=RUNS {
         let start = Instant::now();
-        let status = Command::new(BUTLER)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .expect("butler --version");
+        let status = Command::new(BUTLER).arg("--version").stdout(Stdio::null()).status().expect("butler --version");
         assert!(status.success());
         let version = start.elapsed();
 
@@ -118,9 +107,7 @@ fn b6_startup() {
             .spawn()
             .expect("spawn");
         let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("url line");
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("url line");
         let authority = first
             .split_whitespace()
             .find_map(|w| w.strip_prefix("http://"))
@@ -148,9 +135,7 @@ fn health_ok(authority: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect(authority) else {
         return false;
     };
-    let request = format!(
-        "GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    );
+    let request = format!("GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
         return false;
     }
@@ -167,16 +152,10 @@ fn b7_scan() {
     instance_with(&root, 1000);
     let config = ScanConfig {
         instance_root: root.clone(),
-        roots: ["tools", "services", "faculties"]
-            .iter()
-            .map(|r| root.join(r))
-            .collect(),
+        roots: ["tools", "services", "faculties"].iter().map(|r| root.join(r)).collect(),
+        inspector: None,
     };
-    let files: Vec<_> = config
-        .candidate_dirs()
-        .into_iter()
-        .map(|d| d.join("butler.json"))
-        .collect();
+    let files: Vec<_> = config.candidate_dirs().into_iter().map(|d| d.join("butler.json")).collect();
 
     let mut baseline = Vec::new();
     let mut scans = Vec::new();
@@ -194,12 +173,7 @@ fn b7_scan() {
         let start = Instant::now();
         let catalog = scan(&config, None);
         let full = start.elapsed();
-        assert_eq!(
-            catalog.extensions.len(),
-            1000,
-            "{:?}",
-            catalog.diagnostics.first()
-        );
+        assert_eq!(catalog.extensions.len(), 1000, "{:?}", catalog.diagnostics.first());
         if run > 0 {
             baseline.push(parse_only);
             scans.push(full);

@@ -23,10 +23,7 @@ use serde_json::{Map, Number, Value};
 /// A readable reason naming the file: not a regular file, too large, not UTF-8, empty,
 /// not JSON, or a duplicate key (with line and column).
 pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, String> {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -49,19 +46,13 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, String> {
     if bytes.len() as u64 > max_bytes {
         return Err(too_large());
     }
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        format!(
-            "{name} is not UTF-8 text (invalid byte at offset {})",
-            e.valid_up_to()
-        )
-    })?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| format!("{name} is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(format!("{name} is empty"));
     }
-    parse(text)
-        .map(Some)
-        .map_err(|e| format!("{name} is not valid JSON: {e}"))
+    parse(text).map(Some).map_err(|e| format!("{name} is not valid JSON: {e}"))
 }
 
 /// Parses `text` strictly (see the module docs).
@@ -139,9 +130,7 @@ impl<'de> Visitor<'de> for Strict {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
             if map.contains_key(&key) {
-                return Err(A::Error::custom(format!(
-                    "the field `{key}` is written twice"
-                )));
+                return Err(A::Error::custom(format!("the field `{key}` is written twice")));
             }
             let value = access.next_value_seed(Strict)?;
             map.insert(key, value);
@@ -160,15 +149,12 @@ pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, (String,
         let mut pointer = String::new();
         for segment in e.path().iter() {
             match segment {
-                serde_path_to_error::Segment::Seq { index } => {
-                    pointer.push_str(&format!("/{index}"))
-                }
+                serde_path_to_error::Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
                 serde_path_to_error::Segment::Map { key } => {
                     pointer.push('/');
                     pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
                 }
-                serde_path_to_error::Segment::Enum { .. }
-                | serde_path_to_error::Segment::Unknown => {}
+                serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {}
             }
         }
         let inner = e.into_inner().to_string();
@@ -187,24 +173,13 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_refused_with_their_position() {
-        let err =
-            parse("{\n \"kind\": \"tool\",\n \"kind\": \"faculty\"\n}").expect_err("duplicate");
-        assert!(
-            err.to_string()
-                .contains("`kind` is written twice at line 3"),
-            "{err}"
-        );
-        assert!(
-            parse(r#"{"a": {"b": 1}, "c": {"b": 2}}"#).is_ok(),
-            "same key in different objects"
-        );
+        let err = parse("{\n \"kind\": \"tool\",\n \"kind\": \"faculty\"\n}").expect_err("duplicate");
+        assert!(err.to_string().contains("`kind` is written twice at line 3"), "{err}");
+        assert!(parse(r#"{"a": {"b": 1}, "c": {"b": 2}}"#).is_ok(), "same key in different objects");
     }
 
     #[test]
     fn whole_floats_are_integers() {
-        assert_eq!(
-            parse("[1.0, 2.5, -3.0]").expect("json"),
-            serde_json::json!([1, 2.5, -3])
-        );
+        assert_eq!(parse("[1.0, 2.5, -3.0]").expect("json"), serde_json::json!([1, 2.5, -3]));
     }
 }

@@ -39,17 +39,12 @@ impl SchemaValidator {
     /// # Errors
     /// [`InvalidSchema`] when the text is not JSON or not a valid schema.
     pub fn compile(name: &'static str, schema_text: &str) -> Result<Self, InvalidSchema> {
-        let schema: Value = serde_json::from_str(schema_text).map_err(|e| InvalidSchema {
-            name,
-            reason: e.to_string(),
-        })?;
+        let schema: Value =
+            serde_json::from_str(schema_text).map_err(|e| InvalidSchema { name, reason: e.to_string() })?;
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&schema)
-            .map_err(|e| InvalidSchema {
-                name,
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| InvalidSchema { name, reason: e.to_string() })?;
         Ok(Self { validator, schema })
     }
 
@@ -66,10 +61,8 @@ impl SchemaValidator {
         let mut out = Vec::new();
         for error in &errors {
             let pointer = error.instance_path().as_str();
-            let redundant = matches!(
-                error.kind(),
-                ValidationErrorKind::Constant { .. } | ValidationErrorKind::Enum { .. }
-            );
+            let redundant =
+                matches!(error.kind(), ValidationErrorKind::Constant { .. } | ValidationErrorKind::Enum { .. });
             if redundant && mistyped.contains(&pointer) {
                 continue;
             }
@@ -87,11 +80,7 @@ impl SchemaValidator {
 
     /// The names the schema defines at its root (`properties`).
     pub fn root_properties(&self) -> impl Iterator<Item = &str> {
-        self.schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(|p| p.keys().map(String::as_str))
+        self.schema.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys().map(String::as_str))
     }
 
     /// For an error raised inside a root-level `allOf/N/then`, the `if` it hangs on.
@@ -101,10 +90,7 @@ impl SchemaValidator {
         if !(rest == "then" || rest.starts_with("then/")) {
             return None;
         }
-        let properties = self
-            .schema
-            .pointer(&format!("/allOf/{index}/if/properties"))?
-            .as_object()?;
+        let properties = self.schema.pointer(&format!("/allOf/{index}/if/properties"))?.as_object()?;
         Some(Condition { properties })
     }
 }
@@ -118,30 +104,20 @@ impl Condition<'_> {
     /// A `properties`-only `if` also matches documents that lack the field (or are not
     /// objects at all); the rule is only meant for documents that have it.
     fn holds_for(&self, instance: &Value) -> bool {
-        self.properties
-            .keys()
-            .all(|key| instance.get(key).is_some())
+        self.properties.keys().all(|key| instance.get(key).is_some())
     }
 
     /// " for kind `service`", from the `if`'s `const`s.
     fn describe(&self) -> String {
         self.properties
             .iter()
-            .filter_map(|(key, rule)| {
-                Some(format!(" for {key} `{}`", rule.get("const")?.as_str()?))
-            })
+            .filter_map(|(key, rule)| Some(format!(" for {key} `{}`", rule.get("const")?.as_str()?)))
             .collect()
     }
 }
 
 /// Turns one error into one or more [`SchemaError`]s.
-fn explain(
-    pointer: &str,
-    kind: &ValidationErrorKind,
-    root: &Value,
-    context: &str,
-    out: &mut Vec<SchemaError>,
-) {
+fn explain(pointer: &str, kind: &ValidationErrorKind, root: &Value, context: &str, out: &mut Vec<SchemaError>) {
     let mut push = |pointer: String, message: String| out.push(SchemaError { pointer, message });
     let value = root.pointer(pointer);
     match kind {
@@ -149,35 +125,23 @@ fn explain(
             // `not: {anyOf: [{required: [x]}, …]}` is how the manifest schema forbids fields
             // per kind: name each forbidden field that is present, at its own pointer.
             let forbidden = forbidden_fields(schema);
-            let present: Vec<&str> = forbidden
-                .iter()
-                .copied()
-                .filter(|f| value.and_then(|v| v.get(f)).is_some())
-                .collect();
+            let present: Vec<&str> =
+                forbidden.iter().copied().filter(|f| value.and_then(|v| v.get(f)).is_some()).collect();
             if present.is_empty() {
                 push(pointer.to_owned(), not_message(schema));
             } else {
                 for field in present {
-                    push(
-                        format!("{pointer}/{}", escape_pointer(field)),
-                        format!("`{field}` is not allowed{context}"),
-                    );
+                    push(format!("{pointer}/{}", escape_pointer(field)), format!("`{field}` is not allowed{context}"));
                 }
             }
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
-            push(
-                pointer.to_owned(),
-                format!("missing required field `{name}`{context}"),
-            );
+            push(pointer.to_owned(), format!("missing required field `{name}`{context}"));
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             for field in unexpected {
-                push(
-                    format!("{pointer}/{}", escape_pointer(field)),
-                    format!("unknown field `{field}`"),
-                );
+                push(format!("{pointer}/{}", escape_pointer(field)), format!("unknown field `{field}`"));
             }
         }
         ValidationErrorKind::OneOfNotValid { context } => {
@@ -207,15 +171,15 @@ fn explain(
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => push(
             pointer.to_owned(),
-            "matches more than one allowed form; give exactly one of them (for example `url` or `exec`, not both)".to_owned(),
+            "matches more than one allowed form; give exactly one of them (for example `url` or `exec`, not both)"
+                .to_owned(),
         ),
         ValidationErrorKind::AnyOf { .. } => {
             push(pointer.to_owned(), "matches none of the allowed forms".to_owned());
         }
-        ValidationErrorKind::Type { kind } => push(
-            pointer.to_owned(),
-            format!("must be {}, found {}", type_name(kind), json_type(value)),
-        ),
+        ValidationErrorKind::Type { kind } => {
+            push(pointer.to_owned(), format!("must be {}, found {}", type_name(kind), json_type(value)))
+        }
         ValidationErrorKind::Constant { expected_value } => {
             let found = json_type(value);
             if json_type(Some(expected_value)) == found {
@@ -231,14 +195,12 @@ fn explain(
                 .unwrap_or_else(|| options.to_string());
             push(pointer.to_owned(), format!("must be one of {options}"));
         }
-        ValidationErrorKind::Pattern { pattern } => push(
-            pointer.to_owned(),
-            format!("{} does not match the pattern `{pattern}`", short(value)),
-        ),
-        ValidationErrorKind::Format { format } => push(
-            pointer.to_owned(),
-            format!("{} is not a valid {format}", short(value)),
-        ),
+        ValidationErrorKind::Pattern { pattern } => {
+            push(pointer.to_owned(), format!("{} does not match the pattern `{pattern}`", short(value)))
+        }
+        ValidationErrorKind::Format { format } => {
+            push(pointer.to_owned(), format!("{} is not a valid {format}", short(value)))
+        }
         ValidationErrorKind::MinLength { limit } => push(
             pointer.to_owned(),
             if *limit == 1 {
@@ -247,10 +209,9 @@ fn explain(
                 format!("must be at least {limit} characters long")
             },
         ),
-        ValidationErrorKind::MaxLength { limit } => push(
-            pointer.to_owned(),
-            format!("must be at most {limit} characters long"),
-        ),
+        ValidationErrorKind::MaxLength { limit } => {
+            push(pointer.to_owned(), format!("must be at most {limit} characters long"))
+        }
         ValidationErrorKind::Minimum { limit } => {
             push(pointer.to_owned(), format!("must be at least {limit}"));
         }
@@ -265,28 +226,20 @@ fn explain(
         }
         ValidationErrorKind::MinItems { limit } => push(
             pointer.to_owned(),
-            if *limit == 1 {
-                "must not be empty".to_owned()
-            } else {
-                format!("must have at least {limit} items")
-            },
+            if *limit == 1 { "must not be empty".to_owned() } else { format!("must have at least {limit} items") },
         ),
         ValidationErrorKind::MaxItems { limit } => {
             push(pointer.to_owned(), format!("must have at most {limit} items"));
         }
-        ValidationErrorKind::MinProperties { limit } => push(
-            pointer.to_owned(),
-            format!("must have at least {limit} field{}", if *limit == 1 { "" } else { "s" }),
-        ),
+        ValidationErrorKind::MinProperties { limit } => {
+            push(pointer.to_owned(), format!("must have at least {limit} field{}", if *limit == 1 { "" } else { "s" }))
+        }
         ValidationErrorKind::MaxProperties { limit } => {
             push(pointer.to_owned(), format!("must have at most {limit} fields"));
         }
         ValidationErrorKind::PropertyNames { error } => {
             let name = error.instance().as_str().unwrap_or_default().to_owned();
-            push(
-                format!("{pointer}/{}", escape_pointer(&name)),
-                format!("`{name}` is not an allowed key here"),
-            );
+            push(format!("{pointer}/{}", escape_pointer(&name)), format!("`{name}` is not an allowed key here"));
         }
         ValidationErrorKind::UniqueItems => {
             push(pointer.to_owned(), "items must be unique".to_owned());
@@ -314,11 +267,7 @@ fn required_fields(schema: &Value) -> Vec<&str> {
 /// A message for a `not` that is not a forbidden-field list, e.g. `not: {pattern: "__"}`.
 fn not_message(schema: &Value) -> String {
     match schema.get("pattern").and_then(Value::as_str) {
-        Some(literal)
-            if literal
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '-') =>
-        {
+        Some(literal) if literal.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') => {
             format!("must not contain `{literal}`")
         }
         Some(pattern) => format!("must not match the pattern `{pattern}`"),
@@ -341,11 +290,7 @@ fn escape_pointer(segment: &str) -> String {
 fn type_name(kind: &TypeKind) -> String {
     match kind {
         TypeKind::Single(t) => article(&t.to_string()),
-        TypeKind::Multiple(set) => set
-            .iter()
-            .map(|t| article(&t.to_string()))
-            .collect::<Vec<_>>()
-            .join(" or "),
+        TypeKind::Multiple(set) => set.iter().map(|t| article(&t.to_string())).collect::<Vec<_>>().join(" or "),
     }
 }
 
@@ -411,14 +356,8 @@ mod tests {
         assert_eq!(
             errors,
             vec![
-                SchemaError {
-                    pointer: "/c".into(),
-                    message: "`c` is not allowed for kind `x`".into()
-                },
-                SchemaError {
-                    pointer: "/d".into(),
-                    message: "`d` is not allowed for kind `x`".into()
-                },
+                SchemaError { pointer: "/c".into(), message: "`c` is not allowed for kind `x`".into() },
+                SchemaError { pointer: "/d".into(), message: "`d` is not allowed for kind `x`".into() },
             ]
         );
     }
@@ -428,15 +367,7 @@ mod tests {
         let long = "z".repeat(500);
         let errors = validator().errors(&json!({"a": 1, "b": 5, "kind":"x", "c": long}));
         assert!(errors.iter().all(|e| e.message.len() < 200), "{errors:?}");
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.pointer == "/a" && e.message == "must be at least 2")
-        );
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.pointer == "/b" && e.message.starts_with("must match exactly one"))
-        );
+        assert!(errors.iter().any(|e| e.pointer == "/a" && e.message == "must be at least 2"));
+        assert!(errors.iter().any(|e| e.pointer == "/b" && e.message.starts_with("must match exactly one")));
     }
 }

@@ -11,10 +11,7 @@ use crate::util::{Butler, assert_error, tool, wait_until, write_manifest};
 const LIVE: Duration = Duration::from_secs(5);
 
 fn diagnostic_for<'a>(catalog: &'a Value, path: &str) -> Option<&'a Value> {
-    catalog["diagnostics"]
-        .as_array()?
-        .iter()
-        .find(|d| d["path"] == path)
+    catalog["diagnostics"].as_array()?.iter().find(|d| d["path"] == path)
 }
 
 #[test]
@@ -26,12 +23,8 @@ fn first_run_copies_the_skeleton_and_a_second_run_changes_nothing() {
         assert!(workdir.join(folder).is_dir(), "{folder} created");
     }
     let config: Value =
-        serde_json::from_slice(&std::fs::read(workdir.join("butler.json")).expect("config"))
-            .expect("json");
-    assert_eq!(
-        config["scanRoots"],
-        json!(["tools", "services", "faculties"])
-    );
+        serde_json::from_slice(&std::fs::read(workdir.join("butler.json")).expect("config")).expect("json");
+    assert_eq!(config["scanRoots"], json!(["tools", "services", "faculties"]));
     assert!(butler.stop().success());
 
     // The owner edits the config (with a field the host does not know) and removes a file.
@@ -39,19 +32,9 @@ fn first_run_copies_the_skeleton_and_a_second_run_changes_nothing() {
     std::fs::write(workdir.join("butler.json"), edited).expect("edit");
     std::fs::remove_file(workdir.join("README.md")).expect("rm");
     let butler = Butler::start(&workdir);
-    assert_eq!(
-        std::fs::read(workdir.join("butler.json")).expect("config"),
-        edited,
-        "never overwritten"
-    );
-    assert!(
-        !workdir.join("README.md").exists(),
-        "an existing instance is not re-filled"
-    );
-    assert!(
-        workdir.join(".state").is_dir(),
-        "the configured stateDir is used"
-    );
+    assert_eq!(std::fs::read(workdir.join("butler.json")).expect("config"), edited, "never overwritten");
+    assert!(!workdir.join("README.md").exists(), "an existing instance is not re-filled");
+    assert!(workdir.join(".state").is_dir(), "the configured stateDir is used");
     let (status, health) = butler.get_json("/health");
     assert_eq!(status, 200);
     assert_eq!(health["ok"], true);
@@ -64,10 +47,7 @@ fn an_existing_folder_without_config_is_filled_without_touching_its_files() {
     std::fs::create_dir_all(dir.path().join("tools")).expect("mkdir");
     std::fs::write(dir.path().join("README.md"), "owner's own readme").expect("write");
     let _butler = Butler::start(dir.path());
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("README.md")).expect("read"),
-        "owner's own readme"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("README.md")).expect("read"), "owner's own readme");
     assert!(dir.path().join("butler.json").is_file());
     assert!(dir.path().join("services").is_dir());
 }
@@ -81,23 +61,15 @@ fn extensions_appear_change_and_vanish_live() {
         "services/keeper",
         &json!({"schemaVersion":1,"kind":"service","id":"keeper","name":"Keeper","hosted":{"command":"sleep 100"}}),
     );
-    let elapsed = wait_until(LIVE, "new extension listed", || {
-        butler.ids().contains(&"keeper".to_owned())
-    });
+    let elapsed = wait_until(LIVE, "new extension listed", || butler.ids().contains(&"keeper".to_owned()));
     eprintln!("new manifest listed after {elapsed:?}");
 
     write_manifest(&w, "tools/weather", &tool("weather", "Weather"));
-    wait_until(LIVE, "weather listed", || {
-        butler.ids().contains(&"weather".to_owned())
-    });
+    wait_until(LIVE, "weather listed", || butler.ids().contains(&"weather".to_owned()));
 
     write_manifest(&w, "tools/weather", &tool("weather", "Weather Now"));
     wait_until(LIVE, "rename seen", || {
-        butler.catalog()["extensions"]
-            .as_array()
-            .expect("array")
-            .iter()
-            .any(|e| e["name"] == "Weather Now")
+        butler.catalog()["extensions"].as_array().expect("array").iter().any(|e| e["name"] == "Weather Now")
     });
 
     // Break it: it leaves the catalog with every error listed; the others keep working.
@@ -106,29 +78,21 @@ fn extensions_appear_change_and_vanish_live() {
         "tools/weather",
         &json!({"schemaVersion":1,"kind":"tool","id":"Weather","name":"","reports":[]}),
     );
-    wait_until(LIVE, "broken manifest rejected", || {
-        !butler.ids().contains(&"weather".to_owned())
-    });
+    wait_until(LIVE, "broken manifest rejected", || !butler.ids().contains(&"weather".to_owned()));
     let catalog = butler.catalog();
-    let diagnostic = diagnostic_for(&catalog, "tools/weather/butler.json")
-        .expect("diagnostic for the broken manifest");
+    let diagnostic = diagnostic_for(&catalog, "tools/weather/butler.json").expect("diagnostic for the broken manifest");
     let pointers: Vec<&str> = diagnostic["errors"]
         .as_array()
         .expect("errors")
         .iter()
         .map(|e| e["pointer"].as_str().expect("pointer"))
         .collect();
-    assert!(
-        pointers.contains(&"/id") && pointers.contains(&"/name") && pointers.contains(&"/reports"),
-        "{diagnostic}"
-    );
+    assert!(pointers.contains(&"/id") && pointers.contains(&"/name") && pointers.contains(&"/reports"), "{diagnostic}");
     assert!(butler.ids().contains(&"keeper".to_owned()));
 
     // Delete the folder: gone, and so is its diagnostic.
     std::fs::remove_dir_all(w.join("tools/weather")).expect("rm");
-    wait_until(LIVE, "diagnostic cleared", || {
-        diagnostic_for(&butler.catalog(), "tools/weather/butler.json").is_none()
-    });
+    wait_until(LIVE, "diagnostic cleared", || diagnostic_for(&butler.catalog(), "tools/weather/butler.json").is_none());
     std::fs::remove_dir_all(w.join("services/keeper")).expect("rm");
     wait_until(LIVE, "keeper unregistered", || butler.ids().is_empty());
 }
@@ -147,24 +111,14 @@ fn duplicate_ids_first_scanned_wins_and_an_incumbent_is_never_displaced() {
     );
     let butler = Butler::start(&w);
     let catalog = butler.catalog();
-    let registered: Vec<&Value> = catalog["extensions"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter(|e| e["id"] == "dup")
-        .collect();
+    let registered: Vec<&Value> =
+        catalog["extensions"].as_array().expect("array").iter().filter(|e| e["id"] == "dup").collect();
     assert_eq!(registered.len(), 1);
-    assert_eq!(
-        registered[0]["name"], "First",
-        "scan-root order, then directory name"
-    );
+    assert_eq!(registered[0]["name"], "First", "scan-root order, then directory name");
     for loser in ["tools/m-second/butler.json", "services/a-svc/butler.json"] {
         let d = diagnostic_for(&catalog, loser).unwrap_or_else(|| panic!("diagnostic for {loser}"));
         let message = d["errors"][0]["message"].as_str().expect("message");
-        assert!(
-            message.contains("tools/b-first/butler.json"),
-            "names the winner: {message}"
-        );
+        assert!(message.contains("tools/b-first/butler.json"), "names the winner: {message}");
         assert_eq!(d["errors"][0]["pointer"], "/id");
     }
 
@@ -174,12 +128,8 @@ fn duplicate_ids_first_scanned_wins_and_an_incumbent_is_never_displaced() {
         diagnostic_for(&butler.catalog(), "tools/a-newcomer/butler.json").is_some()
     });
     let catalog = butler.catalog();
-    let winner = catalog["extensions"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .find(|e| e["id"] == "dup")
-        .expect("dup registered");
+    let winner =
+        catalog["extensions"].as_array().expect("array").iter().find(|e| e["id"] == "dup").expect("dup registered");
     assert_eq!(winner["name"], "First");
 }
 
@@ -204,6 +154,10 @@ fn nothing_that_runs_and_no_environment_value_is_ever_public() {
         "services/s",
         &json!({"schemaVersion":1,"kind":"service","id":"s","name":"S","hosted":{"command":"secret-shell-9 --x"}}),
     );
+    std::fs::create_dir_all(w.join("faculties/f")).expect("mkdir");
+    for name in ["secret-exec-10.wasm", "secret-report-11.wasm"] {
+        std::fs::copy(crate::util::guests::COMMAND, w.join("faculties/f").join(name)).expect("component");
+    }
     write_manifest(
         &w,
         "faculties/f",
@@ -215,19 +169,11 @@ fn nothing_that_runs_and_no_environment_value_is_ever_public() {
     );
     let butler = Butler::start(&w);
     for path in ["/catalog", "/overview", "/services", "/faculties"] {
-        let body = butler
-            .get(path)
-            .send()
-            .expect("request")
-            .text()
-            .expect("text");
+        let body = butler.get(path).send().expect("request").text().expect("text");
         assert!(!body.contains("secret"), "{path} leaks: {body}");
     }
     let (_, faculties) = butler.get_json("/faculties");
-    assert_eq!(
-        faculties["faculties"][0]["commands"][0]["id"], "run",
-        "commands are listed without what they run"
-    );
+    assert_eq!(faculties["faculties"][0]["commands"][0]["id"], "run", "commands are listed without what they run");
     assert_eq!(faculties["faculties"][0]["reports"][0]["shape"], "status");
     let (_, overview) = butler.get_json("/overview");
     assert_eq!(overview["tools"][0]["url"], "http://127.0.0.1:4321");
@@ -250,10 +196,7 @@ fn bad_files_are_diagnosed_and_never_crash_the_host() {
     put("huge", &vec![b' '; 3 * 1024 * 1024]);
     std::fs::create_dir_all(tools.join("is-dir/butler.json")).expect("mkdir");
     std::fs::create_dir_all(tools.join("fifo")).expect("mkdir");
-    let fifo = std::process::Command::new("mkfifo")
-        .arg(tools.join("fifo/butler.json"))
-        .status()
-        .expect("mkfifo");
+    let fifo = std::process::Command::new("mkfifo").arg(tools.join("fifo/butler.json")).status().expect("mkfifo");
     assert!(fifo.success());
     std::os::unix::fs::symlink("loop", tools.join("loop")).expect("symlink loop");
     std::os::unix::fs::symlink("b-cycle", tools.join("a-cycle")).expect("symlink");
@@ -277,11 +220,7 @@ fn bad_files_are_diagnosed_and_never_crash_the_host() {
     assert!(message("tools/huge/butler.json").contains("larger than"));
     assert!(message("tools/is-dir/butler.json").contains("is a directory"));
     assert!(message("tools/fifo/butler.json").contains("not a regular file"));
-    assert!(
-        message("tools/loop").contains("symbolic links"),
-        "{}",
-        message("tools/loop")
-    );
+    assert!(message("tools/loop").contains("symbolic links"), "{}", message("tools/loop"));
     assert!(
         diagnostic_for(&catalog, "tools/parent/butler.json").is_some(),
         "the root config read as a manifest is rejected, not fatal"
@@ -289,9 +228,7 @@ fn bad_files_are_diagnosed_and_never_crash_the_host() {
 
     // Still serving, still live.
     write_manifest(&w, "tools/later", &tool("later", "Later"));
-    wait_until(LIVE, "later listed", || {
-        butler.ids().contains(&"later".to_owned())
-    });
+    wait_until(LIVE, "later listed", || butler.ids().contains(&"later".to_owned()));
     assert!(butler.is_running());
 }
 
@@ -328,8 +265,7 @@ fn icons_are_served_and_cannot_escape_the_extension_folder() {
         "tools/linked",
         &json!({"schemaVersion":1,"kind":"tool","id":"linked","name":"Linked","icon":"l.png"}),
     );
-    std::os::unix::fs::symlink(w.join("secret.png"), w.join("tools/linked/l.png"))
-        .expect("symlink");
+    std::os::unix::fs::symlink(w.join("secret.png"), w.join("tools/linked/l.png")).expect("symlink");
     write_manifest(
         &w,
         "tools/emoji",
@@ -338,18 +274,10 @@ fn icons_are_served_and_cannot_escape_the_extension_folder() {
     let butler = Butler::start(&w);
     let catalog = butler.catalog();
     let icon_of = |id: &str| {
-        catalog["extensions"]
-            .as_array()
-            .expect("array")
-            .iter()
-            .find(|e| e["id"] == id)
-            .expect("registered")["icon"]
+        catalog["extensions"].as_array().expect("array").iter().find(|e| e["id"] == id).expect("registered")["icon"]
             .clone()
     };
-    assert_eq!(
-        icon_of("pic"),
-        json!({"type":"image","url":"/myspace-butler/api/extensions/pic/icon"})
-    );
+    assert_eq!(icon_of("pic"), json!({"type":"image","url":"/myspace-butler/api/extensions/pic/icon"}));
     assert_eq!(icon_of("emoji"), json!({"type":"text","text":"🌤️"}));
     assert_eq!(icon_of("escape"), json!({"type":"letter","text":"E"}));
     assert_eq!(icon_of("linked"), json!({"type":"letter","text":"L"}));
@@ -365,20 +293,13 @@ fn icons_are_served_and_cannot_escape_the_extension_folder() {
     assert_eq!(response.bytes().expect("bytes").as_ref(), b"\x89PNG fake");
     let svg = butler.get("/extensions/vector/icon").send().expect("svg");
     assert_eq!(svg.headers()["content-type"], "image/svg+xml");
-    let csp = svg.headers()["content-security-policy"]
-        .to_str()
-        .expect("csp");
-    assert!(
-        csp.contains("default-src 'none'") && csp.contains("sandbox"),
-        "{csp}"
-    );
+    let csp = svg.headers()["content-security-policy"].to_str().expect("csp");
+    assert!(csp.contains("default-src 'none'") && csp.contains("sandbox"), "{csp}");
 
     // The link is swapped to point outside after the scan: the read still refuses it.
     std::fs::remove_file(w.join("tools/pic/img/icon.png")).expect("rm");
-    std::os::unix::fs::symlink(w.join("secret.png"), w.join("tools/pic/img/icon.png"))
-        .expect("symlink");
-    let (status, body) =
-        crate::util::json_of(butler.get("/extensions/pic/icon").send().expect("icon"));
+    std::os::unix::fs::symlink(w.join("secret.png"), w.join("tools/pic/img/icon.png")).expect("symlink");
+    let (status, body) = crate::util::json_of(butler.get("/extensions/pic/icon").send().expect("icon"));
     assert_error(status, &body, 404, "icon_unavailable");
     let (status, body) = butler.get_json("/extensions/emoji/icon");
     assert_error(status, &body, 404, "no_icon");
@@ -401,32 +322,21 @@ fn boards_list_each_kind_with_its_state() {
         "services/b",
         &json!({"schemaVersion":1,"kind":"service","id":"b","name":"B","hosted":{"command":["true"]}}),
     );
-    write_manifest(
-        &w,
-        "faculties/c",
-        &json!({"schemaVersion":1,"kind":"faculty","id":"c","name":"C"}),
-    );
+    write_manifest(&w, "faculties/c", &json!({"schemaVersion":1,"kind":"faculty","id":"c","name":"C"}));
     let butler = Butler::start(&w);
     let (_, overview) = butler.get_json("/overview");
     assert_eq!(overview["tools"].as_array().expect("tools").len(), 1);
     let tool = &overview["tools"][0];
+    assert_eq!((tool["id"].as_str(), tool["state"].as_str()), (Some("a"), Some("stopped")));
     assert_eq!(
-        (tool["id"].as_str(), tool["state"].as_str()),
-        (Some("a"), Some("stopped"))
-    );
-    assert_eq!(
-        (
-            tool["group"].as_str(),
-            tool["frequency"].as_str(),
-            tool["autoStart"].as_bool()
-        ),
+        (tool["group"].as_str(), tool["frequency"].as_str(), tool["autoStart"].as_bool()),
         (Some("daily"), Some("low"), Some(true))
     );
     let (_, services) = butler.get_json("/services");
     assert_eq!(services["services"][0]["id"], "b");
     let (_, faculties) = butler.get_json("/faculties");
     assert_eq!(faculties["faculties"][0]["id"], "c");
-    assert_eq!(faculties["faculties"][0]["state"], "registered");
+    assert_eq!(faculties["faculties"][0]["state"], "ready");
 }
 
 #[test]
@@ -449,31 +359,14 @@ fn layout_round_trips_and_rejects_bad_input_without_losing_the_saved_one() {
     assert_eq!((status, &body), (200, &saved));
     let (status, body) = put(json!({"version":1,"display":{"tools":{"mode":"some"}}}).to_string());
     assert_error(status, &body, 400, "invalid_layout");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .expect("message")
-            .contains("/display/tools/mode"),
-        "{body}"
-    );
+    assert!(body["error"]["message"].as_str().expect("message").contains("/display/tools/mode"), "{body}");
     let (status, body) = put("{\"version\": 1,".to_owned());
     assert_error(status, &body, 400, "invalid_json");
-    let (status, body) = put(format!(
-        "{{\"version\":1,\"pad\":\"{}\"}}",
-        "x".repeat(2 * 1024 * 1024)
-    ));
+    let (status, body) = put(format!("{{\"version\":1,\"pad\":\"{}\"}}", "x".repeat(2 * 1024 * 1024)));
     assert_error(status, &body, 413, "payload_too_large");
     let (status, body) = crate::util::json_of(
-        butler
-            .request(reqwest::Method::PUT, &butler.api("/layout"))
-            .body(saved.to_string())
-            .send()
-            .expect("put"),
+        butler.request(reqwest::Method::PUT, &butler.api("/layout")).body(saved.to_string()).send().expect("put"),
     );
     assert_error(status, &body, 415, "unsupported_media_type");
-    assert_eq!(
-        butler.get_json("/layout"),
-        (200, saved),
-        "failed writes never touched the saved layout"
-    );
+    assert_eq!(butler.get_json("/layout"), (200, saved), "failed writes never touched the saved layout");
 }

@@ -8,10 +8,7 @@ use crate::util::{Butler, butler_command, write_manifest};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let home = tempfile::tempdir().expect("home");
-    let output = butler_command(home.path())
-        .args(args)
-        .output()
-        .expect("run butler");
+    let output = butler_command(home.path()).args(args).output().expect("run butler");
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -29,10 +26,7 @@ fn help_and_version() {
     assert!(out.contains("serve") && out.contains("check"), "{out}");
     let (code, out, _) = run(&["serve", "--help"]);
     assert_eq!(code, 0);
-    assert!(
-        out.contains("--workdir") && out.contains("--port") && out.contains("--bind"),
-        "{out}"
-    );
+    assert!(out.contains("--workdir") && out.contains("--port") && out.contains("--bind"), "{out}");
 }
 
 #[test]
@@ -54,18 +48,9 @@ fn serve_refuses_a_non_loopback_bind_and_a_busy_port() {
 #[test]
 fn serve_refuses_an_invalid_instance_config_naming_file_field_and_reason() {
     let dir = tempfile::tempdir().expect("temp");
-    std::fs::write(
-        dir.path().join("butler.json"),
-        r#"{"scanRoots": "tools", "inject": {"maxChars": 5}}"#,
-    )
-    .expect("write");
-    let (code, _, err) = run(&[
-        "serve",
-        "--workdir",
-        dir.path().to_str().expect("utf8"),
-        "--port",
-        "0",
-    ]);
+    std::fs::write(dir.path().join("butler.json"), r#"{"scanRoots": "tools", "inject": {"maxChars": 5}}"#)
+        .expect("write");
+    let (code, _, err) = run(&["serve", "--workdir", dir.path().to_str().expect("utf8"), "--port", "0"]);
     assert_ne!(code, 0);
     assert!(
         err.contains("butler.json")
@@ -74,13 +59,7 @@ fn serve_refuses_an_invalid_instance_config_naming_file_field_and_reason() {
         "{err}"
     );
     std::fs::write(dir.path().join("butler.json"), "{ not json").expect("write");
-    let (code, _, err) = run(&[
-        "serve",
-        "--workdir",
-        dir.path().to_str().expect("utf8"),
-        "--port",
-        "0",
-    ]);
+    let (code, _, err) = run(&["serve", "--workdir", dir.path().to_str().expect("utf8"), "--port", "0"]);
     assert_ne!(code, 0);
     assert!(err.contains("not valid JSON"), "{err}");
 }
@@ -88,11 +67,7 @@ fn serve_refuses_an_invalid_instance_config_naming_file_field_and_reason() {
 #[test]
 fn check_explains_a_manifest_before_it_is_dropped_in() {
     let dir = tempfile::tempdir().expect("temp");
-    write_manifest(
-        dir.path(),
-        "good",
-        &json!({"schemaVersion":1,"kind":"tool","id":"good","name":"Good"}),
-    );
+    write_manifest(dir.path(), "good", &json!({"schemaVersion":1,"kind":"tool","id":"good","name":"Good"}));
     write_manifest(
         dir.path(),
         "bad",
@@ -101,30 +76,18 @@ fn check_explains_a_manifest_before_it_is_dropped_in() {
     let good = dir.path().join("good");
     let (code, out, _) = run(&["check", good.to_str().expect("utf8")]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("1 extension valid") && out.contains("tool `good`"),
-        "{out}"
-    );
+    assert!(out.contains("1 extension valid") && out.contains("tool `good`"), "{out}");
     let bad = dir.path().join("bad/butler.json");
     let (code, out, _) = run(&["check", bad.to_str().expect("utf8")]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("rejected"), "{out}");
-    assert!(
-        out.contains("/icon: `icon` is not allowed for kind `faculty`"),
-        "{out}"
-    );
-    assert!(
-        out.contains("/mcp: `mcp` is not allowed for kind `faculty`"),
-        "{out}"
-    );
+    assert!(out.contains("/icon: `icon` is not allowed for kind `faculty`"), "{out}");
+    assert!(out.contains("/mcp: `mcp` is not allowed for kind `faculty`"), "{out}");
     let (code, out, _) = run(&["check", "--json", bad.to_str().expect("utf8")]);
     assert_eq!(code, 1);
     let parsed: Value = serde_json::from_str(&out).expect("json output");
     assert_eq!(parsed["ok"], false);
-    assert_eq!(
-        parsed["diagnostics"][0]["errors"].as_array().map(Vec::len),
-        Some(2)
-    );
+    assert_eq!(parsed["diagnostics"][0]["errors"].as_array().map(Vec::len), Some(2));
 }
 
 #[test]
@@ -136,21 +99,12 @@ fn check_validates_a_whole_instance() {
     let (code, out, _) = run(&["check", path]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 extensions valid"), "{out}");
-    write_manifest(
-        &workdir,
-        "tools/a",
-        &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"A"}),
-    );
-    write_manifest(
-        &workdir,
-        "tools/b",
-        &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"B"}),
-    );
+    write_manifest(&workdir, "tools/a", &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"A"}));
+    write_manifest(&workdir, "tools/b", &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"B"}));
     let (code, out, _) = run(&["check", path]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("tools/b/butler.json — rejected")
-            && out.contains("already registered by tools/a/butler.json"),
+        out.contains("tools/b/butler.json — rejected") && out.contains("already registered by tools/a/butler.json"),
         "{out}"
     );
     let (code, _, err) = run(&["check", dir.path().join("nowhere").to_str().expect("utf8")]);
@@ -166,17 +120,11 @@ fn the_settings_file_sets_defaults_and_flags_win_over_it() {
     std::fs::create_dir_all(home.path().join("butler")).expect("mkdir");
     std::fs::write(
         home.path().join("butler/butler.toml"),
-        format!(
-            "workdir = {:?}\nbind = \"0.0.0.0\"\n",
-            from_settings.to_str().expect("utf8")
-        ),
+        format!("workdir = {:?}\nbind = \"0.0.0.0\"\n", from_settings.to_str().expect("utf8")),
     )
     .expect("write settings");
     // The settings' non-loopback bind is refused like the flag would be.
-    let output = butler_command(home.path())
-        .args(["serve", "--port", "0"])
-        .output()
-        .expect("run");
+    let output = butler_command(home.path()).args(["serve", "--port", "0"]).output().expect("run");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("only binds loopback"));
     // The flag wins over the settings file, and the settings' workdir is used.
@@ -186,24 +134,15 @@ fn the_settings_file_sets_defaults_and_flags_win_over_it() {
         .spawn()
         .expect("spawn");
     let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("line");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().expect("stdout")), &mut line)
+        .expect("line");
     let _ = child.kill();
     let _ = child.wait();
     assert!(line.contains("http://127.0.0.1:"), "{line}");
-    assert!(
-        from_settings.join("butler.json").is_file(),
-        "instance created where the settings said"
-    );
+    assert!(from_settings.join("butler.json").is_file(), "instance created where the settings said");
     // A malformed settings file is a clear error, not a silent default.
     std::fs::write(home.path().join("butler/butler.toml"), "port = \"many\"\n").expect("write");
-    let output = butler_command(home.path())
-        .args(["serve", "--port", "0"])
-        .output()
-        .expect("run");
+    let output = butler_command(home.path()).args(["serve", "--port", "0"]).output().expect("run");
     assert!(!output.status.success());
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("invalid settings file"),

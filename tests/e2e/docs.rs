@@ -8,9 +8,8 @@ use reqwest::Method;
 use crate::util::{Butler, json_of};
 
 fn documented_routes() -> Vec<(Method, String)> {
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/http-api.md"))
-            .expect("read the API reference");
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/http-api.md"))
+        .expect("read the API reference");
     let section = doc.split("## Routes").nth(1).expect("a Routes section");
     section
         .lines()
@@ -27,15 +26,9 @@ fn documented_routes() -> Vec<(Method, String)> {
 fn every_documented_route_exists_and_every_route_is_documented() {
     let documented = documented_routes();
     assert!(documented.len() >= 8, "{documented:?}");
-    let registered: Vec<&str> = butler_host::http::routes::api()
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect();
+    let registered: Vec<&str> = butler_host::http::routes::api().into_iter().map(|(path, _)| path).collect();
     for path in &registered {
-        assert!(
-            documented.iter().any(|(_, p)| p == path),
-            "route {path} is not in docs/http-api.md"
-        );
+        assert!(documented.iter().any(|(_, p)| p == path), "route {path} is not in docs/http-api.md");
     }
     let (butler, _dir) = Butler::start_fresh();
     for (method, path) in &documented {
@@ -53,9 +46,6 @@ fn every_documented_route_exists_and_every_route_is_documented() {
                 .expect("request"),
         );
         let code = body["error"]["code"].as_str().unwrap_or_default();
-        assert!(
-            code != "unknown_route" && code != "method_not_allowed",
-            "{method} {path}: {status} {body}"
-        );
+        assert!(code != "unknown_route" && code != "method_not_allowed", "{method} {path}: {status} {body}");
     }
 }

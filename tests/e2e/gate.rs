@@ -20,10 +20,7 @@ fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
     // DNS rebinding: the attacker's name in Host.
     let (status, body) = send(&[("host", format!("attacker.example:{}", butler.port))]);
     assert_error(status, &body, 403, "host_not_allowed");
-    let (status, body) = send(&[(
-        "host",
-        format!("127.0.0.1.attacker.example:{}", butler.port),
-    )]);
+    let (status, body) = send(&[("host", format!("127.0.0.1.attacker.example:{}", butler.port))]);
     assert_error(status, &body, 403, "host_not_allowed");
 
     for bad in [
@@ -42,10 +39,7 @@ fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
     }
 
     // Same-origin browser traffic and local clients without Origin pass.
-    let (status, body) = send(&[
-        ("origin", own.clone()),
-        ("sec-fetch-site", "same-origin".to_owned()),
-    ]);
+    let (status, body) = send(&[("origin", own.clone()), ("sec-fetch-site", "same-origin".to_owned())]);
     assert_eq!((status, body["ok"].as_bool()), (200, Some(true)));
     let (status, _) = send(&[
         ("origin", format!("http://localhost:{}", butler.port)),
@@ -77,28 +71,10 @@ fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
 #[test]
 fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
     let (butler, _dir) = Butler::start_fresh();
-    for path in [
-        "/health",
-        "/catalog",
-        "/overview",
-        "/services",
-        "/faculties",
-        "/layout",
-    ] {
-        let api = json_of(
-            butler
-                .request(Method::GET, &butler.api(path))
-                .send()
-                .expect("api"),
-        );
+    for path in ["/health", "/catalog", "/overview", "/services", "/faculties", "/layout"] {
+        let api = json_of(butler.request(Method::GET, &butler.api(path)).send().expect("api"));
         let legacy = json_of(
-            butler
-                .request(
-                    Method::GET,
-                    &format!("{}/myspace-butler{path}", butler.origin),
-                )
-                .send()
-                .expect("legacy"),
+            butler.request(Method::GET, &format!("{}/myspace-butler{path}", butler.origin)).send().expect("legacy"),
         );
         assert_eq!(api.0, 200, "{path}");
         assert_eq!(legacy.0, 200, "{path}");
@@ -106,25 +82,10 @@ fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
             assert_eq!(api.1, legacy.1, "{path}");
         }
     }
-    let (status, body) = json_of(
-        butler
-            .request(Method::GET, &butler.api("/no-such-route"))
-            .send()
-            .expect("get"),
-    );
+    let (status, body) = json_of(butler.request(Method::GET, &butler.api("/no-such-route")).send().expect("get"));
     assert_error(status, &body, 404, "unknown_route");
-    let (status, body) = json_of(
-        butler
-            .request(Method::GET, &format!("{}/", butler.origin))
-            .send()
-            .expect("get"),
-    );
+    let (status, body) = json_of(butler.request(Method::GET, &format!("{}/", butler.origin)).send().expect("get"));
     assert_error(status, &body, 404, "unknown_route");
-    let (status, body) = json_of(
-        butler
-            .request(Method::DELETE, &butler.api("/catalog"))
-            .send()
-            .expect("delete"),
-    );
+    let (status, body) = json_of(butler.request(Method::DELETE, &butler.api("/catalog")).send().expect("delete"));
     assert_error(status, &body, 405, "method_not_allowed");
 }

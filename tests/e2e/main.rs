@@ -4,5 +4,6 @@
 mod catalog;
 mod cli;
 mod docs;
+mod faculty;
 mod gate;
 mod util;

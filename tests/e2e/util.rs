@@ -72,29 +72,16 @@ impl Butler {
                 }
             }
         });
-        let line = rx
-            .recv_timeout(START_TIMEOUT)
-            .expect("butler printed its URL");
+        let line = rx.recv_timeout(START_TIMEOUT).expect("butler printed its URL");
         let origin = line
             .split_whitespace()
             .find_map(|w| w.strip_prefix("http://"))
             .and_then(|rest| rest.split('/').next())
             .map(|authority| format!("http://{authority}"))
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        let port = origin
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port in URL");
+        let port = origin.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in URL");
         let workdir = std::fs::canonicalize(workdir).expect("workdir exists after start");
-        Self {
-            child,
-            origin,
-            port,
-            workdir,
-            _home: home,
-            client: Client::new(),
-        }
+        Self { child, origin, port, workdir, _home: home, client: Client::new() }
     }
 
     /// `origin` + `/myspace-butler/api` + `path`.
@@ -154,10 +141,7 @@ impl Drop for Butler {
 }
 
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status();
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Some(status) = child.try_wait().expect("try_wait") {
@@ -173,8 +157,7 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
 pub fn json_of(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().expect("body");
-    let value = serde_json::from_str(&text)
-        .unwrap_or_else(|_| panic!("not JSON (status {status}): {text}"));
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON (status {status}): {text}"));
     (status, value)
 }
 
@@ -183,12 +166,7 @@ pub fn assert_error(status: u16, body: &Value, expected_status: u16, code: &str)
     assert_eq!(status, expected_status, "{body}");
     assert_eq!(body["ok"], false, "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "{body}"
-    );
+    assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
 }
 
 /// Polls `condition` until it holds; returns how long it took. Panics after `limit`.
@@ -198,10 +176,7 @@ pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bo
         if condition() {
             return start.elapsed();
         }
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -210,14 +185,63 @@ pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bo
 pub fn write_manifest(workdir: &Path, rel: &str, manifest: &Value) {
     let dir = workdir.join(rel);
     std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::write(
-        dir.join("butler.json"),
-        serde_json::to_vec_pretty(manifest).expect("json"),
-    )
-    .expect("write manifest");
+    std::fs::write(dir.join("butler.json"), serde_json::to_vec_pretty(manifest).expect("json"))
+        .expect("write manifest");
 }
 
 /// A valid minimal tool manifest.
 pub fn tool(id: &str, name: &str) -> Value {
     serde_json::json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": name})
+}
+
+/// Guests built from source by `host/build.rs`.
+pub mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
+
+/// An instance folder with this root config and the usual scan roots.
+pub fn instance_with_config(config: &Value) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), serde_json::to_vec_pretty(config).expect("json")).expect("config");
+    for root in ["tools", "services", "faculties", "self"] {
+        std::fs::create_dir_all(dir.path().join(root)).expect("mkdir");
+    }
+    dir
+}
+
+impl Butler {
+    /// POST a JSON body to an API path with extra headers; status and JSON answer.
+    pub fn post_json(&self, path: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+        let mut request = self
+            .request(reqwest::Method::POST, &self.api(path))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        json_of(request.send().expect("request"))
+    }
+
+    /// Runs a faculty command; status and JSON answer.
+    pub fn command(&self, faculty: &str, command: &str, args: &Value) -> (u16, Value) {
+        self.post_json(&format!("/faculties/{faculty}/commands/{command}"), &serde_json::json!({"args": args}), &[])
+    }
+
+    /// The entry of `GET /faculties` for `id`, if listed.
+    pub fn faculty(&self, id: &str) -> Option<Value> {
+        let (_, body) = self.get_json("/faculties");
+        body["faculties"].as_array()?.iter().find(|f| f["id"] == id).cloned()
+    }
+
+    /// Waits until faculty `id` is listed as ready.
+    pub fn wait_ready(&self, id: &str) -> Duration {
+        wait_until(Duration::from_secs(20), &format!("faculty {id} ready"), || {
+            self.faculty(id).is_some_and(|f| f["state"] == "ready")
+        })
+    }
+
+    /// The owner token of this instance.
+    pub fn owner_token(&self) -> String {
+        std::fs::read_to_string(self.workdir.join(".butler/owner-token")).expect("owner token").trim().to_owned()
+    }
 }

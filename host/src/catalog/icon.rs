@@ -61,35 +61,21 @@ pub fn resolve(spec: Option<&str>, name: &str, dir: &Path) -> (Icon, Option<Stri
         return (letter(), None);
     };
     let lower = spec.to_ascii_lowercase();
-    if lower.starts_with("http://")
-        || lower.starts_with("https://")
-        || lower.starts_with("data:image/")
-    {
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("data:image/") {
         return (Icon::Url(spec.to_owned()), None);
     }
     let Some(media_type) = media_type_of(spec) else {
-        return (
-            Icon::Text(spec.chars().take(TEXT_ICON_CHARS).collect()),
-            None,
-        );
+        return (Icon::Text(spec.chars().take(TEXT_ICON_CHARS).collect()), None);
     };
     let path = PathBuf::from(spec);
     let source = if path.is_absolute() {
         ImageSource::Absolute(path)
     } else {
-        ImageSource::Relative {
-            dir: dir.to_owned(),
-            path,
-        }
+        ImageSource::Relative { dir: dir.to_owned(), path }
     };
     match check(&source) {
         Ok(()) => (Icon::Image { source, media_type }, None),
-        Err(why) => (
-            letter(),
-            Some(format!(
-                "icon `{spec}` cannot be used ({why}); showing a letter instead"
-            )),
-        ),
+        Err(why) => (letter(), Some(format!("icon `{spec}` cannot be used ({why}); showing a letter instead"))),
     }
 }
 
@@ -101,16 +87,11 @@ pub fn resolve(spec: Option<&str>, name: &str, dir: &Path) -> (Icon, Option<Stri
 pub fn read(source: &ImageSource) -> Result<Vec<u8>, String> {
     check(source)?;
     let file = match source {
-        ImageSource::Relative { dir, path } => open_dir(dir)?
-            .open(path)
-            .map_err(|e| describe_io(&e))?
-            .into_std(),
+        ImageSource::Relative { dir, path } => open_dir(dir)?.open(path).map_err(|e| describe_io(&e))?.into_std(),
         ImageSource::Absolute(path) => std::fs::File::open(path).map_err(|e| describe_io(&e))?,
     };
     let mut bytes = Vec::new();
-    file.take(MAX_ICON_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| describe_io(&e))?;
+    file.take(MAX_ICON_BYTES + 1).read_to_end(&mut bytes).map_err(|e| describe_io(&e))?;
     if bytes.len() as u64 > MAX_ICON_BYTES {
         return Err("larger than 2 MB".to_owned());
     }
@@ -120,9 +101,7 @@ pub fn read(source: &ImageSource) -> Result<Vec<u8>, String> {
 /// The first letter or digit of the name, upper-cased (`?` when there is none).
 #[must_use]
 pub fn letter_for(name: &str) -> String {
-    name.chars()
-        .find(|c| c.is_alphanumeric())
-        .map_or_else(|| "?".to_owned(), |c| c.to_uppercase().collect())
+    name.chars().find(|c| c.is_alphanumeric()).map_or_else(|| "?".to_owned(), |c| c.to_uppercase().collect())
 }
 
 fn media_type_of(spec: &str) -> Option<&'static str> {
@@ -180,14 +159,8 @@ mod tests {
     fn text_and_url_and_letter() {
         let dir = Path::new("/nonexistent");
         assert_eq!(resolve(None, "weather", dir).0, Icon::Letter("W".into()));
-        assert_eq!(
-            resolve(Some("  "), "3d tool", dir).0,
-            Icon::Letter("3".into())
-        );
-        assert_eq!(
-            resolve(Some("🌤️ weather now"), "x", dir).0,
-            Icon::Text("🌤️ weather".chars().take(8).collect())
-        );
+        assert_eq!(resolve(Some("  "), "3d tool", dir).0, Icon::Letter("3".into()));
+        assert_eq!(resolve(Some("🌤️ weather now"), "x", dir).0, Icon::Text("🌤️ weather".chars().take(8).collect()));
         assert_eq!(
             resolve(Some("https://example.org/i.png"), "x", dir).0,
             Icon::Url("https://example.org/i.png".into())
@@ -205,35 +178,18 @@ mod tests {
         std::fs::create_dir_all(&ext).expect("mkdir");
         std::fs::write(root.join("outside.png"), b"png").expect("write");
         std::fs::write(ext.join("inside.png"), b"png").expect("write");
-        std::os::unix::fs::symlink(root.join("outside.png"), ext.join("link.png"))
-            .expect("symlink");
+        std::os::unix::fs::symlink(root.join("outside.png"), ext.join("link.png")).expect("symlink");
 
         let (icon, warning) = resolve(Some("inside.png"), "x", &ext);
-        assert!(
-            matches!(
-                icon,
-                Icon::Image {
-                    media_type: "image/png",
-                    ..
-                }
-            ),
-            "{icon:?}"
-        );
+        assert!(matches!(icon, Icon::Image { media_type: "image/png", .. }), "{icon:?}");
         assert!(warning.is_none());
         for escape in ["../outside.png", "link.png", "missing.png"] {
             let (icon, warning) = resolve(Some(escape), "x", &ext);
             assert_eq!(icon, Icon::Letter("X".into()), "{escape}");
             assert!(warning.is_some(), "{escape}");
         }
-        let source = ImageSource::Relative {
-            dir: ext.clone(),
-            path: "../outside.png".into(),
-        };
-        assert!(
-            read(&source)
-                .expect_err("escape refused")
-                .contains("outside")
-        );
+        let source = ImageSource::Relative { dir: ext.clone(), path: "../outside.png".into() };
+        assert!(read(&source).expect_err("escape refused").contains("outside"));
         std::fs::remove_dir_all(&root).ok();
     }
 }

@@ -88,45 +88,22 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
         (catalog, fingerprint, dirs)
     })
     .await?;
-    tracing::info!(
-        extensions = first.extensions.len(),
-        diagnostics = first.diagnostics.len(),
-        "catalog: first scan"
-    );
+    tracing::info!(extensions = first.extensions.len(), diagnostics = first.diagnostics.len(), "catalog: first scan");
     for d in &first.diagnostics {
         tracing::warn!(path = %d.path, problems = d.errors.len(), "catalog: {}", first_message(d));
     }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(first));
     let (rescan_tx, rescan_rx) = mpsc::unbounded_channel();
-    let mut loader = Loader {
-        config,
-        watcher,
-        watched: BTreeSet::new(),
-        fingerprint,
-        snapshots: snapshot_tx,
-    };
+    let mut loader = Loader { config, watcher, watched: BTreeSet::new(), fingerprint, snapshots: snapshot_tx };
     loader.update_watches(&dirs);
     tokio::spawn(loader.run(event_rx, rescan_rx));
-    Ok(CatalogHandle {
-        snapshots: snapshot_rx,
-        rescan: rescan_tx,
-    })
+    Ok(CatalogHandle { snapshots: snapshot_rx, rescan: rescan_tx })
 }
 
 fn first_message(d: &super::Diagnostic) -> String {
     d.errors
         .first()
-        .map(|e| {
-            format!(
-                "{}: {}",
-                if e.pointer.is_empty() {
-                    "(root)"
-                } else {
-                    &e.pointer
-                },
-                e.message
-            )
-        })
+        .map(|e| format!("{}: {}", if e.pointer.is_empty() { "(root)" } else { &e.pointer }, e.message))
         .unwrap_or_default()
 }
 
@@ -141,11 +118,7 @@ struct Loader {
 }
 
 impl Loader {
-    async fn run(
-        mut self,
-        mut events: mpsc::UnboundedReceiver<()>,
-        mut requests: mpsc::UnboundedReceiver<()>,
-    ) {
+    async fn run(mut self, mut events: mpsc::UnboundedReceiver<()>, mut requests: mpsc::UnboundedReceiver<()>) {
         let mut tick = tokio::time::interval(FINGERPRINT_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -227,19 +200,12 @@ async fn debounce(events: &mut mpsc::UnboundedReceiver<()>) {
 /// Directory entries of the scan roots with the stat of their manifests, plus the list of
 /// extension directories to watch.
 fn fingerprint(config: &ScanConfig) -> (Fingerprint, Vec<PathBuf>) {
-    let stamp = |p: &Path| {
-        std::fs::metadata(p)
-            .ok()
-            .and_then(|m| Some((m.modified().ok()?, m.len())))
-    };
+    let stamp = |p: &Path| std::fs::metadata(p).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
     let mut dirs = Vec::new();
     let mut print = Vec::new();
     for candidate in config.candidate_dirs() {
         if candidate.is_dir() {
-            print.push((
-                candidate.join(MANIFEST_FILE),
-                stamp(&candidate.join(MANIFEST_FILE)),
-            ));
+            print.push((candidate.join(MANIFEST_FILE), stamp(&candidate.join(MANIFEST_FILE))));
             dirs.push(candidate);
         } else {
             print.push((candidate.clone(), stamp(&candidate)));
@@ -263,37 +229,20 @@ impl Relevance {
     /// A manifest, an entry directly in a scan root or the instance root, or a file an
     /// icon could point at.
     fn matters(&self, path: &Path) -> bool {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == MANIFEST_FILE || self.parents.iter().any(|p| p == path) {
             return true;
         }
-        if path
-            .parent()
-            .is_some_and(|parent| self.parents.iter().any(|p| p == parent))
-        {
+        if path.parent().is_some_and(|parent| self.parents.iter().any(|p| p == parent)) {
             return true;
         }
-        let ext = Path::new(name)
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or_default();
-        matches!(
-            ext.to_ascii_lowercase().as_str(),
-            "png" | "jpg" | "jpeg" | "gif" | "webp" | "svg" | "ico" | "wasm"
-        )
+        let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or_default();
+        matches!(ext.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp" | "svg" | "ico" | "wasm")
     }
 }
 
 fn log_changes(previous: &Catalog, next: &Catalog) {
-    let ids = |c: &Catalog| {
-        c.extensions
-            .iter()
-            .map(|e| e.id().to_owned())
-            .collect::<BTreeSet<_>>()
-    };
+    let ids = |c: &Catalog| c.extensions.iter().map(|e| e.id().to_owned()).collect::<BTreeSet<_>>();
     let (before, after) = (ids(previous), ids(next));
     for id in after.difference(&before) {
         tracing::info!(id, "catalog: registered");
@@ -301,11 +250,7 @@ fn log_changes(previous: &Catalog, next: &Catalog) {
     for id in before.difference(&after) {
         tracing::info!(id, "catalog: unregistered");
     }
-    for d in next
-        .diagnostics
-        .iter()
-        .filter(|d| !previous.diagnostics.contains(d))
-    {
+    for d in next.diagnostics.iter().filter(|d| !previous.diagnostics.contains(d)) {
         tracing::warn!(path = %d.path, "catalog: {}", first_message(d));
     }
 }

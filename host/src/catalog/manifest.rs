@@ -257,6 +257,17 @@ pub struct CommandArg {
     pub stdin: bool,
 }
 
+impl CommandArg {
+    /// The pattern compiled to match a whole value (`regex` syntax: linear-time matching,
+    /// and the crate's default size limit refuses patterns that compile to huge automata).
+    ///
+    /// # Errors
+    /// When the pattern is not a valid regular expression (or compiles too large).
+    pub fn compile_pattern(&self) -> Result<regex::Regex, regex::Error> {
+        regex::Regex::new(&format!("^(?:{})$", self.pattern))
+    }
+}
+
 /// How a delegation's result is adopted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -318,8 +329,6 @@ impl Mcp {
     /// The namespace in force: the declared one, or the id with `-` replaced by `_`.
     #[must_use]
     pub fn effective_namespace(&self, id: &str) -> String {
-        self.namespace
-            .clone()
-            .unwrap_or_else(|| id.replace('-', "_"))
+        self.namespace.clone().unwrap_or_else(|| id.replace('-', "_"))
     }
 }

@@ -5,6 +5,7 @@
 //! [`Catalog`] snapshots; the other subsystems subscribe and reconcile against them.
 //! [`public`] is the only view of a snapshot that leaves the host.
 
+pub mod component;
 pub mod icon;
 pub mod loader;
 pub mod manifest;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentRef};
 pub use icon::Icon;
 pub use loader::{CatalogHandle, spawn_loader};
 pub use manifest::{Kind, Manifest};
@@ -35,9 +37,44 @@ pub struct Extension {
     pub display_dir: String,
     /// How its icon is shown.
     pub icon: Icon,
+    /// Where its manifest came from.
+    pub source: Source,
+    /// The WebAssembly components it runs (faculties), with their content hashes.
+    pub components: Vec<ComponentRef>,
+}
+
+/// Where an extension's manifest came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A `butler.json` in the extension directory.
+    Manifest,
+    /// The `describe()` of a bare `.wasm` file in a scan root.
+    Component(PathBuf),
 }
 
 impl Extension {
+    /// Where its manifest is, relative to the instance root (`tools/x/butler.json`, or
+    /// `faculties/x.wasm` for a self-describing component).
+    #[must_use]
+    pub fn display_path(&self) -> String {
+        match self.source {
+            Source::Manifest => format!("{}/{}", self.display_dir, scan::MANIFEST_FILE),
+            Source::Component(_) => self.display_dir.clone(),
+        }
+    }
+
+    /// The component a command's or report's `exec[0]` names, if it is a `.wasm`.
+    #[must_use]
+    pub fn component_for(&self, exec0: &str) -> Option<&ComponentRef> {
+        match &self.source {
+            Source::Component(path) => self.components.iter().find(|c| &c.path == path),
+            Source::Manifest => {
+                let path = component::resolve_exec(&self.dir, exec0).ok()?;
+                self.components.iter().find(|c| c.path == path)
+            }
+        }
+    }
+
     /// The extension id.
     #[must_use]
     pub fn id(&self) -> &str {
@@ -78,22 +115,8 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A diagnostic with a single problem.
     #[must_use]
-    pub fn single(
-        path: String,
-        id: Option<String>,
-        severity: Severity,
-        pointer: &str,
-        message: String,
-    ) -> Self {
-        Self {
-            path,
-            id,
-            severity,
-            errors: vec![SchemaError {
-                pointer: pointer.to_owned(),
-                message,
-            }],
-        }
+    pub fn single(path: String, id: Option<String>, severity: Severity, pointer: &str, message: String) -> Self {
+        Self { path, id, severity, errors: vec![SchemaError { pointer: pointer.to_owned(), message }] }
     }
 }
 
@@ -129,8 +152,6 @@ impl Catalog {
     /// Whether any diagnostic rejected a manifest.
     #[must_use]
     pub fn has_errors(&self) -> bool {
-        self.diagnostics
-            .iter()
-            .any(|d| d.severity == Severity::Error)
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
 }

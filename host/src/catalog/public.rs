@@ -26,11 +26,7 @@ impl<'a> PublicCatalog<'a> {
     #[must_use]
     pub fn of(catalog: &'a Catalog) -> Self {
         Self {
-            extensions: catalog
-                .extensions
-                .iter()
-                .map(|e| PublicExtension::of(e))
-                .collect(),
+            extensions: catalog.extensions.iter().map(|e| PublicExtension::of(e)).collect(),
             diagnostics: &catalog.diagnostics,
         }
     }
@@ -117,11 +113,7 @@ impl<'a> PublicExtension<'a> {
             hosted: hosted.is_some(),
             auto_start: hosted.is_some_and(|h| h.auto_start),
             port: hosted.and_then(|h| h.port),
-            url: hosted.and_then(|h| {
-                h.url
-                    .clone()
-                    .or_else(|| h.port.map(|p| format!("http://127.0.0.1:{p}")))
-            }),
+            url: hosted.and_then(|h| h.url.clone().or_else(|| h.port.map(|p| format!("http://127.0.0.1:{p}")))),
             open_path: hosted.and_then(|h| h.open_path.as_deref()),
             panel_url: m.panel_url.as_deref(),
             panel_size: m.panel_size,
@@ -136,23 +128,11 @@ impl<'a> PublicExtension<'a> {
                     args: &c.args,
                 })
                 .collect(),
-            reports: m
-                .reports
-                .iter()
-                .map(|r| PublicReport {
-                    id: &r.id,
-                    name: &r.name,
-                    shape: r.shape,
-                })
-                .collect(),
+            reports: m.reports.iter().map(|r| PublicReport { id: &r.id, name: &r.name, shape: r.shape }).collect(),
             delegations: m
                 .delegations
                 .iter()
-                .map(|d| PublicDelegation {
-                    id: &d.id,
-                    risk: d.risk,
-                    timeout_sec: d.timeout_sec,
-                })
+                .map(|d| PublicDelegation { id: &d.id, risk: d.risk, timeout_sec: d.timeout_sec })
                 .collect(),
             mcp_namespace: m.mcp.as_ref().map(|mcp| mcp.effective_namespace(&m.id)),
         }
@@ -188,9 +168,7 @@ pub enum PublicIcon<'a> {
 impl<'a> PublicIcon<'a> {
     fn of(ext: &'a Extension) -> Self {
         match &ext.icon {
-            Icon::Image { .. } => Self::Image {
-                url: format!("{API_PREFIX}/extensions/{}/icon", ext.id()),
-            },
+            Icon::Image { .. } => Self::Image { url: format!("{API_PREFIX}/extensions/{}/icon", ext.id()) },
             Icon::Url(url) => Self::Url { url },
             Icon::Text(text) => Self::Text { text },
             Icon::Letter(text) => Self::Letter { text },

@@ -1,7 +1,8 @@
 //! Semantic manifest rules the JSON Schema cannot express (S-M1): ids unique within a
 //! manifest, and the MCP namespace rules of S-C3.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex};
 
 use super::Manifest;
 use crate::validation::SchemaError;
@@ -12,48 +13,47 @@ pub const RESERVED_NAMESPACE: &str = "butler";
 /// Every semantic problem in `manifest` (already schema-valid).
 pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
     let mut errors = Vec::new();
-    unique(
-        &mut errors,
-        "commands",
-        manifest.commands.iter().map(|c| c.id.as_str()),
-    );
-    unique(
-        &mut errors,
-        "reports",
-        manifest.reports.iter().map(|r| r.id.as_str()),
-    );
-    unique(
-        &mut errors,
-        "delegations",
-        manifest.delegations.iter().map(|d| d.id.as_str()),
-    );
+    unique(&mut errors, "commands", manifest.commands.iter().map(|c| c.id.as_str()));
+    unique(&mut errors, "reports", manifest.reports.iter().map(|r| r.id.as_str()));
+    unique(&mut errors, "delegations", manifest.delegations.iter().map(|d| d.id.as_str()));
     for (index, command) in manifest.commands.iter().enumerate() {
         let mut seen = HashSet::new();
+        let mut stdin_args = 0;
         for (arg_index, arg) in command.args.iter().enumerate() {
+            let at = format!("/commands/{index}/args/{arg_index}");
             if !seen.insert(arg.name.as_str()) {
                 errors.push(SchemaError {
-                    pointer: format!("/commands/{index}/args/{arg_index}/name"),
+                    pointer: format!("{at}/name"),
                     message: format!("argument `{}` is declared twice", arg.name),
                 });
+            }
+            if let Err(reason) = pattern_problem(arg) {
+                errors.push(SchemaError {
+                    pointer: format!("{at}/pattern"),
+                    message: format!("not a valid regular expression: {reason}"),
+                });
+            }
+            if arg.stdin {
+                stdin_args += 1;
+                if stdin_args > 1 {
+                    errors.push(SchemaError {
+                        pointer: format!("{at}/stdin"),
+                        message: "a command has one standard input: only one argument may set `stdin`".to_owned(),
+                    });
+                }
             }
         }
     }
     if let Some(mcp) = &manifest.mcp {
         let namespace = mcp.effective_namespace(&manifest.id);
-        let pointer = if mcp.namespace.is_some() {
-            "/mcp/namespace"
-        } else {
-            "/id"
-        };
+        let pointer = if mcp.namespace.is_some() { "/mcp/namespace" } else { "/id" };
         if namespace == RESERVED_NAMESPACE {
-            let advice = if mcp.namespace.is_some() {
-                "choose another `mcp.namespace`"
-            } else {
-                "set `mcp.namespace`"
-            };
+            let advice = if mcp.namespace.is_some() { "choose another `mcp.namespace`" } else { "set `mcp.namespace`" };
             errors.push(SchemaError {
                 pointer: pointer.to_owned(),
-                message: format!("the MCP namespace `{RESERVED_NAMESPACE}` is reserved for the host's own tools; {advice}"),
+                message: format!(
+                    "the MCP namespace `{RESERVED_NAMESPACE}` is reserved for the host's own tools; {advice}"
+                ),
             });
         } else if mcp.namespace.is_none() && !valid_namespace(&namespace) {
             errors.push(SchemaError {
@@ -65,6 +65,21 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
         }
     }
     errors
+}
+
+/// Whether an argument's pattern compiles, memoized: a pattern such as `(?s).{1,2000}`
+/// takes milliseconds to compile, and every rescan re-validates every manifest.
+fn pattern_problem(arg: &super::manifest::CommandArg) -> Result<(), String> {
+    static KNOWN: LazyLock<Mutex<HashMap<String, Result<(), String>>>> = LazyLock::new(Mutex::default);
+    let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    known
+        .entry(arg.pattern.clone())
+        .or_insert_with(|| {
+            arg.compile_pattern()
+                .map(drop)
+                .map_err(|e| e.to_string().lines().last().unwrap_or_default().trim().to_owned())
+        })
+        .clone()
 }
 
 /// The schema's namespace rule, applied to a namespace derived from the id.

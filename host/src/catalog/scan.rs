@@ -10,7 +10,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
-use super::{Catalog, Diagnostic, Extension, Manifest, Severity, icon, rules};
+use super::component::{self, ComponentInspector, ComponentRef};
+use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, icon, rules};
 use crate::json;
 use crate::validation::{SchemaError, SchemaValidator};
 
@@ -21,30 +22,37 @@ pub const MANIFEST_FILE: &str = "butler.json";
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 static MANIFEST_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
-    SchemaValidator::compile(
-        "spec/butler.schema.json",
-        include_str!("../../../spec/butler.schema.json"),
-    )
-    .expect("the bundled manifest schema compiles (covered by the fixture tests)")
+    SchemaValidator::compile("spec/butler.schema.json", include_str!("../../../spec/butler.schema.json"))
+        .expect("the bundled manifest schema compiles (covered by the fixture tests)")
 });
 
-/// Where to look.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where to look, and who can tell what a `.wasm` file is.
+#[derive(Clone)]
 pub struct ScanConfig {
     /// The instance root; display paths are relative to it.
     pub instance_root: PathBuf,
     /// Absolute scan roots, in priority order.
     pub roots: Vec<PathBuf>,
+    /// Inspects WebAssembly components; without one, bare `.wasm` files are ignored and
+    /// faculty components are not checked.
+    pub inspector: Option<Arc<dyn ComponentInspector>>,
+}
+
+impl std::fmt::Debug for ScanConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanConfig")
+            .field("instance_root", &self.instance_root)
+            .field("roots", &self.roots)
+            .field("inspector", &self.inspector.is_some())
+            .finish()
+    }
 }
 
 impl ScanConfig {
     /// `path` relative to the instance root when it is inside it, else as given.
     #[must_use]
     pub fn display(&self, path: &Path) -> String {
-        path.strip_prefix(&self.instance_root)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned()
+        path.strip_prefix(&self.instance_root).unwrap_or(path).to_string_lossy().into_owned()
     }
 
     /// Candidate extension directories, in scan order: scan-root order, then entry name
@@ -56,9 +64,7 @@ impl ScanConfig {
             let Ok(entries) = std::fs::read_dir(root) else {
                 continue;
             };
-            let mut names: Vec<OsString> = entries
-                .filter_map(|e| e.ok().map(|e| e.file_name()))
-                .collect();
+            let mut names: Vec<OsString> = entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
             names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
             out.extend(names.into_iter().map(|n| root.join(n)));
         }
@@ -83,11 +89,7 @@ pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
         }
     }
     let extensions = settle_ids(loaded, previous, &mut diagnostics);
-    Catalog {
-        generation: 0,
-        extensions: extensions.into_iter().map(Arc::new).collect(),
-        diagnostics,
-    }
+    Catalog { generation: 0, extensions: extensions.into_iter().map(Arc::new).collect(), diagnostics }
 }
 
 /// Validates a single manifest file or extension directory, outside any instance (for
@@ -97,24 +99,13 @@ pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
     let (dir, file) = if path.is_dir() {
         (path.to_owned(), path.join(MANIFEST_FILE))
     } else {
-        (
-            path.parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_owned),
-            path.to_owned(),
-        )
+        (path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned), path.to_owned())
     };
     let display = file.to_string_lossy().into_owned();
     match load_manifest(&file, &dir, &display) {
-        Loaded::NotAnExtension => (
-            None,
-            vec![Diagnostic::single(
-                display,
-                None,
-                Severity::Error,
-                "",
-                "file not found".to_owned(),
-            )],
-        ),
+        Loaded::NotAnExtension => {
+            (None, vec![Diagnostic::single(display, None, Severity::Error, "", "file not found".to_owned())])
+        }
         Loaded::Rejected(d) => (None, vec![d]),
         Loaded::Registered(ext, warning) => (Some(ext.manifest), warning.into_iter().collect()),
     }
@@ -130,8 +121,10 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
     let display = config.display(&dir.join(MANIFEST_FILE));
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => {}
-        // Plain files (bare faculty components are the faculty loader's business) and
-        // dangling links are not extension directories.
+        Ok(meta) if meta.is_file() && dir.file_name().and_then(|n| n.to_str()).is_some_and(component::is_wasm) => {
+            return load_bare_component(config, dir);
+        }
+        // Other files and dangling links are not extensions.
         Ok(_) => return Loaded::NotAnExtension,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::NotAnExtension,
         Err(e) => {
@@ -147,34 +140,101 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
     let mut loaded = load_manifest(&dir.join(MANIFEST_FILE), dir, &display);
     if let Loaded::Registered(ext, _) = &mut loaded {
         ext.display_dir = config.display(dir);
+        if let Some(inspector) = &config.inspector
+            && let Err(errors) = attach_components(ext, inspector.as_ref())
+        {
+            let id = Some(ext.manifest.id.clone());
+            return Loaded::Rejected(Diagnostic { path: display, id, severity: Severity::Error, errors });
+        }
     }
     loaded
 }
 
-fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
-    let reject = |id: Option<String>, pointer: &str, message: String| {
-        Loaded::Rejected(Diagnostic::single(
-            display.to_owned(),
-            id,
-            Severity::Error,
-            pointer,
-            message,
-        ))
+/// A bare `.wasm` in a scan root: registered from its `describe()` output.
+fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
+    let Some(inspector) = &config.inspector else { return Loaded::NotAnExtension };
+    let display = config.display(path);
+    let reject =
+        |message: String| Loaded::Rejected(Diagnostic::single(display.clone(), None, Severity::Error, "", message));
+    let info = match inspector.inspect(path) {
+        Ok(info) => info,
+        Err(why) => return reject(format!("cannot load this component: {why}")),
     };
-    let value = match json::read_file(file, MAX_MANIFEST_BYTES) {
-        Ok(Some(value)) => value,
-        Ok(None) => return Loaded::NotAnExtension,
-        Err(message) => return reject(None, "", message),
+    let Some(described) = info.describe.clone() else {
+        return reject(
+            "a bare .wasm must be a faculty component (exporting butler:faculty/guest); put a plain WASI command in a folder with a butler.json instead".to_owned(),
+        );
+    };
+    let dir = path.parent().map_or_else(|| config.instance_root.clone(), Path::to_owned);
+    let mut loaded = validate(described, &dir, &display);
+    if let Loaded::Registered(ext, warning) = &mut loaded {
+        if ext.manifest.kind != super::Kind::Faculty {
+            return reject(format!(
+                "describe() says kind `{}`; a component dropped into a scan root must be a faculty",
+                ext.manifest.kind.as_str()
+            ));
+        }
+        ext.display_dir = display.clone();
+        ext.source = Source::Component(path.to_owned());
+        ext.components = vec![ComponentRef { path: path.to_owned(), hash: info.hash, kind: info.kind }];
+        if let Some(w) = warning {
+            w.errors.iter_mut().for_each(|e| e.message = format!("in describe(): {}", e.message));
+        }
+    } else if let Loaded::Rejected(d) = &mut loaded {
+        d.errors.iter_mut().for_each(|e| e.message = format!("in describe(): {}", e.message));
+    }
+    loaded
+}
+
+/// Inspects every `.wasm` a faculty folder's commands and reports name.
+fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) -> Result<(), Vec<SchemaError>> {
+    if ext.manifest.kind != super::Kind::Faculty {
+        return Ok(());
+    }
+    let execs =
+        ext.manifest.commands.iter().enumerate().map(|(i, c)| (format!("/commands/{i}/exec/0"), c.exec.first())).chain(
+            ext.manifest.reports.iter().enumerate().map(|(i, r)| (format!("/reports/{i}/exec/0"), r.exec.first())),
+        );
+    let mut errors = Vec::new();
+    for (pointer, exec0) in execs {
+        let Some(exec0) = exec0.filter(|e| component::is_wasm(e)) else { continue };
+        let path = match component::resolve_exec(&ext.dir, exec0) {
+            Ok(path) => path,
+            Err(message) => {
+                errors.push(SchemaError { pointer, message });
+                continue;
+            }
+        };
+        if ext.components.iter().any(|c| c.path == path) {
+            continue;
+        }
+        match inspector.inspect(&path) {
+            Ok(info) => ext.components.push(ComponentRef { path, hash: info.hash, kind: info.kind }),
+            Err(why) => {
+                errors.push(SchemaError { pointer, message: format!("cannot load the component it names: {why}") })
+            }
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
+    match json::read_file(file, MAX_MANIFEST_BYTES) {
+        Ok(Some(value)) => validate(value, dir, display),
+        Ok(None) => Loaded::NotAnExtension,
+        Err(message) => Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", message)),
+    }
+}
+
+/// Schema, typed and semantic validation of a manifest document.
+fn validate(value: Value, dir: &Path, display: &str) -> Loaded {
+    let reject = |id: Option<String>, pointer: &str, message: String| {
+        Loaded::Rejected(Diagnostic::single(display.to_owned(), id, Severity::Error, pointer, message))
     };
     let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
     let mut errors = MANIFEST_SCHEMA.errors(&value);
     if !errors.is_empty() {
-        return Loaded::Rejected(Diagnostic {
-            path: display.to_owned(),
-            id,
-            severity: Severity::Error,
-            errors,
-        });
+        return Loaded::Rejected(Diagnostic { path: display.to_owned(), id, severity: Severity::Error, errors });
     }
     let mut warnings = unknown_fields(&value);
     let manifest: Manifest = match json::typed(value) {
@@ -183,18 +243,10 @@ fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
     };
     errors = rules::check(&manifest);
     if !errors.is_empty() {
-        return Loaded::Rejected(Diagnostic {
-            path: display.to_owned(),
-            id,
-            severity: Severity::Error,
-            errors,
-        });
+        return Loaded::Rejected(Diagnostic { path: display.to_owned(), id, severity: Severity::Error, errors });
     }
     let (icon, icon_warning) = icon::resolve(manifest.icon.as_deref(), &manifest.name, dir);
-    warnings.extend(icon_warning.map(|message| SchemaError {
-        pointer: "/icon".to_owned(),
-        message,
-    }));
+    warnings.extend(icon_warning.map(|message| SchemaError { pointer: "/icon".to_owned(), message }));
     let warning = (!warnings.is_empty()).then(|| Diagnostic {
         path: display.to_owned(),
         id: id.clone(),
@@ -207,6 +259,8 @@ fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
             dir: dir.to_owned(),
             display_dir: String::new(),
             icon,
+            source: Source::Manifest,
+            components: Vec::new(),
         }),
         warning,
     )
@@ -238,16 +292,8 @@ fn unknown_fields(value: &Value) -> Vec<SchemaError> {
 
 /// Keeps one extension per id. The winner is the one `previous` registered from the same
 /// directory, else the first in scan order; every loser gets a diagnostic naming both.
-fn settle_ids(
-    loaded: Vec<Extension>,
-    previous: Option<&Catalog>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<Extension> {
-    let incumbent = |ext: &Extension| {
-        previous
-            .and_then(|p| p.get(ext.id()))
-            .is_some_and(|p| p.dir == ext.dir)
-    };
+fn settle_ids(loaded: Vec<Extension>, previous: Option<&Catalog>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Extension> {
+    let incumbent = |ext: &Extension| previous.and_then(|p| p.get(ext.id())).is_some_and(|p| p.dir == ext.dir);
     let mut winner: HashMap<String, usize> = HashMap::new();
     for (index, ext) in loaded.iter().enumerate() {
         let slot = winner.entry(ext.id().to_owned()).or_insert(index);
@@ -256,10 +302,7 @@ fn settle_ids(
         }
     }
     let mut kept = Vec::with_capacity(loaded.len());
-    let paths: Vec<String> = loaded
-        .iter()
-        .map(|e| format!("{}/{MANIFEST_FILE}", e.display_dir))
-        .collect();
+    let paths: Vec<String> = loaded.iter().map(Extension::display_path).collect();
     for (index, ext) in loaded.into_iter().enumerate() {
         let first = winner[ext.id()];
         if first == index {

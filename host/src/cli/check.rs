@@ -30,25 +30,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             &Settings::load()?,
         )?,
     };
-    let outcome = if is_extension(&path) {
-        check_extension(&path)
-    } else {
-        check_instance(&path)?
-    };
+    let outcome = if is_extension(&path) { check_extension(&path) } else { check_instance(&path)? };
     if args.json {
         let diagnostics = &outcome.diagnostics;
-        println!(
-            "{:#}",
-            json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics})
-        );
+        println!("{:#}", json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics}));
     } else {
         print!("{}", outcome.render());
     }
-    Ok(if outcome.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if outcome.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 struct Outcome {
@@ -58,9 +47,7 @@ struct Outcome {
 
 impl Outcome {
     fn ok(&self) -> bool {
-        self.diagnostics
-            .iter()
-            .all(|d| d.severity != Severity::Error)
+        self.diagnostics.iter().all(|d| d.severity != Severity::Error)
     }
 
     fn render(&self) -> String {
@@ -72,39 +59,23 @@ impl Outcome {
             };
             out.push_str(&format!("{} — {verdict}\n", d.path));
             for e in &d.errors {
-                let at = if e.pointer.is_empty() {
-                    "(root)"
-                } else {
-                    &e.pointer
-                };
+                let at = if e.pointer.is_empty() { "(root)" } else { &e.pointer };
                 out.push_str(&format!("  {at}: {}\n", e.message));
             }
         }
-        let rejected = self
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count();
+        let rejected = self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
         let warnings = self.diagnostics.len() - rejected;
         out.push_str(&format!(
             "{} valid, {rejected} rejected, {warnings} with warnings{}\n",
             plural(self.registered.len(), "extension"),
-            if self.registered.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", self.registered.join(", "))
-            },
+            if self.registered.is_empty() { String::new() } else { format!(" ({})", self.registered.join(", ")) },
         ));
         out
     }
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 
 /// A manifest file, or a folder whose `butler.json` looks like a manifest (has `kind`,
@@ -121,9 +92,7 @@ fn is_extension(path: &Path) -> bool {
         return true;
     };
     match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(map)) => ["kind", "id", "schemaVersion"]
-            .iter()
-            .any(|k| map.contains_key(*k)),
+        Ok(Value::Object(map)) => ["kind", "id", "schemaVersion"].iter().any(|k| map.contains_key(*k)),
         _ => true,
     }
 }
@@ -131,10 +100,7 @@ fn is_extension(path: &Path) -> bool {
 fn check_extension(path: &Path) -> Outcome {
     let (manifest, diagnostics) = check_manifest(path);
     Outcome {
-        registered: manifest
-            .map(|m| format!("{} `{}`", m.kind.as_str(), m.id))
-            .into_iter()
-            .collect(),
+        registered: manifest.map(|m| format!("{} `{}`", m.kind.as_str(), m.id)).into_iter().collect(),
         diagnostics,
     }
 }
@@ -143,11 +109,7 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let instance = Instance::open(path)?;
     let catalog = scan(&instance.scan_config(), None);
     Ok(Outcome {
-        registered: catalog
-            .extensions
-            .iter()
-            .map(|e| e.id().to_owned())
-            .collect(),
+        registered: catalog.extensions.iter().map(|e| e.id().to_owned()).collect(),
         diagnostics: catalog.diagnostics,
     })
 }

@@ -1,6 +1,8 @@
 //! Command-line interface: one module per subcommand, plus host settings.
 
 mod check;
+mod client;
+mod faculty;
 mod serve;
 mod settings;
 
@@ -22,6 +24,9 @@ enum Command {
     Serve(serve::Args),
     /// Validate manifests and the instance config; exits non-zero on errors.
     Check(check::Args),
+    /// Call faculties on the running host, or create a new one.
+    #[command(subcommand)]
+    Faculty(faculty::Command),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -30,6 +35,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Check(args) => check::run(&args),
+        Command::Faculty(command) => faculty::run(command),
     };
     match result {
         Ok(code) => code,

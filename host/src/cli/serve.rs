@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use butler_host::catalog::spawn_loader;
-use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT};
-use butler_host::instance::Instance;
+use butler_host::faculty::FacultyRuntime;
+use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
+use butler_host::instance::{HostFile, Instance, owner};
+use butler_host::pipeline::PipelineRouter;
 
 use super::settings::{self, Settings};
 
@@ -33,10 +35,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = Settings::load()?;
     settings::init_logging(&settings);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(serve(args, settings))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -48,53 +48,66 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     if created {
         tracing::info!(workdir = %instance.root.display(), "created a new instance from the skeleton");
     }
-    let addr = args
-        .bind
-        .or(settings.bind)
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let addr = args.bind.or(settings.bind).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
     let listener = http::bind(addr, port).await?;
-    let local = listener
-        .local_addr()
-        .context("cannot read the listening address")?;
-    let catalog = spawn_loader(instance.scan_config()).await?;
+    let local = listener.local_addr().context("cannot read the listening address")?;
+    let host_url = format!("http://{local}");
+    let owner_token = owner::ensure(&instance.state_dir()).context("cannot create the owner token")?;
+
+    let faculties = FacultyRuntime::new(&instance, &host_url)
+        .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
+    let mut scan = instance.scan_config();
+    scan.inspector = Some(faculties.inspector());
+    let catalog = spawn_loader(scan).await?;
+    let first = catalog.current();
+    let runtime = Arc::clone(&faculties);
+    tokio::task::spawn_blocking(move || runtime.reconcile(&first)).await?;
+    faculties.spawn_reconciler(&catalog);
+    let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
+    faculties.set_dispatch(pipeline.clone());
+
+    let instance = Arc::new(instance);
+    let host_file = HostFile::write(&instance.state_dir(), &host_url)?;
     let state = AppState {
         catalog,
-        instance: Arc::new(instance),
+        instance: Arc::clone(&instance),
+        faculties,
+        pipeline,
+        owner_token: owner_token.into(),
+        gate: GateConfig { port: local.port() },
         started,
     };
 
+    let shutdown = shutdown_signal()?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "butler {} listening on http://{local}{API_PREFIX}/ (instance {})",
+        "butler {} listening on {host_url}{API_PREFIX}/ (instance {})",
         butler_host::VERSION,
-        state.instance.root.display()
+        instance.root.display()
     )?;
     out.flush()?;
     drop(out);
 
-    http::serve(listener, state, shutdown_signal()).await?;
+    http::serve(listener, state, shutdown).await?;
+    drop(host_file);
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
+/// Resolves on SIGINT or SIGTERM. The handlers are installed here, before the host
+/// announces itself, so a signal sent right after the URL is printed still shuts the host
+/// down gracefully instead of killing it.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutting down");
+        tracing::info!("shutting down");
+    })
 }

@@ -50,17 +50,9 @@ fn path() -> Option<PathBuf> {
 pub fn init_logging(settings: &Settings) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .ok()
-        .or_else(|| {
-            settings
-                .log
-                .as_deref()
-                .and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok())
-        })
+        .or_else(|| settings.log.as_deref().and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok()))
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
 /// The instance directory: flag or `BUTLER_WORKDIR` (clap merges those), then settings,

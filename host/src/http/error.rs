@@ -1,14 +1,17 @@
 //! The error envelope (S-H3): `{"ok":false,"error":{"code","message"}}` with a fitting
 //! status. Every error the HTTP surface returns goes through [`ApiError`]; handlers never
-//! build error JSON by hand. [`ApiJson`] is the JSON body extractor whose rejections
-//! (bad JSON, wrong content type, too large) use the envelope too.
+//! build error JSON by hand. [`ApiJson`] and [`object_body`] read JSON bodies so that
+//! their rejections (bad JSON, wrong content type, too large) use the envelope too.
 
-use axum::extract::rejection::JsonRejection;
+use std::borrow::Cow;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection};
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 /// Largest request body any route accepts unless it says otherwise.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -19,19 +22,15 @@ pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,
     /// Stable `snake_case` code.
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     /// What went wrong, for a person.
     pub message: String,
 }
 
 impl ApiError {
     /// An error with any status.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-        }
+    pub fn new(status: StatusCode, code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self { status, code: code.into(), message: message.into() }
     }
 
     /// 400: the request is malformed.
@@ -47,6 +46,11 @@ impl ApiError {
     /// 404: no such thing.
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    /// 500: the host itself failed.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
 }
 
@@ -67,21 +71,27 @@ impl IntoResponse for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
-        let status = rejection.status();
-        let code = match status {
-            StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-            _ => "invalid_json",
-        };
-        let message = match status {
-            StatusCode::PAYLOAD_TOO_LARGE => format!(
-                "the request body is larger than {} KiB",
-                MAX_BODY_BYTES / 1024
-            ),
-            _ => rejection.body_text(),
-        };
-        Self::new(status, code, message)
+        body_rejection(rejection.status(), rejection.body_text())
     }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        body_rejection(rejection.status(), rejection.body_text())
+    }
+}
+
+fn body_rejection(status: StatusCode, text: String) -> ApiError {
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        _ => "invalid_json",
+    };
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => format!("the request body is larger than {} KiB", MAX_BODY_BYTES / 1024),
+        _ => text,
+    };
+    ApiError::new(status, code, message)
 }
 
 /// A JSON request body whose rejections use the error envelope.
@@ -98,6 +108,61 @@ where
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
         Ok(Self(value))
+    }
+}
+
+/// An optional JSON object body: empty means `{}`; anything else must be one JSON object
+/// (strictly parsed: a key written twice is refused).
+///
+/// # Errors
+/// 400 `invalid_json` naming the problem.
+pub fn object_body(bytes: &Bytes) -> Result<Map<String, Value>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| ApiError::bad_request("invalid_json", "the body is not UTF-8"))?;
+    match crate::json::parse(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::bad_request("invalid_json", "the body must be a JSON object")),
+        Err(e) => Err(ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+impl From<crate::faculty::CallError> for ApiError {
+    fn from(error: crate::faculty::CallError) -> Self {
+        let code = error.code().to_owned();
+        Self::new(status_for(&code), code, error.to_string())
+    }
+}
+
+/// The HTTP status of a call error code. Host codes are listed; a faculty's own codes
+/// follow the naming conventions in `docs/http-api.md`.
+#[must_use]
+pub fn status_for(code: &str) -> StatusCode {
+    match code {
+        "unknown_faculty" | "unknown_command" | "unknown_report" | "unknown_action" | "not_found" => {
+            StatusCode::NOT_FOUND
+        }
+        "invalid_args" => StatusCode::BAD_REQUEST,
+        "owner_required" | "forbidden" => StatusCode::FORBIDDEN,
+        "faculty_unavailable" | "busy" => StatusCode::SERVICE_UNAVAILABLE,
+        "timeout" => StatusCode::GATEWAY_TIMEOUT,
+        "trap" | "memory_limit" | "command_failed" | "invalid_output" | "invalid_report" | "call_depth_exceeded" => {
+            StatusCode::BAD_GATEWAY
+        }
+        c if c.starts_with("invalid_") => StatusCode::BAD_REQUEST,
+        c if c.ends_with("_not_found") || c.ends_with("_unavailable") => StatusCode::NOT_FOUND,
+        c if c.starts_with("stale_")
+            || c.ends_with("_expired")
+            || c.ends_with("_conflict")
+            || c.ends_with("_not_active") =>
+        {
+            StatusCode::CONFLICT
+        }
+        c if c.ends_with("_invalid") || c.ends_with("_required") => StatusCode::FORBIDDEN,
+        c if c.ends_with("_too_large") => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::UNPROCESSABLE_ENTITY,
     }
 }
 

@@ -29,11 +29,7 @@ pub struct GateConfig {
 ///
 /// # Errors
 /// [`ApiError`] 403 when a rule refuses the request.
-pub async fn gate(
-    State(config): State<GateConfig>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
+pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next) -> Result<Response, ApiError> {
     check(config, request.headers())?;
     Ok(next.run(request).await)
 }
@@ -46,12 +42,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
-        .ok_or_else(|| {
-            ApiError::forbidden(
-                "host_not_allowed",
-                "the request has no readable Host header",
-            )
-        })?;
+        .ok_or_else(|| ApiError::forbidden("host_not_allowed", "the request has no readable Host header"))?;
     if split_authority(host).is_none_or(|(name, _)| !is_loopback_name(name)) {
         return Err(ApiError::forbidden(
             "host_not_allowed",
@@ -66,10 +57,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
     {
         return Err(ApiError::forbidden(
             "cross_site_request",
-            format!(
-                "requests from other sites are refused (Sec-Fetch-Site: {})",
-                clip(site)
-            ),
+            format!("requests from other sites are refused (Sec-Fetch-Site: {})", clip(site)),
         ));
     }
     if let Some(origin) = headers.get(ORIGIN) {
@@ -126,8 +114,7 @@ fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
 /// plain name; IPv4 127/8 and `::1`.
 fn is_loopback_name(name: &str) -> bool {
     let name = name.strip_suffix('.').unwrap_or(name);
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Header values echoed in messages are cut short.
@@ -151,14 +138,7 @@ mod tests {
 
     #[test]
     fn hosts() {
-        for ok in [
-            "127.0.0.1:19387",
-            "localhost:19387",
-            "[::1]:19387",
-            "127.8.9.1",
-            "LOCALHOST",
-            "localhost.:1",
-        ] {
+        for ok in ["127.0.0.1:19387", "localhost:19387", "[::1]:19387", "127.8.9.1", "LOCALHOST", "localhost.:1"] {
             assert!(check(CONFIG, &headers(&[("host", ok)])).is_ok(), "{ok}");
         }
         for bad in [
@@ -180,19 +160,8 @@ mod tests {
 
     #[test]
     fn origins() {
-        for ok in [
-            "http://127.0.0.1:19387",
-            "http://localhost:19387",
-            "http://[::1]:19387",
-        ] {
-            assert!(
-                check(
-                    CONFIG,
-                    &headers(&[("host", "127.0.0.1:19387"), ("origin", ok)])
-                )
-                .is_ok(),
-                "{ok}"
-            );
+        for ok in ["http://127.0.0.1:19387", "http://localhost:19387", "http://[::1]:19387"] {
+            assert!(check(CONFIG, &headers(&[("host", "127.0.0.1:19387"), ("origin", ok)])).is_ok(), "{ok}");
         }
         for bad in [
             "http://evil.com",
@@ -202,11 +171,7 @@ mod tests {
             "http://127.0.0.1:19387/x",
             "http://localhost",
         ] {
-            let err = check(
-                CONFIG,
-                &headers(&[("host", "127.0.0.1:19387"), ("origin", bad)]),
-            )
-            .expect_err(bad);
+            let err = check(CONFIG, &headers(&[("host", "127.0.0.1:19387"), ("origin", bad)])).expect_err(bad);
             assert_eq!(err.code, "origin_not_allowed", "{bad}");
         }
     }
@@ -214,21 +179,11 @@ mod tests {
     #[test]
     fn fetch_site() {
         for bad in ["cross-site", "same-site", "Cross-Site"] {
-            let err = check(
-                CONFIG,
-                &headers(&[("host", "localhost:19387"), ("sec-fetch-site", bad)]),
-            )
-            .expect_err(bad);
+            let err = check(CONFIG, &headers(&[("host", "localhost:19387"), ("sec-fetch-site", bad)])).expect_err(bad);
             assert_eq!(err.code, "cross_site_request");
         }
         for ok in ["same-origin", "none"] {
-            assert!(
-                check(
-                    CONFIG,
-                    &headers(&[("host", "localhost:19387"), ("sec-fetch-site", ok)])
-                )
-                .is_ok()
-            );
+            assert!(check(CONFIG, &headers(&[("host", "localhost:19387"), ("sec-fetch-site", ok)])).is_ok());
         }
     }
 }

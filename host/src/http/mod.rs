@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod gate;
+pub mod owner;
 pub mod routes;
 
 use std::future::Future;
@@ -14,7 +15,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 
 use crate::catalog::CatalogHandle;
+use crate::faculty::FacultyRuntime;
 use crate::instance::Instance;
+use crate::pipeline::PipelineRouter;
 pub use error::{ApiError, ApiJson};
 pub use gate::GateConfig;
 
@@ -32,6 +35,14 @@ pub struct AppState {
     pub catalog: CatalogHandle,
     /// The instance being served.
     pub instance: Arc<Instance>,
+    /// The faculty runtime.
+    pub faculties: Arc<FacultyRuntime>,
+    /// The pipeline router.
+    pub pipeline: Arc<PipelineRouter>,
+    /// The local owner token (S-H5).
+    pub owner_token: Arc<str>,
+    /// What the gate checks (our port).
+    pub gate: GateConfig,
     /// When the host started.
     pub started: Instant,
 }
@@ -45,9 +56,7 @@ pub enum BindError {
     )]
     NotLoopback(IpAddr),
     /// Something else has the port.
-    #[error(
-        "port {port} on {addr} is already in use (is another butler running? choose another with --port)"
-    )]
+    #[error("port {port} on {addr} is already in use (is another butler running? choose another with --port)")]
     InUse {
         /// The address.
         addr: IpAddr,
@@ -73,15 +82,10 @@ pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, Bi
         return Err(BindError::NotLoopback(addr));
     }
     let socket = SocketAddr::new(addr, port);
-    tokio::net::TcpListener::bind(socket)
-        .await
-        .map_err(|source| match source.kind() {
-            std::io::ErrorKind::AddrInUse => BindError::InUse { addr, port },
-            _ => BindError::Other {
-                addr: socket,
-                source,
-            },
-        })
+    tokio::net::TcpListener::bind(socket).await.map_err(|source| match source.kind() {
+        std::io::ErrorKind::AddrInUse => BindError::InUse { addr, port },
+        _ => BindError::Other { addr: socket, source },
+    })
 }
 
 /// The whole application: every API route under both prefixes, the error-envelope
@@ -89,9 +93,7 @@ pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, Bi
 pub fn router(state: AppState, gate: GateConfig) -> Router {
     let mut app = Router::new();
     for (path, route) in routes::api() {
-        app = app
-            .route(&format!("{API_PREFIX}{path}"), route.clone())
-            .route(&format!("{LEGACY_PREFIX}{path}"), route);
+        app = app.route(&format!("{API_PREFIX}{path}"), route.clone()).route(&format!("{LEGACY_PREFIX}{path}"), route);
     }
     app.fallback(error::unknown_route)
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -111,7 +113,5 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let app = router(state, GateConfig { port });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }

@@ -3,6 +3,7 @@
 //! The host keeps the whole document as read, so fields it does not know survive any
 //! rewrite; the typed fields below are the ones the host acts on.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -17,11 +18,8 @@ use crate::validation::SchemaValidator;
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 static INSTANCE_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
-    SchemaValidator::compile(
-        "spec/instance.schema.json",
-        include_str!("../../../spec/instance.schema.json"),
-    )
-    .expect("the bundled instance schema compiles (covered by the instance tests)")
+    SchemaValidator::compile("spec/instance.schema.json", include_str!("../../../spec/instance.schema.json"))
+        .expect("the bundled instance schema compiles (covered by the instance tests)")
 });
 
 /// The root config: typed fields the host uses, plus the whole document.
@@ -40,15 +38,58 @@ pub struct RootConfig {
     /// Host state.
     #[serde(default = "default_state_dir")]
     pub state_dir: String,
+    /// Interpreter for commands whose `argv[0]` is `python`.
+    pub python: Option<String>,
+    /// Interpreter for commands whose `argv[0]` is `bun`.
+    pub bun: Option<String>,
+    /// Per-faculty sandbox settings, by faculty id.
+    #[serde(default)]
+    pub faculties: BTreeMap<String, FacultySettings>,
+    /// Pipeline routing.
+    #[serde(default)]
+    pub pipeline: PipelineConfig,
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
 }
 
+/// `faculties.<id>` (S-F4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FacultySettings {
+    /// Deadline of one call (default 30000).
+    pub timeout_ms: Option<u64>,
+    /// Memory cap of one call's instance (default 64).
+    pub memory_mb: Option<u64>,
+    /// Directories preopened for the faculty besides its own `/data`.
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+}
+
+/// One directory granted to a faculty.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Grant {
+    /// Host directory, relative to the root `butler.json`; `${selfRoot}` and
+    /// `${validityRoot}` stand for those configured folders.
+    pub dir: String,
+    /// Guest path it appears at (`/self`, `/validity`, …).
+    #[serde(rename = "as")]
+    pub guest: String,
+    /// Whether the faculty may write there.
+    #[serde(default)]
+    pub write: bool,
+}
+
+/// `pipeline` (§8.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct PipelineConfig {
+    /// Action prefix → faculty id, over the defaults.
+    #[serde(default)]
+    pub routes: BTreeMap<String, String>,
+}
+
 fn default_scan_roots() -> Vec<String> {
-    ["tools", "services", "faculties"]
-        .map(str::to_owned)
-        .to_vec()
+    ["tools", "services", "faculties"].map(str::to_owned).to_vec()
 }
 fn default_self_root() -> String {
     "self".to_owned()
@@ -67,13 +108,8 @@ impl RootConfig {
     /// [`InstanceError`] naming the file, and for schema violations every field and reason.
     pub fn load(path: &Path) -> Result<Self, InstanceError> {
         let value = json::read_file(path, MAX_CONFIG_BYTES)
-            .map_err(|reason| InstanceError::ConfigNotJson {
-                path: path.to_owned(),
-                reason,
-            })?
-            .ok_or_else(|| InstanceError::NotAnInstance {
-                path: path.parent().unwrap_or(path).to_owned(),
-            })?;
+            .map_err(|reason| InstanceError::ConfigNotJson { path: path.to_owned(), reason })?
+            .ok_or_else(|| InstanceError::NotAnInstance { path: path.parent().unwrap_or(path).to_owned() })?;
         Self::from_value(path, value)
     }
 
@@ -84,23 +120,15 @@ impl RootConfig {
     pub fn from_value(path: &Path, value: Value) -> Result<Self, InstanceError> {
         let errors = INSTANCE_SCHEMA.errors(&value);
         if !errors.is_empty() {
-            return Err(InstanceError::InvalidConfig {
-                path: path.to_owned(),
-                errors,
-            });
+            return Err(InstanceError::InvalidConfig { path: path.to_owned(), errors });
         }
         let Value::Object(raw) = value else {
-            return Err(InstanceError::ConfigNotJson {
-                path: path.to_owned(),
-                reason: "not a JSON object".to_owned(),
-            });
+            return Err(InstanceError::ConfigNotJson { path: path.to_owned(), reason: "not a JSON object".to_owned() });
         };
         let mut config: Self =
-            json::typed(Value::Object(raw.clone())).map_err(|(pointer, message)| {
-                InstanceError::InvalidConfig {
-                    path: path.to_owned(),
-                    errors: vec![crate::validation::SchemaError { pointer, message }],
-                }
+            json::typed(Value::Object(raw.clone())).map_err(|(pointer, message)| InstanceError::InvalidConfig {
+                path: path.to_owned(),
+                errors: vec![crate::validation::SchemaError { pointer, message }],
             })?;
         config.raw = raw;
         Ok(config)
@@ -111,10 +139,6 @@ impl RootConfig {
     pub fn resolve(root: &Path, relative: &str) -> PathBuf {
         let joined = root.join(relative);
         // `root.join(".")` keeps a trailing `/.`; normalise the common cases for display.
-        if relative == "." {
-            root.to_owned()
-        } else {
-            joined
-        }
+        if relative == "." { root.to_owned() } else { joined }
     }
 }

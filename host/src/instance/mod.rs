@@ -4,11 +4,14 @@
 //! loads and validates the root config, and knows where every configured folder lives.
 
 pub mod config;
+pub mod host_file;
+pub mod owner;
 pub mod skeleton;
 
 use std::path::{Path, PathBuf};
 
 pub use config::RootConfig;
+pub use host_file::HostFile;
 
 use crate::catalog::ScanConfig;
 use crate::catalog::scan::MANIFEST_FILE;
@@ -63,17 +66,7 @@ pub enum InstanceError {
 fn list(errors: &[SchemaError]) -> String {
     errors
         .iter()
-        .map(|e| {
-            format!(
-                "\n  {}: {}",
-                if e.pointer.is_empty() {
-                    "(root)"
-                } else {
-                    &e.pointer
-                },
-                e.message
-            )
-        })
+        .map(|e| format!("\n  {}: {}", if e.pointer.is_empty() { "(root)" } else { &e.pointer }, e.message))
         .collect()
 }
 
@@ -101,10 +94,7 @@ impl Instance {
     pub fn open_or_create(root: &Path) -> Result<(Self, bool), InstanceError> {
         let created = !root.join(MANIFEST_FILE).exists();
         if created {
-            std::fs::create_dir_all(root).map_err(|source| InstanceError::Create {
-                path: root.to_owned(),
-                source,
-            })?;
+            std::fs::create_dir_all(root).map_err(|source| InstanceError::Create { path: root.to_owned(), source })?;
             skeleton::copy_into(root)?;
         }
         let instance = Self::open(root)?;
@@ -119,14 +109,10 @@ impl Instance {
     pub fn open(root: &Path) -> Result<Self, InstanceError> {
         let config_path = root.join(MANIFEST_FILE);
         if !config_path.is_file() {
-            return Err(InstanceError::NotAnInstance {
-                path: root.to_owned(),
-            });
+            return Err(InstanceError::NotAnInstance { path: root.to_owned() });
         }
-        let root = std::fs::canonicalize(root).map_err(|source| InstanceError::ReadConfig {
-            path: config_path.clone(),
-            source,
-        })?;
+        let root = std::fs::canonicalize(root)
+            .map_err(|source| InstanceError::ReadConfig { path: config_path.clone(), source })?;
         let config = RootConfig::load(&root.join(MANIFEST_FILE))?;
         Ok(Self { root, config })
     }
@@ -136,12 +122,8 @@ impl Instance {
     pub fn scan_config(&self) -> ScanConfig {
         ScanConfig {
             instance_root: self.root.clone(),
-            roots: self
-                .config
-                .scan_roots
-                .iter()
-                .map(|r| self.path(r))
-                .collect(),
+            roots: self.config.scan_roots.iter().map(|r| self.path(r)).collect(),
+            inspector: None,
         }
     }
 
@@ -163,17 +145,16 @@ impl Instance {
         self.path(&self.config.validity_root)
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
+    /// `relative` resolved against the instance root.
+    #[must_use]
+    pub fn path(&self, relative: &str) -> PathBuf {
         RootConfig::resolve(&self.root, relative)
     }
 
     /// Creates the state directory (the rest is the owner's to create).
     fn ensure_dirs(&self) -> Result<(), InstanceError> {
         let state = self.state_dir();
-        std::fs::create_dir_all(&state).map_err(|source| InstanceError::Create {
-            path: state,
-            source,
-        })
+        std::fs::create_dir_all(&state).map_err(|source| InstanceError::Create { path: state, source })
     }
 }
 
@@ -187,11 +168,8 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = path.with_file_name(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let tmp =
+        path.with_file_name(format!(".{name}.tmp-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;

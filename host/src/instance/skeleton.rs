@@ -28,19 +28,12 @@ pub fn copy_into(root: &Path) -> Result<(), InstanceError> {
 
 fn copy_dir(dir: &Dir<'_>, root: &Path) -> Result<(), InstanceError> {
     let target = root.join(dir.path());
-    std::fs::create_dir_all(&target).map_err(|source| InstanceError::Create {
-        path: target.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&target).map_err(|source| InstanceError::Create { path: target.clone(), source })?;
     for sub in dir.dirs() {
         copy_dir(sub, root)?;
     }
     for file in dir.files() {
-        let name = file
-            .path()
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+        let name = file.path().file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == PLACEHOLDER || file.path() == Path::new(MANIFEST_FILE) {
             continue;
         }
@@ -54,8 +47,5 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<(), InstanceError> {
     if path.symlink_metadata().is_ok() {
         return Ok(());
     }
-    super::write_atomic(path, bytes).map_err(|source| InstanceError::Create {
-        path: path.to_owned(),
-        source,
-    })
+    super::write_atomic(path, bytes).map_err(|source| InstanceError::Create { path: path.to_owned(), source })
 }

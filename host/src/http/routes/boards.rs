@@ -21,13 +21,8 @@ struct Item<'a> {
 
 fn items(state: &AppState, kind: Kind, run_state: &'static str) -> Value {
     let snapshot = state.catalog.current();
-    let items: Vec<Item<'_>> = snapshot
-        .of_kind(kind)
-        .map(|e| Item {
-            extension: PublicExtension::of(e),
-            state: run_state,
-        })
-        .collect();
+    let items: Vec<Item<'_>> =
+        snapshot.of_kind(kind).map(|e| Item { extension: PublicExtension::of(e), state: run_state }).collect();
     json!(items)
 }
 
@@ -41,7 +36,22 @@ pub async fn services(State(state): State<AppState>) -> Json<Value> {
     Json(json!({ "services": items(&state, Kind::Service, "stopped") }))
 }
 
-/// `{"faculties":[…]}` — registered faculties, even before they can run.
+/// `{"faculties":[…], "runtime":{…}}` — registered faculties with their run state
+/// (`ready`, `failed` with the reason, or `registered` until the runtime has them).
 pub async fn faculties(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "faculties": items(&state, Kind::Faculty, "registered") }))
+    let snapshot = state.catalog.current();
+    let faculties: Vec<Value> = snapshot
+        .of_kind(Kind::Faculty)
+        .map(|e| {
+            let mut item = json!(PublicExtension::of(e));
+            let status = state.faculties.status(e.id());
+            if let (Some(object), Some(Value::Object(status))) = (item.as_object_mut(), status.map(|s| json!(s))) {
+                object.extend(status);
+            } else if let Some(object) = item.as_object_mut() {
+                object.insert("state".into(), json!("registered"));
+            }
+            item
+        })
+        .collect();
+    Json(json!({ "faculties": faculties, "runtime": state.faculties.stats() }))
 }

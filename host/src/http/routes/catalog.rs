@@ -2,9 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::header::{
-    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS,
-};
+use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use axum::response::{IntoResponse, Response};
 
 use crate::catalog::icon::{self, Icon};
@@ -23,39 +21,23 @@ pub async fn catalog(State(state): State<AppState>) -> Response {
 /// # Errors
 /// 404 `unknown_extension` or `no_icon`; 404 `icon_unavailable` when the file can no
 /// longer be read.
-pub async fn icon(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+pub async fn icon(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let snapshot = state.catalog.current();
-    let ext = snapshot
-        .get(&id)
-        .ok_or_else(|| ApiError::not_found("unknown_extension", format!("no extension `{id}`")))?;
+    let ext =
+        snapshot.get(&id).ok_or_else(|| ApiError::not_found("unknown_extension", format!("no extension `{id}`")))?;
     let Icon::Image { source, media_type } = &ext.icon else {
-        return Err(ApiError::not_found(
-            "no_icon",
-            format!("extension `{id}` has no image icon"),
-        ));
+        return Err(ApiError::not_found("no_icon", format!("extension `{id}` has no image icon")));
     };
     let (source, media_type) = (source.clone(), *media_type);
     let bytes = tokio::task::spawn_blocking(move || icon::read(&source))
         .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                e.to_string(),
-            )
-        })?
+        .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map_err(|why| ApiError::not_found("icon_unavailable", format!("icon of `{id}`: {why}")))?;
     Ok((
         [
             (CONTENT_TYPE, media_type),
             (X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (
-                CONTENT_SECURITY_POLICY,
-                "default-src 'none'; style-src 'unsafe-inline'; sandbox",
-            ),
+            (CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'; sandbox"),
             (CACHE_CONTROL, "no-cache"),
         ],
         bytes,

@@ -17,11 +17,8 @@ use crate::validation::SchemaValidator;
 pub const LAYOUT_FILE: &str = "layout.json";
 
 static LAYOUT_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
-    SchemaValidator::compile(
-        "spec/layout.schema.json",
-        include_str!("../../../../spec/layout.schema.json"),
-    )
-    .expect("the bundled layout schema compiles (covered by the layout tests)")
+    SchemaValidator::compile("spec/layout.schema.json", include_str!("../../../../spec/layout.schema.json"))
+        .expect("the bundled layout schema compiles (covered by the layout tests)")
 });
 
 /// The saved layout, or `{"version":1}` when none was saved.
@@ -32,18 +29,10 @@ pub async fn get_layout(State(state): State<AppState>) -> Result<Json<Value>, Ap
     let path = state.instance.state_dir().join(LAYOUT_FILE);
     match tokio::fs::read(&path).await {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Json).map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "layout_unreadable",
-                format!("{}: {e}", path.display()),
-            )
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_unreadable", format!("{}: {e}", path.display()))
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Json(json!({"version": 1}))),
-        Err(e) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "layout_unreadable",
-            e.to_string(),
-        )),
+        Err(e) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_unreadable", e.to_string())),
     }
 }
 
@@ -57,44 +46,16 @@ pub async fn put_layout(
 ) -> Result<Json<Value>, ApiError> {
     let errors = LAYOUT_SCHEMA.errors(&layout);
     if let Some(first) = errors.first() {
-        let at = if first.pointer.is_empty() {
-            "(root)"
-        } else {
-            &first.pointer
-        };
-        let more = if errors.len() > 1 {
-            format!(" (and {} more)", errors.len() - 1)
-        } else {
-            String::new()
-        };
-        return Err(ApiError::bad_request(
-            "invalid_layout",
-            format!("{at}: {}{more}", first.message),
-        ));
+        let at = if first.pointer.is_empty() { "(root)" } else { &first.pointer };
+        let more = if errors.len() > 1 { format!(" (and {} more)", errors.len() - 1) } else { String::new() };
+        return Err(ApiError::bad_request("invalid_layout", format!("{at}: {}{more}", first.message)));
     }
     let path = state.instance.state_dir().join(LAYOUT_FILE);
-    let bytes = serde_json::to_vec_pretty(&layout).map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "layout_write_failed",
-            e.to_string(),
-        )
-    })?;
+    let bytes = serde_json::to_vec_pretty(&layout)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?;
     tokio::task::spawn_blocking(move || write_atomic(&path, &bytes))
         .await
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "layout_write_failed",
-                e.to_string(),
-            )
-        })?
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "layout_write_failed",
-                e.to_string(),
-            )
-        })?;
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?;
     Ok(Json(layout))
 }

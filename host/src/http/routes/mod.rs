@@ -3,10 +3,11 @@
 
 mod boards;
 mod catalog;
+mod faculties;
 mod health;
 mod layout;
 
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, get, post};
 
 use super::AppState;
 
@@ -19,6 +20,8 @@ pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/overview", get(boards::overview)),
         ("/services", get(boards::services)),
         ("/faculties", get(boards::faculties)),
+        ("/faculties/{id}/commands/{command}", post(faculties::command)),
+        ("/faculties/{id}/reports/{report}", get(faculties::report)),
         ("/layout", get(layout::get_layout).put(layout::put_layout)),
     ]
 }

@@ -1,0 +1,114 @@
+//! Engine policy, in one place: how faculty code is compiled, how much an instance may
+//! use, and how deadlines tick. Every number is a named constant with its reason.
+
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances. A call's deadline is counted in these ticks, so this is
+/// the granularity of `timeoutMs`; 20 ms keeps the ticker's idle cost negligible (50
+/// wake-ups a second) while a runaway call is stopped within a fraction of a second.
+pub const EPOCH_TICK: Duration = Duration::from_millis(20);
+
+/// Largest `faculties.<id>.memoryMb` the schema allows; the pool's memory slots are sized
+/// for it.
+pub const MAX_MEMORY_MB: u64 = 1024;
+
+/// Instances the pool holds at once. Calls are one instance each (plus one per nested
+/// `call`), and run on blocking threads; 256 is far above the concurrency two cores can
+/// use, and beyond it instantiation waits for nothing — it fails cleanly as `busy`.
+const POOL_COMPONENT_INSTANCES: u32 = 256;
+/// Core instances across the pool: components built by componentize-py/-js carry a few
+/// dozen core instances each.
+const POOL_CORE_INSTANCES: u32 = 4096;
+/// Linear memories across the pool.
+const POOL_MEMORIES: u32 = 1024;
+/// Tables across the pool.
+const POOL_TABLES: u32 = 2048;
+/// Per component: generous enough for language runtimes compiled to components.
+const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 128;
+const MAX_MEMORIES_PER_COMPONENT: u32 = 16;
+const MAX_TABLES_PER_COMPONENT: u32 = 64;
+/// Python's and JavaScript's interpreters have tables of tens of thousands of functions.
+const TABLE_ELEMENTS: usize = 200_000;
+/// Per-instance metadata sizes (not linear memory).
+const MAX_COMPONENT_INSTANCE_SIZE: usize = 4 << 20;
+const MAX_CORE_INSTANCE_SIZE: usize = 4 << 20;
+/// Native stack a guest may use before it traps.
+const MAX_WASM_STACK: usize = 1 << 20;
+
+/// The engine and how it allocates instances.
+pub struct FacultyEngine {
+    /// The one engine every faculty component is compiled for.
+    pub engine: Engine,
+    /// Whether the pooling allocator is in use (it is unless the probe failed).
+    pub pooling: bool,
+}
+
+impl FacultyEngine {
+    /// Builds the engine: component model, epoch interruption, and the pooling allocator
+    /// when this machine can reserve its address space (otherwise on-demand allocation,
+    /// which is slower per call but always works). Starts the epoch ticker.
+    ///
+    /// # Errors
+    /// When neither configuration can be built.
+    pub fn new() -> wasmtime::Result<Self> {
+        let (engine, pooling) = match Engine::new(&config(true)) {
+            Ok(engine) => (engine, true),
+            Err(error) => {
+                tracing::warn!(
+                    "faculty runtime: pooling allocator unavailable ({error:#}); using on-demand allocation"
+                );
+                (Engine::new(&config(false))?, false)
+            }
+        };
+        start_ticker(&engine);
+        Ok(Self { engine, pooling })
+    }
+}
+
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(POOL_COMPONENT_INSTANCES)
+            .total_core_instances(POOL_CORE_INSTANCES)
+            .total_memories(POOL_MEMORIES)
+            .total_tables(POOL_TABLES)
+            .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
+            .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
+            .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
+            .table_elements(TABLE_ELEMENTS)
+            .max_component_instance_size(MAX_COMPONENT_INSTANCE_SIZE)
+            .max_core_instance_size(MAX_CORE_INSTANCE_SIZE)
+            .max_memory_size(usize::try_from(MAX_MEMORY_MB << 20).unwrap_or(usize::MAX));
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// A thread that advances the engine's epoch every [`EPOCH_TICK`] for the life of the
+/// process (the host builds one engine).
+fn start_ticker(engine: &Engine) {
+    let engine = engine.clone();
+    let spawned = std::thread::Builder::new().name("faculty-epoch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(EPOCH_TICK);
+            engine.increment_epoch();
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("faculty runtime: cannot start the epoch ticker, deadlines will not fire: {e}");
+    }
+}
+
+/// Epoch ticks for a deadline of `ms` milliseconds (at least one).
+#[must_use]
+pub fn ticks_for(ms: u64) -> u64 {
+    let tick = u64::try_from(EPOCH_TICK.as_millis()).unwrap_or(1).max(1);
+    ms.div_ceil(tick).max(1)
+}

@@ -1,0 +1,761 @@
+//! The faculty runtime (§7): faculties as WebAssembly components behind a WIT interface.
+//!
+//! - [`engine`] — one engine: pooling allocator, epoch deadlines, limits;
+//! - [`components`] — read, hash, compile or load from the disk cache, pre-link, describe;
+//! - [`wit`] — the accepted WIT versions and dispatch over them;
+//! - [`sandbox`] — what one call sees: preopens only, no network, no environment;
+//! - [`args`] — the command-argument rules (S-F6);
+//! - [`run`] — one call from instantiation to JSON or a clean error;
+//! - [`report`] — report shapes (S-F8).
+//!
+//! This module reconciles catalog snapshots into runnable faculties and serves calls.
+//! Calls are synchronous and run on the caller's (blocking) thread: HTTP handlers use
+//! `spawn_blocking` once per call. Faculties compose through [`Dispatch`], which the
+//! pipeline router implements, so this module never depends on the pipeline.
+
+pub mod args;
+pub mod components;
+pub mod engine;
+pub mod report;
+mod run;
+pub mod sandbox;
+pub mod wit;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::catalog::manifest::{Effect, ReportShape};
+use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
+use crate::instance::{Instance, config::FacultySettings};
+use args::ArgSpec;
+use components::{Components, Prepared};
+use engine::FacultyEngine;
+use sandbox::{Linkers, Preopen, Sandbox};
+use wit::Op;
+
+/// Default deadline of one call (S-F4).
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default memory cap of one call (S-F4).
+pub const DEFAULT_MEMORY_MB: u64 = 64;
+/// Nested `host.call`s deeper than this are refused (a faculty calling itself in a loop
+/// must fail, not exhaust the pool).
+pub const MAX_CALL_DEPTH: u8 = 8;
+
+/// Who is calling, and what the call chain already holds.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The caller passed the owner gate (HTTP or CLI only; never nested calls).
+    pub owner: bool,
+    depth: u8,
+    held: Vec<PathBuf>,
+}
+
+impl CallContext {
+    /// A top-level call.
+    #[must_use]
+    pub fn top(owner: bool) -> Self {
+        Self { owner, ..Self::default() }
+    }
+
+    /// The context of a `host.call` made from within this call: never the owner, one
+    /// level deeper, holding what this call holds.
+    ///
+    /// # Errors
+    /// [`CallError::CallDepth`] past [`MAX_CALL_DEPTH`].
+    pub fn nested(&self) -> Result<Self, CallError> {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(CallError::CallDepth);
+        }
+        Ok(Self { owner: false, depth: self.depth + 1, held: self.held.clone() })
+    }
+}
+
+/// Routes `host.call(action, args)`; implemented by the pipeline router.
+pub trait Dispatch: Send + Sync {
+    /// Runs `action` with `args` as a call made in `context`.
+    ///
+    /// # Errors
+    /// Whatever the routed call returns.
+    fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError>;
+}
+
+/// Why a call did not return data. Messages name the faculty.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No such faculty.
+    #[error("no faculty `{0}`")]
+    UnknownFaculty(String),
+    /// No such command.
+    #[error("faculty `{faculty}` has no command `{command}`")]
+    UnknownCommand {
+        /// Faculty id.
+        faculty: String,
+        /// Command id.
+        command: String,
+    },
+    /// No such report.
+    #[error("faculty `{faculty}` has no report `{report}`")]
+    UnknownReport {
+        /// Faculty id.
+        faculty: String,
+        /// Report id.
+        report: String,
+    },
+    /// No route for a pipeline action.
+    #[error("no faculty serves the action `{0}`")]
+    UnknownAction(String),
+    /// The faculty is registered but cannot run.
+    #[error("faculty `{faculty}` is unavailable: {reason}")]
+    Unavailable {
+        /// Faculty id.
+        faculty: String,
+        /// Why.
+        reason: String,
+    },
+    /// The arguments broke a rule.
+    #[error("faculty `{faculty}`: {message}")]
+    InvalidArgs {
+        /// Faculty id.
+        faculty: String,
+        /// Which rule.
+        message: String,
+    },
+    /// An `external` command without the owner.
+    #[error("faculty `{faculty}`: command `{command}` touches things outside the instance and needs the owner")]
+    OwnerRequired {
+        /// Faculty id.
+        faculty: String,
+        /// Command id.
+        command: String,
+    },
+    /// The faculty's own typed failure.
+    #[error("faculty `{faculty}`: {message}")]
+    Guest {
+        /// Faculty id.
+        faculty: String,
+        /// Its code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
+    /// The deadline passed.
+    #[error("faculty `{faculty}` did not finish within {ms} ms")]
+    Timeout {
+        /// Faculty id.
+        faculty: String,
+        /// The deadline.
+        ms: u64,
+    },
+    /// The memory cap was hit.
+    #[error("faculty `{faculty}` needed more than its {mb} MiB of memory")]
+    MemoryLimit {
+        /// Faculty id.
+        faculty: String,
+        /// The cap.
+        mb: u64,
+    },
+    /// The component trapped.
+    #[error("faculty `{faculty}` trapped: {message}")]
+    Trap {
+        /// Faculty id.
+        faculty: String,
+        /// The trap.
+        message: String,
+    },
+    /// A command exited with a failure status.
+    #[error("faculty `{faculty}` failed: {message}")]
+    CommandFailed {
+        /// Faculty id.
+        faculty: String,
+        /// How.
+        message: String,
+    },
+    /// The output was not one JSON value.
+    #[error("faculty `{faculty}` {message}")]
+    InvalidOutput {
+        /// Faculty id.
+        faculty: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A report did not have its declared shape.
+    #[error("faculty `{faculty}`: report `{report}` is malformed: {message}")]
+    InvalidReport {
+        /// Faculty id.
+        faculty: String,
+        /// Report id.
+        report: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// No instance slot was free.
+    #[error("faculty `{faculty}`: too many calls at once, try again")]
+    Busy {
+        /// Faculty id.
+        faculty: String,
+    },
+    /// Nested calls went too deep.
+    #[error("faculty calls nested deeper than {MAX_CALL_DEPTH} levels")]
+    CallDepth,
+}
+
+impl CallError {
+    /// The stable code clients see.
+    #[must_use]
+    pub fn code(&self) -> &str {
+        match self {
+            Self::UnknownFaculty(_) => "unknown_faculty",
+            Self::UnknownCommand { .. } => "unknown_command",
+            Self::UnknownReport { .. } => "unknown_report",
+            Self::UnknownAction(_) => "unknown_action",
+            Self::Unavailable { .. } => "faculty_unavailable",
+            Self::InvalidArgs { .. } => "invalid_args",
+            Self::OwnerRequired { .. } => "owner_required",
+            Self::Guest { code, .. } => code,
+            Self::Timeout { .. } => "timeout",
+            Self::MemoryLimit { .. } => "memory_limit",
+            Self::Trap { .. } => "trap",
+            Self::CommandFailed { .. } => "command_failed",
+            Self::InvalidOutput { .. } => "invalid_output",
+            Self::InvalidReport { .. } => "invalid_report",
+            Self::Busy { .. } => "busy",
+            Self::CallDepth => "call_depth_exceeded",
+        }
+    }
+
+    /// A faculty's own failure; a code that is not `snake_case` becomes `command_failed`.
+    #[must_use]
+    pub fn guest(faculty: &str, code: String, message: String) -> Self {
+        let valid = code.len() <= 64
+            && code.starts_with(|c: char| c.is_ascii_lowercase())
+            && code.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if valid {
+            Self::Guest { faculty: faculty.to_owned(), code, message }
+        } else {
+            Self::CommandFailed { faculty: faculty.to_owned(), message: format!("{code:?}: {message}") }
+        }
+    }
+}
+
+/// How a faculty runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// A `butler:faculty` component.
+    Component,
+    /// A plain WASI command component.
+    Command,
+    /// A native process (compatibility).
+    Native,
+}
+
+/// One thing asked of a faculty.
+enum Request<'a> {
+    /// A command with validated arguments.
+    Command { id: &'a str, args: Vec<String>, stdin: Option<&'a str> },
+    /// A report.
+    Report(&'a str),
+}
+
+/// What a command or report runs.
+#[derive(Clone)]
+enum Target {
+    Component { prepared: Prepared, argv0: String, leading: Vec<String> },
+    Native { argv: Vec<String> },
+}
+
+impl Target {
+    fn runtime(&self) -> Runtime {
+        match self {
+            Self::Component { prepared: Prepared::Faculty(_), .. } => Runtime::Component,
+            Self::Component { prepared: Prepared::Command(_), .. } => Runtime::Command,
+            Self::Native { .. } => Runtime::Native,
+        }
+    }
+}
+
+struct Runnable {
+    effect: Effect,
+    args: ArgSpec,
+    stdin_arg: Option<String>,
+    target: Target,
+}
+
+struct Ready {
+    commands: HashMap<String, Runnable>,
+    reports: HashMap<String, (ReportShape, Target)>,
+    write_stores: Vec<PathBuf>,
+    runtime: Option<Runtime>,
+    wit: Option<String>,
+}
+
+struct Faculty {
+    ext: Arc<Extension>,
+    sandbox: Sandbox,
+    ready: Result<Ready, String>,
+}
+
+/// A faculty's run state, for `GET /faculties`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FacultyStatus {
+    /// `ready` or `failed`.
+    pub state: &'static str,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    /// The WIT version of a component faculty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wit: Option<String>,
+    /// Its deadline.
+    pub timeout_ms: u64,
+    /// Its memory cap.
+    pub memory_mb: u64,
+    /// Guest paths it sees.
+    pub preopens: Vec<String>,
+}
+
+/// Runtime-wide counters.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeStats {
+    /// Whether the pooling allocator is in use.
+    pub pooling: bool,
+    /// Components compiled since start.
+    pub compiles: u64,
+    /// Components loaded from the compile cache since start.
+    pub cache_hits: u64,
+    /// WIT versions accepted.
+    pub wit_versions: &'static [&'static str],
+}
+
+/// A mutual-exclusion lock that can be held across a call without borrowing.
+#[derive(Default)]
+struct StoreLock {
+    busy: Mutex<bool>,
+    freed: Condvar,
+}
+
+struct StoreGuard(Arc<StoreLock>);
+
+impl StoreGuard {
+    fn acquire(lock: Arc<StoreLock>) -> Self {
+        let mut busy = lock.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *busy {
+            busy = lock.freed.wait(busy).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *busy = true;
+        drop(busy);
+        Self(lock)
+    }
+}
+
+impl Drop for StoreGuard {
+    fn drop(&mut self) {
+        *self.0.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        self.0.freed.notify_one();
+    }
+}
+
+/// Instance paths and settings the runtime needs.
+struct Setup {
+    root: PathBuf,
+    state_dir: PathBuf,
+    self_root: PathBuf,
+    validity_root: PathBuf,
+    settings: BTreeMap<String, FacultySettings>,
+    interpreters: Vec<(String, String)>,
+    native_env: Vec<(String, String)>,
+}
+
+/// The faculty runtime.
+pub struct FacultyRuntime {
+    engine: FacultyEngine,
+    components: Arc<Components>,
+    setup: Setup,
+    faculties: RwLock<HashMap<String, Arc<Faculty>>>,
+    dispatch: OnceLock<Arc<dyn Dispatch>>,
+    store_locks: Mutex<HashMap<PathBuf, Arc<StoreLock>>>,
+}
+
+impl FacultyRuntime {
+    /// Builds the engine and linkers for `instance`. `host_url` is what native faculties
+    /// see as `BUTLER_HOST_URL`.
+    ///
+    /// # Errors
+    /// When the engine cannot be built.
+    pub fn new(instance: &Instance, host_url: &str) -> wasmtime::Result<Arc<Self>> {
+        let engine = FacultyEngine::new()?;
+        let linkers = Arc::new(Linkers::new(&engine.engine)?);
+        let state_dir = instance.state_dir();
+        let components =
+            Arc::new(Components::new(engine.engine.clone(), linkers, state_dir.join("cache").join("components")));
+        let interpreters = [("python", &instance.config.python), ("bun", &instance.config.bun)]
+            .into_iter()
+            .filter_map(|(name, path)| Some((name.to_owned(), path.as_ref()?.clone())))
+            .collect();
+        let mut native_env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
+            .iter()
+            .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
+            .collect();
+        native_env.extend([
+            ("BUTLER_HOST_URL".to_owned(), host_url.to_owned()),
+            ("BUTLER_GUARDIAN_URL".to_owned(), host_url.to_owned()),
+            ("BUTLER_WORKDIR".to_owned(), instance.root.display().to_string()),
+            ("BUTLER_VALIDITY_ROOT".to_owned(), instance.validity_root().display().to_string()),
+        ]);
+        Ok(Arc::new(Self {
+            engine,
+            components,
+            setup: Setup {
+                root: instance.root.clone(),
+                state_dir,
+                self_root: instance.self_root(),
+                validity_root: instance.validity_root(),
+                settings: instance.config.faculties.clone(),
+                interpreters,
+                native_env,
+            },
+            faculties: RwLock::new(HashMap::new()),
+            dispatch: OnceLock::new(),
+            store_locks: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// What the catalog uses to inspect `.wasm` files.
+    #[must_use]
+    pub fn inspector(&self) -> Arc<dyn crate::catalog::ComponentInspector> {
+        self.components.clone()
+    }
+
+    /// Installs the router behind `host.call` (once, at start).
+    pub fn set_dispatch(&self, dispatch: Arc<dyn Dispatch>) {
+        if self.dispatch.set(dispatch).is_err() {
+            tracing::warn!("faculty runtime: dispatch was already set");
+        }
+    }
+
+    /// Brings the runnable faculties in line with `catalog`: new ones loaded, changed ones
+    /// replaced (in-flight calls finish on the old code), removed ones dropped.
+    pub fn reconcile(&self, catalog: &Catalog) {
+        let current = self.faculties.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut next = HashMap::new();
+        for ext in catalog.of_kind(Kind::Faculty) {
+            let keep = current.get(ext.id()).filter(|f| *f.ext == **ext).cloned();
+            let faculty = keep.unwrap_or_else(|| {
+                let built = Arc::new(self.build(ext));
+                match &built.ready {
+                    Ok(_) => tracing::info!(faculty = ext.id(), "faculty runtime: loaded"),
+                    Err(e) => tracing::warn!(faculty = ext.id(), "faculty runtime: cannot run: {e}"),
+                }
+                built
+            });
+            next.insert(ext.id().to_owned(), faculty);
+        }
+        for gone in current.keys().filter(|id| !next.contains_key(*id)) {
+            tracing::info!(faculty = %gone, "faculty runtime: unloaded");
+        }
+        *self.faculties.write().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+    }
+
+    /// Reconciles on every published snapshot, off the async threads.
+    pub fn spawn_reconciler(self: &Arc<Self>, catalog: &CatalogHandle) {
+        let runtime = Arc::clone(self);
+        let mut snapshots = catalog.subscribe();
+        tokio::spawn(async move {
+            while snapshots.changed().await.is_ok() {
+                let snapshot = snapshots.borrow_and_update().clone();
+                let runtime = Arc::clone(&runtime);
+                if tokio::task::spawn_blocking(move || runtime.reconcile(&snapshot)).await.is_err() {
+                    tracing::error!("faculty runtime: a reconcile panicked");
+                }
+            }
+        });
+    }
+
+    /// Runs command `command` of faculty `id` with the caller's `args` object.
+    ///
+    /// # Errors
+    /// [`CallError`] for this call only.
+    pub fn invoke(
+        &self,
+        id: &str,
+        command: &str,
+        args: &Map<String, Value>,
+        context: &CallContext,
+    ) -> Result<Value, CallError> {
+        let faculty = self.get(id)?;
+        let ready =
+            faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
+        let runnable = ready
+            .commands
+            .get(command)
+            .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
+        if runnable.effect == Effect::External && !context.owner {
+            return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
+        }
+        let argv =
+            runnable.args.apply(args).map_err(|e| CallError::InvalidArgs { faculty: id.to_owned(), message: e.0 })?;
+        let (_guards, context) = match runnable.effect {
+            Effect::Write => self.lock_stores(&ready.write_stores, context),
+            Effect::Read | Effect::External => (Vec::new(), context.clone()),
+        };
+        let request = Request::Command { id: command, args: argv.args, stdin: argv.stdin.as_deref() };
+        self.execute(&faculty, &runnable.target, request, &context)
+    }
+
+    /// Runs a command the way the pipeline calls it: `args` (any JSON) travels as text on
+    /// the command's `stdin: true` argument.
+    ///
+    /// # Errors
+    /// [`CallError`]; `invalid_args` when the command takes no standard input but `args`
+    /// is not empty.
+    pub fn invoke_json(
+        &self,
+        id: &str,
+        command: &str,
+        args: &Value,
+        context: &CallContext,
+    ) -> Result<Value, CallError> {
+        let stdin_arg = {
+            let faculty = self.get(id)?;
+            let ready = faculty
+                .ready
+                .as_ref()
+                .map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
+            let runnable = ready
+                .commands
+                .get(command)
+                .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
+            runnable.stdin_arg.clone()
+        };
+        let mut map = Map::new();
+        let empty = args.is_null() || args.as_object().is_some_and(Map::is_empty);
+        match stdin_arg {
+            Some(name) => {
+                map.insert(name, Value::String(if args.is_null() { "{}".to_owned() } else { args.to_string() }));
+            }
+            None if empty => {}
+            None => {
+                return Err(CallError::InvalidArgs {
+                    faculty: id.to_owned(),
+                    message: format!("command `{command}` takes no arguments"),
+                });
+            }
+        }
+        self.invoke(id, command, &map, context)
+    }
+
+    /// Renders report `report` of faculty `id`, checked against its declared shape.
+    ///
+    /// # Errors
+    /// [`CallError`] for this call only.
+    pub fn report(&self, id: &str, report: &str) -> Result<Value, CallError> {
+        let faculty = self.get(id)?;
+        let ready =
+            faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
+        let (shape, target) = ready
+            .reports
+            .get(report)
+            .ok_or_else(|| CallError::UnknownReport { faculty: id.to_owned(), report: report.to_owned() })?;
+        let data = self.execute(&faculty, target, Request::Report(report), &CallContext::default())?;
+        report::check(*shape, &data).map_err(|message| CallError::InvalidReport {
+            faculty: id.to_owned(),
+            report: report.to_owned(),
+            message,
+        })?;
+        Ok(data)
+    }
+
+    /// The run state of faculty `id`, if it is registered.
+    #[must_use]
+    pub fn status(&self, id: &str) -> Option<FacultyStatus> {
+        let faculty = self.get(id).ok()?;
+        let (state, error, runtime, wit) = match &faculty.ready {
+            Ok(ready) => ("ready", None, ready.runtime, ready.wit.clone()),
+            Err(e) => ("failed", Some(e.clone()), None, None),
+        };
+        Some(FacultyStatus {
+            state,
+            error,
+            runtime,
+            wit,
+            timeout_ms: faculty.sandbox.timeout_ms,
+            memory_mb: faculty.sandbox.memory_mb,
+            preopens: faculty.sandbox.preopens.iter().map(|p| p.guest.clone()).collect(),
+        })
+    }
+
+    /// Runtime-wide counters.
+    #[must_use]
+    pub fn stats(&self) -> RuntimeStats {
+        use std::sync::atomic::Ordering;
+        RuntimeStats {
+            pooling: self.engine.pooling,
+            compiles: self.components.compiles.load(Ordering::Relaxed),
+            cache_hits: self.components.cache_hits.load(Ordering::Relaxed),
+            wit_versions: wit::SUPPORTED,
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<Faculty>, CallError> {
+        self.faculties
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| CallError::UnknownFaculty(id.to_owned()))
+    }
+
+    fn execute(
+        &self,
+        faculty: &Faculty,
+        target: &Target,
+        request: Request<'_>,
+        context: &CallContext,
+    ) -> Result<Value, CallError> {
+        let data_dir = &faculty.sandbox.preopens[0].host;
+        std::fs::create_dir_all(data_dir).map_err(|e| CallError::Unavailable {
+            faculty: faculty.sandbox.faculty.clone(),
+            reason: format!("cannot create its data directory {}: {e}", data_dir.display()),
+        })?;
+        match target {
+            Target::Component { prepared, argv0, leading } => {
+                let call = match (prepared, request) {
+                    (Prepared::Faculty(_), Request::Command { id, args, stdin }) => {
+                        let args = leading.iter().cloned().chain(args).collect();
+                        run::Call::Guest(Op::Invoke { command: id.to_owned(), args, stdin: stdin.map(str::to_owned) })
+                    }
+                    (Prepared::Faculty(_), Request::Report(id)) => run::Call::Guest(Op::Report(id.to_owned())),
+                    (Prepared::Command(_), request) => {
+                        let (args, stdin) = match request {
+                            Request::Command { args, stdin, .. } => (args, stdin),
+                            Request::Report(_) => (Vec::new(), None),
+                        };
+                        let argv = std::iter::once(argv0.clone()).chain(leading.iter().cloned()).chain(args).collect();
+                        run::Call::Command { argv, stdin }
+                    }
+                };
+                let dispatch = self.dispatch.get().cloned();
+                run::component(&self.engine.engine, &faculty.sandbox, prepared, &call, dispatch, context)
+            }
+            Target::Native { argv } => {
+                let (args, stdin) = match request {
+                    Request::Command { args, stdin, .. } => (args, stdin),
+                    Request::Report(_) => (Vec::new(), None),
+                };
+                let argv: Vec<String> = argv.iter().cloned().chain(args).collect();
+                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin)
+            }
+        }
+    }
+
+    /// Takes the write lock of every store the call may write, except those the call
+    /// chain already holds (a nested call of a writer must not wait for itself).
+    fn lock_stores(&self, stores: &[PathBuf], context: &CallContext) -> (Vec<StoreGuard>, CallContext) {
+        let mut context = context.clone();
+        let mut guards = Vec::new();
+        for store in stores {
+            if context.held.contains(store) {
+                continue;
+            }
+            let lock = self
+                .store_locks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(store.clone())
+                .or_default()
+                .clone();
+            guards.push(StoreGuard::acquire(lock));
+            context.held.push(store.clone());
+        }
+        (guards, context)
+    }
+
+    fn build(&self, ext: &Arc<Extension>) -> Faculty {
+        let sandbox = self.sandbox_for(ext.id());
+        let ready = self.prepare(ext, &sandbox);
+        Faculty { ext: Arc::clone(ext), sandbox, ready }
+    }
+
+    fn prepare(&self, ext: &Extension, sandbox: &Sandbox) -> Result<Ready, String> {
+        let mut commands = HashMap::new();
+        let mut runtime = None;
+        for command in &ext.manifest.commands {
+            let target = self.target(ext, &command.exec)?;
+            runtime.get_or_insert(target.runtime());
+            let args = ArgSpec::compile(&command.args)?;
+            let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
+            commands.insert(command.id.clone(), Runnable { effect: command.effect, args, stdin_arg, target });
+        }
+        let mut reports = HashMap::new();
+        for report in &ext.manifest.reports {
+            let target = self.target(ext, &report.exec)?;
+            runtime.get_or_insert(target.runtime());
+            reports.insert(report.id.clone(), (report.shape, target));
+        }
+        let wit = ext.components.iter().find_map(|c| match &c.kind {
+            crate::catalog::ComponentKind::Faculty { wit_version } => Some(wit_version.clone()),
+            crate::catalog::ComponentKind::Command => None,
+        });
+        let mut write_stores: Vec<PathBuf> = sandbox
+            .preopens
+            .iter()
+            .filter(|p| p.write)
+            .map(|p| std::fs::canonicalize(&p.host).unwrap_or_else(|_| p.host.clone()))
+            .collect();
+        write_stores.sort();
+        write_stores.dedup();
+        Ok(Ready { commands, reports, write_stores, runtime, wit })
+    }
+
+    fn target(&self, ext: &Extension, exec: &[String]) -> Result<Target, String> {
+        let exec0 = exec.first().ok_or("empty `exec`")?;
+        if let Some(component) = ext.component_for(exec0) {
+            let loaded =
+                self.components.by_hash(&component.hash).map_or_else(|| self.components.load(&component.path), Ok)?;
+            let argv0 = component.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            return Ok(Target::Component { prepared: loaded.prepared.clone(), argv0, leading: exec[1..].to_vec() });
+        }
+        if crate::catalog::component::is_wasm(exec0) {
+            return Err(format!("component `{exec0}` is not loaded"));
+        }
+        let mut argv = exec.to_vec();
+        if let Some((_, interpreter)) = self.setup.interpreters.iter().find(|(name, _)| name == exec0) {
+            argv[0] = interpreter.clone();
+        } else if exec0.contains('/') && !Path::new(exec0).is_absolute() {
+            argv[0] = ext.dir.join(exec0).display().to_string();
+        }
+        Ok(Target::Native { argv })
+    }
+
+    /// `/data` plus the configured grants, deadline and memory cap for faculty `id`.
+    fn sandbox_for(&self, id: &str) -> Sandbox {
+        let settings = self.setup.settings.get(id).cloned().unwrap_or_default();
+        let mut preopens = vec![Preopen {
+            host: self.setup.state_dir.join("faculties").join(id),
+            guest: "/data".to_owned(),
+            write: true,
+        }];
+        for grant in &settings.grants {
+            let dir = grant
+                .dir
+                .replace("${selfRoot}", &self.setup.self_root.display().to_string())
+                .replace("${validityRoot}", &self.setup.validity_root.display().to_string());
+            preopens.push(Preopen { host: self.setup.root.join(dir), guest: grant.guest.clone(), write: grant.write });
+        }
+        Sandbox {
+            faculty: id.to_owned(),
+            preopens,
+            timeout_ms: settings.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
+            memory_mb: settings.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(engine::MAX_MEMORY_MB),
+        }
+    }
+}

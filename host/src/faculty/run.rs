@@ -1,0 +1,238 @@
+//! Running one operation: a fresh store per call from the pre-linked component, the
+//! deadline and memory cap armed, and every way it can end turned into either JSON data
+//! or a [`CallError`] for this call only.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wasmtime::{Engine, Store, Trap};
+
+use super::components::Prepared;
+use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
+use super::wit::Op;
+use super::{CallContext, CallError, Dispatch};
+
+/// What to run in a component.
+pub(super) enum Call<'a> {
+    /// An export of a `butler:faculty` component.
+    Guest(Op),
+    /// `wasi:cli/run` of a plain command, with its argv and standard input.
+    Command {
+        /// argv, `argv[0]` included.
+        argv: Vec<String>,
+        /// Standard input.
+        stdin: Option<&'a str>,
+    },
+}
+
+/// Runs `call` in a fresh instance of `prepared`.
+pub(super) fn component(
+    engine: &Engine,
+    sandbox: &Sandbox,
+    prepared: &Prepared,
+    call: &Call<'_>,
+    dispatch: Option<Arc<dyn Dispatch>>,
+    context: &CallContext,
+) -> Result<Value, CallError> {
+    let faculty = sandbox.faculty.clone();
+    let (argv, stdin): (&[String], Option<&str>) = match call {
+        Call::Guest(_) => (&[], None),
+        Call::Command { argv, stdin } => (argv, *stdin),
+    };
+    let state = CallState::new(sandbox, argv, stdin, dispatch, context.clone()).map_err(|e| {
+        CallError::Unavailable { faculty: faculty.clone(), reason: format!("cannot prepare the sandbox: {e:#}") }
+    })?;
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limits);
+    store.set_epoch_deadline(super::engine::ticks_for(sandbox.timeout_ms));
+
+    let outcome = match (prepared, call) {
+        (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(&mut store, op).map(|r| r.map(Some)),
+        (Prepared::Command(pre), Call::Command { .. }) => pre
+            .instantiate(&mut store)
+            .and_then(|command| command.wasi_cli_run().call_run(&mut store))
+            .map(|status| match status {
+                Ok(()) => Ok(None),
+                Err(()) => Err(("command_failed".to_owned(), "exited with a failure status".to_owned())),
+            }),
+        _ => {
+            return Err(CallError::Unavailable {
+                faculty,
+                reason: "the call does not fit the component's kind".to_owned(),
+            });
+        }
+    };
+    let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
+    log_stderr(&faculty, &stderr);
+    let stdout = store.data().stdout.contents();
+
+    let text = match outcome {
+        Ok(Ok(Some(text))) => text,
+        Ok(Ok(None)) => String::from_utf8_lossy(&stdout).into_owned(),
+        Ok(Err((code, message))) if code == "command_failed" && matches!(prepared, Prepared::Command(_)) => {
+            return Err(CallError::CommandFailed { faculty, message: with_tail(message, &stderr) });
+        }
+        Ok(Err((code, message))) => return Err(CallError::guest(&faculty, code, message)),
+        Err(error) => {
+            if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+                if exit.0 == 0 {
+                    String::from_utf8_lossy(&stdout).into_owned()
+                } else {
+                    return Err(CallError::CommandFailed {
+                        faculty,
+                        message: with_tail(format!("exited with status {}", exit.0), &stderr),
+                    });
+                }
+            } else {
+                return Err(classify(&faculty, sandbox, &error, store.data().limits.hit, &stderr));
+            }
+        }
+    };
+    parse_output(&faculty, &text)
+}
+
+/// Runs a native (non-wasm) faculty command: the compatibility path for existing
+/// faculties. Own process group, deadline, capped output.
+pub(super) fn native(
+    sandbox: &Sandbox,
+    argv: &[String],
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+    stdin: Option<&str>,
+) -> Result<Value, CallError> {
+    use std::os::unix::process::CommandExt;
+    let faculty = sandbox.faculty.clone();
+    let Some((program, rest)) = argv.split_first() else {
+        return Err(CallError::Unavailable { faculty, reason: "empty exec".to_owned() });
+    };
+    let mut child = Command::new(program)
+        .args(rest)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| CallError::CommandFailed {
+            faculty: faculty.clone(),
+            message: format!("cannot start `{program}`: {e}"),
+        })?;
+    let input = stdin.unwrap_or_default().as_bytes().to_vec();
+    let mut child_stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        if let Some(pipe) = child_stdin.as_mut() {
+            let _ = pipe.write_all(&input);
+        }
+    });
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(pipe) = pipe {
+                let _ = pipe.take(MAX_STDOUT_BYTES as u64).read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let deadline = Instant::now() + Duration::from_millis(sandbox.timeout_ms);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(CallError::Timeout { faculty, ms: sandbox.timeout_ms });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(CallError::CommandFailed { faculty, message: e.to_string() }),
+        }
+    };
+    let _ = writer.join();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+    log_stderr(&faculty, &stderr);
+    if !status.success() {
+        let how =
+            status.code().map_or_else(|| "was killed by a signal".to_owned(), |c| format!("exited with status {c}"));
+        return Err(CallError::CommandFailed { faculty, message: with_tail(how, &stderr) });
+    }
+    parse_output(&faculty, &String::from_utf8_lossy(&stdout))
+}
+
+/// The child leads its own process group; kill the whole group (grandchildren too).
+fn kill_group(pid: u32) {
+    let group = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+}
+
+fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(CallError::InvalidOutput {
+            faculty: faculty.to_owned(),
+            message: "printed nothing; a command must print one JSON value".to_owned(),
+        });
+    }
+    serde_json::from_str(trimmed).map_err(|e| CallError::InvalidOutput {
+        faculty: faculty.to_owned(),
+        message: format!("output is not one JSON value ({e}): {}", clip(trimmed)),
+    })
+}
+
+/// Deadline, memory cap, or another trap.
+fn classify(faculty: &str, sandbox: &Sandbox, error: &wasmtime::Error, memory_hit: bool, stderr: &str) -> CallError {
+    if matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+        return CallError::Timeout { faculty: faculty.to_owned(), ms: sandbox.timeout_ms };
+    }
+    if memory_hit {
+        return CallError::MemoryLimit { faculty: faculty.to_owned(), mb: sandbox.memory_mb };
+    }
+    if matches!(error.downcast_ref::<Trap>(), Some(Trap::AllocationTooLarge)) {
+        return CallError::Busy { faculty: faculty.to_owned() };
+    }
+    CallError::Trap { faculty: faculty.to_owned(), message: with_tail(trap_summary(error), stderr) }
+}
+
+/// What trapped, in one line: the trap kind when there is one, else the error's first
+/// line (wasm backtraces are left out).
+#[must_use]
+pub fn trap_summary(error: &wasmtime::Error) -> String {
+    if let Some(trap) = error.downcast_ref::<Trap>() {
+        return trap.to_string();
+    }
+    let full = format!("{error:#}");
+    full.lines().next().unwrap_or("trapped").to_owned()
+}
+
+/// `message`, plus the last meaningful line the guest wrote on stderr (for a Rust guest,
+/// its panic message; the standard "run with RUST_BACKTRACE" hint is skipped).
+fn with_tail(message: String, stderr: &str) -> String {
+    let meaningful = |l: &&str| !l.trim().is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE");
+    match stderr.lines().rev().find(meaningful) {
+        Some(last) => format!("{message}; stderr: {}", clip(last.trim())),
+        None => message,
+    }
+}
+
+fn log_stderr(faculty: &str, stderr: &str) {
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        tracing::info!(faculty, stream = "stderr", "{line}");
+    }
+}
+
+fn clip(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    }
+}

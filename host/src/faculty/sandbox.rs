@@ -1,0 +1,195 @@
+//! The sandbox one call runs in (S-F4): a fresh WASI context with only the granted
+//! directories preopened, no network, no inherited environment, captured stdio, a memory
+//! cap, and the host side of the `butler:faculty/host` imports.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter};
+use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::{CallContext, Dispatch};
+
+/// Most a call may print on stdout (its JSON data) before output is cut off.
+pub const MAX_STDOUT_BYTES: usize = 16 << 20;
+/// Most stderr kept per call (it goes to the faculty's log).
+pub const MAX_STDERR_BYTES: usize = 256 << 10;
+
+/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
+/// and the `butler:faculty/host` imports of every supported version.
+pub struct Linkers {
+    /// Linker for 0.1.0 faculties and plain commands alike.
+    pub faculty_v0_1_0: Linker<CallState>,
+}
+
+impl Linkers {
+    /// Builds the linkers for `engine`.
+    ///
+    /// # Errors
+    /// Only if the bindings conflict (a build defect).
+    pub fn new(engine: &Engine) -> wasmtime::Result<Self> {
+        let mut linker = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        super::wit::v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        Ok(Self { faculty_v0_1_0: linker })
+    }
+}
+
+/// One directory a call sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    /// Host directory.
+    pub host: PathBuf,
+    /// Guest path (`/data`, `/self`, …).
+    pub guest: String,
+    /// Writable.
+    pub write: bool,
+}
+
+/// Everything about a faculty's sandbox that does not change between calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Faculty id (for logs and attribution).
+    pub faculty: String,
+    /// Directories to preopen (missing ones are skipped with a log line).
+    pub preopens: Vec<Preopen>,
+    /// Deadline of one call.
+    pub timeout_ms: u64,
+    /// Memory cap of one instance.
+    pub memory_mb: u64,
+}
+
+/// Caps an instance's linear memories and tables, remembering whether it said no, so a
+/// failed call can be reported as hitting the cap rather than as an anonymous trap.
+pub struct Limits {
+    max_memory: usize,
+    /// Set when a growth was refused.
+    pub hit: bool,
+}
+
+/// Table growth beyond this is refused (tables hold function references, not data).
+const MAX_TABLE_ELEMENTS: usize = 1_000_000;
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.max_memory {
+            self.hit = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// The store data of one call.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// The memory cap.
+    pub limits: Limits,
+    faculty: String,
+    dispatch: Option<Arc<dyn Dispatch>>,
+    context: CallContext,
+    /// What the guest printed on stdout.
+    pub stdout: MemoryOutputPipe,
+    /// What the guest printed on stderr.
+    pub stderr: MemoryOutputPipe,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl CallState {
+    /// A fresh sandbox for one call. `argv` and `stdin` are only seen by plain commands.
+    ///
+    /// # Errors
+    /// When a preopen cannot be opened.
+    pub fn new(
+        sandbox: &Sandbox,
+        argv: &[String],
+        stdin: Option<&str>,
+        dispatch: Option<Arc<dyn Dispatch>>,
+        context: CallContext,
+    ) -> wasmtime::Result<Self> {
+        let stdout = MemoryOutputPipe::new(MAX_STDOUT_BYTES);
+        let stderr = MemoryOutputPipe::new(MAX_STDERR_BYTES);
+        let mut builder = WasiCtxBuilder::new();
+        // Must come first: preopens copy the flag when they are added. File operations
+        // then run on the calling (blocking) thread instead of hopping to a pool.
+        builder.allow_blocking_current_thread(true);
+        builder
+            .stdin(MemoryInputPipe::new(stdin.unwrap_or_default().as_bytes().to_vec()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .args(argv)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .socket_addr_check(|_, _| Box::pin(async { false }));
+        for preopen in &sandbox.preopens {
+            if !preopen.host.is_dir() {
+                tracing::debug!(faculty = %sandbox.faculty, dir = %preopen.host.display(), "grant skipped: not a directory");
+                continue;
+            }
+            let perms = if preopen.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            builder.preopened_dir(&preopen.host, &preopen.guest, perms)?;
+        }
+        let max_memory = usize::try_from(sandbox.memory_mb << 20).unwrap_or(usize::MAX);
+        Ok(Self {
+            wasi: builder.build(),
+            table: ResourceTable::new(),
+            limits: Limits { max_memory, hit: false },
+            faculty: sandbox.faculty.clone(),
+            dispatch,
+            context,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// `host.log`.
+    pub fn write_log(&self, level: tracing::Level, message: &str) {
+        let faculty = self.faculty.as_str();
+        match level {
+            tracing::Level::ERROR => tracing::error!(faculty, "{message}"),
+            tracing::Level::WARN => tracing::warn!(faculty, "{message}"),
+            tracing::Level::INFO => tracing::info!(faculty, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(faculty, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(faculty, "{message}"),
+        }
+    }
+
+    /// `host.now-ms`.
+    #[must_use]
+    pub fn clock_ms() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// `host.call`: a pipeline action through the dispatcher, as a nested call of this one.
+    ///
+    /// # Errors
+    /// `(code, message)` of the action's failure.
+    pub fn host_call(&self, action: &str, args: &str) -> Result<String, (String, String)> {
+        let dispatch = self.dispatch.as_ref().ok_or_else(|| {
+            ("call_unavailable".to_owned(), "host.call is not available while a faculty describes itself".to_owned())
+        })?;
+        let args: Value =
+            serde_json::from_str(args).map_err(|e| ("invalid_json".to_owned(), format!("call arguments: {e}")))?;
+        let nested = self.context.nested().map_err(|e| (e.code().to_owned(), e.to_string()))?;
+        dispatch
+            .dispatch(action, args, &nested)
+            .map(|data| data.to_string())
+            .map_err(|e| (e.code().to_owned(), e.to_string()))
+    }
+}

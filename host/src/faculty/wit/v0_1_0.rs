@@ -1,0 +1,40 @@
+//! `butler:faculty@0.1.0` — host bindings and the host side of its imports.
+
+use super::super::sandbox::CallState;
+
+/// Generated bindings (`bindgen!` output).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+mod generated {
+    wasmtime::component::bindgen!({
+        world: "faculty",
+        path: "../wit/butler-faculty@0.1.0",
+    });
+}
+
+pub use generated::{Faculty, FacultyPre};
+
+use generated::butler;
+use generated::butler::faculty::types::{Failure, Level};
+
+impl butler::faculty::types::Host for CallState {}
+
+impl butler::faculty::host::Host for CallState {
+    fn log(&mut self, level: Level, message: String) {
+        let level = match level {
+            Level::Trace => tracing::Level::TRACE,
+            Level::Debug => tracing::Level::DEBUG,
+            Level::Info => tracing::Level::INFO,
+            Level::Warn => tracing::Level::WARN,
+            Level::Error => tracing::Level::ERROR,
+        };
+        self.write_log(level, &message);
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        CallState::clock_ms()
+    }
+
+    fn call(&mut self, action: String, args: String) -> Result<String, Failure> {
+        self.host_call(&action, &args).map_err(|(code, message)| Failure { code, message })
+    }
+}

@@ -1,0 +1,57 @@
+//! Faculty commands and reports over HTTP (S-F6a, S-F8).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde_json::{Map, Value, json};
+
+use crate::faculty::CallContext;
+use crate::http::error::object_body;
+use crate::http::{ApiError, AppState, owner};
+
+/// `POST /faculties/{id}/commands/{cmd}` with `{"args": {…}}` (or no body) →
+/// `{"ok":true,"data":…}`.
+///
+/// # Errors
+/// The error envelope with the call's code (`invalid_args`, `timeout`, `trap`, …).
+pub async fn command(
+    State(state): State<AppState>,
+    Path((id, command)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let mut body = object_body(&body)?;
+    let args = match body.remove("args") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args,
+        Some(_) => return Err(ApiError::bad_request("invalid_args", "`args` must be a JSON object")),
+    };
+    if let Some(extra) = body.keys().next() {
+        return Err(ApiError::bad_request(
+            "invalid_args",
+            format!("unknown field `{extra}` (the body is {{\"args\": {{…}}}})"),
+        ));
+    }
+    let context = CallContext::top(owner::is_owner(&headers, state.gate, &state.owner_token));
+    let runtime = state.faculties.clone();
+    let data = tokio::task::spawn_blocking(move || runtime.invoke(&id, &command, &args, &context))
+        .await
+        .map_err(|e| ApiError::internal(format!("the call panicked: {e}")))??;
+    Ok(Json(json!({"ok": true, "data": data})))
+}
+
+/// `GET /faculties/{id}/reports/{report}` → the report object, checked against its shape.
+///
+/// # Errors
+/// The error envelope (`unknown_report`, `invalid_report`, …).
+pub async fn report(
+    State(state): State<AppState>,
+    Path((id, report)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let runtime = state.faculties.clone();
+    let data = tokio::task::spawn_blocking(move || runtime.report(&id, &report))
+        .await
+        .map_err(|e| ApiError::internal(format!("the report panicked: {e}")))??;
+    Ok(Json(data))
+}

@@ -1,0 +1,102 @@
+//! Maps an action to a faculty command and runs it through the faculty runtime.
+//!
+//! `pipeline.routes` in the root config maps a prefix to a faculty id, over the defaults
+//! below. The command is `<verb>` when the prefix is the faculty's own id, otherwise
+//! `<prefix>-<verb>` (`cards.search` → `cards`/`search`; `review.prepare` →
+//! `cards`/`review-prepare`). The action's `args` reach the command as JSON text on its
+//! `stdin: true` argument. This router is also what faculties reach through `host.call`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+
+use crate::faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
+
+/// Routes that hold unless the root config overrides them (§8.1).
+pub const DEFAULT_ROUTES: &[(&str, &str)] = &[
+    ("journal", "journal"),
+    ("context", "journal"),
+    ("distill", "distill"),
+    ("candidate", "distill"),
+    ("validity", "validity"),
+    ("cards", "cards"),
+    ("review", "cards"),
+];
+
+/// The router.
+pub struct PipelineRouter {
+    routes: BTreeMap<String, String>,
+    runtime: Weak<FacultyRuntime>,
+}
+
+impl PipelineRouter {
+    /// A router with the defaults overridden by `configured`.
+    #[must_use]
+    pub fn new(configured: &BTreeMap<String, String>, runtime: &Arc<FacultyRuntime>) -> Self {
+        let mut routes: BTreeMap<String, String> =
+            DEFAULT_ROUTES.iter().map(|(p, f)| ((*p).to_owned(), (*f).to_owned())).collect();
+        routes.extend(configured.iter().map(|(p, f)| (p.clone(), f.clone())));
+        Self { routes, runtime: Arc::downgrade(runtime) }
+    }
+
+    /// The faculty and command serving `action`.
+    ///
+    /// # Errors
+    /// [`CallError::UnknownAction`] for a malformed action or an unrouted prefix.
+    pub fn resolve(&self, action: &str) -> Result<(String, String), CallError> {
+        let unknown = || CallError::UnknownAction(action.chars().take(100).collect());
+        let (prefix, verb) = action.split_once('.').ok_or_else(unknown)?;
+        if !is_name(prefix) || !is_name(verb) {
+            return Err(unknown());
+        }
+        let faculty = self.routes.get(prefix).ok_or_else(unknown)?;
+        let command = if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") };
+        Ok((faculty.clone(), command))
+    }
+
+    /// Runs `action`.
+    ///
+    /// # Errors
+    /// [`CallError`]; an unknown command of a routed faculty is `unknown_action` too.
+    pub fn call(&self, action: &str, args: &Value, context: &CallContext) -> Result<Value, CallError> {
+        let (faculty, command) = self.resolve(action)?;
+        let runtime = self.runtime.upgrade().ok_or_else(|| CallError::UnknownAction(action.to_owned()))?;
+        runtime.invoke_json(&faculty, &command, args, context).map_err(|e| match e {
+            CallError::UnknownCommand { .. } | CallError::UnknownFaculty(_) => {
+                CallError::UnknownAction(action.to_owned())
+            }
+            other => other,
+        })
+    }
+}
+
+impl Dispatch for PipelineRouter {
+    fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError> {
+        self.call(action, &args, context)
+    }
+}
+
+fn is_name(part: &str) -> bool {
+    part.starts_with(|c: char| c.is_ascii_lowercase())
+        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_verb_or_prefix_verb() {
+        let router = PipelineRouter {
+            routes: DEFAULT_ROUTES.iter().map(|(p, f)| ((*p).to_owned(), (*f).to_owned())).collect(),
+            runtime: Weak::new(),
+        };
+        assert_eq!(router.resolve("cards.search").expect("routed"), ("cards".into(), "search".into()));
+        assert_eq!(router.resolve("review.prepare").expect("routed"), ("cards".into(), "review-prepare".into()));
+        assert_eq!(router.resolve("context.build").expect("routed"), ("journal".into(), "context-build".into()));
+        for bad in ["cards", "nobody.search", "cards.", ".search", "Cards.search", "cards.search.x", "cards.sea rch"] {
+            assert_eq!(router.resolve(bad).expect_err(bad).code(), "unknown_action", "{bad}");
+        }
+    }
+}
