@@ -11,6 +11,7 @@ const GUESTS: &[(&str, &str, Kind)] = &[
     ("NOTES", "butler-faculty-notes", Kind::Library),
     ("PROBE", "butler-guest-probe", Kind::Library),
     ("COMMAND", "butler-guest-command", Kind::Binary),
+    ("FUTURE", "butler-guest-future", Kind::Library),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]

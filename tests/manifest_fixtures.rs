@@ -22,10 +22,7 @@ fn render(path: &Path) -> String {
     }
     for d in &diagnostics {
         for e in &d.errors {
-            let severity = match d.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            };
+            let severity = d.severity.as_str();
             let at = if e.pointer.is_empty() { "(root)" } else { &e.pointer };
             out.push_str(&format!("{severity} {at}: {}\n", e.message));
         }

@@ -168,6 +168,7 @@ fn nothing_that_runs_and_no_environment_value_is_ever_public() {
         }),
     );
     let butler = Butler::start(&w);
+    butler.wait_ready("f");
     for path in ["/catalog", "/overview", "/services", "/faculties"] {
         let body = butler.get(path).send().expect("request").text().expect("text");
         assert!(!body.contains("secret"), "{path} leaks: {body}");
@@ -362,7 +363,8 @@ fn layout_round_trips_and_rejects_bad_input_without_losing_the_saved_one() {
     assert!(body["error"]["message"].as_str().expect("message").contains("/display/tools/mode"), "{body}");
     let (status, body) = put("{\"version\": 1,".to_owned());
     assert_error(status, &body, 400, "invalid_json");
-    let (status, body) = put(format!("{{\"version\":1,\"pad\":\"{}\"}}", "x".repeat(2 * 1024 * 1024)));
+    let oversized = format!("{{\"version\":1,\"pad\":\"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    let (status, body) = butler.raw("PUT", "/layout", &[("content-type", "application/json")], oversized.as_bytes());
     assert_error(status, &body, 413, "payload_too_large");
     let (status, body) = crate::util::json_of(
         butler.request(reqwest::Method::PUT, &butler.api("/layout")).body(saved.to_string()).send().expect("put"),

@@ -314,6 +314,7 @@ fn broken_components_are_catalog_diagnostics() {
     std::fs::write(faculties.join("text.wasm"), "this is not wasm").expect("write");
     std::fs::write(faculties.join("core.wasm"), b"\0asm\x01\0\0\0").expect("write");
     std::fs::copy(guests::COMMAND, faculties.join("bare-command.wasm")).expect("copy");
+    std::fs::copy(guests::FUTURE, faculties.join("future.wasm")).expect("copy");
     std::fs::create_dir_all(faculties.join("missing")).expect("mkdir");
     std::fs::write(
         faculties.join("missing/butler.json"),
@@ -329,6 +330,7 @@ fn broken_components_are_catalog_diagnostics() {
     install(dir.path(), guests::PROBE, "probe.wasm");
     let butler = Butler::start(dir.path());
     butler.wait_ready("probe");
+    butler.wait_compiled();
     let catalog = butler.catalog();
     let message = |path: &str| {
         catalog["diagnostics"]
@@ -344,6 +346,11 @@ fn broken_components_are_catalog_diagnostics() {
     assert!(message("faculties/text.wasm").contains("not a WebAssembly file"));
     assert!(message("faculties/core.wasm").contains("core WebAssembly module"));
     assert!(message("faculties/bare-command.wasm").contains("must be a faculty component"));
+    let future = message("faculties/future.wasm");
+    assert!(
+        future.contains("butler:faculty@9.0.0") && future.contains("@0.1.0"),
+        "names required and supported versions: {future}"
+    );
     assert!(message("faculties/missing/butler.json").contains("cannot load the component"));
     assert!(!catalog.to_string().contains("gone.wasm"), "exec paths never appear in the public catalog");
     assert!(message("faculties/escape/butler.json").contains("inside the faculty folder"));
@@ -357,6 +364,7 @@ fn a_restart_reuses_the_compile_cache() {
     install(dir.path(), guests::NOTES, "notes.wasm");
     let butler = Butler::start(dir.path());
     butler.wait_ready("probe");
+    butler.wait_ready("notes");
     let (_, first) = butler.get_json("/faculties");
     assert!(first["runtime"]["compiles"].as_u64() >= Some(2), "{first}");
     assert!(butler.stop().success());
@@ -399,4 +407,81 @@ fn native_commands_run_as_processes_with_a_deadline() {
     let (status, body) = butler.command("legacy", "slow", &json!({}));
     assert_error(status, &body, 504, "timeout");
     assert!(started.elapsed() < Duration::from_secs(20), "the whole process group was killed");
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let home = tempfile::tempdir().expect("home");
+    let output = crate::util::butler_command(home.path()).args(args).output().expect("run butler");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_calls_faculties_on_the_running_host() {
+    let (butler, dir) = with_probe();
+    let workdir = dir.path().to_str().expect("utf8");
+    let (code, out, err) =
+        cli(&["faculty", "call", "probe", "args", "--args", r#"{"first":"abc","mode":"slow"}"#, "--workdir", workdir]);
+    assert_eq!(code, 0, "{err}");
+    let data: Value = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(data["args"], json!(["abc", "--mode", "slow"]));
+    let (code, _, err) = cli(&["faculty", "call", "probe", "danger", "--workdir", workdir]);
+    assert_eq!(code, 0, "the CLI is the owner (token file): {err}");
+    let (code, _, err) =
+        cli(&["faculty", "call", "probe", "args", "--args", r#"{"first":"-x"}"#, "--workdir", workdir]);
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid_args") && err.contains("must not start with `-`"), "{err}");
+    let (code, _, err) = cli(&["faculty", "call", "probe", "args", "--args", "[1]", "--workdir", workdir]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--args must be a JSON object"), "{err}");
+    let (code, out, err) = cli(&["faculty", "report", "probe", "health", "--workdir", workdir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("all good"), "{out}");
+    assert!(butler.stop().success());
+    let (code, _, err) = cli(&["faculty", "call", "probe", "ok", "--workdir", workdir]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no butler host is running"), "{err}");
+}
+
+#[test]
+fn a_scaffolded_faculty_builds_and_runs() {
+    let projects = tempfile::tempdir().expect("temp");
+    let project = projects.path().join("hello-world");
+    let (code, out, err) = cli(&["faculty", "new", "hello-world", "--dir", project.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("cargo build --release --target wasm32-wasip2"), "{out}");
+    let (code, _, err) = cli(&["faculty", "new", "Bad_Name"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a valid faculty id"), "{err}");
+    let (code, _, err) = cli(&["faculty", "new", "hello-world", "--dir", project.to_str().expect("utf8")]);
+    assert_eq!(code, 1, "never overwrites");
+    assert!(err.contains("already exists"), "{err}");
+
+    // Build it the way its README says (sharing one target dir across test runs).
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold-test");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"])
+        .current_dir(&project)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .expect("cargo build");
+    assert!(status.success(), "the scaffold builds");
+    let dir = instance_with_config(&json!({}));
+    install(
+        dir.path(),
+        target.join("wasm32-wasip2/release/hello_world.wasm").to_str().expect("utf8"),
+        "hello-world.wasm",
+    );
+    let butler = Butler::start(dir.path());
+    butler.wait_ready("hello-world");
+    let (status, body) = butler.command("hello-world", "greet", &json!({"who": "Ada"}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["greeting"], "Hello, Ada!");
+    let (status, body) = butler.get_json("/faculties/hello-world/reports/status");
+    assert_eq!((status, &body["status"]), (200, &json!("ok")));
 }

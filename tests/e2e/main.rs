@@ -4,6 +4,7 @@
 mod catalog;
 mod cli;
 mod docs;
+mod examples;
 mod faculty;
 mod gate;
 mod util;

@@ -235,9 +235,42 @@ impl Butler {
 
     /// Waits until faculty `id` is listed as ready.
     pub fn wait_ready(&self, id: &str) -> Duration {
-        wait_until(Duration::from_secs(20), &format!("faculty {id} ready"), || {
-            self.faculty(id).is_some_and(|f| f["state"] == "ready")
-        })
+        self.wait_ready_within(id, Duration::from_secs(30))
+    }
+
+    /// [`Self::wait_ready`] with a custom limit (big components compile for seconds).
+    pub fn wait_ready_within(&self, id: &str, limit: Duration) -> Duration {
+        wait_until(limit, &format!("faculty {id} ready"), || self.faculty(id).is_some_and(|f| f["state"] == "ready"))
+    }
+
+    /// Waits until no component is still compiling.
+    pub fn wait_compiled(&self) {
+        wait_until(Duration::from_secs(60), "background compiles finished", || {
+            !self.catalog()["diagnostics"].as_array().expect("diagnostics").iter().any(|d| d["severity"] == "pending")
+        });
+    }
+
+    /// Sends a request over a raw socket and reads the answer even if the server stopped
+    /// reading the body early (as it does for oversized bodies) — the way browsers behave.
+    pub fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Value) {
+        use std::io::{Read, Write};
+        let authority = self.origin.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+        let mut head = format!(
+            "{method} /myspace-butler/api{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body));
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response);
+        let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+        (status, serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON (status {status}): {body}")))
     }
 
     /// The owner token of this instance.

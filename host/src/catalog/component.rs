@@ -33,15 +33,24 @@ pub struct ComponentInfo {
     pub describe: Option<Value>,
 }
 
+/// Why a component cannot be used (yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InspectError {
+    /// It is being compiled in the background; the catalog is rescanned when it is ready.
+    Pending,
+    /// It cannot be used: not wasm, a core module, unsupported world, compile error,
+    /// `describe` failed… (a readable reason).
+    Failed(String),
+}
+
 /// Compiles (or loads from cache) and classifies components. Implemented by the faculty
 /// runtime; called on the catalog loader's blocking thread, never on a request path.
 pub trait ComponentInspector: Send + Sync {
     /// What the component at `path` is.
     ///
     /// # Errors
-    /// A readable reason (not wasm, a core module, unsupported world, compile error,
-    /// `describe` failed).
-    fn inspect(&self, path: &Path) -> Result<ComponentInfo, String>;
+    /// [`InspectError`].
+    fn inspect(&self, path: &Path) -> Result<ComponentInfo, InspectError>;
 }
 
 /// A component an extension runs.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentRef};
+pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentRef, InspectError};
 pub use icon::Icon;
 pub use loader::{CatalogHandle, spawn_loader};
 pub use manifest::{Kind, Manifest};
@@ -96,6 +96,20 @@ pub enum Severity {
     Error,
     /// The extension is registered, but something in it is ignored (e.g. an unusable icon).
     Warning,
+    /// Not registered yet: its component is being compiled; it appears when ready.
+    Pending,
+}
+
+impl Severity {
+    /// `error`, `warning` or `pending`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warning => "warning",
+            Self::Pending => "pending",
+        }
+    }
 }
 
 /// What is wrong with one manifest.

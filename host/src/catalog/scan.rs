@@ -10,7 +10,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
-use super::component::{self, ComponentInspector, ComponentRef};
+use super::component::{self, ComponentInspector, ComponentRef, InspectError};
 use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, icon, rules};
 use crate::json;
 use crate::validation::{SchemaError, SchemaValidator};
@@ -140,11 +140,15 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
     let mut loaded = load_manifest(&dir.join(MANIFEST_FILE), dir, &display);
     if let Loaded::Registered(ext, _) = &mut loaded {
         ext.display_dir = config.display(dir);
-        if let Some(inspector) = &config.inspector
-            && let Err(errors) = attach_components(ext, inspector.as_ref())
-        {
+        if let Some(inspector) = &config.inspector {
             let id = Some(ext.manifest.id.clone());
-            return Loaded::Rejected(Diagnostic { path: display, id, severity: Severity::Error, errors });
+            match attach_components(ext, inspector.as_ref()) {
+                Ok(Attached::All) => {}
+                Ok(Attached::Pending(pointer)) => return pending(display, id, &pointer),
+                Err(errors) => {
+                    return Loaded::Rejected(Diagnostic { path: display, id, severity: Severity::Error, errors });
+                }
+            }
         }
     }
     loaded
@@ -158,7 +162,8 @@ fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
         |message: String| Loaded::Rejected(Diagnostic::single(display.clone(), None, Severity::Error, "", message));
     let info = match inspector.inspect(path) {
         Ok(info) => info,
-        Err(why) => return reject(format!("cannot load this component: {why}")),
+        Err(InspectError::Pending) => return pending(display.clone(), None, ""),
+        Err(InspectError::Failed(why)) => return reject(format!("cannot load this component: {why}")),
     };
     let Some(described) = info.describe.clone() else {
         return reject(
@@ -186,16 +191,30 @@ fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
     loaded
 }
 
+/// A manifest whose component is still compiling.
+fn pending(path: String, id: Option<String>, pointer: &str) -> Loaded {
+    let message = "compiling this component in the background; it is registered when ready".to_owned();
+    Loaded::Rejected(Diagnostic::single(path, id, Severity::Pending, pointer, message))
+}
+
+/// Whether every component of a faculty folder could be attached.
+enum Attached {
+    All,
+    /// The one at this pointer is still compiling.
+    Pending(String),
+}
+
 /// Inspects every `.wasm` a faculty folder's commands and reports name.
-fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) -> Result<(), Vec<SchemaError>> {
+fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) -> Result<Attached, Vec<SchemaError>> {
     if ext.manifest.kind != super::Kind::Faculty {
-        return Ok(());
+        return Ok(Attached::All);
     }
     let execs =
         ext.manifest.commands.iter().enumerate().map(|(i, c)| (format!("/commands/{i}/exec/0"), c.exec.first())).chain(
             ext.manifest.reports.iter().enumerate().map(|(i, r)| (format!("/reports/{i}/exec/0"), r.exec.first())),
         );
     let mut errors = Vec::new();
+    let mut pending = None;
     for (pointer, exec0) in execs {
         let Some(exec0) = exec0.filter(|e| component::is_wasm(e)) else { continue };
         let path = match component::resolve_exec(&ext.dir, exec0) {
@@ -210,12 +229,19 @@ fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) ->
         }
         match inspector.inspect(&path) {
             Ok(info) => ext.components.push(ComponentRef { path, hash: info.hash, kind: info.kind }),
-            Err(why) => {
-                errors.push(SchemaError { pointer, message: format!("cannot load the component it names: {why}") })
+            Err(InspectError::Pending) => {
+                pending.get_or_insert(pointer);
+            }
+            Err(InspectError::Failed(why)) => {
+                errors.push(SchemaError { pointer, message: format!("cannot load the component it names: {why}") });
             }
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    match (errors.is_empty(), pending) {
+        (false, _) => Err(errors),
+        (true, Some(pointer)) => Ok(Attached::Pending(pointer)),
+        (true, None) => Ok(Attached::All),
+    }
 }
 
 fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use butler_host::catalog::scan::MANIFEST_FILE;
 use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan};
+use butler_host::faculty::FacultyRuntime;
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -56,6 +57,7 @@ impl Outcome {
             let verdict = match d.severity {
                 Severity::Error => "rejected",
                 Severity::Warning => "warning",
+                Severity::Pending => "pending",
             };
             out.push_str(&format!("{} — {verdict}\n", d.path));
             for e in &d.errors {
@@ -107,7 +109,11 @@ fn check_extension(path: &Path) -> Outcome {
 
 fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let instance = Instance::open(path)?;
-    let catalog = scan(&instance.scan_config(), None);
+    let runtime =
+        FacultyRuntime::for_check(&instance).map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
+    let mut config = instance.scan_config();
+    config.inspector = Some(runtime.inspector());
+    let catalog = scan(&config, None);
     Ok(Outcome {
         registered: catalog.extensions.iter().map(|e| e.id().to_owned()).collect(),
         diagnostics: catalog.diagnostics,

@@ -60,6 +60,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let mut scan = instance.scan_config();
     scan.inspector = Some(faculties.inspector());
     let catalog = spawn_loader(scan).await?;
+    faculties.rescan_when_compiled(&catalog);
     let first = catalog.current();
     let runtime = Arc::clone(&faculties);
     tokio::task::spawn_blocking(move || runtime.reconcile(&first)).await?;

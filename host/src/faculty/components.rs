@@ -6,6 +6,11 @@
 //! loads by mmap instead of recompiling. In memory, loaded components are kept by
 //! content hash; file hashes are memoized by (size, mtime, inode) so rescans do not
 //! re-read unchanged files.
+//!
+//! Compiling is slow for big components (a Python or JavaScript runtime takes seconds), so
+//! in background mode a component that is neither loaded nor in the disk cache is compiled
+//! on a worker thread: the caller is told it is pending, and the `on_ready` callback (a
+//! catalog rescan) runs when it is done. The catalog loader is never blocked by a compile.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -55,6 +60,17 @@ pub struct Loaded {
 
 type Stamp = (u64, i64, i64, u64);
 
+/// A component's state in memory.
+#[derive(Clone)]
+enum Slot {
+    Compiling,
+    Ready(Arc<Loaded>),
+    Failed(String),
+}
+
+/// Why [`Components::load`] returned no component.
+pub use crate::catalog::InspectError as LoadError;
+
 /// The loader and its caches.
 pub struct Components {
     engine: Engine,
@@ -62,7 +78,13 @@ pub struct Components {
     cache_dir: PathBuf,
     engine_key: String,
     file_hashes: Mutex<HashMap<PathBuf, (Stamp, String)>>,
-    loaded: Mutex<HashMap<String, Arc<Loaded>>>,
+    slots: Mutex<HashMap<String, Slot>>,
+    /// Compile new components on a worker thread instead of the caller's.
+    background: bool,
+    /// Runs when a background compile finished (set once, at start).
+    on_ready: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// One compile at a time: compiling is memory-hungry and already uses every core.
+    compiling: Mutex<()>,
     /// Components compiled from source since start.
     pub compiles: AtomicU64,
     /// Components loaded from the disk cache since start.
@@ -70,9 +92,10 @@ pub struct Components {
 }
 
 impl Components {
-    /// A loader caching compiled code under `cache_dir`.
+    /// A loader caching compiled code under `cache_dir`; `background` compiles new
+    /// components on a worker thread (the host), otherwise on the caller's (`butler check`).
     #[must_use]
-    pub fn new(engine: Engine, linkers: Arc<Linkers>, cache_dir: PathBuf) -> Self {
+    pub fn new(engine: Engine, linkers: Arc<Linkers>, cache_dir: PathBuf, background: bool) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex(&hasher.0.finalize())[..16].to_owned();
@@ -82,38 +105,93 @@ impl Components {
             cache_dir,
             engine_key,
             file_hashes: Mutex::new(HashMap::new()),
-            loaded: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
+            background,
+            on_ready: std::sync::OnceLock::new(),
+            compiling: Mutex::new(()),
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
         }
     }
 
+    /// Sets what runs when a background compile finishes.
+    pub fn on_ready(&self, callback: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_ready.set(Box::new(callback));
+    }
+
     /// Loads the component at `path` (memoized by content).
     ///
     /// # Errors
-    /// A readable reason.
-    pub fn load(&self, path: &Path) -> Result<Arc<Loaded>, String> {
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    /// [`LoadError::Pending`] while it compiles in the background; [`LoadError::Failed`]
+    /// with a readable reason.
+    pub fn load(self: &Arc<Self>, path: &Path) -> Result<Arc<Loaded>, LoadError> {
+        let failed = LoadError::Failed;
+        let meta = std::fs::metadata(path).map_err(|e| failed(format!("cannot read it: {e}")))?;
         if !meta.is_file() {
-            return Err("not a regular file".to_owned());
+            return Err(failed("not a regular file".to_owned()));
         }
         if meta.len() > MAX_COMPONENT_BYTES {
-            return Err(format!("larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
+            return Err(failed(format!("larger than {} MiB", MAX_COMPONENT_BYTES >> 20)));
         }
         let stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino());
         let known = lock(&self.file_hashes).get(path).filter(|(s, _)| *s == stamp).map(|(_, h)| h.clone());
-        if let Some(loaded) = known.and_then(|hash| lock(&self.loaded).get(&hash).cloned()) {
-            return Ok(loaded);
+        if let Some(slot) = known.and_then(|hash| self.slot(&hash)) {
+            return slot;
         }
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let bytes = std::fs::read(path).map_err(|e| failed(format!("cannot read it: {e}")))?;
         let hash = hex(&Sha256::digest(&bytes));
         lock(&self.file_hashes).insert(path.to_owned(), (stamp, hash.clone()));
-        if let Some(loaded) = lock(&self.loaded).get(&hash).cloned() {
-            return Ok(loaded);
+        if let Some(slot) = self.slot(&hash) {
+            return slot;
         }
-        let loaded = Arc::new(self.prepare(&bytes, hash.clone(), path)?);
-        lock(&self.loaded).insert(hash, loaded.clone());
-        Ok(loaded)
+        if let Err(why) = precheck(&bytes) {
+            return self.finish(&hash, Err(why));
+        }
+        if !self.background || self.cached_path(&hash).is_file() {
+            // Loading from the disk cache takes milliseconds: do it here.
+            return self.finish(&hash, self.prepare(&bytes, hash.clone(), path));
+        }
+        lock(&self.slots).insert(hash.clone(), Slot::Compiling);
+        let this = Arc::clone(self);
+        let path = path.to_owned();
+        let spawned = std::thread::Builder::new().name("faculty-compile".into()).spawn(move || {
+            let result = {
+                let _one_at_a_time = lock(&this.compiling);
+                this.prepare(&bytes, hash.clone(), &path)
+            };
+            let _ = this.finish(&hash, result);
+            if let Some(callback) = this.on_ready.get() {
+                callback();
+            }
+        });
+        match spawned {
+            Ok(_) => Err(LoadError::Pending),
+            Err(e) => Err(failed(format!("cannot start a compile thread: {e}"))),
+        }
+    }
+
+    fn slot(&self, hash: &str) -> Option<Result<Arc<Loaded>, LoadError>> {
+        match lock(&self.slots).get(hash)? {
+            Slot::Compiling => Some(Err(LoadError::Pending)),
+            Slot::Ready(loaded) => Some(Ok(Arc::clone(loaded))),
+            Slot::Failed(why) => Some(Err(LoadError::Failed(why.clone()))),
+        }
+    }
+
+    fn finish(&self, hash: &str, result: Result<Loaded, String>) -> Result<Arc<Loaded>, LoadError> {
+        let (slot, answer) = match result {
+            Ok(loaded) => {
+                let loaded = Arc::new(loaded);
+                (Slot::Ready(Arc::clone(&loaded)), Ok(loaded))
+            }
+            Err(why) => (Slot::Failed(why.clone()), Err(LoadError::Failed(why))),
+        };
+        lock(&self.slots).insert(hash.to_owned(), slot);
+        answer
+    }
+
+    fn cached_path(&self, hash: &str) -> PathBuf {
+        self.cache_dir.join(format!("{hash}-{}.cwasm", self.engine_key))
     }
 
     fn prepare(&self, bytes: &[u8], hash: String, path: &Path) -> Result<Loaded, String> {
@@ -135,7 +213,7 @@ impl Components {
 
     /// The compiled component: from the disk cache when present, else compiled and cached.
     fn compile(&self, bytes: &[u8], hash: &str, path: &Path) -> Result<Component, String> {
-        let cached = self.cache_dir.join(format!("{hash}-{}.cwasm", self.engine_key));
+        let cached = self.cached_path(hash);
         if cached.is_file() {
             match deserialize_cached(&self.engine, &cached) {
                 Ok(component) => {
@@ -148,13 +226,7 @@ impl Components {
                 }
             }
         }
-        if !bytes.starts_with(b"\0asm") {
-            return Err("not a WebAssembly file".to_owned());
-        }
-        // Layer 0x1 / version 0xd is a component; version 1 layer 0 is a core module.
-        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
-            return Err("a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)".to_owned());
-        }
+        precheck(bytes)?;
         let started = std::time::Instant::now();
         let component = Component::new(&self.engine, bytes).map_err(|e| format!("does not compile: {e:#}"))?;
         self.compiles.fetch_add(1, Ordering::Relaxed);
@@ -175,19 +247,41 @@ impl Components {
     /// The loaded component with this content hash, if any.
     #[must_use]
     pub fn by_hash(&self, hash: &str) -> Option<Arc<Loaded>> {
-        lock(&self.loaded).get(hash).cloned()
+        match lock(&self.slots).get(hash)? {
+            Slot::Ready(loaded) => Some(Arc::clone(loaded)),
+            Slot::Compiling | Slot::Failed(_) => None,
+        }
     }
 }
 
-impl ComponentInspector for Components {
-    fn inspect(&self, path: &Path) -> Result<ComponentInfo, String> {
-        let loaded = self.load(path)?;
+/// The catalog's view: shares the loader (an `Arc`) so background compiles can outlive
+/// the call.
+pub struct Inspector(pub Arc<Components>);
+
+impl ComponentInspector for Inspector {
+    fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
+        let loaded = self.0.load(path)?;
         let kind = match loaded.flavor {
             Flavor::Faculty(version) => ComponentKind::Faculty { wit_version: version.to_owned() },
             Flavor::Command => ComponentKind::Command,
         };
         Ok(ComponentInfo { hash: loaded.hash.clone(), kind, describe: loaded.describe.clone() })
     }
+}
+
+/// What can be told from the first bytes, before compiling.
+fn precheck(bytes: &[u8]) -> Result<(), String> {
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly file".to_owned());
+    }
+    // A core module is version 1, layer 0; a component has layer 1.
+    if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+        return Err(
+            "a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 /// Loads an artifact this host wrote.

@@ -392,11 +392,24 @@ impl FacultyRuntime {
     /// # Errors
     /// When the engine cannot be built.
     pub fn new(instance: &Instance, host_url: &str) -> wasmtime::Result<Arc<Self>> {
+        Self::build_runtime(instance, host_url, true)
+    }
+
+    /// A runtime that compiles on the caller's thread (for one-shot checks, where waiting
+    /// is the point).
+    ///
+    /// # Errors
+    /// When the engine cannot be built.
+    pub fn for_check(instance: &Instance) -> wasmtime::Result<Arc<Self>> {
+        Self::build_runtime(instance, "", false)
+    }
+
+    fn build_runtime(instance: &Instance, host_url: &str, background: bool) -> wasmtime::Result<Arc<Self>> {
         let engine = FacultyEngine::new()?;
         let linkers = Arc::new(Linkers::new(&engine.engine)?);
         let state_dir = instance.state_dir();
-        let components =
-            Arc::new(Components::new(engine.engine.clone(), linkers, state_dir.join("cache").join("components")));
+        let cache = state_dir.join("cache").join("components");
+        let components = Arc::new(Components::new(engine.engine.clone(), linkers, cache, background));
         let interpreters = [("python", &instance.config.python), ("bun", &instance.config.bun)]
             .into_iter()
             .filter_map(|(name, path)| Some((name.to_owned(), path.as_ref()?.clone())))
@@ -432,7 +445,13 @@ impl FacultyRuntime {
     /// What the catalog uses to inspect `.wasm` files.
     #[must_use]
     pub fn inspector(&self) -> Arc<dyn crate::catalog::ComponentInspector> {
-        self.components.clone()
+        Arc::new(components::Inspector(Arc::clone(&self.components)))
+    }
+
+    /// Asks the catalog to rescan whenever a background compile finishes.
+    pub fn rescan_when_compiled(&self, catalog: &CatalogHandle) {
+        let catalog = catalog.clone();
+        self.components.on_ready(move || catalog.request_rescan());
     }
 
     /// Installs the router behind `host.call` (once, at start).
@@ -719,8 +738,13 @@ impl FacultyRuntime {
     fn target(&self, ext: &Extension, exec: &[String]) -> Result<Target, String> {
         let exec0 = exec.first().ok_or("empty `exec`")?;
         if let Some(component) = ext.component_for(exec0) {
-            let loaded =
-                self.components.by_hash(&component.hash).map_or_else(|| self.components.load(&component.path), Ok)?;
+            let loaded = match self.components.by_hash(&component.hash) {
+                Some(loaded) => loaded,
+                None => self.components.load(&component.path).map_err(|e| match e {
+                    components::LoadError::Pending => "its component is still compiling".to_owned(),
+                    components::LoadError::Failed(why) => why,
+                })?,
+            };
             let argv0 = component.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             return Ok(Target::Component { prepared: loaded.prepared.clone(), argv0, leading: exec[1..].to_vec() });
         }

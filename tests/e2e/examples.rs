@@ -1,0 +1,79 @@
+//! The example faculties in other languages, built from source by the test suite
+//! (`scripts/build-example-guests`: componentize-py and componentize-js, pinned in
+//! `tests/tools/`) and called through the host like any faculty.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::util::{Butler, assert_error, instance_with_config};
+
+/// Builds the Python and JavaScript examples once per test run.
+fn example_guests() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let status = std::process::Command::new("bash")
+                .arg(root.join("scripts/build-example-guests"))
+                .status()
+                .expect("run scripts/build-example-guests (needs python3, node and npm)");
+            assert!(status.success(), "scripts/build-example-guests failed");
+            root.join("target/example-guests")
+        })
+        .clone()
+}
+
+#[test]
+fn python_and_javascript_faculties_run_through_the_host() {
+    let guests = example_guests();
+    let dir = instance_with_config(&json!({}));
+    for name in ["py-words.wasm", "js-greeter.wasm"] {
+        std::fs::copy(guests.join(name), dir.path().join("faculties").join(name)).expect("install example");
+    }
+    let butler = Butler::start(dir.path());
+    // Language runtimes are big components: the first compile takes seconds (unoptimized
+    // test builds take longer); the host serves meanwhile and lists them as pending.
+    let (status, catalog) = butler.get_json("/catalog");
+    assert_eq!(status, 200, "the host answers while components compile: {catalog}");
+    for id in ["py-words", "js-greeter"] {
+        butler.wait_ready_within(id, Duration::from_secs(180));
+    }
+
+    // Python: a read command with stdin, writes to /data, typed failures, a status report.
+    let (status, body) = butler.command("py-words", "count", &json!({"text": "the cat and the hat and the bat"}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["words"], 8);
+    assert_eq!(body["data"]["top"][0], json!(["the", 3]));
+    let (status, body) = butler.command("py-words", "remember", &json!({"key": "motto", "text": "measure twice"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(dir.path().join(".butler/faculties/py-words/memory.json").is_file(), "written to its own /data");
+    let (_, body) = butler.command("py-words", "recall", &json!({"key": "motto"}));
+    assert_eq!(body["data"]["text"], "measure twice");
+    let (status, body) = butler.command("py-words", "recall", &json!({"key": "unknown"}));
+    assert_error(status, &body, 404, "not_found");
+    let (status, body) = butler.command("py-words", "recall", &json!({"key": "Bad Key"}));
+    assert_error(status, &body, 400, "invalid_args");
+    let (status, report) = butler.get_json("/faculties/py-words/reports/summary");
+    assert_eq!(status, 200, "{report}");
+    assert!(report["summary"].as_str().is_some_and(|s| s.contains('1')), "{report}");
+
+    // JavaScript: the host clock, a template written through the WASI filesystem.
+    let (status, body) = butler.command("js-greeter", "greet", &json!({"name": "Ada"}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["greeting"], "Hello, Ada!");
+    assert!(body["data"]["at"].as_u64().is_some_and(|at| at > 1_700_000_000_000), "{body}");
+    let (status, body) = butler.command("js-greeter", "set-template", &json!({"template": "Welcome back, {name}."}));
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = butler.command("js-greeter", "greet", &json!({"name": "Ada"}));
+    assert_eq!(body["data"]["greeting"], "Welcome back, Ada.");
+    let (status, report) = butler.get_json("/faculties/js-greeter/reports/about");
+    assert_eq!(status, 200, "{report}");
+    assert!(report["markdown"].as_str().is_some());
+    let (_, list) = butler.get_json("/faculties");
+    let runtimes: Vec<_> =
+        list["faculties"].as_array().expect("faculties").iter().map(|f| (f["id"].clone(), f["wit"].clone())).collect();
+    assert!(runtimes.contains(&(json!("py-words"), json!("0.1.0"))), "{runtimes:?}");
+}
