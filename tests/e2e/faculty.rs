@@ -69,7 +69,10 @@ fn components_are_dropped_in_replaced_and_removed_while_serving() {
     std::fs::write(
         folder.join("butler.json"),
         json!({"schemaVersion": 1, "kind": "faculty", "id": "echo", "name": "Echo",
-               "commands": [{"id": "say", "exec": ["echo.wasm", "echo"], "args": [{"name": "word", "pattern": "[a-z]+", "positional": true}, {"name": "body", "pattern": "(?s).*", "stdin": true}]}]})
+               "commands": [{"id": "say", "exec": ["echo.wasm", "echo"], "args": [{"name": "word", "pattern": "[a-z]+", "positional": true}, {"name": "body", "pattern": "(?s).*", "stdin": true}]},
+                            {"id": "quit", "exec": ["echo.wasm", "exit"]},
+                            {"id": "babble", "exec": ["echo.wasm", "garbage"]}],
+               "reports": [{"id": "state", "name": "State", "exec": ["echo.wasm", "report"]}]})
         .to_string(),
     )
     .expect("manifest");
@@ -80,6 +83,13 @@ fn components_are_dropped_in_replaced_and_removed_while_serving() {
     assert_eq!(body["data"]["stdin"], "from stdin");
     assert_eq!(body["data"]["env"], 0, "no inherited environment");
     assert_eq!(butler.faculty("echo").expect("listed")["runtime"], "command");
+    let (status, body) = butler.command("echo", "quit", &json!({}));
+    assert_error(status, &body, 502, "command_failed");
+    assert!(body["error"]["message"].as_str().expect("message").contains("exiting with 3 on purpose"), "stderr kept: {body}");
+    let (status, body) = butler.command("echo", "babble", &json!({}));
+    assert_error(status, &body, 502, "invalid_output");
+    let (status, body) = butler.get_json("/faculties/echo/reports/state");
+    assert_eq!((status, &body["summary"]), (200, &json!("command report")), "{body}");
 }
 
 #[test]
@@ -355,6 +365,12 @@ fn broken_components_are_catalog_diagnostics() {
     assert!(!catalog.to_string().contains("gone.wasm"), "exec paths never appear in the public catalog");
     assert!(message("faculties/escape/butler.json").contains("inside the faculty folder"));
     assert_eq!(butler.ids(), vec!["probe".to_owned()]);
+
+    // `butler check` reports the same, compiling inline.
+    let (code, out, _) = cli(&["check", dir.path().to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("faculties/core.wasm — rejected") && out.contains("core WebAssembly module"), "{out}");
+    assert!(out.contains("1 extension valid, 6 rejected") && out.contains("(probe)"), "{out}");
 }
 
 #[test]

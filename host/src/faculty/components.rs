@@ -126,7 +126,10 @@ impl Components {
     /// with a readable reason.
     pub fn load(self: &Arc<Self>, path: &Path) -> Result<Arc<Loaded>, LoadError> {
         let failed = LoadError::Failed;
-        let meta = std::fs::metadata(path).map_err(|e| failed(format!("cannot read it: {e}")))?;
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => failed("file not found".to_owned()),
+            _ => failed(format!("cannot read it: {e}")),
+        })?;
         if !meta.is_file() {
             return Err(failed("not a regular file".to_owned()));
         }
