@@ -85,7 +85,10 @@ fn components_are_dropped_in_replaced_and_removed_while_serving() {
     assert_eq!(butler.faculty("echo").expect("listed")["runtime"], "command");
     let (status, body) = butler.command("echo", "quit", &json!({}));
     assert_error(status, &body, 502, "command_failed");
-    assert!(body["error"]["message"].as_str().expect("message").contains("exiting with 3 on purpose"), "stderr kept: {body}");
+    assert!(
+        body["error"]["message"].as_str().expect("message").contains("exiting with 3 on purpose"),
+        "stderr kept: {body}"
+    );
     let (status, body) = butler.command("echo", "babble", &json!({}));
     assert_error(status, &body, 502, "invalid_output");
     let (status, body) = butler.get_json("/faculties/echo/reports/state");
