@@ -7,21 +7,40 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use butler_host::catalog::loader::DEBOUNCE;
 use butler_host::catalog::{ScanConfig, scan};
+use butler_host::faculty::{CallContext, FacultyRuntime};
+use butler_host::instance::Instance;
+use serde_json::{Map, Value, json};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
+
+/// Guests built from source by `host/build.rs`.
+mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wanted = |id: &str| filter.is_empty() || filter.iter().any(|f| id.starts_with(f.as_str()));
+    if wanted("B1") {
+        b1_faculty_call();
+    }
     if wanted("B6") {
         b6_startup();
     }
     if wanted("B7") {
         b7_scan();
+    }
+    if wanted("B8") {
+        b8_live_reload();
+    }
+    if wanted("B9") {
+        b9_memory();
     }
 }
 
@@ -41,12 +60,21 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn line(name: &str, value: Duration, baseline: Duration) {
-    println!(
-        "{name}: {:.2} ms (baseline: {:.2} ms, ratio: {:.2}x)",
-        ms(value),
-        ms(baseline),
-        value.as_secs_f64() / baseline.as_secs_f64()
-    );
+    line_in(name, ms(value), ms(baseline), "ms");
+}
+
+fn line_us(name: &str, value: Duration, baseline: Duration) {
+    line_in(name, value.as_secs_f64() * 1e6, baseline.as_secs_f64() * 1e6, "µs");
+}
+
+/// The one output format: `name: value unit (baseline: value unit, ratio: x)`.
+fn line_in(name: &str, value: f64, baseline: f64, unit: &str) {
+    println!("{name}: {value:.2} {unit} (baseline: {baseline:.2} {unit}, ratio: {:.2}x)", value / baseline);
+}
+
+/// Context that is not a figure (goes to stderr, so stdout stays one line per figure).
+fn note(text: &str) {
+    eprintln!("  note: {text}");
 }
 
 /// An instance with `n` valid extensions, spread over the three scan roots.
@@ -182,4 +210,423 @@ fn b7_scan() {
     let (base, _) = percentiles(baseline);
     let (p50, _) = percentiles(scans);
     line("B7 scan + validate 1,000 manifests (p50)", p50, base);
+}
+
+/// B1: one faculty call through the runtime (a fresh instance from the pre-linked
+/// component, pooling allocator, on the current thread): the probe's `read` of a small
+/// file in its `/data`, against the same logic in native Rust with `cap-std`.
+fn b1_faculty_call() {
+    const WARM_UP: usize = 500;
+    const CALLS: usize = 5000;
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path();
+    std::fs::write(root.join("butler.json"), "{}").expect("root config");
+    std::fs::create_dir_all(root.join("faculties")).expect("mkdir");
+    std::fs::copy(guests::PROBE, root.join("faculties/probe.wasm")).expect("copy probe");
+    let (instance, _) = Instance::open_or_create(root).expect("instance");
+    let runtime = FacultyRuntime::new(&instance, "http://127.0.0.1:9").expect("runtime");
+    let mut config = instance.scan_config();
+    config.inspector = Some(runtime.inspector());
+    // New components compile in the background: rescan until the probe is registered.
+    let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {
+        let catalog = scan(&config, None);
+        catalog.get("probe").is_some().then_some(catalog)
+    })
+    .expect("the probe compiles and registers");
+    runtime.reconcile(&catalog);
+    if !runtime.stats().pooling {
+        note("B1: the pooling allocator is NOT in effect (on-demand allocation)");
+    }
+
+    let data_dir = instance.state_dir().join("faculties").join("probe");
+    std::fs::create_dir_all(&data_dir).expect("data dir");
+    let text = "A small file in the faculty's own data folder: one line of notes, read whole.\n".repeat(3);
+    std::fs::write(data_dir.join("note.txt"), &text).expect("note");
+    let expected = json!({"read": true, "text": text});
+
+    let mut args = Map::new();
+    args.insert("path".into(), json!("/data/note.txt"));
+    let context = CallContext::top(false);
+    let faculty = || runtime.invoke("probe", "read", &args, &context).expect("faculty call");
+
+    let data = cap_std::fs::Dir::open_ambient_dir(&data_dir, cap_std::ambient_authority()).expect("open data dir");
+    let native = || {
+        // What the guest does (read, print JSON) and what the host does (parse it).
+        let text = data.read_to_string("note.txt").expect("native read");
+        let out = json!({"read": true, "text": text}).to_string();
+        serde_json::from_str::<Value>(&out).expect("json")
+    };
+    assert_eq!(faculty(), expected);
+    assert_eq!(native(), expected);
+
+    for _ in 0..WARM_UP {
+        std::hint::black_box(native());
+        std::hint::black_box(faculty());
+    }
+    // Interleaved, so both see the same machine.
+    let mut baseline = Vec::with_capacity(CALLS);
+    let mut calls = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let start = Instant::now();
+        std::hint::black_box(native());
+        baseline.push(start.elapsed());
+        let start = Instant::now();
+        std::hint::black_box(faculty());
+        calls.push(start.elapsed());
+    }
+    let (base50, base99) = percentiles(baseline);
+    let (p50, p99) = percentiles(calls);
+    line_us("B1 faculty call, fresh instance, read of a file in /data (p50)", p50, base50);
+    line_us("B1 faculty call, fresh instance, read of a file in /data (p99)", p99, base99);
+    note(&format!("B1: p99/p50 = {:.2} (target ≤ 2)", p99.as_secs_f64() / p50.as_secs_f64()));
+}
+
+/// Calls `probe` every `interval` until it returns something, for at most `limit`.
+fn poll<T>(limit: Duration, interval: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(found) = probe() {
+            return Some(found);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+/// A running `butler serve` on `--port 0`, stopped when dropped.
+struct Host {
+    child: Child,
+    authority: String,
+    _stdout: BufReader<ChildStdout>,
+    _home: tempfile::TempDir,
+}
+
+impl Host {
+    /// Starts the host on `root` and waits until `/health` answers.
+    fn start(root: &Path) -> Self {
+        let home = tempfile::tempdir().expect("home");
+        let mut child = Command::new(BUTLER)
+            .args(["serve", "--port", "0", "--workdir"])
+            .arg(root)
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("RUST_LOG", "warn")
+            .env_remove("BUTLER_WORKDIR")
+            .env_remove("BUTLER_PORT")
+            .env_remove("BUTLER_BIND")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("url line");
+        let authority = first
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .and_then(|r| r.split('/').next())
+            .expect("url")
+            .to_owned();
+        poll(Duration::from_secs(30), Duration::from_millis(1), || health_ok(&authority).then_some(()))
+            .expect("the host answers /health");
+        Self { child, authority, _stdout: stdout, _home: home }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `GET /myspace-butler/api<path>`: status and body.
+    fn get(&self, path: &str) -> (u16, String) {
+        http(&self.authority, "GET", path, None)
+    }
+
+    /// Runs a faculty command over HTTP: status and body.
+    fn command(&self, faculty: &str, command: &str, args: &Value) -> (u16, String) {
+        let body = json!({ "args": args }).to_string();
+        http(&self.authority, "POST", &format!("/faculties/{faculty}/commands/{command}"), Some(&body))
+    }
+
+    /// `GET /faculties` as JSON.
+    fn faculties(&self) -> Value {
+        let (status, body) = self.get("/faculties");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).expect("faculties JSON")
+    }
+
+    /// Waits until every faculty in `ids` is listed as ready.
+    fn wait_ready(&self, ids: &[&str]) {
+        poll(Duration::from_secs(120), Duration::from_millis(10), || {
+            let listed = self.faculties();
+            let ready = |id: &str| {
+                listed["faculties"]
+                    .as_array()
+                    .is_some_and(|all| all.iter().any(|f| f["id"] == id && f["state"] == "ready"))
+            };
+            ids.iter().all(|id| ready(id)).then_some(())
+        })
+        .unwrap_or_else(|| panic!("faculties {ids:?} ready"));
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request over a fresh loopback connection: status and body.
+fn http(authority: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    let body = body.unwrap_or_default();
+    let request = format!(
+        "{method} /myspace-butler/api{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("receive");
+    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+    (status, body)
+}
+
+/// `bytes` (a component) with a custom section appended, so its content is new and it
+/// must be compiled; a custom section may appear anywhere, so it stays a valid component.
+fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            #[allow(clippy::cast_possible_truncation)]
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut content = Vec::new();
+    leb(name.len(), &mut content);
+    content.extend_from_slice(name.as_bytes());
+    content.extend_from_slice(payload);
+    let mut out = bytes.to_vec();
+    out.push(0);
+    leb(content.len(), &mut out);
+    out.extend_from_slice(&content);
+    out
+}
+
+/// Bytes no run has seen before.
+fn unique_payload(run: usize) -> Vec<u8> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("butler bench {} {nanos} {run}", std::process::id()).into_bytes()
+}
+
+/// B8: live reload into a running `butler serve`: a manifest folder dropped into `tools/`
+/// until `/catalog` lists it, and a never-seen `.wasm` dropped into `faculties/` until a
+/// command on it answers over HTTP (compile included).
+fn b8_live_reload() {
+    const MANIFEST_RUNS: usize = 10;
+    const WASM_RUNS: usize = 7;
+    const POLL: Duration = Duration::from_millis(2);
+    const SETTLE: Duration = Duration::from_millis(600);
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    for folder in ["tools", "services", "faculties"] {
+        std::fs::create_dir_all(root.join(folder)).expect("mkdir");
+    }
+    std::fs::write(root.join("butler.json"), "{}").expect("root config");
+    let host = Host::start(&root);
+
+    // (a) a new manifest folder → listed in the catalog.
+    let mut listed = Vec::new();
+    for run in 0..=MANIFEST_RUNS {
+        let id = format!("b8-tool-{run:02}");
+        let needle = format!("\"id\":\"{id}\"");
+        std::thread::sleep(SETTLE);
+        let start = Instant::now();
+        let folder = root.join("tools").join(&id);
+        std::fs::create_dir(&folder).expect("mkdir");
+        std::fs::write(
+            folder.join("butler.json"),
+            json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": format!("Tool {run}")}).to_string(),
+        )
+        .expect("manifest");
+        poll(Duration::from_secs(10), POLL, || host.get("/catalog").1.contains(&needle).then_some(()))
+            .unwrap_or_else(|| panic!("{id} listed"));
+        if run > 0 {
+            // The first drop warms the watcher and the page cache; it is not counted.
+            listed.push(start.elapsed());
+        }
+    }
+
+    // (b) a never-seen component → callable. The baseline for each run is loading another
+    // never-seen copy in-process (compile, link, describe) on the same machine.
+    let probe = std::fs::read(guests::PROBE).expect("probe");
+    let baseline_dir = tempfile::tempdir().expect("temp");
+    std::fs::write(baseline_dir.path().join("butler.json"), "{}").expect("root config");
+    let (baseline_instance, _) = Instance::open_or_create(baseline_dir.path()).expect("instance");
+    let checker = FacultyRuntime::for_check(&baseline_instance).expect("runtime");
+    let inspector = checker.inspector();
+    let target = root.join("faculties").join("probe.wasm");
+    let compiles_before = host.faculties()["runtime"]["compiles"].as_u64().unwrap_or(0);
+    let mut callable = Vec::new();
+    let mut compiled = Vec::new();
+    for run in 0..=WASM_RUNS {
+        if target.exists() {
+            std::fs::remove_file(&target).expect("rm");
+            poll(Duration::from_secs(10), POLL, || (host.command("probe", "ok", &json!({})).0 == 404).then_some(()))
+                .expect("the previous probe unloaded");
+        }
+        let copy = baseline_dir.path().join(format!("probe-{run}.wasm"));
+        std::fs::write(&copy, with_custom_section(&probe, "butler-bench", &unique_payload(run))).expect("write");
+        let start = Instant::now();
+        let info = inspector.inspect(&copy).expect("in-process load");
+        let in_process = start.elapsed();
+        assert!(info.describe.is_some());
+
+        let bytes = with_custom_section(&probe, "butler-bench", &unique_payload(run));
+        std::thread::sleep(SETTLE);
+        let start = Instant::now();
+        std::fs::write(&target, &bytes).expect("drop component");
+        poll(Duration::from_secs(30), POLL, || (host.command("probe", "ok", &json!({})).0 == 200).then_some(()))
+            .expect("the new probe answers");
+        if run > 0 {
+            callable.push(start.elapsed());
+            compiled.push(in_process);
+        }
+    }
+    let compiles = host.faculties()["runtime"]["compiles"].as_u64().unwrap_or(0) - compiles_before;
+    assert!(compiles > WASM_RUNS as u64, "every dropped component was compiled ({compiles} compiles)");
+
+    let (listed50, _) = percentiles(listed);
+    let (callable50, _) = percentiles(callable);
+    let (compiled50, _) = percentiles(compiled);
+    line(
+        &format!(
+            "B8 live reload, new manifest listed in /catalog (p50 of {MANIFEST_RUNS}, polled every 2 ms, baseline = debounce)"
+        ),
+        listed50,
+        DEBOUNCE,
+    );
+    line(
+        &format!(
+            "B8 live reload, new .wasm callable over HTTP (p50 of {WASM_RUNS}, polled every 2 ms, baseline = in-process compile)"
+        ),
+        callable50,
+        compiled50,
+    );
+}
+
+/// VmRSS (or another `/proc/<pid>/status` size field) in KiB.
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// B9: memory of the running host: RSS idle with faculties loaded (against the same host
+/// with none installed), and RSS growth during 100 concurrent faculty calls.
+fn b9_memory() {
+    const CONCURRENT: usize = 100;
+    const IDLE: Duration = Duration::from_secs(2);
+    let dir = tempfile::tempdir().expect("temp");
+    let instance = |name: &str| {
+        let root = dir.path().join(name);
+        for folder in ["tools", "services", "faculties"] {
+            std::fs::create_dir_all(root.join(folder)).expect("mkdir");
+        }
+        std::fs::write(root.join("butler.json"), "{}").expect("root config");
+        root
+    };
+
+    // Baseline: the same host, idle, with no faculties installed.
+    let empty = instance("empty");
+    let host = Host::start(&empty);
+    std::thread::sleep(IDLE);
+    let baseline = status_kib(host.pid(), "VmRSS");
+    drop(host);
+
+    // With faculties: the first start compiles them and fills the compile cache; the
+    // figure is taken on a restart, as an owner's host normally starts.
+    let loaded = instance("loaded");
+    std::fs::copy(guests::PROBE, loaded.join("faculties/probe.wasm")).expect("copy probe");
+    std::fs::copy(guests::NOTES, loaded.join("faculties/notes.wasm")).expect("copy notes");
+    let host = Host::start(&loaded);
+    host.wait_ready(&["probe", "notes"]);
+    std::thread::sleep(IDLE);
+    let after_compile = status_kib(host.pid(), "VmRSS");
+    drop(host);
+    let host = Host::start(&loaded);
+    host.wait_ready(&["probe", "notes"]);
+    let runtime = host.faculties()["runtime"].clone();
+    if runtime["pooling"] != true {
+        note("B9: the pooling allocator is NOT in effect (on-demand allocation)");
+    }
+    std::thread::sleep(IDLE);
+    let idle = status_kib(host.pid(), "VmRSS");
+
+    // 100 calls at once, each holding its instance for ~200 ms; RSS sampled meanwhile.
+    let pid = host.pid();
+    let done = AtomicBool::new(false);
+    let peak = AtomicU64::new(idle);
+    let barrier = std::sync::Barrier::new(CONCURRENT);
+    let results: Vec<Value> = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(status_kib(pid, "VmRSS"), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let calls: Vec<_> = (0..CONCURRENT)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let (status, body) = host.command("probe", "sleep", &json!({"ms": "200"}));
+                    assert_eq!(status, 200, "{body}");
+                    serde_json::from_str::<Value>(&body).expect("json")["data"].clone()
+                })
+            })
+            .collect();
+        let results = calls.into_iter().map(|c| c.join().expect("call")).collect();
+        done.store(true, Ordering::Relaxed);
+        results
+    });
+    let peak = peak.load(Ordering::Relaxed);
+    std::thread::sleep(IDLE);
+    let after = status_kib(pid, "VmRSS");
+    let span = |v: &Value| (v["start"].as_u64().expect("start"), v["end"].as_u64().expect("end"));
+    let overlap = results
+        .iter()
+        .map(|r| span(r).0)
+        .map(|t| results.iter().filter(|o| span(o).0 <= t && t < span(o).1).count())
+        .max();
+
+    line_in("B9 RSS idle, probe + notes loaded (baseline = no faculties)", mib(idle), mib(baseline), "MiB");
+    line_in(
+        "B9 RSS growth per 100 concurrent faculty calls (baseline = idle RSS)",
+        mib(peak.saturating_sub(idle)),
+        mib(idle),
+        "MiB",
+    );
+    note(&format!(
+        "B9: at most {} of {CONCURRENT} calls ran at once; RSS after they ended {:.2} MiB; idle right after the \
+         compiling start {:.2} MiB; pooling {}",
+        overlap.unwrap_or(0),
+        mib(after),
+        mib(after_compile),
+        runtime["pooling"]
+    ));
 }

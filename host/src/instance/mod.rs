@@ -3,6 +3,7 @@
 //! Resolves where it is, creates it from the skeleton on first run (never overwriting),
 //! loads and validates the root config, and knows where every configured folder lives.
 
+pub mod builtins;
 pub mod config;
 pub mod host_file;
 pub mod owner;
@@ -99,6 +100,9 @@ impl Instance {
         }
         let instance = Self::open(root)?;
         instance.ensure_dirs()?;
+        if created {
+            builtins::install_missing(&instance)?;
+        }
         Ok((instance, created))
     }
 

@@ -1,0 +1,20 @@
+//! The `cards` faculty: the owner's approved cards: search and read for agents, the review queue for the owner.
+//!
+//! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
+//! command takes its arguments as JSON on standard input (the pipeline's `args`).
+
+use butler_faculty_kit::{Args, Failure, Faculty, Outcome, Value, faculty};
+
+struct Cards;
+
+impl Faculty for Cards {
+    fn describe() -> Value {
+        serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
+    }
+
+    fn invoke(command: &str, _args: Args, _stdin: Option<String>) -> Outcome {
+        Err(Failure::unknown_command(command))
+    }
+}
+
+faculty!(Cards);

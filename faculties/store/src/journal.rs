@@ -1,0 +1,112 @@
+//! The journal spool (§8.7): observations appended to `journal/spool/<day>.jsonl`, one
+//! JSON object per line.
+
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+
+use super::Failure;
+
+/// Observation types.
+pub const TYPES: &[&str] = &["note", "decision", "fact", "milestone", "error", "session"];
+
+/// One observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Id.
+    pub id: String,
+    /// When it was recorded (RFC 3339).
+    pub at: String,
+    /// Who reported it (`[a-z0-9-]+`).
+    pub source: String,
+    /// One of [`TYPES`].
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// What happened.
+    pub text: String,
+    /// Where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+}
+
+impl Observation {
+    /// Checks the §8.7 rules.
+    ///
+    /// # Errors
+    /// `invalid_observation` naming the field.
+    pub fn validate(&self) -> Result<(), Failure> {
+        let bad = |message: String| Err(Failure::new("invalid_observation", message));
+        if self.source.is_empty()
+            || self.source.len() > 64
+            || !self.source.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return bad("source must match [a-z0-9-]+ (at most 64 characters)".to_owned());
+        }
+        if !TYPES.contains(&self.kind.as_str()) {
+            return bad(format!("type must be one of {}", TYPES.join(", ")));
+        }
+        let chars = self.text.chars().count();
+        if !(1..=2000).contains(&chars) || self.text.trim().is_empty() {
+            return bad("text must be 1 to 2000 characters".to_owned());
+        }
+        if self.tags.len() > 32 {
+            return bad("at most 32 tags".to_owned());
+        }
+        if let Some(tag) = self
+            .tags
+            .iter()
+            .find(|t| t.is_empty() || t.len() > 64 || t.contains(',') || t.chars().any(char::is_control))
+        {
+            return bad(format!("tag {tag:?} must be 1 to 64 characters without commas or control characters"));
+        }
+        if self.r#ref.as_ref().is_some_and(|r| r.chars().count() > 500) {
+            return bad("ref must be at most 500 characters".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Appends it to today's spool file (one `write` of a whole line).
+    ///
+    /// # Errors
+    /// `io_error`.
+    pub fn append(&self) -> Result<(), Failure> {
+        let dir = super::path("journal/spool");
+        std::fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, &e))?;
+        let file = dir.join(format!("{}.jsonl", &self.at[..10.min(self.at.len())]));
+        let mut line = serde_json::to_vec(self).map_err(Failure::from)?;
+        line.push(b'\n');
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .and_then(|mut f| f.write_all(&line).and_then(|()| f.sync_data()))
+            .map_err(|e| Failure::io(&file, &e))
+    }
+
+    /// Every observation in the spool, oldest first. Torn or foreign lines are skipped.
+    ///
+    /// # Errors
+    /// `io_error`.
+    pub fn all() -> Result<Vec<Self>, Failure> {
+        let dir = super::path("journal/spool");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Failure::io(&dir, &e)),
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        let mut all = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(|e| Failure::io(&file, &e))?;
+            all.extend(text.lines().filter_map(|line| serde_json::from_str::<Self>(line).ok()));
+        }
+        Ok(all)
+    }
+}
