@@ -7,4 +7,5 @@ mod docs;
 mod examples;
 mod faculty;
 mod gate;
+mod pipeline;
 mod util;

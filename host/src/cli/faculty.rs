@@ -42,6 +42,16 @@ pub enum Command {
         #[arg(long, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
         workdir: Option<PathBuf>,
     },
+    /// Bring the instance's built-in faculties up to date with this host (dry run unless
+    /// --apply); faculties the owner modified are left alone.
+    Upgrade {
+        /// Carry out the plan.
+        #[arg(long)]
+        apply: bool,
+        /// Instance directory [default: the one `serve` uses]
+        #[arg(long, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+    },
     /// Create a new Rust faculty project (the guest kit and WIT included).
     New {
         /// Faculty id: lowercase letters, digits and `-`, starting with a letter.
@@ -68,6 +78,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             let data = Client::connect(workdir)?.get(&format!("/faculties/{id}/reports/{report}"))?;
             println!("{data:#}");
         }
+        Command::Upgrade { apply, workdir } => upgrade(workdir, apply)?,
         Command::New { name, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             scaffold(&name, &dir)?;
@@ -80,6 +91,40 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn upgrade(workdir: Option<PathBuf>, apply: bool) -> anyhow::Result<()> {
+    use butler_host::instance::builtins::{self, Action};
+    let workdir = super::settings::workdir(workdir, &super::settings::Settings::load()?)?;
+    let instance = butler_host::instance::Instance::open(&workdir)?;
+    let plan = builtins::plan(&instance)?;
+    for (id, action) in &plan {
+        let what = match action {
+            Action::Install => {
+                if apply {
+                    "installed"
+                } else {
+                    "would install (missing)"
+                }
+            }
+            Action::UpToDate => "up to date",
+            Action::Upgrade => {
+                if apply {
+                    "upgraded"
+                } else {
+                    "would upgrade"
+                }
+            }
+            Action::KeepModified => "modified by you: left alone (delete it and run again to take this host's version)",
+        };
+        println!("{id:<10} {what}");
+    }
+    if apply {
+        builtins::apply(&instance, &plan)?;
+    } else if plan.iter().any(|(_, a)| matches!(a, Action::Install | Action::Upgrade)) {
+        println!("dry run: nothing changed; run with --apply to do it");
+    }
+    Ok(())
 }
 
 fn scaffold(name: &str, dir: &Path) -> anyhow::Result<()> {

@@ -3,6 +3,7 @@
 mod check;
 mod client;
 mod faculty;
+mod pipeline;
 mod serve;
 mod settings;
 
@@ -24,9 +25,15 @@ enum Command {
     Serve(serve::Args),
     /// Validate manifests and the instance config; exits non-zero on errors.
     Check(check::Args),
-    /// Call faculties on the running host, or create a new one.
+    /// Call faculties on the running host, upgrade the built-in ones, or create a new one.
     #[command(subcommand)]
     Faculty(faculty::Command),
+    /// Run a pipeline action on the running host (`cards.search`, `journal.intake`, …).
+    Pipeline(pipeline::Pipeline),
+    /// Review candidate cards: list, approve, reject.
+    Review(pipeline::Review),
+    /// Card validity: refresh every check, or set a card's checks.
+    Validity(pipeline::Validity),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -36,6 +43,9 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Check(args) => check::run(&args),
         Command::Faculty(command) => faculty::run(command),
+        Command::Pipeline(command) => pipeline::pipeline(command),
+        Command::Review(command) => pipeline::review(command),
+        Command::Validity(command) => pipeline::validity(command),
     };
     match result {
         Ok(code) => code,

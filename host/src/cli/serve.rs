@@ -67,6 +67,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     faculties.spawn_reconciler(&catalog);
     let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
     faculties.set_dispatch(pipeline.clone());
+    faculties.require_owner_for(pipeline.owner_commands());
 
     let instance = Arc::new(instance);
     let host_file = HostFile::write(&instance.state_dir(), &host_url)?;

@@ -125,7 +125,9 @@ pub enum CallError {
         message: String,
     },
     /// An `external` command without the owner.
-    #[error("faculty `{faculty}`: command `{command}` touches things outside the instance and needs the owner")]
+    #[error(
+        "faculty `{faculty}`: command `{command}` needs the owner (the console's review header or the CLI's owner token)"
+    )]
     OwnerRequired {
         /// Faculty id.
         faculty: String,
@@ -383,6 +385,7 @@ pub struct FacultyRuntime {
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
     dispatch: OnceLock<Arc<dyn Dispatch>>,
     store_locks: Mutex<HashMap<PathBuf, Arc<StoreLock>>>,
+    owner_only: RwLock<Vec<(String, String)>>,
 }
 
 impl FacultyRuntime {
@@ -439,6 +442,7 @@ impl FacultyRuntime {
             faculties: RwLock::new(HashMap::new()),
             dispatch: OnceLock::new(),
             store_locks: Mutex::new(HashMap::new()),
+            owner_only: RwLock::new(Vec::new()),
         }))
     }
 
@@ -452,6 +456,20 @@ impl FacultyRuntime {
     pub fn rescan_when_compiled(&self, catalog: &CatalogHandle) {
         let catalog = catalog.clone();
         self.components.on_ready(move || catalog.request_rescan());
+    }
+
+    /// Commands (`(faculty, command)`) that only the owner may run, whoever calls them:
+    /// over HTTP, through the pipeline, or from another faculty (which never is the owner).
+    pub fn require_owner_for(&self, commands: Vec<(String, String)>) {
+        *self.owner_only.write().unwrap_or_else(std::sync::PoisonError::into_inner) = commands;
+    }
+
+    fn needs_owner(&self, id: &str, command: &str) -> bool {
+        self.owner_only
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|(f, c)| f == id && c == command)
     }
 
     /// Installs the router behind `host.call` (once, at start).
@@ -517,7 +535,7 @@ impl FacultyRuntime {
             .commands
             .get(command)
             .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
-        if runnable.effect == Effect::External && !context.owner {
+        if !context.owner && (runnable.effect == Effect::External || self.needs_owner(id, command)) {
             return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
         }
         let argv =

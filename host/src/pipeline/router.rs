@@ -24,6 +24,13 @@ pub const DEFAULT_ROUTES: &[(&str, &str)] = &[
     ("review", "cards"),
 ];
 
+/// Actions only the owner may run (S-H5, §8.5): review decisions.
+pub const OWNER_ACTIONS: &[&str] = &["review.prepare", "review.approve", "review.reject"];
+
+/// Operator commands: never through the HTTP pipeline or MCP, only through the CLI, which
+/// calls the faculty command directly with the owner token (§8.3).
+pub const OPERATOR_ACTIONS: &[&str] = &["validity.set-checks"];
+
 /// The router.
 pub struct PipelineRouter {
     routes: BTreeMap<String, String>,
@@ -53,6 +60,19 @@ impl PipelineRouter {
         let faculty = self.routes.get(prefix).ok_or_else(unknown)?;
         let command = if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") };
         Ok((faculty.clone(), command))
+    }
+
+    /// The `(faculty, command)` pairs behind [`OWNER_ACTIONS`] and [`OPERATOR_ACTIONS`],
+    /// for the runtime to gate on every path.
+    #[must_use]
+    pub fn owner_commands(&self) -> Vec<(String, String)> {
+        OWNER_ACTIONS.iter().chain(OPERATOR_ACTIONS).filter_map(|action| self.resolve(action).ok()).collect()
+    }
+
+    /// Whether `action` is an operator command, refused by the HTTP pipeline.
+    #[must_use]
+    pub fn is_operator_action(&self, action: &str) -> bool {
+        OPERATOR_ACTIONS.contains(&action)
     }
 
     /// Runs `action`.

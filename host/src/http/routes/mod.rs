@@ -6,6 +6,7 @@ mod catalog;
 mod faculties;
 mod health;
 mod layout;
+mod pipeline;
 
 use axum::routing::{MethodRouter, get, post};
 
@@ -23,5 +24,7 @@ pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/faculties/{id}/commands/{command}", post(faculties::command)),
         ("/faculties/{id}/reports/{report}", get(faculties::report)),
         ("/layout", get(layout::get_layout).put(layout::put_layout)),
+        ("/pipeline", post(pipeline::pipeline)),
+        ("/observe", post(pipeline::observe)),
     ]
 }

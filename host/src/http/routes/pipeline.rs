@@ -1,0 +1,73 @@
+//! `POST /pipeline` (§8.1) and `POST /observe` (§8.7): the card pipeline's doors.
+//! Routing and gating only — the faculties do the work.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+
+use crate::faculty::{CallContext, CallError};
+use crate::http::error::object_body;
+use crate::http::{ApiError, AppState, owner};
+
+/// `{"action": "<prefix>.<verb>", "args": {…}}` → `{"ok":true,"data":…}`.
+///
+/// # Errors
+/// The envelope: `unknown_action` 404, `invalid_args` 400, `owner_required` 403, and
+/// whatever the faculty answered.
+pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let mut body = object_body(&body)?;
+    let action = match body.remove("action") {
+        Some(Value::String(action)) => action,
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_args",
+                "the body needs a string `action`, like \"cards.search\"",
+            ));
+        }
+    };
+    let args = match body.remove("args") {
+        None | Some(Value::Null) => json!({}),
+        Some(args @ Value::Object(_)) => args,
+        Some(_) => return Err(ApiError::bad_request("invalid_args", "`args` must be a JSON object")),
+    };
+    if let Some(extra) = body.keys().next() {
+        return Err(ApiError::bad_request(
+            "invalid_args",
+            format!("unknown field `{extra}` (the body is {{\"action\", \"args\"}})"),
+        ));
+    }
+    if state.pipeline.is_operator_action(&action) {
+        return Err(ApiError::forbidden(
+            "operator_only",
+            format!("`{action}` is an operator command: run it with the CLI (butler validity set-checks)"),
+        ));
+    }
+    let context = CallContext::top(owner::is_owner(&headers, state.gate, &state.owner_token));
+    let data = run(&state, action, args, context).await?;
+    Ok(Json(json!({"ok": true, "data": data})))
+}
+
+/// `{source, type?, tags?, text, ref?}` → 202 `{"queued":true}` through `journal.intake`.
+///
+/// # Errors
+/// 400 `invalid_observation`; 502 `intake_failed` when the journal could not record it.
+pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let observation = Value::Object(object_body(&body)?);
+    match run(&state, "journal.intake".to_owned(), observation, CallContext::top(false)).await {
+        Ok(_) => Ok((StatusCode::ACCEPTED, Json(json!({"queued": true})))),
+        Err(e) if e.code.starts_with("invalid_") => {
+            Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_observation", e.message))
+        }
+        Err(e) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "intake_failed", e.message)),
+    }
+}
+
+async fn run(state: &AppState, action: String, args: Value, context: CallContext) -> Result<Value, ApiError> {
+    let pipeline = state.pipeline.clone();
+    tokio::task::spawn_blocking(move || pipeline.call(&action, &args, &context))
+        .await
+        .map_err(|e| ApiError::internal(format!("the action panicked: {e}")))?
+        .map_err(|e: CallError| ApiError::from(e))
+}

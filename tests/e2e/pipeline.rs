@@ -1,0 +1,132 @@
+//! The card pipeline's host side: built-ins in new instances, `faculty upgrade`, the
+//! `/pipeline` and `/observe` doors, and the owner gate on review decisions.
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, assert_error, butler_command};
+
+fn pipeline(butler: &Butler, action: &str, args: Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    butler.post_json("/pipeline", &json!({"action": action, "args": args}), headers)
+}
+
+#[test]
+fn a_new_instance_gets_the_built_in_faculties_and_upgrade_respects_the_owner() {
+    let (butler, _dir) = Butler::start_fresh();
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+        let faculty = butler.faculty(id).expect("listed");
+        assert!(faculty["preopens"].as_array().expect("preopens").contains(&json!("/self")), "{faculty}");
+    }
+    let validity = butler.faculty("validity").expect("listed");
+    assert!(validity["preopens"].as_array().expect("preopens").contains(&json!("/validity")), "{validity}");
+    let workdir = butler.workdir.clone();
+    assert!(butler.stop().success());
+
+    let home = tempfile::tempdir().expect("home");
+    let upgrade = |apply: bool| {
+        let mut cmd = butler_command(home.path());
+        cmd.args(["faculty", "upgrade", "--workdir"]).arg(&workdir);
+        if apply {
+            cmd.arg("--apply");
+        }
+        let out = cmd.output().expect("run");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = upgrade(false);
+    assert_eq!(out.matches("up to date").count(), 4, "{out}");
+
+    let faculties = workdir.join("faculties");
+    std::fs::write(faculties.join("cards.wasm"), b"owner's own build").expect("modify");
+    std::fs::remove_file(faculties.join("journal.wasm")).expect("remove");
+    let out = upgrade(false);
+    assert!(out.contains("journal    would install") && out.contains("cards      modified by you"), "{out}");
+    assert!(out.contains("dry run"), "{out}");
+    assert!(!faculties.join("journal.wasm").exists(), "a dry run changes nothing");
+    let out = upgrade(true);
+    assert!(out.contains("journal    installed"), "{out}");
+    assert!(faculties.join("journal.wasm").exists());
+    assert_eq!(std::fs::read(faculties.join("cards.wasm")).expect("read"), b"owner's own build", "never overwritten");
+
+    // A file the host installed and nobody touched is upgraded: simulate an older install.
+    let old = b"an older built-in";
+    std::fs::write(faculties.join("distill.wasm"), old).expect("write");
+    let record_path = workdir.join(".butler/builtins.json");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).expect("record")).expect("json");
+    record["distill"] = json!(sha256(old));
+    std::fs::write(&record_path, record.to_string()).expect("write record");
+    let out = upgrade(true);
+    assert!(out.contains("distill    upgraded"), "{out}");
+    assert_ne!(std::fs::read(faculties.join("distill.wasm")).expect("read"), old);
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().expect("hash").to_owned()
+}
+
+#[test]
+fn the_pipeline_door_validates_routes_and_gates() {
+    let (butler, _dir) = Butler::start_fresh();
+    butler.wait_ready("cards");
+    butler.wait_ready("validity");
+    for (body, code, status) in [
+        (json!({}), "invalid_args", 400),
+        (json!({"action": 5}), "invalid_args", 400),
+        (json!({"action": "cards.search", "args": [1]}), "invalid_args", 400),
+        (json!({"action": "cards.search", "extra": 1}), "invalid_args", 400),
+        (json!({"action": "nobody.search"}), "unknown_action", 404),
+        (json!({"action": "cards.no-such-verb"}), "unknown_action", 404),
+        (json!({"action": "cards"}), "unknown_action", 404),
+        (json!({"action": "../cards.search"}), "unknown_action", 404),
+    ] {
+        let (got, answer) = butler.post_json("/pipeline", &body, &[]);
+        assert_error(got, &answer, status, code);
+    }
+    // Operator commands never go through the HTTP pipeline, not even for the owner.
+    let token = format!("Bearer {}", butler.owner_token());
+    let (status, body) = pipeline(
+        &butler,
+        "validity.set-checks",
+        json!({"id": "x", "revision": 1, "checks": []}),
+        &[("authorization", &token)],
+    );
+    assert_error(status, &body, 403, "operator_only");
+
+    // Review decisions need the owner: every partial signal is refused.
+    let own = butler.origin.clone();
+    for headers in [
+        vec![],
+        vec![("origin", own.as_str())],
+        vec![("origin", own.as_str()), ("sec-fetch-site", "same-origin")],
+        vec![("origin", own.as_str()), ("x-butler-review", "1")],
+        vec![("sec-fetch-site", "same-origin"), ("x-butler-review", "1")],
+        vec![("authorization", "Bearer not-the-token")],
+    ] {
+        for action in ["review.prepare", "review.approve", "review.reject"] {
+            let (status, body) = pipeline(&butler, action, json!({"id": "cand-x"}), &headers);
+            assert_error(status, &body, 403, "owner_required");
+        }
+    }
+    // A cross-site page cannot even reach the gate.
+    let (status, body) = pipeline(
+        &butler,
+        "review.approve",
+        json!({}),
+        &[("origin", "http://evil.example"), ("sec-fetch-site", "cross-site"), ("x-butler-review", "1")],
+    );
+    assert_eq!(status, 403, "{body}");
+    // The owner command route is gated the same way.
+    let (status, body) =
+        butler.post_json("/faculties/cards/commands/review-prepare", &json!({"args": {"args": "{}"}}), &[]);
+    assert_error(status, &body, 403, "owner_required");
+}
