@@ -173,9 +173,9 @@ fn nothing_that_runs_and_no_environment_value_is_ever_public() {
         let body = butler.get(path).send().expect("request").text().expect("text");
         assert!(!body.contains("secret"), "{path} leaks: {body}");
     }
-    let (_, faculties) = butler.get_json("/faculties");
-    assert_eq!(faculties["faculties"][0]["commands"][0]["id"], "run", "commands are listed without what they run");
-    assert_eq!(faculties["faculties"][0]["reports"][0]["shape"], "status");
+    let f = butler.faculty("f").expect("faculty f listed");
+    assert_eq!(f["commands"][0]["id"], "run", "commands are listed without what they run");
+    assert_eq!(f["reports"][0]["shape"], "status");
     let (_, overview) = butler.get_json("/overview");
     assert_eq!(overview["tools"][0]["url"], "http://127.0.0.1:4321");
     assert_eq!(overview["tools"][0]["mcpNamespace"], "t");

@@ -7,5 +7,6 @@ mod docs;
 mod examples;
 mod faculty;
 mod gate;
+mod knowledge_loop;
 mod pipeline;
 mod util;

@@ -1,9 +1,28 @@
-//! The `cards` faculty: the owner's approved cards: search and read for agents, the review queue for the owner.
+//! The `cards` faculty (§8.4, §8.5): the owner's approved cards — search and read for
+//! agents, the review queue for the owner.
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
+//!
+//! Files: `/self` is the owner's store (cards, candidates, verdicts — shared with the
+//! journal, distill and validity faculties); `/data` is this faculty's own directory, which
+//! keeps review tokens (hashed) and idempotency records.
+//!
+//! - [`consume`] — `search`, `read`;
+//! - [`review`] — `review-list`, `review-prepare`, `review-approve`, `review-reject`;
+//! - [`reports`] — `queue`, `library`;
+//! - [`tokens`], [`idempotency`] — what the review keeps under `/data`;
+//! - [`pipeline`] — calls into validity and the context builder.
 
-use butler_faculty_kit::{Args, Failure, Faculty, Outcome, Value, faculty};
+pub mod consume;
+pub mod idempotency;
+pub mod pipeline;
+pub mod reports;
+pub mod review;
+pub mod tokens;
+
+use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty};
+use butler_store::args::parse;
 
 struct Cards;
 
@@ -12,8 +31,24 @@ impl Faculty for Cards {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, _stdin: Option<String>) -> Outcome {
-        Err(Failure::unknown_command(command))
+    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+        match command {
+            "search" => consume::search(parse(stdin)?),
+            "read" => consume::read(&parse(stdin)?),
+            "review-list" => review::list(&parse(stdin)?),
+            "review-prepare" => review::prepare(&parse(stdin)?),
+            "review-approve" => review::approve(&parse(stdin)?),
+            "review-reject" => review::reject(&parse(stdin)?),
+            other => Err(Failure::unknown_command(other)),
+        }
+    }
+
+    fn report(id: &str) -> Outcome {
+        match id {
+            "queue" => reports::queue(),
+            "library" => reports::library(),
+            other => Err(Failure::unknown_report(other)),
+        }
     }
 }
 

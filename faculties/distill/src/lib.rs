@@ -1,9 +1,41 @@
-//! The `distill` faculty: turns observations into candidate cards: batches with leases, candidates, completion.
+//! The `distill` faculty: turns observations into candidate cards: batches with leases,
+//! candidates, completion (§8.5).
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
+//!
+//! - `claim {limit?, leaseSeconds?}` leases a batch of uncovered observations and session
+//!   turns and returns them with the index of current cards; the lease is in this response
+//!   only (the batch file keeps its hash).
+//! - `evidence {batchId, lease, itemId}` reads one item of the batch.
+//! - `candidate-submit {…}` proposes a candidate card within the lease ([`submit`]).
+//! - `complete {batchId, lease, candidates, zeroReason?}` marks the batch's items covered
+//!   and closes the batch.
+//!
+//! Batches, leases and the covered set live in the faculty's own `/data`; candidates and
+//! verdicts in the owner's store under `/self`.
 
-use butler_faculty_kit::{Args, Failure, Faculty, Outcome, Value, faculty};
+mod batch;
+mod items;
+mod submit;
+
+use std::collections::BTreeSet;
+
+use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
+use butler_store::card::{Card, Status as CardStatus};
+use butler_store::{ids, time, verdict};
+use serde::Deserialize;
+
+use batch::{Batch, Covered, ItemKind, PRUNE_AFTER_MS, Status, clip};
+
+/// Items per batch when the caller does not say.
+const DEFAULT_LIMIT: u64 = 20;
+/// Most items per batch: what an agent can read and weigh in one pass.
+const MAX_LIMIT: u64 = 200;
+/// A lease lasts this long unless the caller asks otherwise: time to read and submit.
+const DEFAULT_LEASE_SECONDS: u64 = 900;
+/// The longest lease: an hour, so a crashed agent's items come back the same hour.
+const MAX_LEASE_SECONDS: u64 = 3600;
 
 struct Distill;
 
@@ -12,9 +44,332 @@ impl Faculty for Distill {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, _stdin: Option<String>) -> Outcome {
-        Err(Failure::unknown_command(command))
+    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+        match command {
+            "claim" => claim(stdin),
+            "evidence" => evidence(stdin),
+            "candidate-submit" => submit::run(stdin),
+            "complete" => complete(stdin),
+            other => Err(Failure::unknown_command(other)),
+        }
+    }
+
+    fn report(id: &str) -> Outcome {
+        match id {
+            "batches" => report_batches(),
+            other => Err(Failure::unknown_report(other)),
+        }
     }
 }
 
 faculty!(Distill);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ClaimArgs {
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    lease_seconds: Option<u64>,
+}
+
+impl ClaimArgs {
+    /// `(limit, lease in ms)`, defaults applied and ranges checked.
+    fn resolve(&self) -> Result<(usize, u64), Failure> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Failure::invalid_args(format!("limit must be 1 to {MAX_LIMIT}")));
+        }
+        let seconds = self.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS);
+        if !(1..=MAX_LEASE_SECONDS).contains(&seconds) {
+            return Err(Failure::invalid_args(format!("leaseSeconds must be 1 to {MAX_LEASE_SECONDS}")));
+        }
+        Ok((usize::try_from(limit).unwrap_or(usize::MAX), seconds * 1000))
+    }
+}
+
+fn claim(stdin: Option<String>) -> Outcome {
+    let args: ClaimArgs = butler_store::args::parse(stdin)?;
+    let (limit, lease_ms) = args.resolve()?;
+    if let Err(f) = host::call("validity.refresh", &json!({})) {
+        host::warn(&format!("validity.refresh failed before claim ({}): {}", f.code, clip(&f.message, 200)));
+    }
+    let now = time::now_ms();
+    let covered = Covered::load()?;
+    let batches = Batch::all()?;
+    let held: BTreeSet<String> =
+        batches.iter().filter(|b| b.holds(now)).flat_map(|b| b.items.iter().map(|i| i.id.clone())).collect();
+    for old in batches.iter().filter(|b| !b.holds(now) && b.ended_ms().saturating_add(PRUNE_AFTER_MS) < now) {
+        old.delete();
+    }
+    let mut uncovered = items::uncovered(items::all()?, &covered, &held);
+    let cards = current_cards()?;
+    if uncovered.is_empty() {
+        return Ok(json!({"batchId": null, "items": [], "cards": cards}));
+    }
+    let remaining = uncovered.len().saturating_sub(limit);
+    uncovered.truncate(limit);
+
+    let batch_id = ids::new_id("batch", &format!("{now}:{}", uncovered.len()));
+    let lease = ids::token(&batch_id);
+    let expires_ms = now.saturating_add(lease_ms);
+    let batch = Batch {
+        batch_id: batch_id.clone(),
+        lease_hash: ids::sha256_hex(lease.as_bytes()),
+        status: Status::Open,
+        created_at: time::rfc3339(now),
+        expires_at: time::rfc3339(expires_ms),
+        expires_ms,
+        items: uncovered,
+        candidates: Vec::new(),
+        failure: None,
+        zero_reason: None,
+        ended_ms: None,
+    };
+    batch.save()?;
+    host::info(&format!("claimed batch {batch_id}: {} items, {remaining} left", batch.items.len()));
+    Ok(json!({
+        "batchId": batch_id,
+        "lease": lease,
+        "expiresAt": batch.expires_at,
+        "items": batch.items,
+        "cards": cards,
+        "remaining": remaining,
+    }))
+}
+
+/// Index entries of the active cards that are not suspended.
+fn current_cards() -> Result<Vec<Value>, Failure> {
+    let mut entries = Vec::new();
+    for card in Card::load_all()? {
+        if card.status == CardStatus::Active && !verdict::is_suspended(&card)? {
+            entries.push(card.index_entry());
+        }
+    }
+    Ok(entries)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EvidenceArgs {
+    batch_id: String,
+    lease: String,
+    item_id: String,
+}
+
+fn evidence(stdin: Option<String>) -> Outcome {
+    let args: EvidenceArgs = butler_store::args::parse(stdin)?;
+    let batch = Batch::load(&args.batch_id)?;
+    batch.authorize(&args.lease, time::now_ms())?;
+    let item = batch.item(&args.item_id).ok_or_else(|| {
+        Failure::not_found(format!("no item `{}` in batch `{}`", clip(&args.item_id, 80), batch.batch_id))
+    })?;
+    Ok(json!({"item": item}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CompleteArgs {
+    batch_id: String,
+    lease: String,
+    candidates: Vec<String>,
+    #[serde(default)]
+    zero_reason: Option<String>,
+}
+
+/// The reason a batch produced nothing is for the owner to read, not a document.
+const MAX_ZERO_REASON_CHARS: usize = 1000;
+
+fn complete(stdin: Option<String>) -> Outcome {
+    let args: CompleteArgs = butler_store::args::parse(stdin)?;
+    let mut batch = Batch::load(&args.batch_id)?;
+    let now = time::now_ms();
+    batch.authorize(&args.lease, now)?;
+    batch.require_not_failed()?;
+    let zero_reason = check_completion(&batch, &args.candidates, args.zero_reason.as_deref())?;
+    Covered::add(batch.items.iter().map(|i| i.id.as_str()))?;
+    batch.status = Status::Completed;
+    batch.ended_ms = Some(now);
+    batch.zero_reason = zero_reason;
+    batch.save()?;
+    host::info(&format!(
+        "completed batch {}: {} items covered, {} candidates",
+        batch.batch_id,
+        batch.items.len(),
+        batch.candidates.len()
+    ));
+    Ok(json!({"covered": batch.items.len()}))
+}
+
+/// The listed candidates must be exactly those submitted in the batch; none needs a reason.
+/// Returns the reason to keep.
+fn check_completion(batch: &Batch, listed: &[String], zero_reason: Option<&str>) -> Result<Option<String>, Failure> {
+    let listed_set: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+    if listed_set.len() != listed.len() {
+        return Err(Failure::invalid_args("`candidates` lists a candidate twice"));
+    }
+    let submitted: BTreeSet<&str> = batch.candidates.iter().map(String::as_str).collect();
+    if listed_set != submitted {
+        let missing: Vec<&str> = submitted.difference(&listed_set).copied().collect();
+        let foreign: Vec<String> = listed_set.difference(&submitted).map(|id| clip(id, 80)).collect();
+        return Err(Failure::invalid_args(format!(
+            "`candidates` must be exactly those submitted in batch `{}`: missing [{}], not of this batch [{}]",
+            batch.batch_id,
+            missing.join(", "),
+            foreign.join(", ")
+        )));
+    }
+    let reason = zero_reason.map(str::trim).filter(|r| !r.is_empty());
+    if let Some(r) = reason
+        && r.chars().count() > MAX_ZERO_REASON_CHARS
+    {
+        return Err(Failure::invalid_args(format!("zeroReason is longer than {MAX_ZERO_REASON_CHARS} characters")));
+    }
+    if listed.is_empty() && reason.is_none() {
+        return Err(Failure::invalid_args("a batch completed without candidates needs a `zeroReason`"));
+    }
+    Ok(reason.map(str::to_owned))
+}
+
+fn report_batches() -> Outcome {
+    let now = time::now_ms();
+    let covered = Covered::load()?;
+    let batches = Batch::all()?;
+    let uncovered = items::uncovered(items::all()?, &covered, &BTreeSet::new());
+    let observations = uncovered.iter().filter(|i| i.kind == ItemKind::Observation).count();
+    let sessions = uncovered.len() - observations;
+    let open: Vec<&Batch> = batches.iter().filter(|b| b.holds(now)).collect();
+    let failed: Vec<&Batch> = batches.iter().filter(|b| b.status == Status::Failed && now < b.expires_ms).collect();
+    Ok(summarize(observations, sessions, &open, &failed, now))
+}
+
+/// The `status` report: counts, then one line per open or recently failed batch (never
+/// its lease).
+fn summarize(observations: usize, sessions: usize, open: &[&Batch], failed: &[&Batch], now: u64) -> Value {
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = vec![plural(observations, "uncovered observation", "uncovered observations")];
+    if sessions > 0 {
+        parts.push(plural(sessions, "uncovered session turn", "uncovered session turns"));
+    }
+    parts.push(plural(open.len(), "open batch", "open batches"));
+    if !failed.is_empty() {
+        parts.push(plural(failed.len(), "failed batch", "failed batches"));
+    }
+    let items: Vec<Value> = open
+        .iter()
+        .map(|b| {
+            json!({
+                "title": format!("{}: {} items, {} candidates", b.batch_id, b.items.len(), b.candidates.len()),
+                "at": b.created_at,
+                "preview": format!("open, lease ends {} ({}s left)", b.expires_at, b.expires_ms.saturating_sub(now) / 1000),
+            })
+        })
+        .chain(failed.iter().map(|b| {
+            json!({
+                "title": format!("{}: {} items, {} candidates", b.batch_id, b.items.len(), b.candidates.len()),
+                "at": b.created_at,
+                "preview": format!("failed: {}", b.failure.as_deref().unwrap_or("a step failed")),
+            })
+        }))
+        .collect();
+    json!({
+        "status": if failed.is_empty() { "ok" } else { "warn" },
+        "summary": parts.join(", "),
+        "items": items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(candidates: &[&str]) -> Batch {
+        Batch {
+            batch_id: "batch-1".into(),
+            lease_hash: String::new(),
+            status: Status::Open,
+            created_at: "2026-11-30T00:00:00.000Z".into(),
+            expires_at: "2026-11-30T00:15:00.000Z".into(),
+            expires_ms: 10_000,
+            items: vec![],
+            candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
+            failure: None,
+            zero_reason: None,
+            ended_ms: None,
+        }
+    }
+
+    fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+        butler_store::args::parse(Some(text.to_owned())).map_err(|f| f.code)
+    }
+
+    #[test]
+    fn claim_limits() {
+        let resolve = |text: &str| parse::<ClaimArgs>(text).and_then(|a| a.resolve().map_err(|f| f.code));
+        assert_eq!(resolve("{}"), Ok((20, 900_000)));
+        assert_eq!(resolve(""), Ok((20, 900_000)));
+        assert_eq!(resolve(r#"{"limit": 200, "leaseSeconds": 1}"#), Ok((200, 1000)));
+        for bad in [
+            r#"{"limit": 0}"#,
+            r#"{"limit": 201}"#,
+            r#"{"limit": -1}"#,
+            r#"{"leaseSeconds": 3601}"#,
+            r#"{"leaseSeconds": 0}"#,
+            r#"{"limit": "5"}"#,
+            r#"{"other": 1}"#,
+            "[",
+        ] {
+            assert_eq!(resolve(bad), Err("invalid_args".into()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn evidence_and_complete_args_are_strict() {
+        assert!(parse::<EvidenceArgs>(r#"{"batchId":"b","lease":"l","itemId":"i"}"#).is_ok());
+        assert_eq!(
+            parse::<EvidenceArgs>(r#"{"batchId":"b","lease":"l","itemId":"i","x":1}"#).map(|_| ()),
+            Err("invalid_args".into())
+        );
+        assert_eq!(parse::<CompleteArgs>(r#"{"batchId":"b","lease":"l"}"#).map(|_| ()), Err("invalid_args".into()));
+    }
+
+    #[test]
+    fn completion_needs_exactly_the_batch_candidates() {
+        let b = batch(&["cand-a", "cand-b"]);
+        let ids = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(check_completion(&b, &ids(&["cand-b", "cand-a"]), None).map_err(|f| f.code), Ok(None));
+        for bad in [&["cand-a"][..], &["cand-a", "cand-b", "cand-c"], &["cand-a", "cand-a", "cand-b"], &[]] {
+            assert_eq!(
+                check_completion(&b, &ids(bad), Some("why")).map_err(|f| f.code),
+                Err("invalid_args".into()),
+                "{bad:?}"
+            );
+        }
+        let empty = batch(&[]);
+        assert_eq!(check_completion(&empty, &[], None).map_err(|f| f.code), Err("invalid_args".into()));
+        assert_eq!(check_completion(&empty, &[], Some("  ")).map_err(|f| f.code), Err("invalid_args".into()));
+        assert_eq!(
+            check_completion(&empty, &[], Some(" nothing new ")).map_err(|f| f.code),
+            Ok(Some("nothing new".into()))
+        );
+    }
+
+    #[test]
+    fn the_report_counts_and_never_shows_leases() {
+        let open = batch(&["cand-a"]);
+        let mut failed = batch(&[]);
+        failed.status = Status::Failed;
+        failed.failure = Some("io_error: disk full".into());
+        let report = summarize(3, 0, &[&open], &[], 4000);
+        assert_eq!(report["status"], "ok");
+        assert_eq!(report["summary"], "3 uncovered observations, 1 open batch");
+        assert_eq!(report["items"][0]["preview"], "open, lease ends 2026-11-30T00:15:00.000Z (6s left)");
+        let report = summarize(1, 2, &[], &[&failed], 0);
+        assert_eq!(report["status"], "warn");
+        assert_eq!(
+            report["summary"],
+            "1 uncovered observation, 2 uncovered session turns, 0 open batches, 1 failed batch"
+        );
+        assert!(!report.to_string().contains("lease\""));
+    }
+}

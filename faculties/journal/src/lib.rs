@@ -2,8 +2,31 @@
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
+//!
+//! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool (§8.7);
+//! - `context-build {maxChars?}` compiles `build/context.md` (§8.6);
+//! - report `recent`: the latest observations.
 
-use butler_faculty_kit::{Args, Failure, Faculty, Outcome, Value, faculty};
+use std::path::Path;
+
+use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
+use butler_store::card::{Card, Kind, Status};
+use butler_store::journal::Observation;
+use serde::{Deserialize, Serialize};
+
+/// Where the compiled context goes, relative to the store.
+const CONTEXT: &str = "build/context.md";
+/// `inject.maxChars` when nobody said otherwise (§8.6).
+const DEFAULT_MAX_CHARS: usize = 8000;
+/// Bounds of `maxChars`.
+const MAX_CHARS_RANGE: std::ops::RangeInclusive<usize> = 200..=1_000_000;
+/// The last `maxChars` a caller passed, so a rebuild without one (after an approval or a
+/// refresh) keeps the owner's setting.
+const SETTINGS: &str = "/data/context.json";
+/// Observations the `recent` report shows.
+const RECENT: usize = 20;
+/// Characters of an observation's text in the `recent` report.
+const PREVIEW: usize = 200;
 
 struct Journal;
 
@@ -12,9 +35,417 @@ impl Faculty for Journal {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, _stdin: Option<String>) -> Outcome {
-        Err(Failure::unknown_command(command))
+    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+        match command {
+            "intake" => intake(stdin),
+            "context-build" => context_build(stdin),
+            other => Err(Failure::unknown_command(other)),
+        }
+    }
+
+    fn report(id: &str) -> Outcome {
+        match id {
+            "recent" => recent(),
+            other => Err(Failure::unknown_report(other)),
+        }
     }
 }
 
 faculty!(Journal);
+
+// ---------------------------------------------------------------------------------------
+// intake
+
+/// `journal.intake` arguments (the same fields as `POST /observe`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct IntakeArgs {
+    source: String,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+    text: String,
+    #[serde(default)]
+    r#ref: Option<String>,
+}
+
+/// Builds the observation `args` describe, checked by the §8.7 rules (before it gets an id).
+fn observation(args: IntakeArgs, id: String, at: String) -> Result<Observation, Failure> {
+    let observation = Observation {
+        id,
+        at,
+        source: args.source,
+        kind: args.kind.unwrap_or_else(|| "note".to_owned()),
+        tags: args.tags.unwrap_or_default(),
+        text: args.text,
+        r#ref: args.r#ref,
+    };
+    observation.validate()?;
+    Ok(observation)
+}
+
+fn parse_intake(stdin: Option<String>) -> Result<IntakeArgs, Failure> {
+    butler_store::args::parse::<IntakeArgs>(stdin).map_err(|f| Failure::new("invalid_observation", f.message))
+}
+
+fn intake(stdin: Option<String>) -> Outcome {
+    let args = parse_intake(stdin)?;
+    // Validate before spending an id on it: the id and time are filled in afterwards.
+    let mut observation = observation(args, String::new(), String::new())?;
+    observation.id = butler_store::ids::new_id("obs", &observation.text);
+    observation.at = butler_store::time::now();
+    observation.append()?;
+    Ok(json!({"id": observation.id, "at": observation.at}))
+}
+
+// ---------------------------------------------------------------------------------------
+// context-build
+
+/// `context.build` arguments.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ContextArgs {
+    #[serde(default)]
+    max_chars: Option<usize>,
+}
+
+/// What the faculty remembers between calls (`/data/context.json`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Settings {
+    #[serde(default)]
+    max_chars: Option<usize>,
+}
+
+/// One card's line in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: Kind,
+    id: String,
+    title: String,
+    summary: String,
+}
+
+impl Entry {
+    fn line(&self) -> String {
+        format!("- {} — {}: {}", self.id, one_line(&self.title), one_line(&self.summary))
+    }
+}
+
+/// The compiled context and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Compiled {
+    text: String,
+    cards: usize,
+    omitted: usize,
+}
+
+/// Runs of whitespace (newlines included) become one space, so every card stays one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn note(omitted: usize) -> String {
+    format!("\n({omitted} more cards not shown)\n")
+}
+
+fn heading(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Rule => "\n## Rules\n\n",
+        Kind::Knowledge | Kind::Profile => "\n## Knowledge\n\n",
+    }
+}
+
+/// Compiles the profile (never truncated) and the index lines (rules, then knowledge, each
+/// by id) into at most `max_chars` characters when the profile leaves room: cards are added
+/// in order until the next one (and the note saying how many were left out) would not fit.
+fn compile(profile: Option<&str>, mut entries: Vec<Entry>, max_chars: usize) -> Compiled {
+    entries.sort_by(|a, b| (a.kind != Kind::Rule, &a.id).cmp(&(b.kind != Kind::Rule, &b.id)));
+    let mut text = String::from("# Context\n");
+    if let Some(profile) = profile.map(str::trim).filter(|p| !p.is_empty()) {
+        text.push_str("\n## Owner profile\n\n");
+        text.push_str(profile);
+        text.push('\n');
+    }
+    let mut chars = text.chars().count();
+    let total = entries.len();
+    let mut cards = 0;
+    let mut last_kind = None;
+    for (i, entry) in entries.iter().enumerate() {
+        let mut piece = String::new();
+        if last_kind != Some(entry.kind) {
+            piece.push_str(heading(entry.kind));
+        }
+        piece.push_str(&entry.line());
+        piece.push('\n');
+        let after = total - i - 1;
+        let reserve = if after > 0 { note(after).chars().count() } else { 0 };
+        let len = piece.chars().count();
+        if chars + len + reserve > max_chars {
+            break;
+        }
+        text.push_str(&piece);
+        chars += len;
+        cards += 1;
+        last_kind = Some(entry.kind);
+    }
+    let omitted = total - cards;
+    if omitted > 0 {
+        text.push_str(&note(omitted));
+    }
+    if total == 0 && profile.is_none_or(|p| p.trim().is_empty()) {
+        text.push_str("\nNo profile or cards yet.\n");
+    }
+    Compiled { text, cards, omitted }
+}
+
+/// The profile's body: the profile card's body, or the whole file when it has no front
+/// matter (written by hand). An archived profile is left out.
+fn profile_body() -> Result<Option<String>, Failure> {
+    let path = butler_store::path("profile.md");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io(&path, &e)),
+    };
+    match Card::parse(&text, "profile", Kind::Profile) {
+        Ok(card) if card.status == Status::Archived => Ok(None),
+        Ok(card) => Ok(Some(card.content.body)),
+        Err(_) if !text.trim_start().starts_with("---") => Ok(Some(text)),
+        Err(f) => {
+            host::warn(&format!("profile left out of the context: {}", f.message));
+            Ok(None)
+        }
+    }
+}
+
+/// The active, unsuspended rule and knowledge cards.
+fn index_entries() -> Result<Vec<Entry>, Failure> {
+    let mut entries = Vec::new();
+    for card in Card::load_all()? {
+        if card.status != Status::Active || card.content.kind == Kind::Profile {
+            continue;
+        }
+        let suspended = butler_store::verdict::is_suspended(&card).unwrap_or_else(|f| {
+            // An unreadable verdict keeps the card out rather than let it in unchecked.
+            host::warn(&format!("card {} left out of the context: {}", card.id, f.message));
+            true
+        });
+        if !suspended {
+            entries.push(Entry {
+                kind: card.content.kind,
+                id: card.id,
+                title: card.content.title,
+                summary: card.content.summary,
+            });
+        }
+    }
+    Ok(entries)
+}
+
+/// The `maxChars` to use: the caller's (remembered for next time), else the remembered
+/// one, else the default.
+fn max_chars(given: Option<usize>) -> Result<usize, Failure> {
+    if let Some(max) = given {
+        if !MAX_CHARS_RANGE.contains(&max) {
+            return Err(Failure::invalid_args(format!(
+                "maxChars must be between {} and {}",
+                MAX_CHARS_RANGE.start(),
+                MAX_CHARS_RANGE.end()
+            )));
+        }
+        let settings = Settings { max_chars: Some(max) };
+        let remembered = serde_json::to_vec(&settings)
+            .map_err(Failure::from)
+            .and_then(|bytes| butler_faculty_kit::fs::write_atomic(Path::new(SETTINGS), &bytes));
+        if let Err(f) = remembered {
+            host::warn(&format!("maxChars not remembered: {}", f.message));
+        }
+        return Ok(max);
+    }
+    let remembered = std::fs::read(SETTINGS)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Settings>(&bytes).ok())
+        .and_then(|s| s.max_chars)
+        .filter(|max| MAX_CHARS_RANGE.contains(max));
+    Ok(remembered.unwrap_or(DEFAULT_MAX_CHARS))
+}
+
+fn context_build(stdin: Option<String>) -> Outcome {
+    let args: ContextArgs = butler_store::args::parse(stdin)?;
+    let max = max_chars(args.max_chars)?;
+    let profile = profile_body()?;
+    let compiled = compile(profile.as_deref(), index_entries()?, max);
+    let path = butler_store::path(CONTEXT);
+    let changed = match std::fs::read(&path) {
+        Ok(old) => old != compiled.text.as_bytes(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(Failure::io(&path, &e)),
+    };
+    if changed {
+        butler_store::write(&path, compiled.text.as_bytes())?;
+    }
+    Ok(json!({
+        "path": CONTEXT,
+        "chars": compiled.text.chars().count(),
+        "cards": compiled.cards,
+        "omitted": compiled.omitted,
+        "changed": changed,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------
+// recent
+
+/// The latest `limit` observations, newest first: spool files are read from the newest day
+/// back, only as far as needed.
+fn latest(limit: usize) -> Result<Vec<Observation>, Failure> {
+    let dir = butler_store::path("journal/spool");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Failure::io(&dir, &e)),
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files.iter().rev() {
+        let text = std::fs::read_to_string(file).map_err(|e| Failure::io(file, &e))?;
+        out.extend(newest_first(&text).take(limit - out.len()));
+        if out.len() >= limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The observations of one spool file, last line first; torn or foreign lines skipped.
+fn newest_first(text: &str) -> impl Iterator<Item = Observation> + '_ {
+    text.lines().rev().filter_map(|line| serde_json::from_str::<Observation>(line).ok())
+}
+
+fn recent_item(observation: &Observation) -> Value {
+    json!({
+        "title": format!("{} from {}", observation.kind, observation.source),
+        "at": observation.at,
+        "preview": observation.text.chars().take(PREVIEW).collect::<String>(),
+    })
+}
+
+fn recent() -> Outcome {
+    let items: Vec<Value> = latest(RECENT)?.iter().map(recent_item).collect();
+    Ok(json!({"items": items}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: Kind, id: &str) -> Entry {
+        Entry { kind, id: id.into(), title: format!("Title {id}"), summary: "sum\nmary".into() }
+    }
+
+    #[test]
+    fn intake_args_refuse_unknown_fields_and_wrong_types() {
+        for bad in [
+            r#"{"source":"me","text":"x","extra":1}"#,
+            r#"{"source":"me","text":5}"#,
+            r#"{"source":"me"}"#,
+            r#"{"source":"me","text":"x","tags":"a,b"}"#,
+            "[]",
+            "not json",
+        ] {
+            let failure = parse_intake(Some(bad.into())).expect_err(bad);
+            assert_eq!(failure.code, "invalid_observation", "{bad}");
+        }
+        let args = parse_intake(Some(r#"{"source":"me","text":"hi","ref":"r","type":null}"#.into())).expect("parses");
+        let obs = observation(args, "obs-1".into(), "2026-01-01T00:00:00.000Z".into()).expect("valid");
+        assert_eq!(obs.kind, "note");
+        assert_eq!(obs.r#ref.as_deref(), Some("r"));
+    }
+
+    #[test]
+    fn intake_applies_the_observation_rules() {
+        let check = |json: &str| {
+            parse_intake(Some(json.into())).and_then(|a| observation(a, "obs-1".into(), "2026-01-01".into()))
+        };
+        assert!(check(r#"{"source":"Me","text":"x"}"#).is_err());
+        assert!(check(r#"{"source":"me","text":"x","type":"gossip"}"#).is_err());
+        assert!(check(r#"{"source":"me","text":"   "}"#).is_err());
+        assert!(check(&format!(r#"{{"source":"me","text":"{}"}}"#, "a".repeat(2001))).is_err());
+        assert!(check(&format!(r#"{{"source":"me","text":"{}"}}"#, "a".repeat(2000))).is_ok());
+        assert!(check(r#"{"source":"me","text":"x","tags":["a,b"]}"#).is_err());
+        assert!(check(&format!(r#"{{"source":"me","text":"x","ref":"{}"}}"#, "r".repeat(501))).is_err());
+        let tags: Vec<String> = (0..33).map(|i| format!("\"t{i}\"")).collect();
+        assert!(check(&format!(r#"{{"source":"me","text":"x","tags":[{}]}}"#, tags.join(","))).is_err());
+        assert!(check(r#"{"source":"a-1","type":"decision","tags":["x"],"text":"ok","ref":"r"}"#).is_ok());
+    }
+
+    #[test]
+    fn context_orders_rules_first_and_keeps_lines_single() {
+        let compiled = compile(
+            Some("I like Rust.\n"),
+            vec![entry(Kind::Knowledge, "b"), entry(Kind::Rule, "z"), entry(Kind::Knowledge, "a")],
+            8000,
+        );
+        assert_eq!(
+            compiled.text,
+            "# Context\n\n## Owner profile\n\nI like Rust.\n\n## Rules\n\n- z — Title z: sum mary\n\n## Knowledge\n\n\
+             - a — Title a: sum mary\n- b — Title b: sum mary\n"
+        );
+        assert_eq!((compiled.cards, compiled.omitted), (3, 0));
+        assert_eq!(compile(None, vec![], 8000).text, "# Context\n\nNo profile or cards yet.\n");
+    }
+
+    #[test]
+    fn context_stops_before_max_chars_and_notes_the_rest() {
+        let entries: Vec<Entry> = (0..50).map(|i| entry(Kind::Knowledge, &format!("card-{i:02}"))).collect();
+        for max in [200, 333, 500, 1000] {
+            let compiled = compile(Some("profile"), entries.clone(), max);
+            assert!(compiled.text.chars().count() <= max, "{max}: {}", compiled.text.chars().count());
+            assert_eq!(compiled.cards + compiled.omitted, 50);
+            assert!(compiled.omitted > 0);
+            assert!(compiled.text.ends_with(&format!("({} more cards not shown)\n", compiled.omitted)));
+            // One more card would not have fitted.
+            let bigger = compile(Some("profile"), entries.clone(), compiled.text.chars().count() + 5);
+            assert!(bigger.cards <= compiled.cards + 1);
+        }
+        // Exactly at the limit everything fits; one character less leaves a card out.
+        let all = compile(Some("profile"), entries.clone(), usize::MAX);
+        let full = all.text.chars().count();
+        assert_eq!(compile(Some("profile"), entries.clone(), full), all);
+        let short = compile(Some("profile"), entries.clone(), full - 1);
+        assert!(short.omitted >= 1 && short.text.chars().count() < full);
+        // The profile is never truncated, even past maxChars.
+        let long = "p".repeat(500);
+        let compiled = compile(Some(&long), entries, 200);
+        assert!(compiled.text.contains(&long));
+        assert_eq!((compiled.cards, compiled.omitted), (0, 50));
+    }
+
+    #[test]
+    fn recent_reads_newest_first_and_skips_torn_lines() {
+        let line = |id: &str| {
+            serde_json::to_string(&Observation {
+                id: id.into(),
+                at: "2026-01-01T00:00:00.000Z".into(),
+                source: "me".into(),
+                kind: "fact".into(),
+                tags: vec![],
+                text: "t".repeat(300),
+                r#ref: None,
+            })
+            .expect("serializes")
+        };
+        let text = format!("{}\n{{torn\n{}\n", line("a"), line("b"));
+        let ids: Vec<String> = newest_first(&text).map(|o| o.id).collect();
+        assert_eq!(ids, ["b", "a"]);
+        let item = recent_item(&newest_first(&text).next().expect("one"));
+        assert_eq!(item["title"], "fact from me");
+        assert_eq!(item["preview"].as_str().map(|p| p.chars().count()), Some(200));
+    }
+}

@@ -52,6 +52,12 @@ impl Check {
         if path.split('/').any(|segment| segment == ".." || segment.is_empty()) {
             return bad("must not contain `..` or empty segments");
         }
+        // Hidden files and folders are where tools keep state and secrets (`.butler` with
+        // the owner token, `.git`, `.env`, `.ssh`): a quote check on them would be an
+        // oracle for their content, so checks never look there.
+        if path.split('/').any(|segment| segment.starts_with('.')) {
+            return bad("must not name hidden files or folders (segments starting with `.`)");
+        }
         if let Self::Quote { text, .. } = self
             && normalize(text).is_empty()
         {
@@ -77,7 +83,18 @@ mod tests {
 
     #[test]
     fn spelling_escapes_are_refused() {
-        for bad in ["/etc/passwd", "../x", "docs/../../x", "a//b", "", "a\\b", "docs/.."] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "docs/../../x",
+            "a//b",
+            "",
+            "a\\b",
+            "docs/..",
+            ".butler/owner-token",
+            "docs/.env",
+            "./x",
+        ] {
             assert!(Check::Path { path: bad.into() }.validate().is_err(), "{bad}");
         }
         assert!(Check::Path { path: "docs/x.md".into() }.validate().is_ok());

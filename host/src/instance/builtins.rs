@@ -84,11 +84,11 @@ pub fn apply(instance: &Instance, plan: &[(String, Action)]) -> Result<(), Insta
         write_atomic(&path, bytes).map_err(create)?;
         record.insert(id.clone(), hash(bytes));
     }
-    let bytes = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other).map_err(|source| InstanceError::Create {
-        path: state_dir.join(RECORD),
-        source,
-    })?;
-    write_atomic(&state_dir.join(RECORD), &bytes).map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })
+    let bytes = serde_json::to_vec_pretty(&record)
+        .map_err(std::io::Error::other)
+        .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })?;
+    write_atomic(&state_dir.join(RECORD), &bytes)
+        .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })
 }
 
 /// Built-ins live in the scan root named `faculties` (the first root if there is none).

@@ -1,0 +1,379 @@
+//! The owner's knowledge loop end to end over HTTP against the real binary and the real
+//! built-in faculties: observe → claim → evidence → submit → complete → review → approve
+//! → search/read, with validity checks, conflicts, idempotency, leases and crash safety.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, assert_error};
+
+/// Calls a pipeline action; `owner` adds the console's three owner signals.
+fn act(butler: &Butler, action: &str, args: Value, owner: bool) -> (u16, Value) {
+    let origin = butler.origin.clone();
+    let headers: Vec<(&str, &str)> = if owner {
+        vec![("origin", &origin), ("sec-fetch-site", "same-origin"), ("x-butler-review", "1")]
+    } else {
+        vec![]
+    };
+    butler.post_json("/pipeline", &json!({"action": action, "args": args}), &headers)
+}
+
+/// The data of a successful action.
+fn ok(butler: &Butler, action: &str, args: Value, owner: bool) -> Value {
+    let (status, body) = act(butler, action, args, owner);
+    assert_eq!(status, 200, "{action}: {body}");
+    assert_eq!(body["ok"], true, "{action}: {body}");
+    body["data"].clone()
+}
+
+fn observe(butler: &Butler, text: &str) {
+    let (status, body) = butler.post_json(
+        "/observe",
+        &json!({"source": "test-agent", "type": "fact", "tags": ["t"], "text": text}),
+        &[],
+    );
+    assert_eq!((status, &body), (202, &json!({"queued": true})));
+}
+
+fn started() -> (Butler, tempfile::TempDir) {
+    let (butler, dir) = Butler::start_fresh();
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    (butler, dir)
+}
+
+/// Claims a batch, submits `cards` (each `(card, checks, op, target, conflict)`), completes.
+fn distill(butler: &Butler, submissions: &[Value]) -> Vec<Value> {
+    let batch = ok(butler, "distill.claim", json!({"limit": 50}), false);
+    let (batch_id, lease) = (batch["batchId"].clone(), batch["lease"].clone());
+    let items: Vec<String> =
+        batch["items"].as_array().expect("items").iter().map(|i| i["id"].as_str().expect("id").to_owned()).collect();
+    assert!(!items.is_empty(), "{batch}");
+    let item = ok(butler, "distill.evidence", json!({"batchId": batch_id, "lease": lease, "itemId": items[0]}), false);
+    assert_eq!(item["item"]["id"], items[0].as_str());
+    let mut results = Vec::new();
+    for submission in submissions {
+        let mut args = submission.clone();
+        args["batchId"] = batch_id.clone();
+        args["lease"] = lease.clone();
+        args["evidence"] = json!([items[0]]);
+        results.push(ok(butler, "candidate.submit", args, false));
+    }
+    let ids: Vec<Value> = results.iter().map(|r| r["id"].clone()).collect();
+    let done = ok(
+        butler,
+        "distill.complete",
+        json!({"batchId": batch_id, "lease": lease, "candidates": ids, "zeroReason": if ids.is_empty() { json!("nothing new") } else { Value::Null }}),
+        false,
+    );
+    assert_eq!(done["covered"].as_u64(), Some(items.len() as u64));
+    results
+}
+
+fn decide(butler: &Butler, verb: &str, candidate: &Value, key: &str) -> (u16, Value) {
+    let id = candidate["id"].clone();
+    let prepared = ok(butler, "review.prepare", json!({"id": id}), true);
+    let mut args = json!({"id": id, "revision": prepared["revision"], "contentHash": prepared["contentHash"], "token": prepared["token"], "idempotencyKey": key});
+    if verb == "reject" {
+        args["reason"] = json!("not true any more");
+    }
+    act(butler, &format!("review.{verb}"), args, true)
+}
+
+fn knowledge(title: &str, body: &str) -> Value {
+    json!({"kind": "knowledge", "title": title, "summary": format!("{title} in one line"), "body": body, "appliesTo": "this repo", "tags": ["loop"]})
+}
+
+#[test]
+fn the_whole_loop_from_observation_to_a_searchable_card() {
+    let (butler, _dir) = started();
+    let w = butler.workdir.clone();
+    std::fs::create_dir_all(w.join("docs")).expect("mkdir");
+    std::fs::write(w.join("docs/build.md"), "Build with   cargo build --release\nand test.").expect("write");
+    observe(&butler, "The release build command is cargo build --release.");
+
+    let submitted = distill(
+        &butler,
+        &[json!({"op": "create", "card": knowledge("Release builds", "Use `cargo build --release`."),
+                 "checks": [{"type": "path", "path": "docs/build.md"}, {"type": "quote", "path": "docs/build.md", "text": "cargo build\n--release"}]})],
+    );
+    let candidate = &submitted[0];
+    assert!(
+        candidate["id"].is_string() && candidate["revision"] == 1 && candidate["contentHash"].is_string(),
+        "{candidate}"
+    );
+
+    let list = ok(&butler, "review.list", json!({}), false);
+    let listed = &list["candidates"][0];
+    assert_eq!(listed["status"], "pending");
+    assert_eq!(listed["card"]["title"], "Release builds");
+    assert!(!list.to_string().contains("\"lease\""), "no lease token outside claim: {list}");
+
+    let prepared = ok(&butler, "review.prepare", json!({"id": candidate["id"]}), true);
+    let approve = json!({"id": candidate["id"], "revision": prepared["revision"], "contentHash": prepared["contentHash"],
+                         "token": prepared["token"], "idempotencyKey": "loop-approve-1"});
+    let (status, approved) = act(&butler, "review.approve", approve.clone(), true);
+    assert_eq!(status, 200, "{approved}");
+    let card_id = approved["data"]["cardId"].as_str().expect("card id").to_owned();
+    assert_eq!(approved["data"]["revision"], 1);
+    let file = w.join(format!("self/knowledge/{card_id}.md"));
+    let text = std::fs::read_to_string(&file).expect("card file");
+    assert!(
+        text.starts_with("---\n") && text.contains("title: \"Release builds\"") && text.contains("status: \"active\""),
+        "{text}"
+    );
+
+    let found = ok(&butler, "cards.search", json!({"query": "release"}), false);
+    assert_eq!(found["cards"][0]["id"], card_id.as_str());
+    assert_eq!(
+        found["cards"][0].as_object().expect("entry").keys().cloned().collect::<Vec<_>>().len(),
+        7,
+        "index fields only: {found}"
+    );
+    let read = ok(&butler, "cards.read", json!({"id": card_id}), false);
+    assert_eq!(read["card"]["body"], "Use `cargo build --release`.");
+    for hidden in ["evidence", "contentHash", "checks", "path"] {
+        assert!(read["card"].get(hidden).is_none(), "{hidden} must not reach consumers: {read}");
+    }
+    let context = std::fs::read_to_string(w.join("self/build/context.md")).expect("context built on approval");
+    assert!(context.contains(&card_id) && !context.contains("Use `cargo build"), "index lines only: {context}");
+
+    // A replay returns the first answer; the decided candidate is stale for anything else.
+    let (status, replay) = act(&butler, "review.approve", approve, true);
+    assert_eq!((status, &replay["data"]), (200, &approved["data"]));
+    let (status, body) = act(&butler, "review.prepare", json!({"id": candidate["id"]}), true);
+    assert_error(status, &body, 409, "stale_candidate");
+
+    // Validity: delete the file → suspended; restore → back. The card file never changes.
+    let bytes = std::fs::read(&file).expect("read card");
+    std::fs::rename(w.join("docs/build.md"), w.join("docs/build.bak")).expect("move away");
+    let (status, body) = act(&butler, "cards.read", json!({"id": card_id}), false);
+    assert_error(status, &body, 404, "card_unavailable");
+    assert!(
+        ok(&butler, "cards.search", json!({"query": "release"}), false)["cards"].as_array().expect("cards").is_empty()
+    );
+    std::fs::rename(w.join("docs/build.bak"), w.join("docs/build.md")).expect("restore");
+    ok(&butler, "cards.read", json!({"id": card_id}), false);
+    // Edit the quoted text away → suspended again; put it back → restored.
+    std::fs::write(w.join("docs/build.md"), "Build with make.").expect("edit");
+    let refreshed = ok(&butler, "validity.refresh", json!({}), false);
+    assert_eq!(refreshed["suspended"], 1, "{refreshed}");
+    let (status, body) = act(&butler, "cards.read", json!({"id": card_id}), false);
+    assert_error(status, &body, 404, "card_unavailable");
+    std::fs::write(w.join("docs/build.md"), "Build:\n cargo   build --release").expect("edit back");
+    let refreshed = ok(&butler, "validity.refresh", json!({}), false);
+    assert_eq!(refreshed["restored"], 1, "{refreshed}");
+    assert_eq!(std::fs::read(&file).expect("read card"), bytes, "validity never rewrites the card file");
+}
+
+#[test]
+fn check_paths_cannot_escape_the_validity_root() {
+    let (butler, dir) = started();
+    let w = butler.workdir.clone();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("secret.txt"), "outside").expect("write");
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), w.join("link-out")).expect("symlink");
+    std::os::unix::fs::symlink(w.join("link-out"), w.join("chain")).expect("symlink chain");
+    std::fs::create_dir_all(w.join("a-dir")).expect("mkdir");
+    let _ = dir;
+    for (path, code) in [("../x", "invalid_check"), ("/etc/passwd", "invalid_check"), ("docs/../../x", "invalid_check")]
+    {
+        let (status, body) = act(&butler, "validity.check", json!({"checks": [{"type": "path", "path": path}]}), false);
+        assert_error(status, &body, 400, code);
+    }
+    for path in ["link-out", "chain", "a-dir", "missing.txt"] {
+        let result = ok(&butler, "validity.check", json!({"checks": [{"type": "path", "path": path}]}), false);
+        assert_eq!(result["ok"], false, "{path}: {result}");
+    }
+    let result = ok(
+        &butler,
+        "validity.check",
+        json!({"checks": [{"type": "quote", "path": "link-out", "text": "outside"}]}),
+        false,
+    );
+    assert_eq!(result["ok"], false, "a symlink leaving the root is not followed: {result}");
+}
+
+#[test]
+fn conflicts_suspend_the_target_until_the_owner_decides() {
+    let (butler, _dir) = started();
+    observe(&butler, "A fact worth a card.");
+    let created = distill(&butler, &[json!({"op": "create", "card": knowledge("Fact card", "The fact.")})]);
+    let (status, approved) = decide(&butler, "approve", &created[0], "conflict-create");
+    assert_eq!(status, 200, "{approved}");
+    let target = approved["data"]["cardId"].clone();
+
+    observe(&butler, "That fact turned out wrong.");
+    let revision = distill(
+        &butler,
+        &[
+            json!({"op": "revise", "target": target, "card": knowledge("Fact card", "The corrected fact."), "conflict": {"reason": "contradicted"}}),
+        ],
+    );
+    let (status, body) = act(&butler, "cards.read", json!({"id": target}), false);
+    assert_error(status, &body, 404, "card_unavailable");
+    let (status, _) = decide(&butler, "reject", &revision[0], "conflict-reject");
+    assert_eq!(status, 200);
+    let read = ok(&butler, "cards.read", json!({"id": target}), false);
+    assert_eq!(read["card"]["body"], "The fact.", "released on rejection");
+
+    observe(&butler, "Really wrong this time.");
+    let revision = distill(
+        &butler,
+        &[
+            json!({"op": "revise", "target": target, "card": knowledge("Fact card", "The corrected fact."), "conflict": {"reason": "contradicted"}}),
+        ],
+    );
+    assert_eq!(act(&butler, "cards.read", json!({"id": target}), false).0, 404);
+    let (status, approved) = decide(&butler, "approve", &revision[0], "conflict-approve");
+    assert_eq!(status, 200, "{approved}");
+    let read = ok(&butler, "cards.read", json!({"id": target}), false);
+    assert_eq!(
+        (&read["card"]["body"], &read["card"]["revision"]),
+        (&json!("The corrected fact."), &json!(2)),
+        "released by the approved revision"
+    );
+}
+
+#[test]
+fn twelve_concurrent_approvals_with_one_key_make_exactly_one_card() {
+    let (butler, _dir) = started();
+    observe(&butler, "Concurrency matters.");
+    let submitted =
+        distill(&butler, &[json!({"op": "create", "card": knowledge("Concurrent approvals", "One card only.")})]);
+    let id = submitted[0]["id"].clone();
+    let prepared = ok(&butler, "review.prepare", json!({"id": id}), true);
+    let args = json!({"id": id, "revision": prepared["revision"], "contentHash": prepared["contentHash"], "token": prepared["token"], "idempotencyKey": "same-key"});
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let calls: Vec<_> =
+            (0..12).map(|_| scope.spawn(|| act(&butler, "review.approve", args.clone(), true))).collect();
+        calls.into_iter().map(|c| c.join().expect("join")).collect()
+    });
+    for (status, body) in &answers {
+        assert_eq!(*status, 200, "{body}");
+        assert_eq!(body["data"], answers[0].1["data"], "every replay gets the first answer");
+    }
+    let cards = std::fs::read_dir(butler.workdir.join("self/knowledge")).expect("knowledge").count();
+    assert_eq!(cards, 1, "exactly one card file");
+}
+
+#[test]
+fn leases_expire() {
+    let (butler, _dir) = started();
+    observe(&butler, "Something to distill.");
+    let batch = ok(&butler, "distill.claim", json!({"leaseSeconds": 1}), false);
+    std::thread::sleep(Duration::from_millis(1500));
+    let item = batch["items"][0]["id"].clone();
+    let (status, body) = act(
+        &butler,
+        "distill.evidence",
+        json!({"batchId": batch["batchId"], "lease": batch["lease"], "itemId": item}),
+        false,
+    );
+    assert_error(status, &body, 409, "lease_expired");
+    let (status, body) = act(
+        &butler,
+        "candidate.submit",
+        json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create", "card": knowledge("Late", "Too late."), "evidence": [item]}),
+        false,
+    );
+    assert_error(status, &body, 409, "lease_expired");
+    // The items are claimable again.
+    let again = ok(&butler, "distill.claim", json!({}), false);
+    assert_eq!(again["items"][0]["id"], item);
+}
+
+#[test]
+fn observations_are_validated_exactly() {
+    let (butler, _dir) = started();
+    for bad in [
+        json!({"source": "Bad Source", "text": "x"}),
+        json!({"source": "ok", "text": ""}),
+        json!({"source": "ok", "text": "x".repeat(2001)}),
+        json!({"source": "ok", "type": "gossip", "text": "x"}),
+        json!({"source": "ok", "text": "x", "tags": ["a,b"]}),
+        json!({"source": "ok", "text": "x", "tags": (0..33).map(|i| i.to_string()).collect::<Vec<_>>()}),
+        json!({"source": "ok", "text": "x", "ref": "r".repeat(501)}),
+        json!({"text": "x"}),
+    ] {
+        let (status, body) = butler.post_json("/observe", &bad, &[]);
+        assert_error(status, &body, 400, "invalid_observation");
+    }
+    observe(&butler, "fine");
+    let spool = std::fs::read_dir(butler.workdir.join("self/journal/spool")).expect("spool").count();
+    assert_eq!(spool, 1);
+}
+
+#[test]
+fn a_killed_host_leaves_no_torn_card_and_no_half_applied_candidate() {
+    let (butler, dir) = started();
+    for i in 0..8 {
+        observe(&butler, &format!("fact number {i}"));
+    }
+    let submissions: Vec<Value> = (0..8)
+        .map(|i| json!({"op": "create", "card": knowledge(&format!("Card {i}"), &format!("Body {i}"))}))
+        .collect();
+    let candidates = distill(&butler, &submissions);
+    let workdir = butler.workdir.clone();
+    // Approve in a loop on another thread and kill the host with SIGKILL in the middle.
+    std::thread::scope(|scope| {
+        let approving = scope.spawn(|| {
+            for (i, candidate) in candidates.iter().enumerate() {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    decide(&butler, "approve", candidate, &format!("crash-{i}"))
+                }));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150));
+        let pid = std::fs::read_to_string(workdir.join(".butler/host.json")).expect("host.json");
+        let pid: Value = serde_json::from_str(&pid).expect("json");
+        let status =
+            std::process::Command::new("kill").arg("-KILL").arg(pid["pid"].to_string()).status().expect("kill");
+        assert!(status.success());
+        let _ = approving.join();
+    });
+    assert_store_consistent(&workdir);
+    // A restarted host finishes or keeps each candidate; the store stays consistent.
+    drop(butler);
+    let butler = Butler::start(&workdir);
+    butler.wait_ready("cards");
+    for (i, candidate) in candidates.iter().enumerate() {
+        let (status, prepared) = act(&butler, "review.prepare", json!({"id": candidate["id"]}), true);
+        if status == 409 {
+            continue; // decided before the kill
+        }
+        assert_eq!(status, 200, "{prepared}");
+        let p = &prepared["data"];
+        let args = json!({"id": candidate["id"], "revision": p["revision"], "contentHash": p["contentHash"], "token": p["token"], "idempotencyKey": format!("crash-{i}")});
+        let (status, body) = act(&butler, "review.approve", args, true);
+        assert_eq!(status, 200, "an interrupted or untouched approval completes: {body}");
+    }
+    assert_store_consistent(&workdir);
+    drop(dir);
+}
+
+/// Every card file parses and every approved candidate's card exists at its revision.
+fn assert_store_consistent(workdir: &Path) {
+    let knowledge = workdir.join("self/knowledge");
+    let mut card_ids = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&knowledge) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(!name.contains(".tmp"), "a temp file was left behind: {name}");
+            let text = std::fs::read_to_string(entry.path()).expect("card readable");
+            assert!(text.starts_with("---\n") && text.matches("\n---\n").count() >= 1, "torn card {name}: {text}");
+            card_ids.push(name.trim_end_matches(".md").to_owned());
+        }
+    }
+    for entry in std::fs::read_dir(workdir.join("self/candidates")).expect("candidates").flatten() {
+        let candidate: Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).expect("read")).expect("candidate parses");
+        if candidate["status"] == "approved" {
+            let card = candidate["applied"]["cardId"].as_str().expect("applied card id");
+            assert!(card_ids.iter().any(|c| c == card), "approved candidate without its card: {candidate}");
+        }
+    }
+}
