@@ -377,3 +377,69 @@ fn assert_store_consistent(workdir: &Path) {
         }
     }
 }
+
+fn cli(workdir: &Path, args: &[&str]) -> (i32, String, String) {
+    let home = tempfile::tempdir().expect("home");
+    let output =
+        crate::util::butler_command(home.path()).args(args).arg("--workdir").arg(workdir).output().expect("run butler");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_reviews_and_sets_checks_as_the_owner() {
+    let (butler, _dir) = started();
+    let w = butler.workdir.clone();
+    let (code, out, err) =
+        cli(&w, &["pipeline", "journal.intake", "--args", r#"{"source":"cli","text":"from the terminal"}"#]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"id\""), "{out}");
+    let submitted = distill(
+        &butler,
+        &[
+            json!({"op": "create", "card": knowledge("CLI card", "Made from the terminal.")}),
+            json!({"op": "create", "card": knowledge("Rejected card", "Not wanted.")}),
+        ],
+    );
+
+    let (code, out, err) = cli(&w, &["review", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("pending") && out.contains("CLI card") && out.contains("Rejected card"), "{out}");
+    let (code, out, err) = cli(&w, &["review", "approve", submitted[0]["id"].as_str().expect("id")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("approved") && out.contains("revision 1"), "{out}");
+    let (code, out, err) =
+        cli(&w, &["review", "reject", submitted[1]["id"].as_str().expect("id"), "--reason", "duplicate"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("rejected"), "{out}");
+    let (code, _, err) = cli(&w, &["review", "approve", submitted[1]["id"].as_str().expect("id")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("stale_candidate"), "{err}");
+
+    let card = ok(&butler, "cards.search", json!({"query": "terminal"}), false)["cards"][0].clone();
+    std::fs::write(w.join("notes.md"), "made from the terminal").expect("write");
+    let checks = r#"[{"type":"quote","path":"notes.md","text":"from the   terminal"}]"#;
+    let (code, out, err) =
+        cli(&w, &["validity", "set-checks", card["id"].as_str().expect("id"), "--revision", "1", "--checks", checks]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("notes.md"), "{out}");
+    let (code, _, err) =
+        cli(&w, &["validity", "set-checks", card["id"].as_str().expect("id"), "--revision", "7", "--checks", checks]);
+    assert_eq!(code, 1);
+    assert!(err.contains("stale_revision"), "{err}");
+    std::fs::remove_file(w.join("notes.md")).expect("rm");
+    let (code, out, err) = cli(&w, &["validity", "refresh"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 newly suspended"), "{out}");
+    // The HTTP pipeline never runs the operator command, even with the owner token.
+    let token = format!("Bearer {}", butler.owner_token());
+    let (status, body) = butler.post_json(
+        "/pipeline",
+        &json!({"action": "validity.set-checks", "args": {}}),
+        &[("authorization", &token)],
+    );
+    assert_error(status, &body, 403, "operator_only");
+}
