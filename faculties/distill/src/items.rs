@@ -2,7 +2,6 @@
 //! `sessions/*.jsonl` (the same line format), minus what is covered or leased.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use butler_faculty_kit::Failure;
 use butler_store::journal::Observation;
@@ -30,29 +29,7 @@ fn merge(items: impl Iterator<Item = Item>) -> Vec<Item> {
     items
 }
 
-/// The lines of every `*.jsonl` file in `dir` (by file name) that parse as observations;
-/// torn or foreign lines are skipped. A missing folder is empty.
-///
-/// # Errors
-/// `io_error`.
-pub fn read_jsonl_dir(dir: &Path) -> Result<Vec<Observation>, Failure> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Failure::io(dir, &e)),
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
-        .collect();
-    files.sort();
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|e| Failure::io(&file, &e))?;
-        all.extend(text.lines().filter_map(|line| serde_json::from_str::<Observation>(line).ok()));
-    }
-    Ok(all.into_iter().filter(|o| !o.id.is_empty()).collect())
-}
+pub use butler_store::journal::read_jsonl_dir;
 
 /// The items neither covered nor `held` by another batch.
 #[must_use]

@@ -301,17 +301,7 @@ fn context_build(stdin: Option<String>) -> Outcome {
 /// The latest `limit` observations, newest first: spool files are read from the newest day
 /// back, only as far as needed.
 fn latest(limit: usize) -> Result<Vec<Observation>, Failure> {
-    let dir = butler_store::path("journal/spool");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Failure::io(&dir, &e)),
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+    let files = butler_store::journal::jsonl_files(&butler_store::path("journal/spool"))?;
     let mut out = Vec::new();
     for file in files.iter().rev() {
         let text = std::fs::read_to_string(file).map_err(|e| Failure::io(file, &e))?;

@@ -2,6 +2,7 @@
 //! JSON object per line.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -91,22 +92,42 @@ impl Observation {
     /// # Errors
     /// `io_error`.
     pub fn all() -> Result<Vec<Self>, Failure> {
-        let dir = super::path("journal/spool");
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Failure::io(&dir, &e)),
-        };
-        let mut files: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        let mut all = Vec::new();
-        for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| Failure::io(&file, &e))?;
-            all.extend(text.lines().filter_map(|line| serde_json::from_str::<Self>(line).ok()));
-        }
-        Ok(all)
+        read_jsonl_dir(&super::path("journal/spool"))
     }
+}
+
+/// The `*.jsonl` files of `dir`, sorted by name (day files sort by date); a missing
+/// folder has none.
+///
+/// # Errors
+/// `io_error`.
+pub fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Failure::io(dir, &e)),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Every observation-shaped line of the `*.jsonl` files of `dir` (the spool, or the
+/// session turns), oldest file first. Torn or foreign lines, and lines without an id, are
+/// skipped.
+///
+/// # Errors
+/// `io_error`.
+pub fn read_jsonl_dir(dir: &Path) -> Result<Vec<Observation>, Failure> {
+    let mut all = Vec::new();
+    for file in jsonl_files(dir)? {
+        let text = std::fs::read_to_string(&file).map_err(|e| Failure::io(&file, &e))?;
+        all.extend(
+            text.lines().filter_map(|line| serde_json::from_str::<Observation>(line).ok()).filter(|o| !o.id.is_empty()),
+        );
+    }
+    Ok(all)
 }
