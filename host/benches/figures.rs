@@ -626,17 +626,33 @@ fn b9_memory() {
         let calls: Vec<_> = (0..CONCURRENT)
             .map(|_| scope.spawn(|| host.command("probe", "read", &json!({"path": "/data/hold.fifo"}))))
             .collect();
+        // The host executes at most MAX_CONCURRENT_CALLS at once; the rest wait their turn
+        // without a thread. Wait until every executing slot is blocked on the FIFO.
+        let executing = CONCURRENT.min(butler_host::faculty::MAX_CONCURRENT_CALLS);
         let blocked = poll(Duration::from_secs(60), Duration::from_millis(1), || {
             let blocked = blocked_on_fifo(pid);
-            (blocked >= CONCURRENT).then_some(blocked)
+            (blocked >= executing).then_some(blocked)
         });
         let all_blocked = status_kib(pid, "VmRSS");
-        // Opening for writing releases every reader (whether or not all got there);
-        // closing it gives them end of file.
-        drop(std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the FIFO for writing"));
-        let results = calls.into_iter().map(|c| c.join().expect("call")).collect();
+        // Opening for writing releases the readers there are; closing gives them end of
+        // file. Keep doing it (non-blocking: ENXIO while no reader waits) until every call,
+        // including the ones that were queued, has finished.
+        let releasing = AtomicBool::new(true);
+        let results = std::thread::scope(|inner| {
+            inner.spawn(|| {
+                use std::os::unix::fs::OpenOptionsExt;
+                const O_NONBLOCK: i32 = 0o4000;
+                while releasing.load(Ordering::Relaxed) {
+                    drop(std::fs::OpenOptions::new().write(true).custom_flags(O_NONBLOCK).open(&fifo));
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            let results = calls.into_iter().map(|c| c.join().expect("call")).collect();
+            releasing.store(false, Ordering::Relaxed);
+            results
+        });
         done.store(true, Ordering::Relaxed);
-        assert!(blocked.is_some(), "fewer than {CONCURRENT} calls were in flight at once after 60 s");
+        assert!(blocked.is_some(), "fewer than {executing} calls were executing at once after 60 s");
         (all_blocked, results)
     });
     for (status, body) in &results {
@@ -655,7 +671,10 @@ fn b9_memory() {
         "MiB",
     );
     line_in(
-        "B9 RSS growth with 100 faculty calls in flight (baseline = idle RSS)",
+        &format!(
+            "B9 RSS growth with 100 faculty calls in flight, {} executing at once (baseline = idle RSS)",
+            butler_host::faculty::MAX_CONCURRENT_CALLS
+        ),
         mib(peak.saturating_sub(idle)),
         mib(idle),
         "MiB",

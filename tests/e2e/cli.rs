@@ -98,7 +98,10 @@ fn check_validates_a_whole_instance() {
     let path = workdir.to_str().expect("utf8");
     let (code, out, _) = run(&["check", path]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("4 extensions valid") && out.contains("(cards, distill, journal, validity)"), "the built-in faculties: {out}");
+    assert!(
+        out.contains("4 extensions valid") && out.contains("(cards, distill, journal, validity)"),
+        "the built-in faculties: {out}"
+    );
     write_manifest(&workdir, "tools/a", &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"A"}));
     write_manifest(&workdir, "tools/b", &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"B"}));
     let (code, out, _) = run(&["check", path]);

@@ -74,6 +74,9 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
     let relevant = Relevance::new(&config);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let wake = match event {
+            // Opening or reading a file changes nothing — and the scanner's own reads would
+            // otherwise wake it again, forever.
+            Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => false,
             Ok(event) => event.paths.iter().any(|p| relevant.matters(p)) || event.paths.is_empty(),
             Err(_) => true,
         };

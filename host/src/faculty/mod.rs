@@ -41,6 +41,10 @@ use wit::Op;
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Default memory cap of one call (S-F4).
 pub const DEFAULT_MEMORY_MB: u64 = 64;
+/// Faculty calls executing at once. Each holds a blocking thread and an instance; on two
+/// cores more would not run faster, only add threads and their memory (~0.1 MB each). Calls
+/// beyond it wait their turn; nested `host.call`s run inside their caller's slot.
+pub const MAX_CONCURRENT_CALLS: usize = 32;
 /// Nested `host.call`s deeper than this are refused (a faculty calling itself in a loop
 /// must fail, not exhaust the pool).
 pub const MAX_CALL_DEPTH: u8 = 8;
@@ -386,6 +390,7 @@ pub struct FacultyRuntime {
     dispatch: OnceLock<Arc<dyn Dispatch>>,
     store_locks: Mutex<HashMap<PathBuf, Arc<StoreLock>>>,
     owner_only: RwLock<Vec<(String, String)>>,
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl FacultyRuntime {
@@ -443,6 +448,7 @@ impl FacultyRuntime {
             dispatch: OnceLock::new(),
             store_locks: Mutex::new(HashMap::new()),
             owner_only: RwLock::new(Vec::new()),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
         }))
     }
 
@@ -456,6 +462,22 @@ impl FacultyRuntime {
     pub fn rescan_when_compiled(&self, catalog: &CatalogHandle) {
         let catalog = catalog.clone();
         self.components.on_ready(move || catalog.request_rescan());
+    }
+
+    /// Runs a synchronous faculty call (`invoke`, `report`, a pipeline action) from async
+    /// code: waits for one of [`MAX_CONCURRENT_CALLS`] slots, then runs it on a blocking
+    /// thread, once per call.
+    ///
+    /// # Errors
+    /// When the call panicked.
+    pub async fn blocking<T: Send + 'static>(&self, call: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+        let slot = Arc::clone(&self.slots).acquire_owned().await.map_err(|e| e.to_string())?;
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            call()
+        })
+        .await
+        .map_err(|e| format!("the call panicked: {e}"))
     }
 
     /// Commands (`(faculty, command)`) that only the owner may run, whoever calls them:
@@ -658,11 +680,6 @@ impl FacultyRuntime {
         request: Request<'_>,
         context: &CallContext,
     ) -> Result<Value, CallError> {
-        let data_dir = &faculty.sandbox.preopens[0].host;
-        std::fs::create_dir_all(data_dir).map_err(|e| CallError::Unavailable {
-            faculty: faculty.sandbox.faculty.clone(),
-            reason: format!("cannot create its data directory {}: {e}", data_dir.display()),
-        })?;
         match target {
             Target::Component { prepared, argv0, leading } => {
                 let call = match (prepared, request) {
@@ -783,7 +800,7 @@ impl FacultyRuntime {
         let settings = self.setup.settings.get(id).cloned().unwrap_or_default();
         let mut preopens = vec![Preopen {
             host: self.setup.state_dir.join("faculties").join(id),
-            guest: "/data".to_owned(),
+            guest: sandbox::DATA.to_owned(),
             write: true,
         }];
         for grant in &settings.grants {

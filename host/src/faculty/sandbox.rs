@@ -13,6 +13,9 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{CallContext, Dispatch};
 
+/// Guest path of the faculty's own data directory.
+pub const DATA: &str = "/data";
+
 /// Most a call may print on stdout (its JSON data) before output is cut off.
 pub const MAX_STDOUT_BYTES: usize = 16 << 20;
 /// Most stderr kept per call (it goes to the faculty's log).
@@ -136,12 +139,18 @@ impl CallState {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }));
         for preopen in &sandbox.preopens {
-            if !preopen.host.is_dir() {
-                tracing::debug!(faculty = %sandbox.faculty, dir = %preopen.host.display(), "grant skipped: not a directory");
-                continue;
-            }
             let perms = if preopen.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-            builder.preopened_dir(&preopen.host, &preopen.guest, perms)?;
+            // Opening is the existence check (no extra stat on the hot path). The faculty's
+            // own /data is created the first time it is missing; a missing grant is skipped
+            // (e.g. an unavailable validity root: the faculty sees no /validity).
+            if let Err(error) = builder.preopened_dir(&preopen.host, &preopen.guest, perms) {
+                if preopen.guest == DATA {
+                    std::fs::create_dir_all(&preopen.host)?;
+                    builder.preopened_dir(&preopen.host, &preopen.guest, perms)?;
+                } else {
+                    tracing::debug!(faculty = %sandbox.faculty, dir = %preopen.host.display(), "grant skipped: {error:#}");
+                }
+            }
         }
         let max_memory = usize::try_from(sandbox.memory_mb << 20).unwrap_or(usize::MAX);
         Ok(Self {

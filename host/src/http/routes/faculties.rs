@@ -35,9 +35,11 @@ pub async fn command(
     }
     let context = CallContext::top(owner::is_owner(&headers, state.gate, &state.owner_token));
     let runtime = state.faculties.clone();
-    let data = tokio::task::spawn_blocking(move || runtime.invoke(&id, &command, &args, &context))
+    let data = state
+        .faculties
+        .blocking(move || runtime.invoke(&id, &command, &args, &context))
         .await
-        .map_err(|e| ApiError::internal(format!("the call panicked: {e}")))??;
+        .map_err(ApiError::internal)??;
     Ok(Json(json!({"ok": true, "data": data})))
 }
 
@@ -50,8 +52,6 @@ pub async fn report(
     Path((id, report)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let runtime = state.faculties.clone();
-    let data = tokio::task::spawn_blocking(move || runtime.report(&id, &report))
-        .await
-        .map_err(|e| ApiError::internal(format!("the report panicked: {e}")))??;
+    let data = state.faculties.blocking(move || runtime.report(&id, &report)).await.map_err(ApiError::internal)??;
     Ok(Json(data))
 }

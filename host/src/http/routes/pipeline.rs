@@ -66,8 +66,10 @@ pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(Stat
 
 async fn run(state: &AppState, action: String, args: Value, context: CallContext) -> Result<Value, ApiError> {
     let pipeline = state.pipeline.clone();
-    tokio::task::spawn_blocking(move || pipeline.call(&action, &args, &context))
+    state
+        .faculties
+        .blocking(move || pipeline.call(&action, &args, &context))
         .await
-        .map_err(|e| ApiError::internal(format!("the action panicked: {e}")))?
+        .map_err(ApiError::internal)?
         .map_err(|e: CallError| ApiError::from(e))
 }
