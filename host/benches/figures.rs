@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,9 @@ use butler_host::catalog::loader::DEBOUNCE;
 use butler_host::catalog::{ScanConfig, scan};
 use butler_host::faculty::{CallContext, FacultyRuntime};
 use butler_host::instance::Instance;
+use butler_host::pipeline::PipelineRouter;
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
 
@@ -26,9 +29,20 @@ mod guests {
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let wanted = |id: &str| filter.is_empty() || filter.iter().any(|f| id.starts_with(f.as_str()));
+    // A prefix selects the figures it starts, but `B1` is B1, not B10 as well.
+    let selects = |f: &str, id: &str| {
+        id.starts_with(f)
+            && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    };
+    let wanted = |id: &str| filter.is_empty() || filter.iter().any(|f| selects(f, id));
     if wanted("B1") {
         b1_faculty_call();
+    }
+    if wanted("B2") {
+        b2_pipeline_read();
+    }
+    if wanted("B3") {
+        b3_search();
     }
     if wanted("B6") {
         b6_startup();
@@ -41,6 +55,9 @@ fn main() {
     }
     if wanted("B9") {
         b9_memory();
+    }
+    if wanted("B10") {
+        b10_validity_refresh();
     }
 }
 
@@ -687,5 +704,630 @@ fn b9_memory() {
         mib(after),
         mib(after_compile),
         runtime["pooling"]
+    ));
+}
+
+// ---------------------------------------------------------------------------------------
+// The card pipeline: B2, B3, B10.
+
+/// The built-in faculties a new instance gets.
+const BUILTINS: &[&str] = &["journal", "distill", "validity", "cards"];
+
+/// A word no generated text contains, planted in a few cards for B3 to find.
+const RARE: &str = "kestrel";
+
+/// Words the generated cards are written with.
+const WORDS: &[&str] = &[
+    "build",
+    "release",
+    "cargo",
+    "test",
+    "commit",
+    "branch",
+    "merge",
+    "review",
+    "deploy",
+    "config",
+    "cache",
+    "index",
+    "query",
+    "server",
+    "client",
+    "request",
+    "response",
+    "timeout",
+    "retry",
+    "error",
+    "warning",
+    "log",
+    "trace",
+    "metric",
+    "latency",
+    "throughput",
+    "memory",
+    "thread",
+    "async",
+    "lock",
+    "queue",
+    "worker",
+    "schema",
+    "field",
+    "record",
+    "table",
+    "column",
+    "migration",
+    "backup",
+    "restore",
+    "token",
+    "secret",
+    "owner",
+    "agent",
+    "session",
+    "context",
+    "prompt",
+    "card",
+    "rule",
+    "knowledge",
+    "profile",
+    "journal",
+    "evidence",
+    "check",
+    "quote",
+    "path",
+    "folder",
+    "file",
+    "script",
+    "shell",
+    "python",
+    "rust",
+    "typescript",
+    "module",
+    "crate",
+    "package",
+    "version",
+    "upgrade",
+    "pin",
+    "lockfile",
+    "format",
+    "lint",
+    "clippy",
+    "docs",
+    "readme",
+    "changelog",
+    "issue",
+    "ticket",
+    "sprint",
+    "meeting",
+    "note",
+    "summary",
+    "draft",
+    "always",
+    "never",
+    "before",
+    "after",
+    "when",
+    "unless",
+    "prefer",
+    "avoid",
+    "use",
+    "keep",
+    "run",
+    "write",
+    "read",
+    "open",
+    "close",
+    "start",
+    "stop",
+    "small",
+    "large",
+    "fast",
+    "slow",
+    "local",
+    "remote",
+    "shared",
+    "private",
+    "stable",
+    "nightly",
+    "linux",
+    "macos",
+    "container",
+    "image",
+    "port",
+    "socket",
+    "route",
+    "handler",
+    "endpoint",
+    "payload",
+    "header",
+    "cookie",
+    "browser",
+    "console",
+];
+
+/// A small deterministic generator (xorshift64), so every run writes the same store.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % n as u64).unwrap_or(0)
+    }
+
+    fn words(&mut self, n: usize) -> Vec<&'static str> {
+        (0..n).map(|_| WORDS[self.below(WORDS.len())]).collect()
+    }
+
+    /// A sentence of `min..=max` words, capitalized, with a full stop.
+    fn sentence(&mut self, min: usize, max: usize) -> String {
+        let n = min + self.below(max - min + 1);
+        let text = self.words(n).join(" ");
+        let mut chars = text.chars();
+        chars.next().map_or_else(String::new, |first| format!("{}{}.", first.to_ascii_uppercase(), chars.as_str()))
+    }
+}
+
+/// What a generated card says.
+struct CardText {
+    id: String,
+    title: String,
+    summary: String,
+    body: String,
+    tags: Vec<&'static str>,
+    checks: Value,
+}
+
+impl CardText {
+    /// Card `i`: a title of 3 to 5 words, a one-sentence summary, a body of a few hundred
+    /// characters (sentences and a command in backticks), two tags. With `rare`, [`RARE`]
+    /// goes into its title, summary or body (by `i`).
+    fn generate(rng: &mut Rng, i: usize, rare: bool, checks: Value) -> Self {
+        let mut title = rng.sentence(3, 5);
+        title.pop();
+        let mut summary = rng.sentence(8, 12);
+        let mut body = (0..4).map(|_| rng.sentence(8, 14)).collect::<Vec<_>>().join(" ");
+        body.push_str(&format!(
+            "\n\nRun `{} {}` first, then {}.",
+            rng.words(1)[0],
+            rng.words(1)[0],
+            rng.sentence(4, 7)
+        ));
+        if rare {
+            match i % 3 {
+                0 => title.push_str(&format!(" {RARE}")),
+                1 => summary.insert_str(0, &format!("The {RARE} way: ")),
+                _ => body.push_str(&format!(" Ask about the {RARE} dashboard.")),
+            }
+        }
+        Self { id: format!("card-{i:05}"), title, summary, body, tags: rng.words(2), checks }
+    }
+
+    /// The card file, exactly as the store writes it (`Card::render`): front matter of
+    /// `key: <JSON value>` lines, a blank line, the body.
+    fn render(&self) -> String {
+        let content = json!(["knowledge", self.title, self.summary, "", self.tags, [], self.body]);
+        let hash: String = Sha256::digest(content.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let fields = [
+            ("id", json!(self.id)),
+            ("kind", json!("knowledge")),
+            ("title", json!(self.title)),
+            ("summary", json!(self.summary)),
+            ("status", json!("active")),
+            ("revision", json!(1)),
+            ("contentHash", json!(hash)),
+            ("scope", json!("local")),
+            ("appliesTo", json!("")),
+            ("tags", json!(self.tags)),
+            ("related", json!([])),
+            ("checks", self.checks.clone()),
+            ("evidence", json!([format!("obs-{}", self.id)])),
+            ("createdAt", json!("2026-11-30T05:29:34.240Z")),
+            ("updatedAt", json!("2026-11-30T05:29:34.240Z")),
+        ];
+        let mut out = String::from("---\n");
+        for (key, value) in fields {
+            out.push_str(&format!("{key}: {value}\n"));
+        }
+        out.push_str("---\n\n");
+        out.push_str(self.body.trim_end());
+        out.push('\n');
+        out
+    }
+}
+
+/// Writes `n` generated cards into the store's `knowledge/` folder (no checks unless
+/// `checks_of` gives some); cards whose index `rare` accepts carry [`RARE`]. Returns the ids.
+fn write_cards(
+    instance: &Instance,
+    n: usize,
+    rare: impl Fn(usize) -> bool,
+    checks_of: impl Fn(usize) -> Value,
+) -> Vec<String> {
+    let folder = instance.self_root().join("knowledge");
+    std::fs::create_dir_all(&folder).expect("knowledge folder");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|i| {
+            let card = CardText::generate(&mut rng, i, rare(i), checks_of(i));
+            std::fs::write(folder.join(format!("{}.md", card.id)), card.render()).expect("card file");
+            card.id
+        })
+        .collect()
+}
+
+/// The faculty runtime and pipeline router of a host, set up in-process as `butler serve`
+/// sets them up: runtime, catalog scan with its inspector (until the built-in faculties
+/// are compiled and registered), reconcile, router, `host.call` dispatch, owner gate.
+struct Pipeline {
+    router: Arc<PipelineRouter>,
+    _runtime: Arc<FacultyRuntime>,
+}
+
+impl Pipeline {
+    fn new(instance: &Instance) -> Self {
+        let runtime = FacultyRuntime::new(instance, "http://127.0.0.1:9").expect("runtime");
+        let mut config = instance.scan_config();
+        config.inspector = Some(runtime.inspector());
+        let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {
+            let catalog = scan(&config, None);
+            BUILTINS.iter().all(|id| catalog.get(id).is_some()).then_some(catalog)
+        })
+        .expect("the built-in faculties compile and register");
+        runtime.reconcile(&catalog);
+        for id in BUILTINS {
+            let state = runtime.status(id).map(|s| s.state);
+            assert_eq!(state, Some("ready"), "faculty {id}");
+        }
+        let router = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &runtime));
+        runtime.set_dispatch(router.clone());
+        runtime.require_owner_for(router.owner_commands());
+        Self { router, _runtime: runtime }
+    }
+
+    /// Runs `action` as an agent (not the owner) would.
+    fn call(&self, action: &str, args: &Value) -> Value {
+        self.router
+            .call(action, args, &CallContext::top(false))
+            .unwrap_or_else(|e| panic!("{action}: {} ({e})", e.code()))
+    }
+}
+
+/// A keep-alive HTTP/1.1 client on one loopback connection.
+struct Client {
+    stream: BufReader<TcpStream>,
+    authority: String,
+}
+
+impl Client {
+    fn connect(authority: &str) -> Self {
+        let stream = TcpStream::connect(authority).expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self { stream: BufReader::new(stream), authority: authority.to_owned() }
+    }
+
+    /// One request on the open connection (`/myspace-butler/api<path>`): status and body.
+    fn send(&mut self, method: &str, path: &str, body: &str) -> (u16, Vec<u8>) {
+        let request = format!(
+            "{method} /myspace-butler/api{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            self.authority,
+            body.len()
+        );
+        self.stream.get_mut().write_all(request.as_bytes()).expect("send");
+        let mut line = String::new();
+        self.stream.read_line(&mut line).expect("status line");
+        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let mut length = None;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).expect("header");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok();
+            }
+        }
+        let mut body = vec![0; length.expect("a Content-Length header")];
+        self.stream.read_exact(&mut body).expect("body");
+        (status, body)
+    }
+}
+
+/// Requests per second that `clients` keep-alive connections complete in `window`, each
+/// sending the next request as soon as the previous one is answered; `request(client,
+/// n)` sends request `n` of a client.
+fn throughput(authority: &str, clients: usize, window: Duration, request: impl Fn(&mut Client, usize) + Sync) -> f64 {
+    let start = std::sync::Barrier::new(clients + 1);
+    let (done, began) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..clients)
+            .map(|c| {
+                let (start, request) = (&start, &request);
+                scope.spawn(move || {
+                    let mut client = Client::connect(authority);
+                    request(&mut client, c);
+                    start.wait();
+                    let deadline = Instant::now() + window;
+                    let mut n = 0;
+                    while Instant::now() < deadline {
+                        request(&mut client, c * 1_000_003 + n);
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        start.wait();
+        let began = Instant::now();
+        (workers.into_iter().map(|w| w.join().expect("client")).sum::<usize>(), began)
+    });
+    #[allow(clippy::cast_precision_loss)]
+    let rate = done as f64 / began.elapsed().as_secs_f64();
+    rate
+}
+
+/// B2: `POST /pipeline` `cards.read` on a store of 1,000 cards over loopback HTTP against
+/// the real host, one client (p50, p99) and 16 concurrent keep-alive clients (throughput);
+/// the baseline is `GET /health` over the same client.
+fn b2_pipeline_read() {
+    const CARDS: usize = 1000;
+    const WARM_UP: usize = 100;
+    const CALLS: usize = 1000;
+    const CLIENTS: usize = 16;
+    const WINDOW: Duration = Duration::from_secs(3);
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    let (instance, _) = Instance::open_or_create(&root).expect("new instance");
+    let ids = write_cards(&instance, CARDS, |_| false, |_| json!([]));
+    let host = Host::start(&root);
+    host.wait_ready(BUILTINS);
+
+    let read_body =
+        |n: usize| json!({"action": "cards.read", "args": {"id": ids[n.wrapping_mul(7919) % CARDS]}}).to_string();
+    let read = |client: &mut Client, n: usize| {
+        let (status, body) = client.send("POST", "/pipeline", &read_body(n));
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    };
+    let health = |client: &mut Client, _: usize| {
+        let (status, body) = client.send("GET", "/health", "");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    };
+    let mut client = Client::connect(&host.authority);
+    let (_, first) = client.send("POST", "/pipeline", &read_body(0));
+    let first: Value = serde_json::from_slice(&first).expect("JSON");
+    assert_eq!(first["data"]["card"]["id"], ids[0], "{first}");
+    assert!(first["data"]["card"]["body"].as_str().is_some_and(|b| b.len() > 200), "{first}");
+
+    for n in 0..WARM_UP {
+        health(&mut client, n);
+        read(&mut client, n);
+    }
+    // Interleaved on one connection, so both see the same machine.
+    let mut baseline = Vec::with_capacity(CALLS);
+    let mut calls = Vec::with_capacity(CALLS);
+    for n in 0..CALLS {
+        let start = Instant::now();
+        health(&mut client, n);
+        baseline.push(start.elapsed());
+        let start = Instant::now();
+        read(&mut client, n);
+        calls.push(start.elapsed());
+    }
+    drop(client);
+    let base_rate = throughput(&host.authority, CLIENTS, WINDOW, health);
+    let rate = throughput(&host.authority, CLIENTS, WINDOW, read);
+    drop(host);
+
+    // Where the time goes: the same read in-process (no HTTP), and the validity refresh it
+    // makes through `host.call`, alone.
+    let pipeline = Pipeline::new(&instance);
+    let in_process = |action: &str, args: &dyn Fn(usize) -> Value| {
+        let samples: Vec<Duration> = (0..120)
+            .map(|n| {
+                let args = args(n);
+                let start = Instant::now();
+                std::hint::black_box(pipeline.call(action, &args));
+                start.elapsed()
+            })
+            .skip(20)
+            .collect();
+        percentiles(samples).0
+    };
+    let id = |n: usize| ids[n.wrapping_mul(7919) % CARDS].clone();
+    let direct = in_process("cards.read", &|n| json!({"id": id(n)}));
+    let refresh = in_process("validity.refresh", &|n| json!({"ids": [id(n)]}));
+
+    let (base50, base99) = percentiles(baseline);
+    let (p50, p99) = percentiles(calls);
+    line_us("B2 POST /pipeline cards.read, 1,000 cards, 1 client (p50)", p50, base50);
+    line_us("B2 POST /pipeline cards.read, 1,000 cards, 1 client (p99)", p99, base99);
+    line_in("B2 POST /pipeline cards.read, 1,000 cards, 16 clients (throughput)", rate, base_rate, "req/s");
+    note(&format!(
+        "B2: in-process cards.read p50 {:.0} µs, of which its nested validity.refresh {{ids:[id]}} alone p50 {:.0} µs",
+        direct.as_secs_f64() * 1e6,
+        refresh.as_secs_f64() * 1e6
+    ));
+}
+
+/// B3: `cards.search` on 10,000 cards, in-process through the pipeline router (no HTTP),
+/// against a plain substring scan of the same files.
+fn b3_search() {
+    const CARDS: usize = 10_000;
+    const WARM_UP: usize = 2;
+    const RUNS: usize = 15;
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    let (instance, _) = Instance::open_or_create(&root).expect("new instance");
+    let rare = |i: usize| i % 1667 == 137;
+    write_cards(&instance, CARDS, rare, |_| json!([]));
+    let expected = (0..CARDS).filter(|i| rare(*i)).count();
+    let pipeline = Pipeline::new(&instance);
+    let knowledge = instance.self_root().join("knowledge");
+
+    let search = || {
+        let found = pipeline.call("cards.search", &json!({"query": RARE}));
+        assert_eq!(found["cards"].as_array().map(Vec::len), Some(expected), "{found}");
+    };
+    let substring_scan = || {
+        let mut hits = 0;
+        for entry in std::fs::read_dir(&knowledge).expect("knowledge") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("card");
+            hits += usize::from(text.to_lowercase().contains(RARE));
+        }
+        assert_eq!(hits, expected);
+    };
+    let mut baseline = Vec::new();
+    let mut searches = Vec::new();
+    for run in 0..WARM_UP + RUNS {
+        let start = Instant::now();
+        substring_scan();
+        let scanned = start.elapsed();
+        let start = Instant::now();
+        search();
+        let searched = start.elapsed();
+        if run >= WARM_UP {
+            baseline.push(scanned);
+            searches.push(searched);
+        }
+    }
+
+    // Where the time goes: a search that matches nothing (load and rank only, no nested
+    // refresh), and the nested validity refresh of the hits alone.
+    let hits: Vec<String> = (0..CARDS).filter(|i| rare(*i)).map(|i| format!("card-{i:05}")).collect();
+    let timed = |action: &str, args: &Value| {
+        let samples = (0..7)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(pipeline.call(action, args));
+                start.elapsed()
+            })
+            .collect();
+        percentiles(samples).0
+    };
+    let no_match = timed("cards.search", &json!({"query": "zzzz-no-card-says-this"}));
+    let refresh = timed("validity.refresh", &json!({"ids": hits}));
+
+    let (base, _) = percentiles(baseline);
+    let (p50, _) = percentiles(searches);
+    line(&format!("B3 cards.search, 10,000 cards, {expected} hits, in-process (p50)"), p50, base);
+    note(&format!(
+        "B3: a search matching no card (load + rank, no nested refresh) p50 {:.1} ms; the nested validity.refresh \
+         of the {expected} hits alone p50 {:.1} ms",
+        ms(no_match),
+        ms(refresh)
+    ));
+}
+
+/// Whitespace-normalized text, as the validity faculty compares it.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// B10: `validity.refresh` over 10,000 checks (5,000 cards with a path check and a quote
+/// check each, against 5,000 small files under the validity root), in-process through the
+/// pipeline router, against the same checks done natively with `cap-std`.
+fn b10_validity_refresh() {
+    const CARDS: usize = 5000;
+    const WARM_UP: usize = 1;
+    const RUNS: usize = 9;
+    const MAX_READ: u64 = 4 * 1024 * 1024;
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    let (instance, _) = Instance::open_or_create(&root).expect("new instance");
+
+    // 5,000 small files under the validity root (the instance root), in 20 folders.
+    let doc = |i: usize| format!("docs/part-{:02}/doc-{i:04}.md", i / 250);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut quotes = Vec::with_capacity(CARDS);
+    for i in 0..CARDS {
+        let path = root.join(doc(i));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("docs folder");
+        let lines: Vec<String> = (0..6).map(|_| rng.sentence(6, 10)).collect();
+        // The quote spans a line break, so it only matches whitespace-normalized.
+        let quote = format!("{} {}", lines[2], lines[3]);
+        std::fs::write(&path, format!("# Document {i}\n\n{}\n", lines.join("\n"))).expect("doc");
+        quotes.push(quote);
+    }
+    // Card i: a path check on doc i and a quote check on doc i + 2,500. Most pass; 1 in
+    // 100 names a missing file, 1 in 50 quotes text its file does not hold.
+    let checks: Vec<(String, String, String)> = (0..CARDS)
+        .map(|i| {
+            let path = if i % 100 == 1 { format!("docs/gone/doc-{i:04}.md") } else { doc(i) };
+            let j = (i + CARDS / 2) % CARDS;
+            let quote = if i % 50 == 0 { format!("{} (since removed)", quotes[j]) } else { quotes[j].clone() };
+            (path, doc(j), quote)
+        })
+        .collect();
+    let failing = checks.iter().enumerate().filter(|(i, _)| i % 100 == 1 || i % 50 == 0).count();
+    write_cards(
+        &instance,
+        CARDS,
+        |_| false,
+        |i| {
+            let (path, quoted, text) = &checks[i];
+            json!([{"type": "path", "path": path}, {"type": "quote", "path": quoted, "text": text}])
+        },
+    );
+    let pipeline = Pipeline::new(&instance);
+
+    let native = || {
+        let dir = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()).expect("open root");
+        let is_file = |path: &str| dir.metadata(path).is_ok_and(|m| m.is_file());
+        let mut passing = 0;
+        for (path, quoted, text) in &checks {
+            passing += usize::from(is_file(path));
+            let mut bytes = Vec::new();
+            let read = is_file(quoted)
+                && dir.open(quoted).is_ok_and(|file| file.take(MAX_READ).read_to_end(&mut bytes).is_ok());
+            passing += usize::from(read && normalize(&String::from_utf8_lossy(&bytes)).contains(&normalize(text)));
+        }
+        assert_eq!(passing, 2 * CARDS - failing);
+    };
+    let refresh = || pipeline.call("validity.refresh", &json!({}));
+
+    // The first refresh writes every verdict (and rebuilds the context for the suspended).
+    let start = Instant::now();
+    let first = refresh();
+    let first_time = start.elapsed();
+    assert_eq!(first, json!({"checked": CARDS, "suspended": failing, "restored": 0}));
+
+    let mut baseline = Vec::new();
+    let mut refreshes = Vec::new();
+    for run in 0..WARM_UP + RUNS {
+        let start = Instant::now();
+        native();
+        let checked = start.elapsed();
+        let start = Instant::now();
+        let answer = refresh();
+        let refreshed = start.elapsed();
+        // Steady state: verdicts unchanged, nothing rewritten.
+        assert_eq!(answer, json!({"checked": CARDS, "suspended": 0, "restored": 0}));
+        if run >= WARM_UP {
+            baseline.push(checked);
+            refreshes.push(refreshed);
+        }
+    }
+    // Where the time goes: the same refresh with no card wanted still loads every card.
+    let loading: Vec<Duration> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(pipeline.call("validity.refresh", &json!({"ids": []})));
+            start.elapsed()
+        })
+        .collect();
+    let (loading, _) = percentiles(loading);
+
+    let (base, _) = percentiles(baseline);
+    let (p50, _) = percentiles(refreshes);
+    line("B10 validity.refresh, 5,000 cards x (path + quote) = 10,000 checks, steady state (p50)", p50, base);
+    note(&format!(
+        "B10: the first refresh (writes 5,000 verdicts, {failing} suspended, rebuilds the context) took {:.1} ms; \
+         a refresh of no card ({{ids: []}}, which still loads all 5,000 cards) p50 {:.1} ms",
+        ms(first_time),
+        ms(loading)
     ));
 }
