@@ -300,8 +300,15 @@ fn refresh(stdin: Option<String>) -> Outcome {
     };
     let now = butler_store::time::now();
     let mut total = Moves::default();
-    for card in Card::load_all()? {
-        if card.status != Status::Active || wanted.as_ref().is_some_and(|w| !w.contains(&card.id)) {
+    // A refresh of named cards reads just those files, not the whole store.
+    let cards = match &wanted {
+        Some(ids) => {
+            ids.iter().map(|id| Card::load(id)).filter_map(Result::transpose).collect::<Result<Vec<_>, _>>()?
+        }
+        None => Card::load_all()?,
+    };
+    for card in cards {
+        if card.status != Status::Active {
             continue;
         }
         let moves = match refresh_card(root, &card, &now) {
