@@ -102,17 +102,7 @@ impl Observation {
 /// # Errors
 /// `io_error`.
 pub fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Failure::io(dir, &e)),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
-        .collect();
-    files.sort();
-    Ok(files)
+    super::files_with_extension(dir, "jsonl")
 }
 
 /// Every observation-shaped line of the `*.jsonl` files of `dir` (the spool, or the

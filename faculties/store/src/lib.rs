@@ -72,6 +72,15 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Fai
 /// # Errors
 /// `io_error`.
 pub fn json_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    files_with_extension(dir, "json")
+}
+
+/// The regular files of a folder with this extension, sorted by name; a missing folder has
+/// none.
+///
+/// # Errors
+/// `io_error`.
+pub fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>, Failure> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -79,7 +88,7 @@ pub fn json_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension) && p.is_file())
         .collect();
     files.sort();
     Ok(files)
