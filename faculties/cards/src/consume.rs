@@ -115,9 +115,14 @@ pub fn search(args: SearchArgs) -> Outcome {
     let terms = terms(&args.query)?;
     let limit = limit(args.limit)?;
     let hits = ranked(Card::load_all()?, &terms);
-    let active: Vec<&str> = hits.iter().filter(|c| c.status == Status::Active).map(|c| c.id.as_str()).collect();
-    if !active.is_empty() {
-        pipeline::refresh_validity(&active);
+    let mut stale = Vec::new();
+    for card in hits.iter().filter(|c| c.status == Status::Active) {
+        if needs_refresh(card)? {
+            stale.push(card.id.as_str());
+        }
+    }
+    if !stale.is_empty() {
+        pipeline::refresh_validity(&stale);
     }
     let mut cards = Vec::new();
     for card in &hits {
@@ -150,11 +155,23 @@ pub fn read(args: &ReadArgs) -> Outcome {
     if card.status != Status::Active {
         return Err(unavailable());
     }
-    pipeline::refresh_validity(&[card.id.as_str()]);
+    if needs_refresh(&card)? {
+        pipeline::refresh_validity(&[card.id.as_str()]);
+    }
     if verdict::is_suspended(&card)? {
         return Err(unavailable());
     }
     Ok(json!({ "card": reading(&card) }))
+}
+
+/// Whether a card's validity can have changed: it has checks, or a verdict (a conflict, or
+/// one left from checks since removed). A card with neither is always valid, and skipping
+/// its refresh saves a nested call that takes the store's write lock.
+///
+/// # Errors
+/// Store errors reading the verdict.
+fn needs_refresh(card: &Card) -> Result<bool, Failure> {
+    Ok(!card.checks.is_empty() || verdict::Verdict::load(&card.id)?.is_some())
 }
 
 /// What a consumer reads of a card.
