@@ -34,30 +34,20 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let wanted = |id: &str| filter.is_empty() || filter.iter().any(|f| selects(f, id));
-    if wanted("B1") {
-        b1_faculty_call();
-    }
-    if wanted("B2") {
-        b2_pipeline_read();
-    }
-    if wanted("B3") {
-        b3_search();
-    }
-    if wanted("B6") {
-        b6_startup();
-    }
-    if wanted("B7") {
-        b7_scan();
-    }
-    if wanted("B8") {
-        b8_live_reload();
-    }
-    if wanted("B9") {
-        b9_memory();
-    }
-    if wanted("B10") {
-        b10_validity_refresh();
+    let figures: [(&str, fn()); 8] = [
+        ("B1", b1_faculty_call),
+        ("B2", b2_pipeline_read),
+        ("B3", b3_search),
+        ("B6", b6_startup),
+        ("B7", b7_scan),
+        ("B8", b8_live_reload),
+        ("B9", b9_memory),
+        ("B10", b10_validity_refresh),
+    ];
+    for (id, run) in figures {
+        if filter.is_empty() || filter.iter().any(|f| selects(f, id)) {
+            run();
+        }
     }
 }
 
