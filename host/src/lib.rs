@@ -6,9 +6,12 @@
 //! - [`catalog`] — manifests: scan, validate, watch, publish snapshots;
 //! - [`faculty`] — faculties as WebAssembly components: engine, sandbox, calls;
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
+//! - [`process`] — starting processes in their own group under a keeper, so none outlives the host;
+//! - [`supervise`] — hosted tools and services: restart policy, health, logs;
 //! - [`http`] — the API surface, its gate and error envelope;
 //! - [`validation`] — JSON Schema validation with readable messages, shared by every schema;
-//! - [`json`] — strict, size-capped reading of owner-written JSON files.
+//! - [`json`] — strict, size-capped reading of owner-written JSON files;
+//! - [`time`] — wall-clock time as the API and logs show it.
 
 pub mod catalog;
 pub mod faculty;
@@ -16,6 +19,9 @@ pub mod http;
 pub mod instance;
 pub mod json;
 pub mod pipeline;
+pub mod process;
+pub mod supervise;
+pub mod time;
 pub mod validation;
 
 /// The host's version.

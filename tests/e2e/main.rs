@@ -9,4 +9,5 @@ mod faculty;
 mod gate;
 mod knowledge_loop;
 mod pipeline;
+mod supervise;
 mod util;

@@ -126,6 +126,12 @@ impl Butler {
         terminate(&mut self.child)
     }
 
+    /// Kills the host with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()

@@ -3,6 +3,7 @@
 mod check;
 mod client;
 mod faculty;
+mod keep;
 mod pipeline;
 mod serve;
 mod settings;
@@ -34,6 +35,9 @@ enum Command {
     Review(pipeline::Review),
     /// Card validity: refresh every check, or set a card's checks.
     Validity(pipeline::Validity),
+    /// The keeper a hosted process runs under (started by the host, not by hand).
+    #[command(hide = true)]
+    Keep(keep::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -46,6 +50,7 @@ pub fn main() -> ExitCode {
         Command::Pipeline(command) => pipeline::pipeline(command),
         Command::Review(command) => pipeline::review(command),
         Command::Validity(command) => pipeline::validity(command),
+        Command::Keep(args) => Ok(keep::run(&args)),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,5 @@
-//! `butler serve`: open (or create) the instance, start the catalog loader, serve HTTP
-//! until SIGINT/SIGTERM.
+//! `butler serve`: open (or create) the instance, start the catalog loader, the faculty
+//! runtime and supervision, serve HTTP until SIGINT/SIGTERM, then stop every hosted process.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -13,7 +13,9 @@ use butler_host::catalog::spawn_loader;
 use butler_host::faculty::FacultyRuntime;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
 use butler_host::instance::{HostFile, Instance, owner};
-use butler_host::pipeline::PipelineRouter;
+use butler_host::pipeline::{PipelineRouter, observations};
+use butler_host::process::HostEnv;
+use butler_host::supervise::Supervisor;
 
 use super::settings::{self, Settings};
 
@@ -30,6 +32,9 @@ pub struct Args {
     #[arg(long, env = "BUTLER_BIND", value_name = "ADDR")]
     bind: Option<IpAddr>,
 }
+
+/// At shutdown, how long faculty calls in flight may take to finish.
+const CALL_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the host.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -69,13 +74,18 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     faculties.set_dispatch(pipeline.clone());
     faculties.require_owner_for(pipeline.owner_commands());
 
+    let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
+    observations::spawn(Arc::clone(&pipeline), Arc::clone(&faculties), &supervisor, &catalog);
+    supervisor.follow(&catalog).await;
+
     let instance = Arc::new(instance);
     let host_file = HostFile::write(&instance.state_dir(), &host_url)?;
     let state = AppState {
         catalog,
         instance: Arc::clone(&instance),
-        faculties,
+        faculties: Arc::clone(&faculties),
         pipeline,
+        supervisor: Arc::clone(&supervisor),
         owner_token: owner_token.into(),
         gate: GateConfig { port: local.port() },
         started,
@@ -92,7 +102,16 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     out.flush()?;
     drop(out);
 
+    // Stop the hosted processes before the server finishes: their log streams end with
+    // them, so no open SSE connection holds up the graceful shutdown.
+    let stopping = Arc::clone(&supervisor);
+    let shutdown = async move {
+        shutdown.await;
+        stopping.shutdown().await;
+    };
     http::serve(listener, state, shutdown).await?;
+    supervisor.shutdown().await;
+    faculties.drain(CALL_DRAIN).await;
     drop(host_file);
     tracing::info!("stopped");
     Ok(())

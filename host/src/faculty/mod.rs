@@ -22,7 +22,7 @@ pub mod sandbox;
 pub mod wit;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 
 use serde::Serialize;
@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 use crate::catalog::manifest::{Effect, ReportShape};
 use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
 use crate::instance::{Instance, config::FacultySettings};
+use crate::process::HostEnv;
 use args::ArgSpec;
 use components::{Components, Prepared};
 use engine::FacultyEngine;
@@ -377,7 +378,7 @@ struct Setup {
     self_root: PathBuf,
     validity_root: PathBuf,
     settings: BTreeMap<String, FacultySettings>,
-    interpreters: Vec<(String, String)>,
+    host: HostEnv,
     native_env: Vec<(String, String)>,
 }
 
@@ -418,20 +419,12 @@ impl FacultyRuntime {
         let state_dir = instance.state_dir();
         let cache = state_dir.join("cache").join("components");
         let components = Arc::new(Components::new(engine.engine.clone(), linkers, cache, background));
-        let interpreters = [("python", &instance.config.python), ("bun", &instance.config.bun)]
-            .into_iter()
-            .filter_map(|(name, path)| Some((name.to_owned(), path.as_ref()?.clone())))
-            .collect();
+        let host = HostEnv::new(instance, host_url);
         let mut native_env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
             .iter()
             .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
             .collect();
-        native_env.extend([
-            ("BUTLER_HOST_URL".to_owned(), host_url.to_owned()),
-            ("BUTLER_GUARDIAN_URL".to_owned(), host_url.to_owned()),
-            ("BUTLER_WORKDIR".to_owned(), instance.root.display().to_string()),
-            ("BUTLER_VALIDITY_ROOT".to_owned(), instance.validity_root().display().to_string()),
-        ]);
+        native_env.extend(host.vars().iter().cloned());
         Ok(Arc::new(Self {
             engine,
             components,
@@ -441,7 +434,7 @@ impl FacultyRuntime {
                 self_root: instance.self_root(),
                 validity_root: instance.validity_root(),
                 settings: instance.config.faculties.clone(),
-                interpreters,
+                host,
                 native_env,
             },
             faculties: RwLock::new(HashMap::new()),
@@ -478,6 +471,16 @@ impl FacultyRuntime {
         })
         .await
         .map_err(|e| format!("the call panicked: {e}"))
+    }
+
+    /// At shutdown: refuses new calls and waits, up to `limit`, for the ones in flight to
+    /// finish, so none is cut off mid-write when the async runtime goes away.
+    pub async fn drain(&self, limit: std::time::Duration) {
+        let all = u32::try_from(MAX_CONCURRENT_CALLS).unwrap_or(u32::MAX);
+        if let Ok(Ok(permits)) = tokio::time::timeout(limit, self.slots.acquire_many(all)).await {
+            permits.forget();
+        }
+        self.slots.close();
     }
 
     /// Commands (`(faculty, command)`) that only the owner may run, whoever calls them:
@@ -786,13 +789,7 @@ impl FacultyRuntime {
         if crate::catalog::component::is_wasm(exec0) {
             return Err(format!("component `{exec0}` is not loaded"));
         }
-        let mut argv = exec.to_vec();
-        if let Some((_, interpreter)) = self.setup.interpreters.iter().find(|(name, _)| name == exec0) {
-            argv[0] = interpreter.clone();
-        } else if exec0.contains('/') && !Path::new(exec0).is_absolute() {
-            argv[0] = ext.dir.join(exec0).display().to_string();
-        }
-        Ok(Target::Native { argv })
+        Ok(Target::Native { argv: self.setup.host.resolve_argv(&ext.dir, exec) })
     }
 
     /// `/data` plus the configured grants, deadline and memory cap for faculty `id`.

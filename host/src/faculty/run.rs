@@ -3,7 +3,7 @@
 //! or a [`CallError`] for this call only.
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -103,20 +103,18 @@ pub(super) fn native(
     env: &[(String, String)],
     stdin: Option<&str>,
 ) -> Result<Value, CallError> {
-    use std::os::unix::process::CommandExt;
     let faculty = sandbox.faculty.clone();
-    let Some((program, rest)) = argv.split_first() else {
+    let Some(program) = argv.first() else {
         return Err(CallError::Unavailable { faculty, reason: "empty exec".to_owned() });
     };
-    let mut child = Command::new(program)
-        .args(rest)
+    // Under a keeper, in its own process group: a host killed mid-call leaves nothing behind.
+    let mut child = crate::process::keeper::command(argv)
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn()
         .map_err(|e| CallError::CommandFailed {
             faculty: faculty.clone(),
@@ -165,12 +163,9 @@ pub(super) fn native(
     parse_output(&faculty, &String::from_utf8_lossy(&stdout))
 }
 
-/// The child leads its own process group; kill the whole group (grandchildren too).
+/// The keeper leads the call's process group; kill the whole group (grandchildren too).
 fn kill_group(pid: u32) {
-    let group = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
-    if let Some(group) = group {
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
+    crate::process::tree::signal_group(pid, rustix::process::Signal::KILL);
 }
 
 fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {

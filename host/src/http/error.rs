@@ -141,9 +141,9 @@ impl From<crate::faculty::CallError> for ApiError {
 #[must_use]
 pub fn status_for(code: &str) -> StatusCode {
     match code {
-        "unknown_faculty" | "unknown_command" | "unknown_report" | "unknown_action" | "not_found" => {
-            StatusCode::NOT_FOUND
-        }
+        "unknown_faculty" | "unknown_command" | "unknown_report" | "unknown_action" | "unknown_extension"
+        | "not_found" => StatusCode::NOT_FOUND,
+        "not_hosted" | "extension_removed" => StatusCode::CONFLICT,
         "invalid_args" => StatusCode::BAD_REQUEST,
         "owner_required" | "forbidden" => StatusCode::FORBIDDEN,
         "faculty_unavailable" | "busy" => StatusCode::SERVICE_UNAVAILABLE,

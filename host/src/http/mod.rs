@@ -18,6 +18,7 @@ use crate::catalog::CatalogHandle;
 use crate::faculty::FacultyRuntime;
 use crate::instance::Instance;
 use crate::pipeline::PipelineRouter;
+use crate::supervise::Supervisor;
 pub use error::{ApiError, ApiJson};
 pub use gate::GateConfig;
 
@@ -39,6 +40,8 @@ pub struct AppState {
     pub faculties: Arc<FacultyRuntime>,
     /// The pipeline router.
     pub pipeline: Arc<PipelineRouter>,
+    /// Hosted tools and services.
+    pub supervisor: Arc<Supervisor>,
     /// The local owner token (S-H5).
     pub owner_token: Arc<str>,
     /// What the gate checks (our port).

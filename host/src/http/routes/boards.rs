@@ -1,7 +1,8 @@
 //! The per-kind lists: `GET /overview` (tools), `GET /services`, `GET /faculties`.
 //!
-//! Each item is the public extension view plus its run state. Until a subsystem runs an
-//! item, its state is `stopped` (tools, services) or `registered` (faculties).
+//! Each item is the public extension view plus its run state: a hosted tool's or service's
+//! supervision status (`state`, `pid`, `restarts`, `health`, …), `unmanaged` for one without
+//! a `hosted` block, and a faculty's runtime state (`registered` until the runtime has it).
 
 use axum::Json;
 use axum::extract::State;
@@ -11,29 +12,50 @@ use serde_json::{Value, json};
 use crate::catalog::Kind;
 use crate::catalog::public::PublicExtension;
 use crate::http::AppState;
+use crate::supervise::Status;
 
 #[derive(Serialize)]
 struct Item<'a> {
     #[serde(flatten)]
     extension: PublicExtension<'a>,
-    state: &'static str,
+    #[serde(flatten)]
+    run: Run,
 }
 
-fn items(state: &AppState, kind: Kind, run_state: &'static str) -> Value {
+/// A hosted item's status, or `unmanaged` for one without a `hosted` block (Butler does
+/// not run it: it is a panel, a link, or a process someone else runs).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Run {
+    Supervised(Status),
+    Unmanaged { state: &'static str },
+}
+
+fn items(state: &AppState, kind: Kind) -> Value {
     let snapshot = state.catalog.current();
-    let items: Vec<Item<'_>> =
-        snapshot.of_kind(kind).map(|e| Item { extension: PublicExtension::of(e), state: run_state }).collect();
+    let items: Vec<Item<'_>> = snapshot
+        .of_kind(kind)
+        .map(|e| {
+            let run = match (&e.manifest.hosted, state.supervisor.status(e.id())) {
+                (Some(_), Some(status)) => Run::Supervised(status),
+                // Registered a moment ago, not reconciled yet.
+                (Some(_), None) => Run::Unmanaged { state: "stopped" },
+                (None, _) => Run::Unmanaged { state: "unmanaged" },
+            };
+            Item { extension: PublicExtension::of(e), run }
+        })
+        .collect();
     json!(items)
 }
 
 /// `{"tools":[…]}`.
 pub async fn overview(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "tools": items(&state, Kind::Tool, "stopped") }))
+    Json(json!({ "tools": items(&state, Kind::Tool) }))
 }
 
 /// `{"services":[…]}`.
 pub async fn services(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "services": items(&state, Kind::Service, "stopped") }))
+    Json(json!({ "services": items(&state, Kind::Service) }))
 }
 
 /// `{"faculties":[…], "runtime":{…}}` — registered faculties with their run state

@@ -7,6 +7,7 @@ mod faculties;
 mod health;
 mod layout;
 mod pipeline;
+mod supervise;
 
 use axum::routing::{MethodRouter, get, post};
 
@@ -20,6 +21,10 @@ pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/extensions/{id}/icon", get(catalog::icon)),
         ("/overview", get(boards::overview)),
         ("/services", get(boards::services)),
+        ("/tools/{id}/log", get(supervise::tool_log)),
+        ("/tools/{id}/{action}", post(supervise::tool_action)),
+        ("/services/{id}/log", get(supervise::service_log)),
+        ("/services/{id}/{action}", post(supervise::service_action)),
         ("/faculties", get(boards::faculties)),
         ("/faculties/{id}/commands/{command}", post(faculties::command)),
         ("/faculties/{id}/reports/{report}", get(faculties::report)),

@@ -1,0 +1,110 @@
+//! Hosted tools and services (S-P5, S-P6): `POST /{tools|services}/{id}/{start|stop|restart}`
+//! and the log stream `GET /{tools|services}/{id}/log` (server-sent events: the backlog,
+//! then live lines).
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::catalog::Kind;
+use crate::http::{ApiError, AppState};
+use crate::supervise::logs::LogLine;
+use crate::supervise::{Action, Item, SuperviseError};
+
+/// `POST /tools/{id}/{action}`.
+pub async fn tool_action(
+    State(state): State<AppState>,
+    Path((id, action)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    act(&state, Kind::Tool, &id, &action).await
+}
+
+/// `POST /services/{id}/{action}`.
+pub async fn service_action(
+    State(state): State<AppState>,
+    Path((id, action)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    act(&state, Kind::Service, &id, &action).await
+}
+
+/// `GET /tools/{id}/log`.
+pub async fn tool_log(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    log(&state, Kind::Tool, &id)
+}
+
+/// `GET /services/{id}/log`.
+pub async fn service_log(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    log(&state, Kind::Service, &id)
+}
+
+async fn act(state: &AppState, kind: Kind, id: &str, action: &str) -> Result<Json<Value>, ApiError> {
+    let action = match action {
+        "start" => Action::Start,
+        "stop" => Action::Stop,
+        "restart" => Action::Restart,
+        other => {
+            return Err(ApiError::not_found(
+                "unknown_action",
+                format!("no action `{other}` on a {}: use start, stop or restart", kind.as_str()),
+            ));
+        }
+    };
+    let item = find(state, kind, id)?;
+    let status = state.supervisor.act(&item, id, action).await?;
+    Ok(Json(json!({"ok": true, "data": {"id": id, "status": status}})))
+}
+
+fn find(state: &AppState, kind: Kind, id: &str) -> Result<std::sync::Arc<Item>, ApiError> {
+    Ok(state.supervisor.item(&state.catalog.current(), kind, id)?)
+}
+
+/// The log as SSE: `log` events (`id` = the line's `seq`, data `{seq, at, stream, text}`),
+/// one `live` event when the backlog is sent, and `skipped` (`{"lines": N}`) if this client
+/// fell so far behind that lines were dropped for it.
+fn log(
+    state: &AppState,
+    kind: Kind,
+    id: &str,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    let item = find(state, kind, id)?;
+    let follow = item.log.follow();
+    let start = (follow.backlog.into_iter(), follow.live, true);
+    let stream = futures_util::stream::unfold(start, |(mut backlog, mut live, mut pending_live)| async move {
+        if let Some(line) = backlog.next() {
+            return Some((Ok(line_event(&line)), (backlog, live, pending_live)));
+        }
+        if pending_live {
+            pending_live = false;
+            return Some((Ok(Event::default().event("live").data("{}")), (backlog, live, pending_live)));
+        }
+        let event = match live.recv().await {
+            Ok(line) => line_event(&line),
+            Err(RecvError::Lagged(n)) => Event::default().event("skipped").data(json!({"lines": n}).to_string()),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(event), (backlog, live, pending_live)))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+fn line_event(line: &LogLine) -> Event {
+    Event::default().event("log").id(line.seq.to_string()).data(serde_json::to_string(line).unwrap_or_default())
+}
+
+impl From<SuperviseError> for ApiError {
+    fn from(error: SuperviseError) -> Self {
+        let code = error.code();
+        Self::new(super::super::error::status_for(code), code, error.to_string())
+    }
+}

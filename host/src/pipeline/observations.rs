@@ -1,0 +1,154 @@
+//! L0 observations (§5.6): what the host witnesses itself, recorded through
+//! `journal.intake` with `source=butler` and `ref=butler://<subject>`:
+//! - a hosted item's failure exit (`type=error`, `tool:<id>` or `service:<id>`), with its
+//!   exit code and the next restart delay;
+//! - an extension added or removed by a rescan (`type=note`, `catalog:<id>`) — not the
+//!   first scan, and not a `.wasm` that only finished compiling.
+//!
+//! Manual stops and restarts are not failures and never reach here. Recording runs on its
+//! own task: a failing journal is logged and never slows supervision or the catalog.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::PipelineRouter;
+use crate::catalog::{Catalog, CatalogHandle, Kind, Severity};
+use crate::faculty::{CallContext, CallError, FacultyRuntime};
+use crate::supervise::{Event, Supervisor};
+
+/// The journal action observations go through.
+const INTAKE: &str = "journal.intake";
+
+/// On a new instance the journal compiles in the background while the first hosted items
+/// already run: an observation made meanwhile waits for it, up to 120 × 500 ms.
+const JOURNAL_WAIT_ATTEMPTS: u32 = 120;
+const JOURNAL_WAIT_STEP: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The journal is not loaded yet (still compiling, or not registered yet).
+fn not_ready(error: &CallError) -> bool {
+    matches!(error.code(), "faculty_unavailable" | "unknown_faculty" | "unknown_action")
+}
+
+/// Records supervision failures and rescan changes from now on.
+pub fn spawn(
+    pipeline: Arc<PipelineRouter>,
+    runtime: Arc<FacultyRuntime>,
+    supervisor: &Supervisor,
+    catalog: &CatalogHandle,
+) {
+    let record = move |observation: Value| {
+        let (pipeline, runtime) = (Arc::clone(&pipeline), Arc::clone(&runtime));
+        async move {
+            let observation = Arc::new(observation);
+            for attempt in 1..=JOURNAL_WAIT_ATTEMPTS {
+                let (pipeline, observation) = (Arc::clone(&pipeline), Arc::clone(&observation));
+                let call = move || pipeline.call(INTAKE, &observation, &CallContext::top(false));
+                let error = match runtime.blocking(call).await {
+                    Ok(Ok(_)) => return,
+                    Ok(Err(e)) if not_ready(&e) && attempt < JOURNAL_WAIT_ATTEMPTS => {
+                        tokio::time::sleep(JOURNAL_WAIT_STEP).await;
+                        continue;
+                    }
+                    Ok(Err(e)) => e.to_string(),
+                    Err(e) => e,
+                };
+                tracing::warn!("cannot record an observation in the journal: {error}");
+                return;
+            }
+        }
+    };
+
+    let mut events = supervisor.events();
+    let on_event = record.clone();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) => on_event(failure(&event)).await,
+                Err(RecvError::Lagged(n)) => tracing::warn!("{n} supervision events were not recorded in the journal"),
+                Err(RecvError::Closed) => break,
+            }
+        }
+    });
+
+    let mut snapshots = catalog.subscribe();
+    tokio::spawn(async move {
+        let mut seen = Seen::of(&snapshots.borrow_and_update());
+        while snapshots.changed().await.is_ok() {
+            let next = Seen::of(&snapshots.borrow_and_update());
+            for observation in seen.changes(&next) {
+                record(observation).await;
+            }
+            seen = next;
+        }
+    });
+}
+
+/// The observation of a failure exit.
+fn failure(event: &Event) -> Value {
+    let Event::Failed { kind, id, code, restart_in } = event;
+    let what = match kind {
+        Kind::Service => format!("service {id} crashed with exit code {code}"),
+        _ => format!("{} {id} exited unexpectedly with exit code {code}", kind.as_str()),
+    };
+    let next = match restart_in {
+        Some(delay) => format!("; restarting in {} ms", delay.as_millis()),
+        None => "; not restarted (its restart policy)".to_owned(),
+    };
+    let subject = format!("{}:{id}", kind.as_str());
+    json!({
+        "source": "butler",
+        "type": "error",
+        "tags": [subject, format!("exit-code:{code}")],
+        "text": format!("{what}{next}"),
+        "ref": format!("butler://{subject}"),
+    })
+}
+
+/// What a snapshot registers, by id, and which paths wait for their compile.
+struct Seen {
+    extensions: BTreeMap<String, (Kind, String)>,
+    pending: BTreeSet<String>,
+}
+
+impl Seen {
+    fn of(catalog: &Catalog) -> Self {
+        Self {
+            extensions: catalog.extensions.iter().map(|e| (e.id().to_owned(), (e.kind(), e.display_path()))).collect(),
+            pending: catalog
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Pending)
+                .map(|d| d.path.clone())
+                .collect(),
+        }
+    }
+
+    /// Notes for what `next` added or removed. An extension whose `.wasm` was compiling is
+    /// not new: it was found by an earlier scan.
+    fn changes(&self, next: &Self) -> Vec<Value> {
+        let note = |id: &str, kind: Kind, text: String| {
+            json!({
+                "source": "butler",
+                "type": "note",
+                "tags": [format!("catalog:{id}"), kind.as_str()],
+                "text": text,
+                "ref": format!("butler://catalog:{id}"),
+            })
+        };
+        let added = next
+            .extensions
+            .iter()
+            .filter(|(id, (_, path))| !self.extensions.contains_key(*id) && !self.pending.contains(path));
+        let removed = self.extensions.iter().filter(|(id, _)| !next.extensions.contains_key(*id));
+        added
+            .map(|(id, (kind, path))| note(id, *kind, format!("{} {id} was added ({path})", kind.as_str())))
+            .chain(
+                removed
+                    .map(|(id, (kind, path))| note(id, *kind, format!("{} {id} was removed ({path})", kind.as_str()))),
+            )
+            .collect()
+    }
+}

@@ -1,0 +1,279 @@
+//! The keeper: why nothing the host starts can outlive it (S-P4).
+//!
+//! Every process the host starts runs under a keeper — the same `butler` binary, run as
+//! `butler keep --host-pid PID -- PROGRAM ARGS…`. The keeper is the leader of the item's
+//! process group and spawns the program in that group, sharing its stdio. It then:
+//! - marks itself a **child subreaper**, so anything the program starts and abandons —
+//!   even a grandchild that left the group with `setsid` — is re-parented to the keeper
+//!   instead of to init, and stays findable as a descendant;
+//! - watches the **host** through a pidfd: when the host is gone, however it died (a
+//!   clean exit, Ctrl-C, `SIGKILL`), the keeper stops everything below it. A parent-death
+//!   signal alone would not do: it reaches only direct children, and it fires when the
+//!   spawning *thread* exits, which in a thread pool happens at any time;
+//! - on `SIGTERM` (the host's stop, sent to the whole group) or when the program exits,
+//!   sends `SIGTERM` to every remaining descendant, waits [`STOP_GRACE`], then `SIGKILL`s
+//!   what is left, reaps, and exits with the program's status (`128 + N` when the program
+//!   was killed by signal N, as shells report it).
+//!
+//! The host's side is [`spawn_kept`]; a stop is `SIGTERM` to the group with the host's own
+//! `SIGKILL` of the group as a backstop if the keeper does not finish in time.
+
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, WaitOptions};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
+
+use super::launch::Launch;
+use super::tree;
+
+/// How long a stopping process has between `SIGTERM` and `SIGKILL`: enough for a server to
+/// finish its in-flight requests and flush what it writes, short enough that a stop or
+/// restart button answers within a few seconds.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How much longer than the keeper's own grace the host waits before it kills the group
+/// itself (a keeper that does not finish is stuck, or starved on a loaded machine).
+const BACKSTOP_MARGIN: Duration = Duration::from_secs(3);
+
+/// While descendants are still dying, how often the keeper looks whether they are gone.
+const SETTLE_POLL: Duration = Duration::from_millis(20);
+
+/// How often the keeper checks its parent when the kernel has no pidfds (before Linux 5.3).
+const PARENT_POLL: Duration = Duration::from_millis(250);
+
+/// The name the keeper shows in `ps` (`argv[0]`).
+const KEEPER_ARG0: &str = "butler";
+
+/// A process started under a keeper.
+#[derive(Debug)]
+pub struct Kept {
+    /// The keeper, leader of the item's process group.
+    pub child: tokio::process::Child,
+    /// The group id (the keeper's pid).
+    pub group: u32,
+}
+
+/// What the started process's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// `/dev/null` (hosted tools and services).
+    Null,
+    /// A pipe the host writes (stdio MCP providers).
+    Piped,
+}
+
+/// Starts `launch` under a keeper in a new process group, stdout and stderr piped.
+///
+/// # Errors
+/// When the keeper itself cannot be started; a program that cannot be started makes the
+/// keeper print why and exit with 127 (not found) or 126.
+pub fn spawn_kept(launch: &Launch, input: Input) -> std::io::Result<Kept> {
+    let mut command = tokio::process::Command::from(command(&launch.argv));
+    command
+        .current_dir(&launch.cwd)
+        .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(match input {
+            Input::Null => Stdio::null(),
+            Input::Piped => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(false);
+    let child = command.spawn()?;
+    let group = child.id().ok_or_else(|| std::io::Error::other("the keeper exited before it could be tracked"))?;
+    Ok(Kept { child, group })
+}
+
+/// `butler keep --host-pid <this process> -- ARGV…`, in a new process group: the command
+/// that runs `argv` under a keeper. The host is this same binary (`/proc/self/exe`, which
+/// still works if the file was replaced since it started).
+#[must_use]
+pub fn command(argv: &[String]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new("/proc/self/exe");
+    command
+        .arg0(KEEPER_ARG0)
+        .arg("keep")
+        .arg("--host-pid")
+        .arg(std::process::id().to_string())
+        .arg("--")
+        .args(argv)
+        .process_group(0);
+    command
+}
+
+impl Kept {
+    /// Stops the group: `SIGTERM` to every member (the keeper passes it on to descendants
+    /// that left the group), then — if the keeper has not finished after [`STOP_GRACE`]
+    /// and a second — `SIGKILL` to the group. Returns the keeper's exit status.
+    pub async fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        tree::signal_group(self.group, Signal::TERM);
+        let status = match tokio::time::timeout(STOP_GRACE + BACKSTOP_MARGIN, self.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                tree::signal_group(self.group, Signal::KILL);
+                self.child.wait().await.ok()
+            }
+        };
+        // A SIGKILLed process takes a moment to die: answer once the whole group is gone.
+        let deadline = tokio::time::Instant::now() + BACKSTOP_MARGIN;
+        while tree::group_alive(self.group) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(SETTLE_POLL).await;
+        }
+        status
+    }
+}
+
+/// The keeper's main: runs `argv` and guards it until it and everything it started are
+/// gone. `host` is the pid of the host that started the keeper.
+#[must_use]
+pub fn run(host: u32, argv: &[String]) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("butler keep: cannot start: {e}");
+            return ExitCode::from(125);
+        }
+    };
+    runtime.block_on(keep(host, argv))
+}
+
+async fn keep(host: u32, argv: &[String]) -> ExitCode {
+    let me = rustix::process::getpid();
+    if let Err(e) = rustix::process::set_child_subreaper(Some(me)) {
+        eprintln!("butler keep: cannot become a child subreaper ({e}); abandoned grandchildren may escape");
+    }
+    // Watch the host before anything else, and make sure it is the host being watched:
+    // if it died already, our parent is no longer its pid.
+    let host_gone = HostWatch::open(host);
+    if !parent_is(host) {
+        return ExitCode::from(125);
+    }
+    let (Ok(mut term), Ok(mut int), Ok(mut hup), Ok(mut chld)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::child()),
+    ) else {
+        eprintln!("butler keep: cannot install signal handlers");
+        return ExitCode::from(125);
+    };
+    let Some((program, args)) = argv.split_first() else {
+        eprintln!("butler keep: nothing to run");
+        return ExitCode::from(125);
+    };
+    let main = match std::process::Command::new(program).args(args).spawn() {
+        Ok(child) => Pid::from_child(&child),
+        Err(e) => {
+            eprintln!("butler: cannot start `{program}`: {e}");
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
+        }
+    };
+
+    let mut exit: Option<u8> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut host_watch = host_gone;
+    let mut host_alive = true;
+    loop {
+        let settling = exit.is_some() || kill_at.is_some();
+        tokio::select! {
+            _ = term.recv() => stop_descendants(me, &mut kill_at),
+            _ = int.recv() => stop_descendants(me, &mut kill_at),
+            _ = hup.recv() => stop_descendants(me, &mut kill_at),
+            () = host_watch.gone(), if host_alive => {
+                host_alive = false;
+                stop_descendants(me, &mut kill_at);
+            }
+            _ = chld.recv() => {}
+            () = sleep_until(kill_at) => {
+                tree::signal_all(&tree::descendants(me), Signal::KILL);
+            }
+            () = tokio::time::sleep(SETTLE_POLL), if settling => {}
+        }
+        reap(main, &mut exit);
+        if let Some(code) = exit {
+            let left = tree::descendants(me);
+            if left.is_empty() {
+                return ExitCode::from(code);
+            }
+            if kill_at.is_none() {
+                // The program is gone but left processes behind: they go too.
+                tree::signal_all(&left, Signal::TERM);
+                kill_at = Some(Instant::now() + STOP_GRACE);
+            }
+        }
+    }
+}
+
+/// `SIGTERM` to every descendant, and the `SIGKILL` deadline, once.
+fn stop_descendants(me: Pid, kill_at: &mut Option<Instant>) {
+    if kill_at.is_none() {
+        tree::signal_all(&tree::descendants(me), Signal::TERM);
+        *kill_at = Some(Instant::now() + STOP_GRACE);
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reaps every exited child (re-parented orphans included), noting the main program's
+/// exit as a shell would report it.
+fn reap(main: Pid, exit: &mut Option<u8>) {
+    while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+        if pid == main {
+            let code =
+                status.exit_status().or_else(|| status.terminating_signal().map(|signal| 128 + signal)).unwrap_or(1);
+            *exit = Some(u8::try_from(code & 0xff).unwrap_or(1));
+        }
+    }
+}
+
+fn parent_is(host: u32) -> bool {
+    rustix::process::getppid().is_some_and(|p| u32::try_from(p.as_raw_nonzero().get()).ok() == Some(host))
+}
+
+/// Resolves when the host process is gone: its pidfd turning readable (watched by a small
+/// thread blocked in `poll`), or — on kernels without pidfds — a changed parent pid.
+enum HostWatch {
+    Pidfd(tokio::sync::oneshot::Receiver<()>),
+    Poll(u32),
+}
+
+impl HostWatch {
+    fn open(host: u32) -> Self {
+        let pidfd = i32::try_from(host)
+            .ok()
+            .and_then(Pid::from_raw)
+            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+        let Some(pidfd) = pidfd else { return Self::Poll(host) };
+        let (gone, watch) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new().name("host-watch".into()).stack_size(64 * 1024).spawn(move || {
+            let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+            while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut fds, None) {}
+            let _ = gone.send(());
+        });
+        if spawned.is_err() {
+            return Self::Poll(host);
+        }
+        Self::Pidfd(watch)
+    }
+
+    async fn gone(&mut self) {
+        match self {
+            Self::Pidfd(watch) => {
+                let _ = watch.await;
+            }
+            Self::Poll(host) => {
+                while parent_is(*host) {
+                    tokio::time::sleep(PARENT_POLL).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! A process's descendants, read from `/proc`, and signalling them.
+//!
+//! A process group is not enough to find everything a child started: a grandchild can
+//! call `setsid` and leave the group. Descendants by parent link can still be found —
+//! and with the keeper marked as a child subreaper, orphans are re-parented to it instead
+//! of to init, so they stay in its tree.
+
+use std::collections::HashMap;
+
+use rustix::process::{Pid, Signal};
+
+/// Every live descendant of `root` (children, their children, …), `root` excluded.
+#[must_use]
+pub fn descendants(root: Pid) -> Vec<Pid> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if let Some(parent) = parent_of(pid) {
+            children.entry(parent).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root.as_raw_nonzero().get()];
+    while let Some(pid) = queue.pop() {
+        for &child in children.get(&pid).map_or(&[][..], Vec::as_slice) {
+            if let Some(child) = Pid::from_raw(child) {
+                found.push(child);
+                queue.push(child.as_raw_nonzero().get());
+            }
+        }
+    }
+    found
+}
+
+/// The parent pid of `pid`, skipping zombies (they are gone, only waiting to be reaped).
+fn parent_of(pid: i32) -> Option<i32> {
+    let (state, parent, _) = stat_fields(pid)?;
+    (state != "Z" && state != "X").then_some(parent)
+}
+
+/// State, parent pid and process group of `pid`.
+fn stat_fields(pid: i32) -> Option<(String, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …` — comm may hold spaces and parentheses: split after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.to_owned();
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((state, parent, group))
+}
+
+/// Sends `signal` to each of `pids`, ignoring the ones that are already gone.
+pub fn signal_all(pids: &[Pid], signal: Signal) {
+    for &pid in pids {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// Sends `signal` to the process group led by `pid` (ignoring a group that is gone).
+pub fn signal_group(pid: u32, signal: Signal) {
+    if let Some(group) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(group, signal);
+    }
+}
+
+/// Whether any process (zombies aside) is still in the group led by `pid`.
+#[must_use]
+pub fn group_alive(pid: u32) -> bool {
+    let Some(group) = i32::try_from(pid).ok().and_then(Pid::from_raw) else { return false };
+    if rustix::process::test_kill_process_group(group).is_err() {
+        return false;
+    }
+    // Zombies still count for kill(0); look for a live member.
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|entry| {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { return false };
+        stat_fields(pid)
+            .is_some_and(|(state, _, pgrp)| state != "Z" && state != "X" && pgrp == group.as_raw_nonzero().get())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_children_and_grandchildren() {
+        // sh → sleep (child) and sh → sh → sleep (grandchild).
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 30 & /bin/sh -c 'sleep 30 & wait' & wait"])
+            .spawn()
+            .expect("spawn sh");
+        let me = rustix::process::getpid();
+        let shell = Pid::from_raw(i32::try_from(child.id()).expect("pid")).expect("pid");
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = descendants(shell);
+            if found.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(found.len(), 3, "sleep, inner sh and its sleep: {found:?}");
+        assert!(descendants(me).contains(&shell));
+        assert!(descendants(me).iter().any(|p| found.contains(p)), "grandchildren are descendants of this test too");
+        signal_all(&found, Signal::KILL);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

@@ -1,0 +1,527 @@
+//! One supervised item: a task that owns its process and is the only code that starts,
+//! stops or restarts it. Requests arrive as messages, so concurrent start/stop/restart on
+//! one item are serialized (S-P6); the exit, restart timer and health probe are the other
+//! events it waits on.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::health::Outcome;
+use super::logs::{Log, Stream};
+use super::policy::{self, Backoff};
+use super::{Event, Spec, lock};
+use crate::catalog::Kind;
+use crate::catalog::manifest::RestartPolicy;
+use crate::process::{Kept, keeper};
+use crate::time::now_ms;
+
+/// Before its first healthy answer, a starting item is probed this often, so it shows
+/// healthy soon after it is.
+const STARTING_PROBE_EVERY: Duration = Duration::from_millis(250);
+
+/// The first probe, this long after the start: most servers are listening by then.
+const FIRST_PROBE_AFTER: Duration = Duration::from_millis(100);
+
+/// Failed probes count as "still starting" for this long after a start: servers that load
+/// a model or migrate a database take tens of seconds, and are not unhealthy meanwhile.
+const STARTUP_WINDOW: Duration = Duration::from_secs(30);
+
+/// After the process exits, how long its output pipes may still deliver the last lines.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+
+/// An item's run state (S-P3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Not running.
+    Stopped,
+    /// Started; its health probe has not answered healthy yet.
+    Starting,
+    /// Running, with no health probe.
+    Running,
+    /// Running; the last probe succeeded.
+    Healthy,
+    /// Running; the last probe failed.
+    Unhealthy,
+    /// Exited; restarts at `nextRestartAt`.
+    Backoff,
+    /// Exited with a failure and is not restarted (policy, or it could not be started).
+    Crashed,
+}
+
+/// How the last run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exit {
+    /// Exit code (`128 + N` when killed by signal N).
+    pub code: i32,
+    /// When, ms since the epoch.
+    pub at: u64,
+    /// Whether Butler stopped it (stop, restart, removal, shutdown).
+    pub requested: bool,
+}
+
+/// The last probe's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HealthView {
+    /// Healthy?
+    pub ok: bool,
+    /// What was seen.
+    pub detail: String,
+    /// When, ms since the epoch.
+    pub at: u64,
+}
+
+/// What the API shows about an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// Run state.
+    pub state: State,
+    /// The program's pid while it runs.
+    pub pid: Option<u32>,
+    /// Its process group (the keeper's pid).
+    pub pgid: Option<u32>,
+    /// When the current run started, ms since the epoch.
+    pub started_at: Option<u64>,
+    /// How long it has been running, in ms.
+    pub uptime_ms: Option<u64>,
+    /// Automatic restarts since it was last started by hand (or by the host).
+    pub restarts: u32,
+    /// How the last run ended.
+    pub last_exit: Option<Exit>,
+    /// When the next automatic restart happens (state `backoff`), ms since the epoch.
+    pub next_restart_at: Option<u64>,
+    /// Its `hosted` block changed and it is being restarted with the new one.
+    pub restart_pending: bool,
+    /// The last health probe.
+    pub health: Option<HealthView>,
+    /// Why it could not be started.
+    pub error: Option<String>,
+    /// The restart policy in effect.
+    pub restart: RestartPolicy,
+}
+
+/// What the item task keeps and the API reads.
+#[derive(Debug)]
+struct Record {
+    status: Status,
+    since: Option<std::time::Instant>,
+}
+
+/// Requests to an item task.
+enum Msg {
+    Start(oneshot::Sender<()>),
+    Stop(oneshot::Sender<()>),
+    Restart(oneshot::Sender<()>),
+    Update(Arc<Spec>),
+    Remove(oneshot::Sender<()>),
+}
+
+/// The handle the supervisor keeps for an item.
+pub struct Item {
+    /// The extension's kind.
+    pub kind: Kind,
+    /// The spec it runs now.
+    spec: Mutex<Arc<Spec>>,
+    record: Arc<Mutex<Record>>,
+    /// Its log.
+    pub log: Arc<Log>,
+    tx: mpsc::Sender<Msg>,
+}
+
+/// The item's task is gone (the host is shutting down, or it was removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the item is being removed")]
+pub struct Gone;
+
+impl Item {
+    /// Starts the task for `spec`; nothing runs until a start.
+    pub fn spawn(spec: Arc<Spec>, log_path: PathBuf, events: broadcast::Sender<Event>) -> Arc<Self> {
+        let (tx, rx) = mpsc::channel(16);
+        let record = Arc::new(Mutex::new(Record {
+            status: Status {
+                state: State::Stopped,
+                pid: None,
+                pgid: None,
+                started_at: None,
+                uptime_ms: None,
+                restarts: 0,
+                last_exit: None,
+                next_restart_at: None,
+                restart_pending: false,
+                health: None,
+                error: None,
+                restart: spec.restart,
+            },
+            since: None,
+        }));
+        let log = Arc::new(Log::new(log_path));
+        let task = Task {
+            spec: Arc::clone(&spec),
+            record: Arc::clone(&record),
+            log: Arc::clone(&log),
+            events,
+            backoff: Backoff::default(),
+        };
+        tokio::spawn(task.run(rx));
+        Arc::new(Self { kind: spec.kind, spec: Mutex::new(spec), record, log, tx })
+    }
+
+    /// The item's status now.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        let mut record = lock(&self.record);
+        if record.status.pid.is_none()
+            && let Some(group) = record.status.pgid
+        {
+            record.status.pid = main_pid(group);
+        }
+        let mut status = record.status.clone();
+        status.uptime_ms = record.since.map(|s| u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX));
+        status
+    }
+
+    /// The spec it runs.
+    #[must_use]
+    pub fn spec(&self) -> Arc<Spec> {
+        Arc::clone(&lock(&self.spec))
+    }
+
+    /// Starts it (nothing if it runs; at once if it waits in backoff).
+    ///
+    /// # Errors
+    /// [`Gone`] if the item is being removed.
+    pub async fn start(&self) -> Result<(), Gone> {
+        self.ask(Msg::Start).await
+    }
+
+    /// Stops it and keeps it stopped.
+    ///
+    /// # Errors
+    /// [`Gone`] if the item is being removed.
+    pub async fn stop(&self) -> Result<(), Gone> {
+        self.ask(Msg::Stop).await
+    }
+
+    /// Stops it if it runs, then starts it.
+    ///
+    /// # Errors
+    /// [`Gone`] if the item is being removed.
+    pub async fn restart(&self) -> Result<(), Gone> {
+        self.ask(Msg::Restart).await
+    }
+
+    /// Runs `spec` from now on; a running process is restarted with it.
+    pub async fn update(&self, spec: Arc<Spec>) {
+        *lock(&self.spec) = Arc::clone(&spec);
+        let _ = self.tx.send(Msg::Update(spec)).await;
+    }
+
+    /// Stops it for good and ends its task.
+    pub async fn remove(&self) {
+        let _ = self.ask(Msg::Remove).await;
+    }
+
+    async fn ask(&self, msg: impl FnOnce(oneshot::Sender<()>) -> Msg) -> Result<(), Gone> {
+        let (reply, done) = oneshot::channel();
+        self.tx.send(msg(reply)).await.map_err(|_| Gone)?;
+        done.await.map_err(|_| Gone)
+    }
+}
+
+/// A process the task runs.
+struct Running {
+    kept: Kept,
+    since: Instant,
+    readers: Vec<JoinHandle<()>>,
+}
+
+type ProbeRun = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+/// The item's task.
+struct Task {
+    spec: Arc<Spec>,
+    record: Arc<Mutex<Record>>,
+    log: Arc<Log>,
+    events: broadcast::Sender<Event>,
+    backoff: Backoff,
+}
+
+impl Task {
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let mut running: Option<Running> = None;
+        let mut restart_at: Option<Instant> = None;
+        let mut probe_at: Option<Instant> = None;
+        let mut probing: Option<ProbeRun> = None;
+        loop {
+            tokio::select! {
+                msg = rx.recv() => {
+                    let Some(msg) = msg else {
+                        self.stop(&mut running).await;
+                        return;
+                    };
+                    // Any request ends the current probe; all but an update end a pending
+                    // restart too (an update retries a waiting item at once, below).
+                    let waiting = restart_at.take().is_some();
+                    probing = None;
+                    probe_at = None;
+                    match msg {
+                        Msg::Start(reply) => {
+                            if running.is_none() {
+                                self.manual_start();
+                                running = self.spawn();
+                            }
+                            let _ = reply.send(());
+                        }
+                        Msg::Stop(reply) => {
+                            self.stop(&mut running).await;
+                            let _ = reply.send(());
+                        }
+                        Msg::Restart(reply) => {
+                            self.stop(&mut running).await;
+                            self.manual_start();
+                            running = self.spawn();
+                            let _ = reply.send(());
+                        }
+                        Msg::Update(spec) => {
+                            self.spec = spec;
+                            lock(&self.record).status.restart = self.spec.restart;
+                            if running.is_some() {
+                                lock(&self.record).status.restart_pending = true;
+                                self.log.note("its hosted block changed: restarting with the new one");
+                                self.stop(&mut running).await;
+                                running = self.spawn();
+                                lock(&self.record).status.restart_pending = false;
+                            } else if waiting {
+                                self.log.note("its hosted block changed: retrying now instead of after the backoff");
+                                running = self.spawn();
+                            }
+                        }
+                        Msg::Remove(reply) => {
+                            self.stop(&mut running).await;
+                            let _ = reply.send(());
+                            return;
+                        }
+                    }
+                    if running.is_some() {
+                        probe_at = Some(Instant::now() + FIRST_PROBE_AFTER);
+                    }
+                }
+                status = exited(&mut running) => {
+                    if let Some(process) = running.take() {
+                        probing = None;
+                        probe_at = None;
+                        restart_at = self.exited(process, status).await;
+                    }
+                }
+                () = sleep_until(restart_at) => {
+                    restart_at = None;
+                    lock(&self.record).status.restarts += 1;
+                    running = self.spawn();
+                    if running.is_some() {
+                        probe_at = Some(Instant::now() + FIRST_PROBE_AFTER);
+                    }
+                }
+                () = sleep_until(probe_at), if probing.is_none() && running.is_some() => {
+                    probe_at = None;
+                    if let Some((probe, _)) = self.spec.probe.as_ref().ok().and_then(Option::as_ref) {
+                        let probe = probe.clone();
+                        probing = Some(Box::pin(async move { probe.run().await }));
+                    }
+                }
+                outcome = poll_probe(&mut probing) => {
+                    probing = None;
+                    probe_at = Some(Instant::now() + self.probed(outcome));
+                }
+            }
+        }
+    }
+
+    /// A start asked for by the owner or the host: past failures are forgotten.
+    fn manual_start(&mut self) {
+        self.backoff.reset();
+        let mut record = lock(&self.record);
+        record.status.restarts = 0;
+        record.status.next_restart_at = None;
+    }
+
+    /// Starts the process; on failure the item is `crashed` with the reason.
+    fn spawn(&self) -> Option<Running> {
+        let result = match &self.spec.launch {
+            Ok(launch) => keeper::spawn_kept(launch, keeper::Input::Null)
+                .map(|kept| (kept, launch.argv.join(" ")))
+                .map_err(|e| format!("cannot start `{}`: {e}", launch.program())),
+            Err(e) => Err(format!("cannot start: {e}")),
+        };
+        let mut record = lock(&self.record);
+        let status = &mut record.status;
+        status.next_restart_at = None;
+        status.health = None;
+        status.pid = None;
+        match result {
+            Ok((mut kept, command)) => {
+                let readers = [
+                    kept.child
+                        .stdout
+                        .take()
+                        .map(|out| tokio::spawn(Arc::clone(&self.log).capture(Stream::Stdout, out))),
+                    kept.child
+                        .stderr
+                        .take()
+                        .map(|err| tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, err))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                status.state = if matches!(self.spec.probe, Ok(Some(_))) { State::Starting } else { State::Running };
+                status.pgid = Some(kept.group);
+                status.started_at = Some(now_ms());
+                status.error = None;
+                record.since = Some(std::time::Instant::now());
+                drop(record);
+                self.log.note(format!("started: {command}"));
+                Some(Running { kept, since: Instant::now(), readers })
+            }
+            Err(message) => {
+                status.state = State::Crashed;
+                status.error = Some(message.clone());
+                status.pgid = None;
+                status.started_at = None;
+                record.since = None;
+                drop(record);
+                self.log.note(message);
+                None
+            }
+        }
+    }
+
+    /// Stops the process if one runs; the item is `stopped` either way.
+    async fn stop(&self, running: &mut Option<Running>) {
+        if let Some(mut process) = running.take() {
+            self.log.note("stopping: SIGTERM to its process group");
+            let status = process.kept.stop().await;
+            drain(process.readers).await;
+            let code = exit_code(status);
+            self.log.note(format!("stopped (exit code {code})"));
+            self.ended(State::Stopped, Exit { code, at: now_ms(), requested: true }, None);
+        } else {
+            let mut record = lock(&self.record);
+            record.status.state = State::Stopped;
+            record.status.next_restart_at = None;
+        }
+    }
+
+    /// The process exited on its own: apply the restart policy. Returns when to restart.
+    async fn exited(&mut self, process: Running, status: Option<std::process::ExitStatus>) -> Option<Instant> {
+        drain(process.readers).await;
+        let code = exit_code(status);
+        let failed = code != 0;
+        let delay = policy::restarts(self.spec.restart, failed).then(|| self.backoff.next(process.since.elapsed()));
+        let state = match (delay, failed) {
+            (Some(_), _) => State::Backoff,
+            (None, true) => State::Crashed,
+            (None, false) => State::Stopped,
+        };
+        let next = delay.map(|d| now_ms() + u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.log.note(match delay {
+            Some(d) => format!("exited with code {code}; restarting in {} ms", d.as_millis()),
+            None => format!("exited with code {code}"),
+        });
+        self.ended(state, Exit { code, at: now_ms(), requested: false }, next);
+        if failed {
+            let _ = self.events.send(Event::Failed {
+                kind: self.spec.kind,
+                id: self.spec.id.clone(),
+                code,
+                restart_in: delay,
+            });
+        }
+        delay.map(|d| Instant::now() + d)
+    }
+
+    fn ended(&self, state: State, exit: Exit, next_restart_at: Option<u64>) {
+        let mut record = lock(&self.record);
+        let status = &mut record.status;
+        status.state = state;
+        status.last_exit = Some(exit);
+        status.next_restart_at = next_restart_at;
+        status.pid = None;
+        status.pgid = None;
+        status.started_at = None;
+        status.health = None;
+        record.since = None;
+    }
+
+    /// Records a probe's answer; returns when to probe next.
+    fn probed(&self, outcome: Outcome) -> Duration {
+        let interval =
+            self.spec.probe.as_ref().ok().and_then(Option::as_ref).map_or(super::health::DEFAULT_INTERVAL, |p| p.1);
+        let mut record = lock(&self.record);
+        let young = record.since.is_some_and(|s| s.elapsed() < STARTUP_WINDOW);
+        let starting = record.status.state == State::Starting;
+        let state = match (outcome.ok, starting && young) {
+            (true, _) => State::Healthy,
+            (false, true) => State::Starting,
+            (false, false) => State::Unhealthy,
+        };
+        if record.status.state != state && state != State::Starting {
+            let text = format!("health: {} ({})", if outcome.ok { "healthy" } else { "unhealthy" }, outcome.detail);
+            drop(record);
+            self.log.note(text);
+            record = lock(&self.record);
+        }
+        record.status.state = state;
+        record.status.health = Some(HealthView { ok: outcome.ok, detail: outcome.detail, at: now_ms() });
+        if state == State::Starting { STARTING_PROBE_EVERY.min(interval) } else { interval }
+    }
+}
+
+/// Waits for the running process's exit; never resolves when nothing runs.
+async fn exited(running: &mut Option<Running>) -> Option<std::process::ExitStatus> {
+    match running {
+        Some(process) => process.kept.child.wait().await.ok(),
+        None => std::future::pending().await,
+    }
+}
+
+async fn poll_probe(probing: &mut Option<ProbeRun>) -> Outcome {
+    match probing {
+        Some(run) => run.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Lets the output readers deliver the last lines.
+async fn drain(readers: Vec<JoinHandle<()>>) {
+    for reader in readers {
+        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, reader).await;
+    }
+}
+
+/// The keeper's exit code (it reports the program's; `128 + N` for a signal).
+fn exit_code(status: Option<std::process::ExitStatus>) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.map_or(-1, |s| s.code().or_else(|| s.signal().map(|n| 128 + n)).unwrap_or(-1))
+}
+
+/// The program the keeper leading `group` runs: its first child.
+fn main_pid(group: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{group}/task/{group}/children")).ok()?;
+    children.split_ascii_whitespace().next()?.parse().ok()
+}

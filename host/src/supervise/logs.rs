@@ -1,0 +1,287 @@
+//! An item's log (S-P5): stdout and stderr split into lines, kept in a bounded ring for
+//! late subscribers, appended to a size-capped rotating file in `stateDir/logs/`, and
+//! broadcast to live followers.
+//!
+//! Memory stays bounded whatever the item prints: the ring holds [`RING_LINES`] lines of at
+//! most [`MAX_LINE_BYTES`] each, and a follower that cannot keep up skips lines (it is told
+//! how many) instead of queueing them.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::broadcast;
+
+/// Lines kept in memory per item: a screenful of context several times over.
+pub const RING_LINES: usize = 1000;
+
+/// A longer line is cut into pieces of this size, so one runaway line cannot hold memory.
+pub const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// The log file is rotated (to `<id>.log.1`, replacing the previous one) past this size,
+/// so an item's logs never take more than twice this on disk.
+pub const FILE_CAP_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Lines a live follower may fall behind before it skips.
+const FOLLOW_BUFFER: usize = 1024;
+
+/// Where a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// The process's standard output.
+    Stdout,
+    /// The process's standard error.
+    Stderr,
+    /// The host, about the process (started, exited, restarting in …).
+    Butler,
+}
+
+impl Stream {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+            Self::Butler => "butler",
+        }
+    }
+}
+
+/// One line of an item's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    /// Position in the item's log since the host started (1, 2, …).
+    pub seq: u64,
+    /// When it was read, ms since the Unix epoch.
+    pub at: u64,
+    /// Its stream.
+    pub stream: Stream,
+    /// The text, without the line break (invalid UTF-8 replaced).
+    pub text: String,
+}
+
+/// An item's log.
+#[derive(Debug)]
+pub struct Log {
+    inner: Mutex<Inner>,
+    live: broadcast::Sender<Arc<LogLine>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    ring: VecDeque<Arc<LogLine>>,
+    next_seq: u64,
+    file: LogFile,
+}
+
+/// A subscription: the lines so far, then the live ones (no gap, no repeat).
+#[derive(Debug)]
+pub struct Follow {
+    /// The ring's lines at the moment of subscribing.
+    pub backlog: Vec<Arc<LogLine>>,
+    /// Every later line.
+    pub live: broadcast::Receiver<Arc<LogLine>>,
+}
+
+impl Log {
+    /// A log writing to `path` (its folder is created on the first line).
+    #[must_use]
+    pub fn new(path: PathBuf) -> Self {
+        let (live, _) = broadcast::channel(FOLLOW_BUFFER);
+        Self { inner: Mutex::new(Inner { ring: VecDeque::new(), next_seq: 1, file: LogFile::new(path) }), live }
+    }
+
+    /// Appends one line.
+    pub fn push(&self, stream: Stream, text: String) {
+        let at = crate::time::now_ms();
+        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let line = Arc::new(LogLine { seq: inner.next_seq, at, stream, text });
+        inner.next_seq += 1;
+        inner.file.append(&line);
+        if inner.ring.len() == RING_LINES {
+            inner.ring.pop_front();
+        }
+        inner.ring.push_back(Arc::clone(&line));
+        // Sent under the lock, so a subscriber sees each line either in its backlog or live.
+        let _ = self.live.send(line);
+    }
+
+    /// A note from the host about the process.
+    pub fn note(&self, text: impl Into<String>) {
+        self.push(Stream::Butler, text.into());
+    }
+
+    /// Writes buffered lines to the file (after each burst of output).
+    pub fn flush(&self) {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).file.flush();
+    }
+
+    /// The backlog and a live subscription.
+    #[must_use]
+    pub fn follow(&self) -> Follow {
+        let inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Follow { backlog: inner.ring.iter().cloned().collect(), live: self.live.subscribe() }
+    }
+
+    /// Reads `pipe` to its end, one line at a time, into this log.
+    pub async fn capture(self: Arc<Self>, stream: Stream, mut pipe: impl AsyncRead + Unpin) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let n = match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut chunk = &buf[..n];
+            while let Some(end) = chunk.iter().position(|&b| b == b'\n') {
+                self.extend_capped(stream, &mut pending, &chunk[..end]);
+                self.push_bytes(stream, &pending);
+                pending.clear();
+                chunk = &chunk[end + 1..];
+            }
+            self.extend_capped(stream, &mut pending, chunk);
+            self.flush();
+        }
+        if !pending.is_empty() {
+            self.push_bytes(stream, &pending);
+        }
+        self.flush();
+    }
+
+    /// Adds `bytes` to the unfinished line, sending out [`MAX_LINE_BYTES`] pieces of it
+    /// while it is longer than that.
+    fn extend_capped(&self, stream: Stream, pending: &mut Vec<u8>, bytes: &[u8]) {
+        pending.extend_from_slice(bytes);
+        if pending.len() > MAX_LINE_BYTES {
+            let mut rest = pending.as_slice();
+            while rest.len() > MAX_LINE_BYTES {
+                self.push_bytes(stream, &rest[..MAX_LINE_BYTES]);
+                rest = &rest[MAX_LINE_BYTES..];
+            }
+            *pending = rest.to_vec();
+        }
+    }
+
+    fn push_bytes(&self, stream: Stream, bytes: &[u8]) {
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        self.push(stream, String::from_utf8_lossy(bytes).into_owned());
+    }
+}
+
+/// The size-capped file: `<id>.log`, rotated to `<id>.log.1`. A write failure (a full
+/// disk) is reported once and never stops the in-memory log.
+#[derive(Debug)]
+struct LogFile {
+    path: PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+    size: u64,
+    failed: bool,
+}
+
+impl LogFile {
+    fn new(path: PathBuf) -> Self {
+        Self { path, file: None, size: 0, failed: false }
+    }
+
+    fn append(&mut self, line: &LogLine) {
+        if self.failed {
+            return;
+        }
+        if let Err(e) = self.try_append(line) {
+            tracing::warn!(path = %self.path.display(), "cannot write the log file: {e}");
+            self.failed = true;
+            self.file = None;
+        }
+    }
+
+    fn try_append(&mut self, line: &LogLine) -> std::io::Result<()> {
+        if self.file.is_none() || self.size >= FILE_CAP_BYTES {
+            self.open()?;
+        }
+        let text = format!("{} {} {}\n", crate::time::rfc3339(line.at), line.stream.as_str(), line.text);
+        if let Some(file) = self.file.as_mut() {
+            file.write_all(text.as_bytes())?;
+        }
+        self.size += text.len() as u64;
+        Ok(())
+    }
+
+    /// Opens the file for appending, rotating it first if it is full.
+    fn open(&mut self) -> std::io::Result<()> {
+        if let Some(mut file) = self.file.take() {
+            file.flush()?;
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if size >= FILE_CAP_BYTES {
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            std::fs::rename(&self.path, rotated)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
+        self.size = file.metadata()?.len();
+        self.file = Some(std::io::BufWriter::new(file));
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        if let Some(file) = self.file.as_mut()
+            && let Err(e) = file.flush()
+        {
+            tracing::warn!(path = %self.path.display(), "cannot write the log file: {e}");
+            self.failed = true;
+            self.file = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn splits_lines_caps_them_and_keeps_a_bounded_ring() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Arc::new(Log::new(dir.path().join("logs/x.log")));
+        let long = "y".repeat(MAX_LINE_BYTES + 10);
+        let mut input = format!("one\r\ntwo\n{long}\n").into_bytes();
+        for i in 0..RING_LINES {
+            input.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        input.extend_from_slice(b"no newline at the end");
+        let early = log.follow();
+        Arc::clone(&log).capture(Stream::Stdout, &input[..]).await;
+
+        let follow = log.follow();
+        assert_eq!(follow.backlog.len(), RING_LINES, "the ring is bounded");
+        assert_eq!(follow.backlog.last().map(|l| l.text.as_str()), Some("no newline at the end"));
+        // The early subscriber saw the first lines live, cut where they were too long.
+        let mut live = early.live;
+        let first: Vec<String> = (0..4).map(|_| live.try_recv().expect("line").text.clone()).collect();
+        assert_eq!(first[..2], ["one".to_owned(), "two".to_owned()]);
+        assert_eq!(first[2].len(), MAX_LINE_BYTES);
+        assert_eq!(first[3], "y".repeat(10));
+        let file = std::fs::read_to_string(dir.path().join("logs/x.log")).expect("log file");
+        assert_eq!(file.lines().count(), RING_LINES + 5);
+        assert!(file.lines().next().is_some_and(|l| l.ends_with(" stdout one")), "{file:.80}");
+    }
+
+    #[test]
+    fn rotates_the_file_past_its_cap() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.log");
+        std::fs::write(&path, vec![b'a'; usize::try_from(FILE_CAP_BYTES).expect("fits")]).expect("write");
+        let log = Log::new(path.clone());
+        log.note("after rotation");
+        log.flush();
+        let rotated = std::fs::metadata(dir.path().join("x.log.1")).expect("rotated").len();
+        assert_eq!(rotated, FILE_CAP_BYTES);
+        assert!(std::fs::read_to_string(&path).expect("new file").ends_with("butler after rotation\n"));
+    }
+}

@@ -1,0 +1,267 @@
+//! Supervision of hosted tools and services (S-P1…S-P6): the reconciler that keeps one
+//! [`item`] task per extension with a `hosted` block, in step with the catalog.
+//!
+//! - [`policy`]: restart policy and backoff;
+//! - [`health`]: url / exec / port probes;
+//! - [`logs`]: per-item ring, rotating file, live followers;
+//! - [`item`]: the task that owns one item's process.
+//!
+//! What supervision witnesses (an item failing) goes out as an [`Event`] on a broadcast
+//! channel; it never waits for whoever records it.
+
+pub mod health;
+pub mod item;
+pub mod logs;
+pub mod policy;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use crate::catalog::manifest::{Health, Hosted, RestartPolicy};
+use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
+use crate::process::{HostEnv, Launch, LaunchError};
+pub use item::{Item, State, Status};
+
+/// What an item runs, derived from its manifest.
+#[derive(Debug)]
+pub struct Spec {
+    /// Its kind (tool or service).
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// What to execute.
+    pub launch: Result<Launch, LaunchError>,
+    /// Its health probe and interval.
+    pub probe: Result<Option<(health::Probe, Duration)>, LaunchError>,
+    /// Restart policy in effect.
+    pub restart: RestartPolicy,
+    /// Start with the host.
+    pub auto_start: bool,
+    /// What it was derived from, to notice a change.
+    source: (Hosted, Option<Health>, PathBuf),
+}
+
+impl Spec {
+    /// The spec of `extension`, if it is a hosted tool or service.
+    #[must_use]
+    pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
+        let manifest = &extension.manifest;
+        let hosted = manifest.hosted.as_ref()?;
+        if !matches!(manifest.kind, Kind::Tool | Kind::Service) {
+            return None;
+        }
+        Some(Self {
+            kind: manifest.kind,
+            id: manifest.id.clone(),
+            launch: Launch::of(&hosted.command, hosted.cwd.as_deref(), &hosted.env, &extension.dir, host),
+            probe: health::Probe::of(extension, host),
+            restart: policy::effective(manifest.kind, hosted.restart),
+            auto_start: hosted.auto_start,
+            source: (hosted.clone(), manifest.health.clone(), extension.dir.clone()),
+        })
+    }
+
+    fn same_source(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.source == other.source
+    }
+}
+
+/// Something supervision witnessed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// An item exited with a failure without being asked to stop.
+    Failed {
+        /// Its kind.
+        kind: Kind,
+        /// Its id.
+        id: String,
+        /// Its exit code (`128 + N` for signal N).
+        code: i32,
+        /// When it restarts, if it does.
+        restart_in: Option<Duration>,
+    },
+}
+
+/// A request on one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Start it.
+    Start,
+    /// Stop it.
+    Stop,
+    /// Stop, then start it.
+    Restart,
+}
+
+/// Why a request on an item cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SuperviseError {
+    /// No such extension of this kind.
+    #[error("no {kind} with id `{id}`")]
+    Unknown {
+        /// The kind asked for.
+        kind: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// The extension exists but Butler does not run it.
+    #[error("{kind} `{id}` has no `hosted` block, so Butler does not run it (nothing to start or stop)")]
+    NotHosted {
+        /// Its kind.
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
+    /// It was removed while the request waited.
+    #[error("{kind} `{id}` was removed")]
+    Removed {
+        /// Its kind.
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
+}
+
+impl SuperviseError {
+    /// The error code the API uses.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unknown { .. } => "unknown_extension",
+            Self::NotHosted { .. } => "not_hosted",
+            Self::Removed { .. } => "extension_removed",
+        }
+    }
+}
+
+/// The supervisor: one item task per hosted tool and service.
+pub struct Supervisor {
+    items: Mutex<BTreeMap<String, Arc<Item>>>,
+    host: HostEnv,
+    logs_dir: PathBuf,
+    events: broadcast::Sender<Event>,
+    /// Reconciles run one at a time, in snapshot order.
+    reconciling: tokio::sync::Mutex<()>,
+}
+
+impl Supervisor {
+    /// A supervisor whose processes see `host`'s environment and log under `state_dir/logs`.
+    #[must_use]
+    pub fn new(host: HostEnv, state_dir: &Path) -> Arc<Self> {
+        let (events, _) = broadcast::channel(64);
+        Arc::new(Self {
+            items: Mutex::new(BTreeMap::new()),
+            host,
+            logs_dir: state_dir.join("logs"),
+            events,
+            reconciling: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Failures as they happen.
+    #[must_use]
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Brings the items in line with `catalog`: new hosted extensions get an item (started
+    /// if `autoStart`), removed ones are stopped, changed ones restarted with their new
+    /// `hosted` block.
+    pub async fn reconcile(&self, catalog: &Catalog) {
+        let _one_at_a_time = self.reconciling.lock().await;
+        let mut wanted: BTreeMap<String, Spec> = [Kind::Tool, Kind::Service]
+            .into_iter()
+            .flat_map(|kind| catalog.of_kind(kind))
+            .filter_map(|e| Spec::of(e, &self.host))
+            .map(|spec| (spec.id.clone(), spec))
+            .collect();
+        let current: Vec<(String, Arc<Item>)> =
+            lock(&self.items).iter().map(|(id, item)| (id.clone(), Arc::clone(item))).collect();
+        for (id, item) in current {
+            match wanted.remove(&id) {
+                Some(spec) if spec.same_source(&item.spec()) => {}
+                Some(spec) if spec.kind == item.kind => item.update(Arc::new(spec)).await,
+                // Gone, or its kind changed: stop it; a changed kind comes back as new below.
+                other => {
+                    lock(&self.items).remove(&id);
+                    item.remove().await;
+                    if let Some(spec) = other {
+                        wanted.insert(id, spec);
+                    }
+                }
+            }
+        }
+        for (id, spec) in wanted {
+            let auto_start = spec.auto_start;
+            let item = Item::spawn(Arc::new(spec), self.logs_dir.join(format!("{id}.log")), self.events.clone());
+            lock(&self.items).insert(id, Arc::clone(&item));
+            if auto_start {
+                let _ = item.start().await;
+            }
+        }
+    }
+
+    /// Reconciles with the current snapshot and then with every new one.
+    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
+        let mut snapshots = catalog.subscribe();
+        let first = snapshots.borrow_and_update().clone();
+        self.reconcile(&first).await;
+        let supervisor = Arc::clone(self);
+        tokio::spawn(async move {
+            while snapshots.changed().await.is_ok() {
+                let snapshot = snapshots.borrow_and_update().clone();
+                supervisor.reconcile(&snapshot).await;
+            }
+        });
+    }
+
+    /// The status of item `id`, if it is supervised.
+    #[must_use]
+    pub fn status(&self, id: &str) -> Option<Status> {
+        lock(&self.items).get(id).map(|item| item.status())
+    }
+
+    /// The supervised item `id` of `kind`, or why there is none.
+    ///
+    /// # Errors
+    /// [`SuperviseError::Unknown`] or [`SuperviseError::NotHosted`].
+    pub fn item(&self, catalog: &Catalog, kind: Kind, id: &str) -> Result<Arc<Item>, SuperviseError> {
+        let unknown = || SuperviseError::Unknown { kind: kind.as_str(), id: id.to_owned() };
+        let extension = catalog.get(id).filter(|e| e.kind() == kind).ok_or_else(unknown)?;
+        if extension.manifest.hosted.is_none() {
+            return Err(SuperviseError::NotHosted { kind: kind.as_str(), id: id.to_owned() });
+        }
+        // Registered a moment ago, not reconciled yet: same answer as a missing one.
+        lock(&self.items).get(id).filter(|item| item.kind == kind).cloned().ok_or_else(unknown)
+    }
+
+    /// Runs `action` on `item`, answering once it is done (a stop waits for the exit).
+    ///
+    /// # Errors
+    /// [`SuperviseError::Removed`] if the item went away meanwhile.
+    pub async fn act(&self, item: &Item, id: &str, action: Action) -> Result<Status, SuperviseError> {
+        let done = match action {
+            Action::Start => item.start().await,
+            Action::Stop => item.stop().await,
+            Action::Restart => item.restart().await,
+        };
+        done.map_err(|_| SuperviseError::Removed { kind: item.kind.as_str(), id: id.to_owned() })?;
+        Ok(item.status())
+    }
+
+    /// Stops every item (the host is shutting down).
+    pub async fn shutdown(&self) {
+        let _one_at_a_time = self.reconciling.lock().await;
+        let items: Vec<Arc<Item>> = std::mem::take(&mut *lock(&self.items)).into_values().collect();
+        let stops = items.iter().map(|item| item.remove());
+        futures_util::future::join_all(stops).await;
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
