@@ -22,6 +22,9 @@ use sha2::{Digest, Sha256};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
 
+#[path = "figures/supervise.rs"]
+mod supervise;
+
 /// Guests built from source by `host/build.rs`.
 mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
@@ -34,7 +37,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 8] = [
+    let figures: [(&str, fn()); 11] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -43,6 +46,9 @@ fn main() {
         ("B8", b8_live_reload),
         ("B9", b9_memory),
         ("B10", b10_validity_refresh),
+        ("P1", supervise::p1_start_to_running),
+        ("P2", supervise::p2_memory_with_50),
+        ("P3", supervise::p3_log_throughput),
     ];
     for (id, run) in figures {
         if filter.is_empty() || filter.iter().any(|f| selects(f, id)) {
