@@ -8,6 +8,7 @@
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
 //! - [`process`] — starting processes in their own group under a keeper, so none outlives the host;
 //! - [`supervise`] — hosted tools and services: restart policy, health, logs;
+//! - [`mcp`] — the MCP hub: one Streamable HTTP endpoint over every stdio provider;
 //! - [`http`] — the API surface, its gate and error envelope;
 //! - [`validation`] — JSON Schema validation with readable messages, shared by every schema;
 //! - [`json`] — strict, size-capped reading of owner-written JSON files;
@@ -18,11 +19,18 @@ pub mod faculty;
 pub mod http;
 pub mod instance;
 pub mod json;
+pub mod mcp;
 pub mod pipeline;
 pub mod process;
 pub mod supervise;
 pub mod time;
 pub mod validation;
+
+/// Locks `mutex`, carrying on past a panic in another holder: every value kept behind one
+/// of the host's mutexes stays consistent between statements.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The host's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -8,6 +8,7 @@ mod examples;
 mod faculty;
 mod gate;
 mod knowledge_loop;
+mod mcp;
 mod pipeline;
 mod supervise;
 mod util;

@@ -273,11 +273,10 @@ fn a_host_killed_outright_leaves_no_process_behind() {
     // keeper, sh, sleep, setsid sh + its sleep, the subshell's sleep (sh execs it), and
     // keeper + python.
     wait_until(LIMIT, "every marked process to run", || marked(&mark).len() >= 8);
-    let escaped = marked(&mark);
 
     butler.kill();
+    // By the marker, not by pid: on a busy machine a pid may already belong to someone else.
     wait_until(Duration::from_secs(20), "every marked process to be gone", || marked(&mark).is_empty());
-    assert!(escaped.iter().all(|&pid| !alive(u64::from(pid))));
 }
 
 #[test]

@@ -54,11 +54,17 @@ impl Butler {
 
     /// Starts a host with extra `serve` arguments.
     pub fn start_with(workdir: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(workdir, extra, &[])
+    }
+
+    /// Starts a host with extra `serve` arguments and environment variables.
+    pub fn start_with_env(workdir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().expect("temp home");
         let mut child = butler_command(home.path())
             .args(["serve", "--port", "0", "--workdir"])
             .arg(workdir)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

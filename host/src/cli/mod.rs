@@ -4,6 +4,7 @@ mod check;
 mod client;
 mod faculty;
 mod keep;
+mod mcp;
 mod pipeline;
 mod serve;
 mod settings;
@@ -35,6 +36,9 @@ enum Command {
     Review(pipeline::Review),
     /// Card validity: refresh every check, or set a card's checks.
     Validity(pipeline::Validity),
+    /// The MCP hub on the running host.
+    #[command(subcommand)]
+    Mcp(mcp::Command),
     /// The keeper a hosted process runs under (started by the host, not by hand).
     #[command(hide = true)]
     Keep(keep::Args),
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Pipeline(command) => pipeline::pipeline(command),
         Command::Review(command) => pipeline::review(command),
         Command::Validity(command) => pipeline::validity(command),
+        Command::Mcp(command) => mcp::run(command),
         Command::Keep(args) => Ok(keep::run(&args)),
     };
     match result {

@@ -14,7 +14,7 @@ use super::client::Client;
 pub struct Target {
     /// Instance directory [default: the one `serve` uses]
     #[arg(long, global = true, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
-    workdir: Option<PathBuf>,
+    pub workdir: Option<PathBuf>,
 }
 
 /// `butler pipeline ACTION [--args JSON]`.

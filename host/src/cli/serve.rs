@@ -13,6 +13,7 @@ use butler_host::catalog::spawn_loader;
 use butler_host::faculty::FacultyRuntime;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
 use butler_host::instance::{HostFile, Instance, owner};
+use butler_host::mcp::{HostTools, Hub};
 use butler_host::pipeline::{PipelineRouter, observations};
 use butler_host::process::HostEnv;
 use butler_host::supervise::Supervisor;
@@ -77,6 +78,9 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
     observations::spawn(Arc::clone(&pipeline), Arc::clone(&faculties), &supervisor, &catalog);
     supervisor.follow(&catalog).await;
+    let host_tools = HostTools::new(Arc::clone(&pipeline), Arc::clone(&faculties));
+    let mcp = Hub::new(HostEnv::new(&instance, &host_url), host_tools, &instance.state_dir(), instance.self_root());
+    mcp.follow(&catalog).await;
 
     let instance = Arc::new(instance);
     let host_file = HostFile::write(&instance.state_dir(), &host_url)?;
@@ -86,6 +90,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         faculties: Arc::clone(&faculties),
         pipeline,
         supervisor: Arc::clone(&supervisor),
+        mcp: Arc::clone(&mcp),
         owner_token: owner_token.into(),
         gate: GateConfig { port: local.port() },
         started,
@@ -104,10 +109,10 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
 
     // Stop the hosted processes before the server finishes: their log streams end with
     // them, so no open SSE connection holds up the graceful shutdown.
-    let stopping = Arc::clone(&supervisor);
+    let (stopping, providers) = (Arc::clone(&supervisor), Arc::clone(&mcp));
     let shutdown = async move {
         shutdown.await;
-        stopping.shutdown().await;
+        tokio::join!(stopping.shutdown(), providers.shutdown());
     };
     http::serve(listener, state, shutdown).await?;
     supervisor.shutdown().await;

@@ -29,6 +29,7 @@ use super::CallContext;
 use super::sandbox::{CallState, Linkers, Sandbox};
 use super::wit::{self, FacultyPre, Flavor, Op};
 use crate::catalog::{ComponentInfo, ComponentInspector, ComponentKind};
+use crate::lock;
 
 /// Largest component file accepted (language runtimes compiled to components are tens of
 /// megabytes; anything far beyond is not a faculty).
@@ -316,10 +317,6 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
 
 fn link_error(error: &wasmtime::Error) -> String {
     format!("cannot be linked: {error:#} (a faculty may import only WASI Preview 2 and butler:faculty/host)")
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn hex(bytes: &[u8]) -> String {

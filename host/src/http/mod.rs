@@ -17,6 +17,7 @@ use axum::extract::DefaultBodyLimit;
 use crate::catalog::CatalogHandle;
 use crate::faculty::FacultyRuntime;
 use crate::instance::Instance;
+use crate::mcp::Hub;
 use crate::pipeline::PipelineRouter;
 use crate::supervise::Supervisor;
 pub use error::{ApiError, ApiJson};
@@ -42,6 +43,8 @@ pub struct AppState {
     pub pipeline: Arc<PipelineRouter>,
     /// Hosted tools and services.
     pub supervisor: Arc<Supervisor>,
+    /// The MCP hub.
+    pub mcp: Arc<Hub>,
     /// The local owner token (S-H5).
     pub owner_token: Arc<str>,
     /// What the gate checks (our port).

@@ -71,6 +71,9 @@ pub enum Input {
 /// keeper print why and exit with 127 (not found) or 126.
 pub fn spawn_kept(launch: &Launch, input: Input) -> std::io::Result<Kept> {
     let mut command = tokio::process::Command::from(command(&launch.argv));
+    if !launch.inherit_env {
+        command.env_clear();
+    }
     command
         .current_dir(&launch.cwd)
         .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -99,7 +99,31 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// Variables set over the host's environment, in order (later wins).
     pub env: Vec<(String, String)>,
+    /// Whether the process starts from the host's environment (`false`: from `env` alone).
+    pub inherit_env: bool,
 }
+
+/// The host's variables a process with a scrubbed environment still sees: enough to find
+/// programs, a home, a locale and a temporary folder — none of the tokens and keys the
+/// rest of the host's environment may hold.
+pub const SAFE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "SHELL",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+];
 
 /// A command that cannot be started as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,7 +188,18 @@ impl Launch {
             return Err(LaunchError::MissingCwd(cwd));
         }
         let env = env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(host.vars().iter().cloned()).collect();
-        Ok(Self { argv, cwd, env })
+        Ok(Self { argv, cwd, env, inherit_env: true })
+    }
+
+    /// The same launch with a scrubbed environment: [`SAFE_ENV`] from the host, then this
+    /// launch's variables, then `extra`.
+    #[must_use]
+    pub fn scrubbed(mut self, extra: &[(&str, &str)]) -> Self {
+        let safe = SAFE_ENV.iter().filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)));
+        let extra = extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        self.env = safe.chain(self.env).chain(extra).collect();
+        self.inherit_env = false;
+        self
     }
 
     /// The program's name, for messages.

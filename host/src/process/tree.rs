@@ -65,6 +65,14 @@ pub fn signal_group(pid: u32, signal: Signal) {
     }
 }
 
+/// The first child of `pid` (the program a keeper runs), from
+/// `/proc/<pid>/task/<pid>/children`.
+#[must_use]
+pub fn first_child(pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_ascii_whitespace().next()?.parse().ok()
+}
+
 /// Whether any process (zombies aside) is still in the group led by `pid`.
 #[must_use]
 pub fn group_alive(pid: u32) -> bool {

@@ -17,9 +17,10 @@ use tokio::time::Instant;
 use super::health::Outcome;
 use super::logs::{Log, Stream};
 use super::policy::{self, Backoff};
-use super::{Event, Spec, lock};
+use super::{Event, Spec};
 use crate::catalog::Kind;
 use crate::catalog::manifest::RestartPolicy;
+use crate::lock;
 use crate::process::{Kept, keeper};
 use crate::time::now_ms;
 
@@ -183,7 +184,7 @@ impl Item {
         if record.status.pid.is_none()
             && let Some(group) = record.status.pgid
         {
-            record.status.pid = main_pid(group);
+            record.status.pid = crate::process::tree::first_child(group);
         }
         let mut status = record.status.clone();
         status.uptime_ms = record.since.map(|s| u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX));
@@ -518,10 +519,4 @@ async fn drain(readers: Vec<JoinHandle<()>>) {
 fn exit_code(status: Option<std::process::ExitStatus>) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.map_or(-1, |s| s.code().or_else(|| s.signal().map(|n| 128 + n)).unwrap_or(-1))
-}
-
-/// The program the keeper leading `group` runs: its first child.
-fn main_pid(group: u32) -> Option<u32> {
-    let children = std::fs::read_to_string(format!("/proc/{group}/task/{group}/children")).ok()?;
-    children.split_ascii_whitespace().next()?.parse().ok()
 }

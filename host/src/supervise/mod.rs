@@ -23,6 +23,7 @@ use tokio::sync::broadcast;
 
 use crate::catalog::manifest::{Health, Hosted, RestartPolicy};
 use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
+use crate::lock;
 use crate::process::{HostEnv, Launch, LaunchError};
 pub use item::{Item, State, Status};
 
@@ -260,8 +261,4 @@ impl Supervisor {
         let stops = items.iter().map(|item| item.remove());
         futures_util::future::join_all(stops).await;
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

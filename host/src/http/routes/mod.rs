@@ -11,6 +11,8 @@ mod supervise;
 
 use axum::routing::{MethodRouter, get, post};
 
+use crate::mcp::endpoint as mcp;
+
 use super::AppState;
 
 /// Every API route as (path, handlers).
@@ -31,5 +33,8 @@ pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/layout", get(layout::get_layout).put(layout::put_layout)),
         ("/pipeline", post(pipeline::pipeline)),
         ("/observe", post(pipeline::observe)),
+        ("/mcp", post(mcp::post_main).get(mcp::get_main).delete(mcp::delete_main)),
+        ("/mcp/butler", post(mcp::post_distill).get(mcp::get_distill).delete(mcp::delete_distill)),
+        ("/mcp/status", get(mcp::status)),
     ]
 }

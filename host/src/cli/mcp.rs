@@ -1,0 +1,88 @@
+//! `butler mcp status`: what the running host's MCP hub serves — each provider's state,
+//! tools, rejected names and counters, and the namespace conflicts.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use super::client::Client;
+use super::pipeline::Target;
+
+/// `butler mcp` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// The MCP hub's providers: state, pid, tools, rejected names, calls, conflicts.
+    Status {
+        /// Print the full JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+/// Runs a `butler mcp` subcommand.
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Status { json, target } => {
+            let status = Client::connect(target.workdir)?.get("/mcp/status")?;
+            if json {
+                println!("{status:#}");
+            } else {
+                print!("{}", render(&status));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(status: &Value) -> String {
+    let mut out = String::new();
+    let empty = Vec::new();
+    let providers = status["providers"].as_array().unwrap_or(&empty);
+    let host: Vec<&str> =
+        status["host"]["tools"].as_array().unwrap_or(&empty).iter().filter_map(Value::as_str).collect();
+    let _ = writeln!(out, "host tools: {}", host.join(", "));
+    if providers.is_empty() {
+        let _ = writeln!(out, "no MCP providers (an extension declares one with an `mcp` block)");
+    }
+    for p in providers {
+        let text = |key: &str| p[key].as_str().unwrap_or("-").to_owned();
+        let pid = p["pid"].as_u64().map_or_else(|| "-".to_owned(), |pid| pid.to_string());
+        let tools = p["tools"].as_array().map_or(0, Vec::len);
+        let p50 = p["p50Ms"].as_f64().map_or_else(|| "-".to_owned(), |ms| format!("{ms:.1} ms"));
+        let _ = writeln!(
+            out,
+            "{} ({}__*): {}, pid {pid}, {tools} tools{}, {} calls ({} errors, {} timeouts), p50 {p50}",
+            text("id"),
+            text("namespace"),
+            text("state"),
+            if p["cached"] == true { " (cached)" } else { "" },
+            p["calls"],
+            p["errors"],
+            p["timeouts"],
+        );
+        for rejected in p["rejected"].as_array().unwrap_or(&empty) {
+            let _ = writeln!(
+                out,
+                "  rejected {:?}: {}",
+                rejected["tool"].as_str().unwrap_or_default(),
+                rejected["reason"].as_str().unwrap_or_default()
+            );
+        }
+        if let Some(error) = p["lastError"].as_str() {
+            let _ = writeln!(out, "  last error: {error}");
+        }
+    }
+    for conflict in status["conflicts"].as_array().unwrap_or(&empty) {
+        let _ = writeln!(
+            out,
+            "conflict: {} wants namespace `{}`, held by {}",
+            conflict["id"].as_str().unwrap_or_default(),
+            conflict["namespace"].as_str().unwrap_or_default(),
+            conflict["heldBy"].as_str().unwrap_or_default()
+        );
+    }
+    out
+}

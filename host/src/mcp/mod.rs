@@ -1,0 +1,523 @@
+//! The MCP hub (S-C1…S-C7): one Streamable HTTP endpoint for every stdio provider the
+//! catalog declares, plus the host's own `butler__*` tools.
+//!
+//! - [`names`]: public names, the reserved namespace, conflict settlement;
+//! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
+//! - [`host_tools`]: the `butler` namespace (pipeline actions behind schemas);
+//! - [`endpoint`]: the HTTP side — sessions, protocol versions, JSON or SSE answers.
+//!
+//! The hub keeps no registry of its own: [`Hub::reconcile`] derives the providers from each
+//! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
+//! and mapping ids and progress tokens.
+
+pub mod endpoint;
+pub mod host_tools;
+pub mod names;
+pub mod provider;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::catalog::{Catalog, CatalogHandle, Kind};
+use crate::lock;
+use crate::process::HostEnv;
+pub use host_tools::{HostTools, Scope};
+use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+
+/// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
+const MAX_SESSIONS: usize = 1024;
+
+/// The compiled context (§8.6), offered as a resource and a prompt.
+const CONTEXT_URI: &str = "butler://context";
+const CONTEXT_NAME: &str = "butler__context";
+
+/// A JSON-RPC error to answer with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// JSON-RPC code.
+    pub code: i64,
+    /// Message.
+    pub message: String,
+    /// Extra data (a provider's own error object passes through whole).
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self { code: -32602, message: message.into(), data: None }
+    }
+
+    /// As a JSON-RPC error object.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// One MCP session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// The endpoint it came through.
+    pub scope: Scope,
+    /// The protocol revision agreed at `initialize`.
+    pub version: String,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, Session>,
+    order: VecDeque<String>,
+}
+
+#[derive(Default)]
+struct Registry {
+    providers: Vec<Arc<Provider>>,
+    conflicts: Vec<names::Conflict>,
+}
+
+/// A client's request: (session, its id as JSON text).
+type InflightKey = (String, String);
+
+/// A public name and what it routes to.
+struct Exposed {
+    public: String,
+    provider: Arc<Provider>,
+    item: Value,
+}
+
+/// The hub.
+pub struct Hub {
+    registry: RwLock<Registry>,
+    host_tools: HostTools,
+    host: HostEnv,
+    cache_dir: PathBuf,
+    logs_dir: PathBuf,
+    self_root: PathBuf,
+    changed: broadcast::Sender<()>,
+    sessions: Mutex<Sessions>,
+    inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
+    reconciling: tokio::sync::Mutex<()>,
+}
+
+impl Hub {
+    /// A hub with no providers yet; `state_dir` holds the list cache and provider logs.
+    #[must_use]
+    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, self_root: PathBuf) -> Arc<Self> {
+        let (changed, _) = broadcast::channel(16);
+        Arc::new(Self {
+            registry: RwLock::new(Registry::default()),
+            host_tools,
+            host,
+            cache_dir: state_dir.join("mcp"),
+            logs_dir: state_dir.join("logs"),
+            self_root,
+            changed,
+            sessions: Mutex::new(Sessions::default()),
+            inflight: Mutex::new(HashMap::new()),
+            reconciling: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Ticks whenever the lists clients see may have changed.
+    #[must_use]
+    pub fn changes(&self) -> broadcast::Receiver<()> {
+        self.changed.subscribe()
+    }
+
+    fn providers(&self) -> Vec<Arc<Provider>> {
+        self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).providers.clone()
+    }
+
+    /// Derives the providers from `catalog`: new ones are registered (idle until needed),
+    /// removed ones stopped, changed ones replaced (the old process stops once idle).
+    pub async fn reconcile(&self, catalog: &Catalog) {
+        let _one_at_a_time = self.reconciling.lock().await;
+        let specs: Vec<ProviderSpec> = [Kind::Tool, Kind::Service]
+            .into_iter()
+            .flat_map(|kind| catalog.of_kind(kind))
+            .filter_map(|e| ProviderSpec::of(e, &self.host))
+            .collect();
+        // `of_kind` visits tools then services; settle in scan order.
+        let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
+        let mut specs = specs;
+        specs.sort_by_key(|s| position(&s.id));
+        let current = self.providers();
+        let registered: BTreeMap<String, String> =
+            current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
+        let wanted: Vec<(String, String)> = specs.iter().map(|s| (s.id.clone(), s.namespace.clone())).collect();
+        let (accepted, conflicts) = names::settle(&wanted, &registered);
+
+        let mut next = Vec::new();
+        let mut retired = Vec::new();
+        let mut changed = false;
+        for spec in specs.into_iter().filter(|s| accepted.contains(&s.id)) {
+            match current.iter().find(|p| p.spec.id == spec.id) {
+                Some(existing) if existing.spec.same_source(&spec) => next.push(Arc::clone(existing)),
+                existing => {
+                    if let Some(old) = existing {
+                        retired.push(Arc::clone(old));
+                    }
+                    next.push(Provider::new(Arc::new(spec), &self.cache_dir, &self.logs_dir, self.changed.clone()));
+                    changed = true;
+                }
+            }
+        }
+        for old in &current {
+            if !next.iter().any(|p| Arc::ptr_eq(p, old)) && !retired.iter().any(|r| Arc::ptr_eq(r, old)) {
+                let old = Arc::clone(old);
+                changed = true;
+                tokio::spawn(async move { old.shutdown().await });
+            }
+        }
+        for old in retired {
+            // Restart when idle: calls in flight finish on the old process.
+            tokio::spawn(async move {
+                let limit = old.spec.timeout;
+                let _ = tokio::time::timeout(limit, async {
+                    while !old.idle() {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                })
+                .await;
+                old.shutdown().await;
+            });
+        }
+        {
+            let mut registry = self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            registry.providers = next;
+            registry.conflicts = conflicts;
+        }
+        if changed {
+            let _ = self.changed.send(());
+        }
+    }
+
+    /// Reconciles with the current snapshot and then with every new one.
+    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
+        let mut snapshots = catalog.subscribe();
+        let first = snapshots.borrow_and_update().clone();
+        self.reconcile(&first).await;
+        let hub = Arc::clone(self);
+        tokio::spawn(async move {
+            while snapshots.changed().await.is_ok() {
+                let snapshot = snapshots.borrow_and_update().clone();
+                hub.reconcile(&snapshot).await;
+            }
+        });
+    }
+
+    /// Starts every provider not running yet, concurrently; each start is bounded by
+    /// [`provider::START_TIMEOUT`], so a slow or broken provider delays nobody longer.
+    async fn start_all(&self) {
+        let providers = self.providers();
+        futures_util::future::join_all(providers.iter().map(|p| p.ensure())).await;
+    }
+
+    /// Every provider item of one kind under its public name, in provider order; names
+    /// that are invalid or already taken are rejected.
+    fn exposed(&self, kind: ItemKind) -> (Vec<Exposed>, HashMap<String, Vec<Rejected>>) {
+        let mut seen: HashSet<String> = self
+            .host_tools
+            .list(Scope::Main)
+            .iter()
+            .chain(&self.host_tools.list(Scope::Distill))
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        seen.insert(CONTEXT_NAME.to_owned());
+        let mut exposed = Vec::new();
+        let mut rejected: HashMap<String, Vec<Rejected>> = HashMap::new();
+        for provider in self.providers() {
+            let lists = provider.lists();
+            let items = match kind {
+                ItemKind::Tool => lists.tools,
+                ItemKind::Prompt => lists.prompts,
+                ItemKind::Resource => lists.resources,
+            };
+            for item in items {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let outcome = names::public(&provider.spec.namespace, &name).and_then(|public| {
+                    if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
+                });
+                match outcome {
+                    Ok(public) => exposed.push(Exposed { public, provider: Arc::clone(&provider), item }),
+                    Err(reason) => {
+                        rejected.entry(provider.spec.id.clone()).or_default().push(Rejected { tool: name, reason })
+                    }
+                }
+            }
+        }
+        (exposed, rejected)
+    }
+
+    /// `tools/list` for `scope`: the host's tools, then every provider's (after starting
+    /// them), each under its public name.
+    pub async fn list_tools(&self, scope: Scope) -> Vec<Value> {
+        let mut tools = self.host_tools.list(scope);
+        if scope == Scope::Main {
+            self.start_all().await;
+            tools.extend(self.exposed(ItemKind::Tool).0.into_iter().map(|e| renamed(e.item, &e.public)));
+        }
+        tools
+    }
+
+    /// `tools/call`: a host tool, or the provider that owns the public name. Failures that
+    /// are the provider's (crash, timeout) come back as `isError` results.
+    ///
+    /// # Errors
+    /// An unknown tool, or a provider's own JSON-RPC error.
+    pub async fn call_tool(
+        &self,
+        scope: Scope,
+        session: &str,
+        request_id: &Value,
+        mut params: Value,
+        progress: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, RpcError> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if self.host_tools.has(scope, &name) {
+            let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+            return Ok(self.host_tools.call(scope, &name, arguments).await);
+        }
+        if scope != Scope::Main {
+            return Err(RpcError::invalid_params(format!("unknown tool: {name}")));
+        }
+        let find = || self.exposed(ItemKind::Tool).0.into_iter().find(|e| e.public == name);
+        // A provider never started (and never cached) has no known tools yet: start them
+        // and look again before calling the name unknown.
+        let target = match find() {
+            Some(target) => target,
+            None => {
+                self.start_all().await;
+                find().ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name}")))?
+            }
+        };
+        let original = target.item.get("name").cloned().unwrap_or(Value::Null);
+        params["name"] = original;
+        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.remove("progressToken");
+        }
+        let key = (session.to_owned(), request_id.to_string());
+        let inflight = &self.inflight;
+        let reply = target
+            .provider
+            .call("tools/call", params, progress, |conn, id| {
+                lock(inflight).insert(key.clone(), (conn, id));
+            })
+            .await;
+        lock(&self.inflight).remove(&(session.to_owned(), request_id.to_string()));
+        match reply {
+            Ok(result) => Ok(result),
+            Err(CallFailure::Error(error)) => Err(provider_error(error)),
+            Err(failure) => Ok(host_tools::error_result(format!("{}: {failure}", target.public))),
+        }
+    }
+
+    /// A client cancelled request `request_id` of `session`: forward it to the provider.
+    pub async fn cancel(&self, session: &str, request_id: &Value, reason: Option<String>) {
+        let entry = lock(&self.inflight).remove(&(session.to_owned(), request_id.to_string()));
+        if let Some((conn, id)) = entry {
+            conn.cancel(id, reason).await;
+        }
+    }
+
+    /// `prompts/list`: the compiled context, then the providers' prompts.
+    pub async fn list_prompts(&self, scope: Scope) -> Vec<Value> {
+        let mut prompts = vec![
+            json!({"name": CONTEXT_NAME, "description": "The owner's compiled context: their profile and an index of their active cards."}),
+        ];
+        if scope == Scope::Main {
+            self.start_all().await;
+            prompts.extend(self.exposed(ItemKind::Prompt).0.into_iter().map(|e| renamed(e.item, &e.public)));
+        }
+        prompts
+    }
+
+    /// `prompts/get`.
+    ///
+    /// # Errors
+    /// An unknown prompt, or the provider's error.
+    pub async fn get_prompt(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if name == CONTEXT_NAME {
+            let text = self.context();
+            return Ok(
+                json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
+            );
+        }
+        let target = (scope == Scope::Main)
+            .then(|| self.exposed(ItemKind::Prompt).0.into_iter().find(|e| e.public == name))
+            .flatten()
+            .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
+        params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
+        forward(&target.provider, "prompts/get", params).await
+    }
+
+    /// `resources/list`: the compiled context, then the providers' resources (names
+    /// namespaced, URIs as the provider gives them).
+    pub async fn list_resources(&self, scope: Scope) -> Vec<Value> {
+        let mut resources = vec![
+            json!({"uri": CONTEXT_URI, "name": CONTEXT_NAME, "title": "Compiled context", "mimeType": "text/markdown"}),
+        ];
+        if scope == Scope::Main {
+            self.start_all().await;
+            resources.extend(self.exposed(ItemKind::Resource).0.into_iter().map(|e| renamed(e.item, &e.public)));
+        }
+        resources
+    }
+
+    /// `resources/templates/list`.
+    pub async fn list_resource_templates(&self, scope: Scope) -> Vec<Value> {
+        if scope != Scope::Main {
+            return Vec::new();
+        }
+        self.start_all().await;
+        self.providers().iter().flat_map(|p| p.lists().resource_templates).collect()
+    }
+
+    /// `resources/read`: the context, or the first provider that lists the URI.
+    ///
+    /// # Errors
+    /// An unknown resource, or the provider's error.
+    pub async fn read_resource(&self, scope: Scope, params: Value) -> Result<Value, RpcError> {
+        let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if uri == CONTEXT_URI {
+            return Ok(
+                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.context()}]}),
+            );
+        }
+        let provider = (scope == Scope::Main)
+            .then(|| {
+                self.exposed(ItemKind::Resource)
+                    .0
+                    .into_iter()
+                    .find(|e| e.item.get("uri").and_then(Value::as_str) == Some(&uri))
+            })
+            .flatten()
+            .map(|e| e.provider)
+            .ok_or(RpcError { code: -32002, message: format!("resource not found: {uri}"), data: None })?;
+        forward(&provider, "resources/read", params).await
+    }
+
+    /// The compiled context (`<selfRoot>/build/context.md`), read through a directory
+    /// handle on the store.
+    fn context(&self) -> String {
+        let read = cap_std::fs::Dir::open_ambient_dir(&self.self_root, cap_std::ambient_authority())
+            .and_then(|dir| dir.read_to_string("build/context.md"));
+        read.unwrap_or_else(|_| "No context has been compiled yet (it is built when cards are approved).".to_owned())
+    }
+
+    /// `GET /mcp/status`.
+    #[must_use]
+    pub fn status(&self) -> Value {
+        let (tools, rejected) = self.exposed(ItemKind::Tool);
+        let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
+        let providers: Vec<Value> = self
+            .providers()
+            .iter()
+            .map(|p| {
+                let names = tools.iter().filter(|e| Arc::ptr_eq(&e.provider, p)).map(|e| e.public.clone()).collect();
+                let mut status = json!(p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default()));
+                if let Err(e) = &p.spec.launch {
+                    status["lastError"] = json!(format!("cannot start: {e}"));
+                }
+                status
+            })
+            .collect();
+        let host: Vec<Value> = self.host_tools.list(Scope::Main).into_iter().map(|t| t["name"].clone()).collect();
+        json!({
+            "providers": providers,
+            "conflicts": conflicts,
+            "host": {"tools": host, "distillTools": self.host_tools.list(Scope::Distill).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
+            "sessions": lock(&self.sessions).by_id.len(),
+        })
+    }
+
+    /// Opens a session; returns its id.
+    pub fn open_session(&self, scope: Scope, version: String) -> String {
+        let id = session_id();
+        let mut sessions = lock(&self.sessions);
+        if sessions.order.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions.order.pop_front()
+        {
+            sessions.by_id.remove(&oldest);
+        }
+        sessions.order.push_back(id.clone());
+        sessions.by_id.insert(id.clone(), Session { scope, version });
+        id
+    }
+
+    /// The session `id`, if it is open.
+    #[must_use]
+    pub fn session(&self, id: &str) -> Option<Session> {
+        lock(&self.sessions).by_id.get(id).cloned()
+    }
+
+    /// Ends session `id`; whether it was open.
+    pub fn close_session(&self, id: &str) -> bool {
+        let mut sessions = lock(&self.sessions);
+        sessions.order.retain(|s| s != id);
+        sessions.by_id.remove(id).is_some()
+    }
+
+    /// Stops every provider (the host is shutting down).
+    pub async fn shutdown(&self) {
+        let providers =
+            std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
+        futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ItemKind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+/// `item` with its `name` replaced by the public one.
+fn renamed(mut item: Value, public: &str) -> Value {
+    item["name"] = json!(public);
+    item
+}
+
+/// A provider's JSON-RPC error, passed through.
+fn provider_error(error: Value) -> RpcError {
+    RpcError {
+        code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+        message: error.get("message").and_then(Value::as_str).unwrap_or("the provider returned an error").to_owned(),
+        data: error.get("data").cloned(),
+    }
+}
+
+/// Sends a non-tool request to a provider; its failures become JSON-RPC errors.
+async fn forward(provider: &Arc<Provider>, method: &str, params: Value) -> Result<Value, RpcError> {
+    match provider.call(method, params, None, |_, _| {}).await {
+        Ok(result) => Ok(result),
+        Err(CallFailure::Error(error)) => Err(provider_error(error)),
+        Err(failure) => Err(RpcError { code: -32603, message: failure.to_string(), data: None }),
+    }
+}
+
+/// 128 random bits, hex: from `getrandom`, or `/dev/urandom` where that is missing.
+fn session_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let filled =
+        rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_ok_and(|n| n == bytes.len());
+    if !filled {
+        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+        if let Err(e) = read {
+            tracing::error!("no randomness for a session id: {e}");
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,727 @@
+//! One stdio MCP provider (S-C2, S-C4): started on first need under a keeper, spoken to in
+//! line-delimited JSON-RPC, restarted 5 s after a crash.
+//!
+//! Requests from the hub get the provider's own ids (one counter per pipe), and so do
+//! progress tokens, so two clients' ids or tokens can never collide on one pipe. A reader
+//! task matches each response to its waiting call; a crash fails exactly the calls in flight
+//! on that pipe.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::names;
+use crate::catalog::Extension;
+use crate::lock;
+use crate::process::{HostEnv, Kept, Launch, LaunchError, keeper};
+use crate::supervise::logs::{Log, Stream};
+
+/// Spawn, `initialize` and the first lists must fit in this: a provider slower than that
+/// is reported as failing, and `tools/list` answers from its cached list meanwhile.
+pub const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A crashed provider is started again this long after (S-C4).
+pub const RESTART_AFTER: Duration = Duration::from_secs(5);
+
+/// The protocol revision the hub speaks to providers.
+const PROVIDER_PROTOCOL: &str = "2025-06-18";
+
+/// The longest line a provider may send (a huge tool list, a large result).
+const MAX_LINE: u64 = 16 * 1024 * 1024;
+
+/// Latency samples kept per provider for the status.
+const LATENCY_SAMPLES: usize = 256;
+
+/// A provider as derived from its manifest.
+#[derive(Debug)]
+pub struct ProviderSpec {
+    /// The extension id.
+    pub id: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// What to run, environment scrubbed.
+    pub launch: Result<Launch, LaunchError>,
+    /// Per-call limit.
+    pub timeout: Duration,
+    source: (crate::catalog::manifest::Mcp, PathBuf),
+}
+
+impl ProviderSpec {
+    /// The provider of `extension`, if it has an `mcp` block.
+    #[must_use]
+    pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
+        let mcp = extension.manifest.mcp.as_ref()?;
+        let launch = Launch::argv(&mcp.command, mcp.cwd.as_deref(), &mcp.env, &extension.dir, host)
+            .map(|l| l.scrubbed(&[("BUTLER_MCP_CHANNEL", "butler-hub")]));
+        Some(Self {
+            id: extension.id().to_owned(),
+            namespace: mcp.effective_namespace(extension.id()),
+            launch,
+            timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
+            source: (mcp.clone(), extension.dir.clone()),
+        })
+    }
+
+    /// Same manifest block and folder.
+    #[must_use]
+    pub fn same_source(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+/// What a provider offers, as it listed it (kept in `stateDir/mcp/<id>.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Lists {
+    /// `tools/list`.
+    pub tools: Vec<Value>,
+    /// `prompts/list`.
+    pub prompts: Vec<Value>,
+    /// `resources/list`.
+    pub resources: Vec<Value>,
+    /// `resources/templates/list`.
+    #[serde(rename = "resourceTemplates")]
+    pub resource_templates: Vec<Value>,
+}
+
+/// A provider's run state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Not started yet (providers start on first need).
+    Idle,
+    /// Being started.
+    Starting,
+    /// Running and listed.
+    Ready,
+    /// Exited or failed to start; restarts after 5 s (or on the next need).
+    Crashed,
+    /// Removed or replaced.
+    Stopped,
+}
+
+/// Why a call did not get the provider's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallFailure {
+    /// The provider could not be started.
+    Unavailable(String),
+    /// No answer within the provider's `timeoutSec`.
+    Timeout(Duration),
+    /// The provider exited while the call was in flight.
+    Crashed(String),
+    /// The caller cancelled it.
+    Cancelled,
+    /// The provider answered with a JSON-RPC error.
+    Error(Value),
+}
+
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unavailable(why) => write!(f, "the provider is unavailable: {why}"),
+            Self::Timeout(limit) => write!(f, "the provider did not answer within {} s", limit.as_secs()),
+            Self::Crashed(why) => write!(f, "the provider exited during the call ({why})"),
+            Self::Cancelled => f.write_str("the call was cancelled"),
+            Self::Error(error) => {
+                write!(
+                    f,
+                    "{}",
+                    error.get("message").and_then(Value::as_str).unwrap_or("the provider returned an error")
+                )
+            }
+        }
+    }
+}
+
+type Reply = Result<Value, CallFailure>;
+
+/// One running provider process: its pipe and what is in flight on it.
+pub struct Conn {
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    progress: Mutex<HashMap<u64, mpsc::UnboundedSender<Value>>>,
+    next: AtomicU64,
+    kept: tokio::sync::Mutex<Kept>,
+    group: u32,
+}
+
+impl Conn {
+    fn take_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn send(&self, message: &Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.stdin.lock().await.write_all(&line).await
+    }
+
+    /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
+    /// the provider. `progress` receives the provider's progress notifications for it.
+    async fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        progress: Option<mpsc::UnboundedSender<Value>>,
+        limit: Duration,
+        started: impl FnOnce(u64),
+    ) -> Reply {
+        let id = self.take_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        if let Some(sink) = progress {
+            let token = self.take_id();
+            if let Some(object) = params.as_object_mut() {
+                let meta = object.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("progressToken".into(), json!(token));
+                }
+            }
+            lock(&self.progress).insert(token, sink);
+        }
+        started(id);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(e) = self.send(&message).await {
+            lock(&self.pending).remove(&id);
+            return Err(CallFailure::Crashed(format!("cannot write to it: {e}")));
+        }
+        let reply = match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
+            Err(_) => {
+                lock(&self.pending).remove(&id);
+                let reason = format!("timed out after {} s", limit.as_secs());
+                let _ = self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason})).await;
+                Err(CallFailure::Timeout(limit))
+            }
+        };
+        lock(&self.progress).retain(|_, sink| !sink.is_closed());
+        reply
+    }
+
+    async fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await
+    }
+
+    /// The caller cancelled request `id`: tell the provider and end the wait.
+    pub async fn cancel(&self, id: u64, reason: Option<String>) {
+        if let Some(waiting) = lock(&self.pending).remove(&id) {
+            let _ = waiting.send(Err(CallFailure::Cancelled));
+        }
+        let mut params = json!({"requestId": id});
+        if let Some(reason) = reason {
+            params["reason"] = json!(reason);
+        }
+        let _ = self.notify("notifications/cancelled", params).await;
+    }
+
+    /// Routes one message from the provider.
+    async fn dispatch(&self, message: Value, on_list_changed: impl FnOnce()) {
+        let id = message.get("id").cloned();
+        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        match (id, method) {
+            (Some(id), None) => {
+                let Some(id) = id.as_u64() else { return };
+                if let Some(waiting) = lock(&self.pending).remove(&id) {
+                    let reply = match message.get("error") {
+                        Some(error) => Err(CallFailure::Error(error.clone())),
+                        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                    };
+                    let _ = waiting.send(reply);
+                }
+            }
+            // The provider asks something of its client (sampling, roots, …): the hub only
+            // answers pings.
+            (Some(id), Some(method)) => {
+                let answer = if method == "ping" {
+                    json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("the Butler hub does not offer `{method}` to providers")}})
+                };
+                let _ = self.send(&answer).await;
+            }
+            (None, Some(method)) => match method.as_str() {
+                "notifications/progress" => {
+                    let params = message.get("params").cloned().unwrap_or(Value::Null);
+                    let token = params.get("progressToken").and_then(Value::as_u64);
+                    if let Some(sink) = token.and_then(|t| lock(&self.progress).get(&t).cloned()) {
+                        let _ = sink.send(params);
+                    }
+                }
+                "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed" => on_list_changed(),
+                _ => {}
+            },
+            (None, None) => {}
+        }
+    }
+
+    /// Fails every call in flight (the process is gone).
+    fn fail_all(&self, why: &str) {
+        for (_, waiting) in lock(&self.pending).drain() {
+            let _ = waiting.send(Err(CallFailure::Crashed(why.to_owned())));
+        }
+        lock(&self.progress).clear();
+    }
+}
+
+/// Counters for the status.
+#[derive(Debug, Default)]
+struct Stats {
+    calls: u64,
+    errors: u64,
+    timeouts: u64,
+    latencies_us: std::collections::VecDeque<u64>,
+}
+
+/// What a provider's status shows.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The extension id.
+    pub id: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Run state.
+    pub state: State,
+    /// The provider's pid while it runs.
+    pub pid: Option<u32>,
+    /// Public tool names (from the cache until it first runs).
+    pub tools: Vec<String>,
+    /// Tools not exposed, and why.
+    pub rejected: Vec<Rejected>,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// Whether the lists shown come from the cache of an earlier run.
+    pub cached: bool,
+    /// Calls routed to it.
+    pub calls: u64,
+    /// Calls that failed (error, crash, timeout).
+    pub errors: u64,
+    /// Calls that timed out.
+    pub timeouts: u64,
+    /// Median call latency over the last 256 calls, ms.
+    pub p50_ms: Option<f64>,
+    /// Slowest of the last 256 calls, ms.
+    pub max_ms: Option<f64>,
+}
+
+/// A tool that is not exposed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejected {
+    /// Its name as the provider gives it.
+    pub tool: String,
+    /// Why.
+    pub reason: String,
+}
+
+struct Inner {
+    state: State,
+    conn: Option<Arc<Conn>>,
+    lists: Lists,
+    cached: bool,
+    last_error: Option<String>,
+    failed_at: Option<Instant>,
+}
+
+/// One provider.
+pub struct Provider {
+    /// What it runs.
+    pub spec: Arc<ProviderSpec>,
+    inner: Mutex<Inner>,
+    start_lock: tokio::sync::Mutex<()>,
+    /// Its stderr and the hub's notes about it.
+    pub log: Arc<Log>,
+    cache: PathBuf,
+    changed: broadcast::Sender<()>,
+    stats: Mutex<Stats>,
+    removed: AtomicBool,
+}
+
+impl Provider {
+    /// A provider, idle until first needed; its last lists come from `cache_dir` if any.
+    #[must_use]
+    pub fn new(
+        spec: Arc<ProviderSpec>,
+        cache_dir: &std::path::Path,
+        logs_dir: &std::path::Path,
+        changed: broadcast::Sender<()>,
+    ) -> Arc<Self> {
+        let cache = cache_dir.join(format!("{}.json", spec.id));
+        let lists: Option<Lists> = std::fs::read(&cache).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        Arc::new(Self {
+            log: Arc::new(Log::new(logs_dir.join(format!("mcp-{}.log", spec.id)))),
+            inner: Mutex::new(Inner {
+                state: State::Idle,
+                conn: None,
+                cached: lists.is_some(),
+                lists: lists.unwrap_or_default(),
+                last_error: None,
+                failed_at: None,
+            }),
+            spec,
+            start_lock: tokio::sync::Mutex::new(()),
+            cache,
+            changed,
+            stats: Mutex::new(Stats::default()),
+            removed: AtomicBool::new(false),
+        })
+    }
+
+    /// Its lists as last seen (running, or cached from an earlier run).
+    #[must_use]
+    pub fn lists(&self) -> Lists {
+        lock(&self.inner).lists.clone()
+    }
+
+    /// Whether it has nothing in flight.
+    #[must_use]
+    pub fn idle(&self) -> bool {
+        lock(&self.inner).conn.as_ref().is_none_or(|c| lock(&c.pending).is_empty())
+    }
+
+    /// The running connection, starting the provider if needed. Concurrent first callers
+    /// share one start; a provider that failed less than 5 s ago is not retried yet.
+    ///
+    /// # Errors
+    /// Why it cannot run.
+    pub async fn ensure(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
+        if let Some(conn) = self.ready() {
+            return Ok(conn);
+        }
+        let _one_start = self.start_lock.lock().await;
+        if let Some(conn) = self.ready() {
+            return Ok(conn);
+        }
+        if self.removed.load(Ordering::Relaxed) {
+            return Err("the provider was removed".to_owned());
+        }
+        {
+            let inner = lock(&self.inner);
+            if let (Some(at), Some(error)) = (inner.failed_at, inner.last_error.as_ref())
+                && at.elapsed() < RESTART_AFTER
+            {
+                return Err(error.clone());
+            }
+        }
+        lock(&self.inner).state = State::Starting;
+        let (tx, rx) = oneshot::channel();
+        let result = match tokio::time::timeout(START_TIMEOUT, self.start(tx)).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("it did not start and list its tools within {} s", START_TIMEOUT.as_secs())),
+        };
+        match result {
+            Ok(conn) => Ok(conn),
+            Err(error) => {
+                // Whatever was spawned goes.
+                if let Ok(conn) = rx.await {
+                    let mut kept = conn.kept.lock().await;
+                    kept.stop().await;
+                }
+                self.log.note(format!("failed to start: {error}"));
+                let mut inner = lock(&self.inner);
+                inner.state = State::Crashed;
+                inner.conn = None;
+                inner.last_error = Some(error.clone());
+                inner.failed_at = Some(Instant::now());
+                Err(error)
+            }
+        }
+    }
+
+    fn ready(&self) -> Option<Arc<Conn>> {
+        let inner = lock(&self.inner);
+        (inner.state == State::Ready).then(|| inner.conn.clone()).flatten()
+    }
+
+    /// Spawns, initializes and lists. `spawned` gets the connection as soon as it exists,
+    /// so a start that times out can still be stopped.
+    ///
+    /// Boxed with an explicit `Send`: start → reader → exit → restart → start is a cycle
+    /// the compiler cannot infer `Send` through.
+    fn start(
+        self: &Arc<Self>,
+        spawned: oneshot::Sender<Arc<Conn>>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Conn>, String>> + Send + '_>> {
+        Box::pin(self.start_inner(spawned))
+    }
+
+    async fn start_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
+        let launch = self.spec.launch.as_ref().map_err(ToString::to_string)?;
+        let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
+            .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
+        else {
+            return Err("its pipes could not be opened".to_owned());
+        };
+        tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, stderr));
+        let group = kept.group;
+        let conn = Arc::new(Conn {
+            stdin: tokio::sync::Mutex::new(stdin),
+            pending: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            kept: tokio::sync::Mutex::new(kept),
+            group,
+        });
+        let _ = spawned.send(Arc::clone(&conn));
+        self.log.note(format!("started: {}", launch.argv.join(" ")));
+        tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
+
+        let init = json!({
+            "protocolVersion": PROVIDER_PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "butler", "version": crate::VERSION},
+        });
+        let answer = conn
+            .request("initialize", init, None, START_TIMEOUT, |_| {})
+            .await
+            .map_err(|e| format!("initialize failed: {e}"))?;
+        conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
+        let capabilities = answer.get("capabilities").cloned().unwrap_or(Value::Null);
+        let lists = list_all(&conn, &capabilities).await?;
+        self.store(lists);
+        let mut inner = lock(&self.inner);
+        inner.state = State::Ready;
+        inner.conn = Some(Arc::clone(&conn));
+        inner.last_error = None;
+        inner.failed_at = None;
+        drop(inner);
+        Ok(conn)
+    }
+
+    /// Keeps fresh lists, in memory and in the cache.
+    fn store(&self, lists: Lists) {
+        if let Ok(bytes) = serde_json::to_vec(&lists) {
+            if let Some(dir) = self.cache.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = crate::instance::write_atomic(&self.cache, &bytes) {
+                tracing::warn!(provider = %self.spec.id, "cannot cache its lists: {e}");
+            }
+        }
+        let mut inner = lock(&self.inner);
+        inner.lists = lists;
+        inner.cached = false;
+    }
+
+    /// Reads the provider's stdout until it closes, then handles the exit.
+    async fn read(self: Arc<Self>, conn: Arc<Conn>, stdout: ChildStdout) {
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if line.last() != Some(&b'\n') && line.len() as u64 >= MAX_LINE {
+                self.log.note(format!("sent a line longer than {} MiB: stopping it", MAX_LINE >> 20));
+                break;
+            }
+            match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => {
+                    let provider = Arc::clone(&self);
+                    conn.dispatch(message, move || provider.relist()).await;
+                }
+                Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
+                Err(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    self.log.note(format!("not JSON-RPC on stdout (ignored): {}", text.trim_end()));
+                }
+            }
+        }
+        self.exited(conn).await;
+    }
+
+    /// The process closed its stdout: fail its calls, and restart it in 5 s unless it was
+    /// removed.
+    async fn exited(self: Arc<Self>, conn: Arc<Conn>) {
+        let status = {
+            let mut kept = conn.kept.lock().await;
+            match tokio::time::timeout(Duration::from_secs(2), kept.child.wait()).await {
+                Ok(Ok(status)) => Some(status),
+                _ => kept.stop().await,
+            }
+        };
+        let why = status.and_then(|s| s.code()).map_or_else(|| "it exited".to_owned(), |c| format!("exit code {c}"));
+        conn.fail_all(&why);
+        let removed = self.removed.load(Ordering::Relaxed);
+        {
+            let mut inner = lock(&self.inner);
+            if !inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) && inner.state != State::Starting {
+                return;
+            }
+            inner.conn = None;
+            inner.state = if removed { State::Stopped } else { State::Crashed };
+            if !removed {
+                inner.last_error = Some(format!("exited ({why})"));
+                inner.failed_at = Some(Instant::now());
+            }
+        }
+        if removed {
+            return;
+        }
+        self.log.note(format!("exited ({why}); restarting in {} s", RESTART_AFTER.as_secs()));
+        let _ = self.changed.send(());
+        tokio::spawn(async move {
+            tokio::time::sleep(RESTART_AFTER).await;
+            let crashed = lock(&self.inner).state == State::Crashed;
+            if crashed && !self.removed.load(Ordering::Relaxed) && self.ensure().await.is_ok() {
+                let _ = self.changed.send(());
+            }
+        });
+    }
+
+    /// The provider said its lists changed: list again, then tell the clients.
+    fn relist(self: &Arc<Self>) {
+        let provider = Arc::clone(self);
+        tokio::spawn(async move {
+            let Some(conn) = provider.ready() else { return };
+            let capabilities = json!({"prompts": {}, "resources": {}});
+            if let Ok(lists) = list_all(&conn, &capabilities).await {
+                provider.store(lists);
+                let _ = provider.changed.send(());
+            }
+        });
+    }
+
+    /// Sends `method` with `params` to the provider (started if needed) and waits for the
+    /// answer within its `timeoutSec`. `started` learns the provider's id for the request
+    /// (to forward a cancellation).
+    ///
+    /// # Errors
+    /// [`CallFailure`].
+    pub async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        progress: Option<mpsc::UnboundedSender<Value>>,
+        started: impl FnOnce(Arc<Conn>, u64),
+    ) -> Reply {
+        let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
+        let began = Instant::now();
+        let handle = Arc::clone(&conn);
+        let reply = conn.request(method, params, progress, self.spec.timeout, move |id| started(handle, id)).await;
+        self.record(began.elapsed(), &reply);
+        reply
+    }
+
+    fn record(&self, took: Duration, reply: &Reply) {
+        let mut stats = lock(&self.stats);
+        stats.calls += 1;
+        match reply {
+            Ok(_) => {}
+            Err(CallFailure::Timeout(_)) => {
+                stats.errors += 1;
+                stats.timeouts += 1;
+            }
+            Err(_) => stats.errors += 1,
+        }
+        if stats.latencies_us.len() == LATENCY_SAMPLES {
+            stats.latencies_us.pop_front();
+        }
+        stats.latencies_us.push_back(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
+    }
+
+    /// Public names of its tools and the tools left out: `(public, original)` pairs in the
+    /// provider's order, and the rejected ones.
+    #[must_use]
+    pub fn exposed(&self) -> (Vec<(String, Value)>, Vec<Rejected>) {
+        let lists = self.lists();
+        let mut exposed = Vec::new();
+        let mut rejected = Vec::new();
+        for tool in lists.tools {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            match names::public(&self.spec.namespace, &name) {
+                Ok(public) => exposed.push((public, tool)),
+                Err(reason) => rejected.push(Rejected { tool: name, reason }),
+            }
+        }
+        (exposed, rejected)
+    }
+
+    /// Its status, with the public tool names and rejections the hub settled.
+    #[must_use]
+    pub fn status(&self, tools: Vec<String>, rejected: Vec<Rejected>) -> Status {
+        let inner = lock(&self.inner);
+        let pid = inner.conn.as_ref().and_then(|c| crate::process::tree::first_child(c.group));
+        let stats = lock(&self.stats);
+        let mut sorted: Vec<u64> = stats.latencies_us.iter().copied().collect();
+        sorted.sort_unstable();
+        #[allow(clippy::cast_precision_loss)]
+        let ms = |us: u64| us as f64 / 1000.0;
+        Status {
+            id: self.spec.id.clone(),
+            namespace: self.spec.namespace.clone(),
+            state: inner.state,
+            pid,
+            tools,
+            rejected,
+            last_error: inner.last_error.clone(),
+            cached: inner.cached,
+            calls: stats.calls,
+            errors: stats.errors,
+            timeouts: stats.timeouts,
+            p50_ms: sorted.get(sorted.len() / 2).map(|&us| ms(us)),
+            max_ms: sorted.last().map(|&us| ms(us)),
+        }
+    }
+
+    /// Stops it for good (removed from the catalog, or replaced). In-flight calls fail.
+    pub async fn shutdown(&self) {
+        self.removed.store(true, Ordering::Relaxed);
+        let conn = {
+            let mut inner = lock(&self.inner);
+            inner.state = State::Stopped;
+            inner.conn.take()
+        };
+        if let Some(conn) = conn {
+            self.log.note("stopping");
+            conn.fail_all("the provider was removed");
+            let mut kept = conn.kept.lock().await;
+            kept.stop().await;
+        }
+    }
+}
+
+/// `tools/list` (every page), and the prompt and resource lists if it offers them.
+async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
+    let mut lists = Lists { tools: paged(conn, "tools/list", "tools").await?, ..Lists::default() };
+    if capabilities.get("prompts").is_some() {
+        lists.prompts = paged(conn, "prompts/list", "prompts").await.unwrap_or_default();
+    }
+    if capabilities.get("resources").is_some() {
+        lists.resources = paged(conn, "resources/list", "resources").await.unwrap_or_default();
+        lists.resource_templates =
+            paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
+    }
+    Ok(lists)
+}
+
+async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, String> {
+    let mut all = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..100 {
+        let params = cursor.take().map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        let page = conn
+            .request(method, params, None, START_TIMEOUT, |_| {})
+            .await
+            .map_err(|e| format!("{method} failed: {e}"))?;
+        all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
+        match page.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => break,
+        }
+    }
+    Ok(all)
+}

@@ -1,0 +1,536 @@
+//! The MCP hub with real providers — `@modelcontextprotocol/server-everything` (npm),
+//! `mcp-server-time` (PyPI) and a small provider that misbehaves on request
+//! (`tests/providers/fake_mcp.py`) — and real clients: a plain HTTP client here, the
+//! official Python SDK and the official conformance suite. The tools are pinned in
+//! `tests/tools/mcp/` and installed by `scripts/install-mcp-test-tools`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, wait_until, write_manifest};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Installs the pinned MCP tools once per test run; returns `target/test-tools`.
+fn tools() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let status = std::process::Command::new("bash")
+                .arg(root().join("scripts/install-mcp-test-tools"))
+                .status()
+                .expect("run scripts/install-mcp-test-tools (needs python3, node and npm)");
+            assert!(status.success(), "scripts/install-mcp-test-tools failed");
+            root().join("target/test-tools")
+        })
+        .clone()
+}
+
+fn provider(id: &str, command: Value, extra: Value) -> Value {
+    let mut mcp = json!({"transport": "stdio", "command": command});
+    if let (Some(mcp), Some(extra)) = (mcp.as_object_mut(), extra.as_object()) {
+        mcp.extend(extra.clone());
+    }
+    json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id, "mcp": mcp})
+}
+
+fn fake(id: &str, log: &Path, extra: Value) -> Value {
+    let script = root().join("tests/providers/fake_mcp.py").display().to_string();
+    let mut settings = json!({"env": {"FAKE_MCP_LOG": log.display().to_string()}, "timeoutSec": 5});
+    if let (Some(s), Some(e)) = (settings.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    provider(id, json!(["python3", script]), settings)
+}
+
+/// An instance with a root config and nothing else.
+fn instance() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), "{}").expect("root config");
+    dir
+}
+
+/// A minimal Streamable HTTP client.
+struct Client<'a> {
+    butler: &'a Butler,
+    path: String,
+    session: Option<String>,
+    next: u64,
+}
+
+impl<'a> Client<'a> {
+    fn connect(butler: &'a Butler, path: &str) -> Self {
+        let mut client = Self { butler, path: path.to_owned(), session: None, next: 1 };
+        let (status, headers, body) = client.post(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
+            &[],
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["protocolVersion"], "2025-11-25");
+        client.session = Some(headers.get("mcp-session-id").expect("a session id").to_str().expect("ascii").to_owned());
+        let (status, _, _) = client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), &[]);
+        assert_eq!(status, 202);
+        client
+    }
+
+    fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Value) {
+        let mut request = self
+            .butler
+            .request(reqwest::Method::POST, &self.butler.api(&self.path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let response = request.send().expect("request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().expect("body");
+        (status, headers, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let (status, _, body) =
+            self.post(&json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}), &[]);
+        assert_eq!(status, 200, "{method}: {body}");
+        assert_eq!(body["id"], self.next, "{body}");
+        body
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let body = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(body.get("error").is_none(), "{tool}: {body}");
+        body["result"].clone()
+    }
+
+    fn tool_names(&mut self) -> Vec<String> {
+        let body = self.request("tools/list", json!({}));
+        body["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_owned())
+            .collect()
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+fn status(butler: &Butler) -> Value {
+    let (code, body) = butler.get_json("/mcp/status");
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+fn provider_status(butler: &Butler, id: &str) -> Value {
+    status(butler)["providers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["id"] == id).cloned())
+        .unwrap_or(Value::Null)
+}
+
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn real_providers_are_aggregated_under_their_namespaces() {
+    let tools = tools();
+    let dir = instance();
+    let everything = tools.join("mcp-js/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    write_manifest(
+        dir.path(),
+        "tools/everything",
+        &provider("everything", json!(["node", everything.display().to_string(), "stdio"]), json!({})),
+    );
+    write_manifest(
+        dir.path(),
+        "tools/clock",
+        &provider(
+            "clock",
+            json!([tools.join("mcp-venv/bin/mcp-server-time").display().to_string()]),
+            json!({"namespace": "time"}),
+        ),
+    );
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    assert!(log_lines(&log).is_empty(), "providers start lazily, not with the host");
+
+    let mut client = Client::connect(&butler, "/mcp");
+    let names = client.tool_names();
+    for expected in [
+        "butler__search",
+        "butler__read",
+        "butler__report_session",
+        "everything__echo",
+        "everything__get-sum",
+        "time__get_current_time",
+        "fake__echo",
+    ] {
+        assert!(names.contains(&expected.to_owned()), "{expected} missing from {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("distill") || n.contains("approve") || n.contains("review")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("fake__x") || n.contains(' ')),
+        "invalid names are not exposed: {names:?}"
+    );
+    assert_eq!(client.tool_names(), names, "the order is stable");
+
+    assert!(text_of(&client.call("everything__echo", json!({"message": "hello hub"}))).contains("hello hub"));
+    let sum = client.call("everything__get-sum", json!({"a": 2, "b": 40}));
+    assert!(text_of(&sum).contains("42"), "{sum}");
+    let now = client.call("time__get_current_time", json!({"timezone": "UTC"}));
+    assert_ne!(now["isError"], true, "{now}");
+    assert!(text_of(&now).contains("UTC"), "{now}");
+    let unknown = client.request("tools/call", json!({"name": "fake__nope", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    let fake = provider_status(&butler, "fake");
+    assert_eq!(fake["state"], "ready", "{fake}");
+    assert!(fake["pid"].as_u64().is_some(), "{fake}");
+    let rejected: Vec<&str> =
+        fake["rejected"].as_array().expect("rejected").iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert!(rejected.contains(&"bad name!") && rejected.iter().any(|r| r.len() == 70), "{fake}");
+    assert_eq!(provider_status(&butler, "clock")["namespace"], "time");
+    assert!(provider_status(&butler, "everything")["calls"].as_u64() >= Some(2));
+}
+
+#[test]
+fn a_provider_that_crashes_hangs_or_reports_progress_costs_only_itself() {
+    tools();
+    let dir = instance();
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start_with_env(dir.path(), &[], &[("BUTLER_TEST_SECRET", "do-not-leak")]);
+    let mut client = Client::connect(&butler, "/mcp");
+    client.tool_names();
+
+    // Its environment: the safe list, its manifest's env, the hub channel — not the host's.
+    let env: Vec<String> = serde_json::from_str(&text_of(&client.call("fake__env", json!({})))).expect("env list");
+    for expected in ["PATH", "BUTLER_MCP_CHANNEL", "FAKE_MCP_LOG", "BUTLER_HOST_URL"] {
+        assert!(env.contains(&expected.to_owned()), "{expected} missing: {env:?}");
+    }
+    assert!(!env.contains(&"BUTLER_TEST_SECRET".to_owned()), "the host's environment leaked: {env:?}");
+
+    // Progress reaches the client with its own token, before the answer.
+    let events = sse_call(
+        &butler,
+        &client,
+        json!({"name": "fake__progress", "arguments": {}, "_meta": {"progressToken": "mine-1"}}),
+    );
+    let progress: Vec<&Value> = events.iter().filter(|e| e["method"] == "notifications/progress").collect();
+    assert_eq!(progress.len(), 3, "{events:?}");
+    assert!(progress.iter().all(|p| p["params"]["progressToken"] == "mine-1"), "{events:?}");
+    assert_eq!(events.last().map(|e| text_of(&e["result"])), Some("done".to_owned()), "{events:?}");
+
+    // A hang times out (timeoutSec 5): isError to the caller, notifications/cancelled to
+    // the provider with the provider's own request id.
+    let started = Instant::now();
+    let hung = client.call("fake__hang", json!({}));
+    assert_eq!(hung["isError"], true, "{hung}");
+    assert!(started.elapsed() >= Duration::from_secs(5));
+    let hanging = log_lines(&log).iter().find_map(|l| l.strip_prefix("hanging ").map(str::to_owned)).expect("hanging");
+    wait_until(LIMIT, "the cancellation to reach the provider", || {
+        log_lines(&log).iter().any(|l| l.starts_with(&format!("cancelled {hanging} timed out")))
+    });
+    assert_eq!(provider_status(&butler, "fake")["timeouts"], 1);
+
+    // A client's own cancellation is forwarded too, from the session that made the call.
+    let other = Client::connect(&butler, "/mcp");
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            other.post(&json!({"jsonrpc": "2.0", "id": 777, "method": "tools/call", "params": {"name": "fake__hang", "arguments": {}}}), &[])
+        });
+        wait_until(LIMIT, "a second hang", || log_lines(&log).iter().filter(|l| l.starts_with("hanging")).count() == 2);
+        let second =
+            log_lines(&log).iter().filter_map(|l| l.strip_prefix("hanging ").map(str::to_owned)).nth(1).expect("id");
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 777, "reason": "user cancelled"}});
+        assert_eq!(other.post(&cancel, &[]).0, 202);
+        wait_until(LIMIT, "the client's cancellation to reach the provider", || {
+            log_lines(&log).iter().any(|l| l == &format!("cancelled {second} user cancelled"))
+        });
+        let (status, _, answer) = waiting.join().expect("thread");
+        assert_eq!(status, 200, "{answer}");
+    });
+
+    // A crash: isError for the call, the provider comes back by itself after 5 s.
+    let crashed = client.call("fake__crash", json!({}));
+    assert_eq!(crashed["isError"], true, "{crashed}");
+    assert_eq!(provider_status(&butler, "fake")["state"], "crashed");
+    wait_until(LIMIT, "the provider to restart", || {
+        provider_status(&butler, "fake")["state"] == "ready"
+            && log_lines(&log).iter().filter(|l| l.starts_with("started")).count() == 2
+    });
+    assert_eq!(text_of(&client.call("fake__echo", json!({"text": "back"}))), "back");
+}
+
+/// `tools/call` with a progress token, answered as SSE: every message, in order.
+fn sse_call(butler: &Butler, client: &Client<'_>, params: Value) -> Vec<Value> {
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 4242, "method": "tools/call", "params": params}).to_string();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    write!(
+        stream,
+        "POST /myspace-butler/api/mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        client.session.as_deref().unwrap_or_default(),
+        body.len()
+    )
+    .expect("send");
+    let reader = BufReader::new(stream);
+    let mut events = Vec::new();
+    for line in reader.lines().map_while(Result::ok) {
+        if let Some(data) = line.strip_prefix("data: ") {
+            let message: Value = serde_json::from_str(data).expect("JSON event");
+            let done = message.get("id").is_some();
+            events.push(message);
+            if done {
+                break;
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn sessions_versions_and_the_gate_follow_the_transport_rules() {
+    let dir = instance();
+    let butler = Butler::start(dir.path());
+    let mut client = Client::connect(&butler, "/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+
+    let anonymous = Client { butler: &butler, path: "/mcp".into(), session: None, next: 0 };
+    assert_eq!(anonymous.post(&list, &[]).0, 400, "no session header");
+    let stranger = Client { butler: &butler, path: "/mcp".into(), session: Some("0123".into()), next: 0 };
+    assert_eq!(stranger.post(&list, &[]).0, 404, "unknown session");
+    assert_eq!(client.post(&list, &[("mcp-protocol-version", "1999-01-01")]).0, 400);
+    assert_eq!(client.post(&list, &[("mcp-protocol-version", "2025-06-18")]).0, 200);
+    let (status, _, body) = client.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "no/such"}), &[]);
+    assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32601)), "{body}");
+    let (status, _, body) = client.post(&json!({"id": 1, "method": "ping"}), &[]);
+    assert_eq!((status, body["error"]["code"].as_i64()), (400, Some(-32600)), "{body}");
+    let response = butler
+        .request(reqwest::Method::POST, &butler.api("/mcp"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .expect("request");
+    assert_eq!(response.status().as_u16(), 400);
+    let body: Value = response.json().expect("json");
+    assert_eq!(body["error"]["code"], -32700);
+    assert_eq!(client.request("ping", json!({}))["result"], json!({}));
+    let (status, _, _) = client.post(
+        &json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        &[],
+    );
+    assert_eq!(status, 200, "a batch");
+
+    // Older revisions are spoken; an unknown one gets the latest.
+    for (asked, agreed) in [("2025-03-26", "2025-03-26"), ("2025-06-18", "2025-06-18"), ("2031-01-01", "2025-11-25")] {
+        let (status, _, body) = anonymous.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}), &[]);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["protocolVersion"], agreed);
+    }
+
+    // The gate: a foreign Origin is refused before MCP sees anything (a foreign Host is
+    // the conformance suite's dns-rebinding-protection scenario, below).
+    assert_eq!(client.post(&list, &[("origin", "http://evil.example")]).0, 403);
+
+    // DELETE ends the session; it is then unknown.
+    let session = client.session.clone().expect("session");
+    let deleted = butler
+        .request(reqwest::Method::DELETE, &butler.api("/mcp"))
+        .header("mcp-session-id", &session)
+        .send()
+        .expect("delete");
+    assert_eq!(deleted.status().as_u16(), 204);
+    assert_eq!(client.post(&list, &[]).0, 404);
+    // A session of one endpoint is not valid on the other.
+    let distill = Client::connect(&butler, "/mcp/butler");
+    let crossed = Client { butler: &butler, path: "/mcp".into(), session: distill.session.clone(), next: 0 };
+    assert_eq!(crossed.post(&list, &[]).0, 404);
+}
+
+#[test]
+fn host_tools_and_the_restricted_distill_endpoint() {
+    // A new instance (the skeleton, with the built-in faculties) plus the fake provider.
+    let dir = tempfile::tempdir().expect("temp");
+    let workdir = dir.path().join("instance");
+    let log = dir.path().join("fake.log");
+    write_manifest(&workdir, "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(&workdir);
+    let mut client = Client::connect(&butler, "/mcp");
+    let names = client.tool_names();
+    assert!(!names.iter().any(|n| n.contains("distill") || n.contains("candidate")), "{names:?}");
+
+    // includeInactive is not in butler__search's schema: passing it is an error.
+    let refused = client.call("butler__search", json!({"query": "anything", "includeInactive": true}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("includeInactive"), "{refused}");
+    let missing = client.call("butler__read", json!({}));
+    assert_eq!(missing["isError"], true, "{missing}");
+
+    let mut distill = Client::connect(&butler, "/mcp/butler");
+    let restricted = distill.tool_names();
+    for expected in [
+        "butler__search",
+        "butler__read",
+        "butler__distill_claim",
+        "butler__distill_evidence",
+        "butler__candidate_submit",
+        "butler__distill_complete",
+    ] {
+        assert!(restricted.contains(&expected.to_owned()), "{expected}: {restricted:?}");
+    }
+    assert!(!restricted.iter().any(|n| n.starts_with("fake__")), "no provider tools there: {restricted:?}");
+    assert!(
+        !restricted.iter().chain(&names).any(|n| n.contains("approve") || n.contains("reject") || n.contains("review"))
+    );
+    let on_main = client.request("tools/call", json!({"name": "butler__distill_claim", "arguments": {}}));
+    assert_eq!(on_main["error"]["code"], -32602, "distill tools are not on the main endpoint: {on_main}");
+
+    // The context is a resource and a prompt on both.
+    let resources = client.request("resources/list", json!({}));
+    assert!(
+        resources["result"]["resources"].as_array().expect("resources").iter().any(|r| r["uri"] == "butler://context")
+    );
+    let read = client.request("resources/read", json!({"uri": "butler://context"}));
+    assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
+    let prompt = distill.request("prompts/get", json!({"name": "butler__context"}));
+    assert!(prompt["result"]["messages"][0]["content"]["text"].is_string(), "{prompt}");
+    // Providers' prompts and resources are namespaced too.
+    let prompts = client.request("prompts/list", json!({}));
+    assert!(
+        prompts["result"]["prompts"].as_array().expect("prompts").iter().any(|p| p["name"] == "fake__greet"),
+        "{prompts}"
+    );
+    let greet = client.request("prompts/get", json!({"name": "fake__greet"}));
+    assert_eq!(greet["result"]["messages"][0]["content"]["text"], "hello from fake", "{greet}");
+    let readme = client.request("resources/read", json!({"uri": "fake://readme"}));
+    assert_eq!(readme["result"]["contents"][0]["text"], "the fake readme", "{readme}");
+
+    // A session report lands in the journal as a session observation.
+    butler.wait_ready("journal");
+    let reported =
+        client.call("butler__report_session", json!({"text": "we chose sqlite for the cache", "tags": ["decision"]}));
+    assert_ne!(reported["isError"], true, "{reported}");
+    let spool = butler.workdir.join("self/journal/spool");
+    let lines: Vec<Value> = std::fs::read_dir(&spool)
+        .expect("spool")
+        .flatten()
+        .flat_map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<Value>>()
+        })
+        .collect();
+    assert!(lines.iter().any(|o| o["type"] == "session" && o["text"] == "we chose sqlite for the cache"), "{lines:?}");
+}
+
+#[test]
+fn namespace_conflicts_and_live_changes() {
+    tools();
+    let dir = instance();
+    let log_a = dir.path().join("a.log");
+    let log_b = dir.path().join("b.log");
+    write_manifest(dir.path(), "tools/a-dup", &fake("a-dup", &log_a, json!({"namespace": "dup"})));
+    write_manifest(dir.path(), "tools/b-dup", &fake("b-dup", &log_b, json!({"namespace": "dup"})));
+    write_manifest(dir.path(), "tools/sneaky", &fake("sneaky", &log_b, json!({"namespace": "butler"})));
+    let butler = Butler::start(dir.path());
+    let conflicts = status(&butler)["conflicts"].clone();
+    let held =
+        |id: &str| conflicts.as_array().and_then(|c| c.iter().find(|x| x["id"] == id)).map(|x| x["heldBy"].clone());
+    assert_eq!(held("b-dup"), Some(json!("a-dup")), "{conflicts}");
+    // The reserved namespace is refused when the manifest is read.
+    let diagnostics = butler.catalog()["diagnostics"].clone();
+    assert!(
+        diagnostics.as_array().is_some_and(|d| d.iter().any(|d| d["path"] == "tools/sneaky/butler.json")),
+        "{diagnostics}"
+    );
+
+    let mut client = Client::connect(&butler, "/mcp");
+    assert!(client.tool_names().contains(&"dup__echo".to_owned()));
+    wait_until(LIMIT, "a-dup to run", || log_lines(&log_a).iter().any(|l| l.starts_with("started")));
+    let pid: u32 = log_lines(&log_a)[0].trim_start_matches("started ").parse().expect("pid");
+
+    // Removing a-dup stops its process and frees the namespace for b-dup.
+    std::fs::remove_dir_all(butler.workdir.join("tools/a-dup")).expect("rm");
+    wait_until(LIMIT, "b-dup to take the namespace", || {
+        let s = status(&butler);
+        s["providers"].as_array().is_some_and(|p| p.iter().any(|p| p["id"] == "b-dup"))
+            && !s["providers"].as_array().is_some_and(|p| p.iter().any(|p| p["id"] == "a-dup"))
+    });
+    wait_until(LIMIT, "a-dup's process to stop", || !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
+    assert_eq!(text_of(&client.call("dup__echo", json!({"text": "from b"}))), "from b");
+    assert!(log_lines(&log_b).iter().any(|l| l.starts_with("started")), "the call went to b-dup");
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}
+
+#[test]
+fn the_official_python_sdk_and_conformance_suite_pass() {
+    let tools = tools();
+    let dir = instance();
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    let url = format!("http://localhost:{}/myspace-butler/api/mcp", butler.port);
+
+    let script = r#"
+import asyncio, sys, mcp
+async def main(url):
+    async with mcp.Client(url, mode="legacy") as client:
+        tools = await client.list_tools()
+        names = sorted(t.name for t in tools.tools)
+        print("TOOLS", ",".join(names))
+        result = await client.call_tool("fake__echo", {"text": "from python"})
+        print("ECHO", result.content[0].text)
+asyncio.run(main(sys.argv[1]))
+"#;
+    let output = std::process::Command::new(tools.join("mcp-venv/bin/python"))
+        .args(["-c", script, &url])
+        .output()
+        .expect("run the Python SDK client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("ECHO from python"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("TOOLS") && l.contains("butler__search") && l.contains("fake__echo")),
+        "{stdout}"
+    );
+
+    let conformance = tools.join("mcp-js/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    for scenario in ["server-initialize", "ping", "tools-list", "dns-rebinding-protection", "logging-set-level"] {
+        let output = std::process::Command::new("node")
+            .arg(&conformance)
+            .args(["server", "--url", &url, "--scenario", scenario])
+            .output()
+            .expect("run the conformance suite");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success() && text.contains(" 0 failed"), "{scenario}:\n{text}");
+    }
+}
