@@ -4,6 +4,7 @@
 
 use butler_faculty_kit::{Failure, Outcome, Value, json};
 use butler_store::card::{Card, Status};
+use butler_store::index::{Entry, Index, Mark};
 use butler_store::verdict;
 use serde::Deserialize;
 
@@ -107,41 +108,110 @@ pub fn ranked(cards: Vec<Card>, terms: &[String]) -> Vec<Card> {
     hits.into_iter().map(|(_, card)| card).collect()
 }
 
-/// `cards.search`.
+/// The index entries matching `terms`, ranked as [`ranked`] ranks cards.
+fn ranked_entries<'a>(index: &'a Index, terms: &[String]) -> Vec<&'a Entry> {
+    let finders: Vec<memchr::memmem::Finder<'_>> = terms.iter().map(memchr::memmem::Finder::new).collect();
+    let mut hits: Vec<(u8, &Entry)> = index
+        .entries()
+        .iter()
+        .filter_map(|entry| {
+            let [title, summary, rest] = index.searchable(entry);
+            let is_in = |f: &memchr::memmem::Finder<'_>, field: &str| f.find(field.as_bytes()).is_some();
+            let mut rank = 2;
+            for finder in &finders {
+                if is_in(finder, title) {
+                    rank = 0;
+                } else if is_in(finder, summary) {
+                    rank = rank.min(1);
+                } else if !is_in(finder, rest) {
+                    return None;
+                }
+            }
+            Some((rank, entry))
+        })
+        .collect();
+    hits.sort_by(|(ra, a), (rb, b)| ra.cmp(rb).then_with(|| a.id.cmp(&b.id)));
+    hits.into_iter().map(|(_, entry)| entry).collect()
+}
+
+/// `cards.search`, on the card index (a cache of the card files, checked before use).
 ///
 /// # Errors
 /// `invalid_args`; store errors.
 pub fn search(args: SearchArgs) -> Outcome {
     let terms = terms(&args.query)?;
     let limit = limit(args.limit)?;
-    let hits = ranked(Card::load_all()?, &terms);
-    let mut stale = Vec::new();
-    for card in hits.iter().filter(|c| c.status == Status::Active) {
-        if needs_refresh(card)? {
-            stale.push(card.id.as_str());
+    // Every card a search matches holds its longest term (the index's searchable text is
+    // part of its line): only those lines are read.
+    let needle = terms.iter().max_by_key(|t| t.len()).map_or("", String::as_str);
+    let index = Index::matching(needle)?;
+    match search_in(&index, &terms, limit, args.include_inactive, true)? {
+        Some(cards) => Ok(json!({ "cards": cards })),
+        // A card about to be returned was edited behind the index's back: compare every
+        // card file and search again.
+        None => {
+            let index = Index::swept()?;
+            let cards = search_in(&index, &terms, limit, args.include_inactive, false)?.unwrap_or_default();
+            Ok(json!({ "cards": cards }))
         }
     }
-    if !stale.is_empty() {
-        pipeline::refresh_validity(&stale);
-    }
-    let mut cards = Vec::new();
-    for card in &hits {
-        if cards.len() >= limit {
+}
+
+/// The search on `index`; `None` when a card it would return (or pass over) changed since
+/// the index recorded it (`verify`: compare their files' stamps; an index just swept was
+/// built from the files as they are, even where their stamps are too recent to record).
+/// The hits it would return are refreshed first (§8.3); those past the limit are not
+/// looked at (a refresh that suspends one of the first may return fewer than `limit`
+/// cards, as it may when no more match).
+fn search_in(
+    index: &Index,
+    terms: &[String],
+    limit: usize,
+    include_inactive: bool,
+    verify: bool,
+) -> Result<Option<Vec<Value>>, Failure> {
+    let shown = |entry: &Entry, suspended: bool| include_inactive || (entry.status == Status::Active && !suspended);
+    let hits = ranked_entries(index, terms);
+    let mut considered = 0;
+    let mut expected = 0;
+    for entry in &hits {
+        if expected >= limit {
             break;
         }
-        let suspended = verdict::is_suspended(card)?;
-        if args.include_inactive {
-            let mut entry = card.index_entry();
-            if let Some(entry) = entry.as_object_mut() {
-                entry.insert("status".to_owned(), json!(card.status));
-                entry.insert("suspended".to_owned(), json!(suspended));
-            }
-            cards.push(entry);
-        } else if card.status == Status::Active && !suspended {
-            cards.push(card.index_entry());
+        if verify && !index.file_holds(entry) {
+            return Ok(None);
         }
+        considered += 1;
+        expected += usize::from(shown(entry, entry.verdict.as_ref().is_some_and(Mark::holds)));
     }
-    Ok(json!({ "cards": cards }))
+    let hits = &hits[..considered];
+    let stale: Vec<&str> = hits
+        .iter()
+        .filter(|e| e.status == Status::Active && (index.has_checks(e) || e.verdict.is_some()))
+        .map(|e| e.id.as_str())
+        .collect();
+    // A refresh that moved cards in or out: their verdicts are read again (the index was
+    // read before it).
+    let moved = !stale.is_empty() && pipeline::refresh_validity(&stale);
+    let mut cards = Vec::new();
+    for entry in hits {
+        let suspended = if moved && stale.contains(&entry.id.as_str()) {
+            verdict::Verdict::load(&entry.id)?
+                .is_some_and(|v| Mark::of(&v, entry.revision, &entry.content_hash).holds())
+        } else {
+            entry.verdict.as_ref().is_some_and(Mark::holds)
+        };
+        if !shown(entry, suspended) || cards.len() >= limit {
+            continue;
+        }
+        let mut item = index.display(entry);
+        if include_inactive && let Some(fields) = item.as_object_mut() {
+            fields.insert("status".to_owned(), json!(entry.status));
+            fields.insert("suspended".to_owned(), json!(suspended));
+        }
+        cards.push(item);
+    }
+    Ok(Some(cards))
 }
 
 /// `cards.read`.

@@ -5,9 +5,17 @@
 use butler_faculty_kit::{Value, host, json};
 
 /// Recomputes the verdicts of `ids`; a failure is logged and the last verdicts stand.
-pub fn refresh_validity(ids: &[&str]) {
-    if let Err(f) = host::call("validity.refresh", &json!({ "ids": ids })) {
-        host::warn(&format!("validity.refresh failed, the last verdicts stand: {}: {}", f.code, f.message));
+/// Whether any card was suspended or restored (or the answer did not say).
+pub fn refresh_validity(ids: &[&str]) -> bool {
+    match host::call("validity.refresh", &json!({ "ids": ids })) {
+        Ok(answer) => {
+            let moved = |key: &str| answer.get(key).and_then(Value::as_u64) != Some(0);
+            moved("suspended") || moved("restored")
+        }
+        Err(f) => {
+            host::warn(&format!("validity.refresh failed, the last verdicts stand: {}: {}", f.code, f.message));
+            false
+        }
     }
 }
 

@@ -220,26 +220,21 @@ fn profile_body() -> Result<Option<String>, Failure> {
     }
 }
 
-/// The active, unsuspended rule and knowledge cards.
+/// The active, unsuspended rule and knowledge cards, from the card index (a verdict that
+/// cannot be read keeps its card out rather than let it in unchecked).
 fn index_entries() -> Result<Vec<Entry>, Failure> {
+    let index = butler_store::index::Index::current()?;
     let mut entries = Vec::new();
-    for card in Card::load_all()? {
-        if card.status != Status::Active || card.content.kind == Kind::Profile {
+    for entry in index.entries() {
+        if entry.status != Status::Active
+            || entry.kind == Kind::Profile
+            || entry.verdict.as_ref().is_some_and(butler_store::index::Mark::holds)
+        {
             continue;
         }
-        let suspended = butler_store::verdict::is_suspended(&card).unwrap_or_else(|f| {
-            // An unreadable verdict keeps the card out rather than let it in unchecked.
-            host::warn(&format!("card {} left out of the context: {}", card.id, f.message));
-            true
-        });
-        if !suspended {
-            entries.push(Entry {
-                kind: card.content.kind,
-                id: card.id,
-                title: card.content.title,
-                summary: card.content.summary,
-            });
-        }
+        let shown = index.display(entry);
+        let text = |key: &str| shown.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        entries.push(Entry { kind: entry.kind, id: entry.id.clone(), title: text("title"), summary: text("summary") });
     }
     Ok(entries)
 }

@@ -16,6 +16,7 @@ pub mod card;
 pub mod check;
 pub mod frontmatter;
 pub mod ids;
+pub mod index;
 pub mod journal;
 pub mod time;
 pub mod verdict;

@@ -5,20 +5,24 @@
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
 //! - `check {checks}` evaluates checks and stores nothing;
-//! - `refresh {ids?}` recomputes verdicts (`/self/validity/<id>.json`), never touching a card;
+//! - `refresh {ids?}` recomputes verdicts (`/self/validity/<id>.json`), never touching a card:
+//!   a read command that evaluates every check (all cards from the card index) and hands the
+//!   cards whose verdict changes to `commit {ids}`, the write command that re-evaluates them
+//!   under the store's write lock and writes;
 //! - `set-checks {id, revision, checks}` (operator) sets a card's checks;
 //! - report `summary`: which active cards are suspended and why.
 //!
 //! Checks are read only through the `/validity` preopen: the sandbox resolves every path
 //! inside it and refuses symlinks that lead out, whatever the spelling.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::Path;
 
 use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
 use butler_store::card::{Card, Kind, Status};
 use butler_store::check::{Check, normalize};
+use butler_store::index::Index;
 use butler_store::verdict::{State, Verdict};
 use serde::Deserialize;
 
@@ -40,6 +44,7 @@ impl Faculty for Validity {
         match command {
             "check" => check(stdin),
             "refresh" => refresh(stdin),
+            "commit" => commit(stdin),
             "set-checks" => set_checks(stdin),
             other => Err(Failure::unknown_command(other)),
         }
@@ -114,50 +119,106 @@ fn clip(text: &str, max: usize) -> String {
 /// Evaluates a spelling-checked `check` against `root`. Only regular files count: a
 /// directory (or anything else) where a file is expected fails.
 fn evaluate(root: &Path, check: &Check) -> Evaluation {
-    let failure = evaluate_failure(root, check);
+    let failure = Probe::new(root).failure(check);
     Evaluation { check: check.clone(), failure }
 }
 
-fn evaluate_failure(root: &Path, check: &Check) -> Option<String> {
-    // Checks written into a card by hand never passed `validate`: a path that could leave
-    // the root by its spelling fails here, before anything is opened.
-    if let Err(f) = check.validate() {
-        return Some(format!("invalid check: {}", f.message));
+/// What a path is, as far as checks care: a regular file of this size, or why not.
+type Found = Result<u64, String>;
+
+/// Evaluates checks against a root, looking at each path once per refresh (a refresh is
+/// one snapshot: a file named by several checks is looked up once).
+struct Probe<'a> {
+    root: &'a Path,
+    found: HashMap<String, Found>,
+    haystack: String,
+}
+
+impl<'a> Probe<'a> {
+    fn new(root: &'a Path) -> Self {
+        Self { root, found: HashMap::new(), haystack: String::new() }
     }
-    let path = root.join(check.path());
-    let meta = match std::fs::metadata(&path) {
-        Ok(meta) => meta,
-        Err(e) => return Some(io_reason(&e)),
-    };
-    if meta.is_dir() {
-        return Some("is a directory, not a file".to_owned());
-    }
-    if !meta.is_file() {
-        return Some("is not a regular file".to_owned());
-    }
-    let Check::Quote { text, .. } = check else {
-        return None;
-    };
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(&path).and_then(|file| {
-        // The handle, not the name, decides what is read: check it is still a file.
-        if file.metadata()?.is_file() {
-            file.take(MAX_READ).read_to_end(&mut bytes).map(|_| ())
-        } else {
-            Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"))
+
+    /// What `relative` is: one `stat`, remembered.
+    fn find(&mut self, relative: &str) -> Found {
+        if let Some(found) = self.found.get(relative) {
+            return found.clone();
         }
-    });
-    if let Err(e) = read {
-        return Some(io_reason(&e));
+        let found = match std::fs::metadata(self.root.join(relative)) {
+            Ok(meta) if meta.is_file() => Ok(meta.len()),
+            Ok(meta) if meta.is_dir() => Err("is a directory, not a file".to_owned()),
+            Ok(_) => Err("is not a regular file".to_owned()),
+            Err(e) => Err(io_reason(&e)),
+        };
+        self.found.insert(relative.to_owned(), found.clone());
+        found
     }
-    let haystack = normalize(&String::from_utf8_lossy(&bytes));
-    let needle = normalize(text);
-    if haystack.contains(&needle) {
-        None
-    } else if meta.len() > MAX_READ {
-        Some(format!("does not contain the quoted text \"{}\" in its first 4 MiB", clip(&needle, 60)))
-    } else {
-        Some(format!("does not contain the quoted text \"{}\"", clip(&needle, 60)))
+
+    /// Why `check` fails; `None` when it passes.
+    fn failure(&mut self, check: &Check) -> Option<String> {
+        // Checks written into a card by hand never passed `validate`: a path that could leave
+        // the root by its spelling fails here, before anything is opened.
+        if let Err(f) = check.validate() {
+            return Some(format!("invalid check: {}", f.message));
+        }
+        let size = match self.find(check.path()) {
+            Ok(size) => size,
+            Err(why) => return Some(why),
+        };
+        let Check::Quote { text, .. } = check else {
+            return None;
+        };
+        // One open and reads of the size the file had when it was looked up (at most
+        // MAX_READ): no second `stat` on the handle and no read past the end to find it.
+        let mut bytes = Vec::new();
+        if let Err(e) = read_up_to(&self.root.join(check.path()), size.min(MAX_READ), &mut bytes) {
+            return Some(io_reason(&e));
+        }
+        normalize_into(&String::from_utf8_lossy(&bytes), &mut self.haystack);
+        let needle = normalize(text);
+        if memchr::memmem::find(self.haystack.as_bytes(), needle.as_bytes()).is_some() {
+            None
+        } else if size > MAX_READ {
+            Some(format!("does not contain the quoted text \"{}\" in its first 4 MiB", clip(&needle, 60)))
+        } else {
+            Some(format!("does not contain the quoted text \"{}\"", clip(&needle, 60)))
+        }
+    }
+}
+
+/// Reads at most `size` bytes of `path` into `bytes`.
+fn read_up_to(path: &Path, size: u64, bytes: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut file = std::fs::File::open(path)?;
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    bytes.resize(size, 0);
+    let mut filled = 0;
+    while filled < size {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(())
+}
+
+/// [`normalize`] into a buffer, in one pass.
+fn normalize_into(text: &str, out: &mut String) {
+    out.clear();
+    out.reserve(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
     }
 }
 
@@ -217,22 +278,31 @@ fn holds(verdict: Option<&Verdict>, card: &Card) -> bool {
     verdict.is_some_and(|v| v.conflict.is_some() || (v.applies_to(card) && v.suspends()))
 }
 
+/// Whether a card's verdict must be rewritten, given the verdict that applies to its current
+/// revision (`current`: state and reasons) and what its checks found (`failures`, `None`:
+/// the card has no checks). An unchanged verdict is not rewritten.
+fn verdict_changes(current: Option<(State, &[String])>, failures: Option<&[String]>) -> bool {
+    match failures {
+        Some(reasons) => {
+            let state = if reasons.is_empty() { State::Valid } else { State::Suspended };
+            current.is_none_or(|(was, why)| was != state || why != reasons)
+        }
+        // No checks: nothing to say, unless a verdict from earlier checks still suspends
+        // this revision (its checks were removed) — then it is cleared.
+        None => current.is_some_and(|(was, why)| was == State::Suspended || !why.is_empty()),
+    }
+}
+
 /// The verdict to write for `card`, if one must be written. `failures` is what its checks
 /// found (`None`: the card has no checks). An unchanged verdict is not rewritten; a
 /// conflict is always carried over.
 fn next_verdict(card: &Card, previous: Option<&Verdict>, failures: Option<Vec<String>>, now: &str) -> Option<Verdict> {
-    let current = previous.filter(|v| v.applies_to(card));
-    let reasons = match failures {
-        Some(reasons) => reasons,
-        // No checks: nothing to say, unless a verdict from earlier checks still suspends
-        // this revision (its checks were removed) — then it is cleared.
-        None if current.is_some_and(|v| v.state == State::Suspended || !v.reasons.is_empty()) => Vec::new(),
-        None => return None,
-    };
-    let state = if reasons.is_empty() { State::Valid } else { State::Suspended };
-    if current.is_some_and(|v| v.state == state && v.reasons == reasons) {
+    let current = previous.filter(|v| v.applies_to(card)).map(|v| (v.state, v.reasons.as_slice()));
+    if !verdict_changes(current, failures.as_deref()) {
         return None;
     }
+    let reasons = failures.unwrap_or_default();
+    let state = if reasons.is_empty() { State::Valid } else { State::Suspended };
     Some(Verdict {
         id: card.id.clone(),
         revision: card.revision,
@@ -252,11 +322,16 @@ struct Moves {
     restored: usize,
 }
 
-/// Re-evaluates `card`'s checks against `root` and stores its verdict if it changed.
-fn refresh_card(root: &Path, card: &Card, now: &str) -> Result<Moves, Failure> {
+/// What `checks` found: the reasons of those failing (`None` when there are none to run).
+fn failures(probe: &mut Probe<'_>, checks: &[Check]) -> Option<Vec<String>> {
+    (!checks.is_empty())
+        .then(|| checks.iter().filter_map(|c| probe.failure(c).map(|why| format!("{}: {why}", c.path()))).collect())
+}
+
+/// Re-evaluates `card`'s checks and stores its verdict if it changed.
+fn refresh_card(probe: &mut Probe<'_>, card: &Card, now: &str) -> Result<Moves, Failure> {
     let previous = Verdict::load(&card.id)?;
-    let failures = (!card.checks.is_empty())
-        .then(|| card.checks.iter().map(|c| evaluate(root, c)).filter_map(|e| e.reason()).collect::<Vec<_>>());
+    let failures = failures(probe, &card.checks);
     let mut moves = Moves { checked: usize::from(failures.is_some()), ..Moves::default() };
     if let Some(next) = next_verdict(card, previous.as_ref(), failures, now) {
         let (before, after) = (holds(previous.as_ref(), card), holds(Some(&next), card));
@@ -288,30 +363,103 @@ struct RefreshArgs {
     ids: Option<Vec<String>>,
 }
 
-fn refresh(stdin: Option<String>) -> Outcome {
-    let args: RefreshArgs = butler_store::args::parse(stdin)?;
-    let wanted: Option<BTreeSet<String>> = args.ids.map(|ids| ids.into_iter().collect());
+fn parse_ids(ids: Option<Vec<String>>) -> Result<Option<BTreeSet<String>>, Failure> {
+    let wanted: Option<BTreeSet<String>> = ids.map(|ids| ids.into_iter().collect());
     if let Some(bad) = wanted.iter().flatten().find(|id| !butler_store::card::valid_id(id)) {
         return Err(Failure::invalid_args(format!("ids: `{}` is not a card id", clip(bad, 80))));
     }
+    Ok(wanted)
+}
+
+fn unavailable_answer() -> Outcome {
+    host::warn("validity root unavailable: verdicts left as they are");
+    Ok(json!({"checked": 0, "suspended": 0, "restored": 0, "unavailable": true}))
+}
+
+/// `refresh` evaluates every check without the store's write lock (it is a read command)
+/// and hands only the cards whose verdict changes to `commit`, which evaluates them again
+/// under the lock and writes. An unchanged refresh reads and writes nothing else.
+fn refresh(stdin: Option<String>) -> Outcome {
+    let args: RefreshArgs = butler_store::args::parse(stdin)?;
+    let wanted = parse_ids(args.ids)?;
     let Some(root) = root() else {
-        host::warn("validity root unavailable: verdicts left as they are");
-        return Ok(json!({"checked": 0, "suspended": 0, "restored": 0, "unavailable": true}));
+        return unavailable_answer();
+    };
+    let mut probe = Probe::new(root);
+    let mut checked = 0;
+    let mut changed = Vec::new();
+    match &wanted {
+        // A refresh of named cards reads just those files, not the index.
+        Some(ids) => {
+            for id in ids {
+                let Some(card) = Card::load(id)? else { continue };
+                if card.status != Status::Active {
+                    continue;
+                }
+                let previous = match Verdict::load(&card.id) {
+                    Ok(previous) => previous,
+                    // One unreadable verdict must not stop the others; it is left for the owner.
+                    Err(f) if f.code == "store_corrupt" => {
+                        host::warn(&format!("card {} not refreshed: {}", card.id, f.message));
+                        continue;
+                    }
+                    Err(f) => return Err(f),
+                };
+                let failures = failures(&mut probe, &card.checks);
+                checked += usize::from(failures.is_some());
+                let current =
+                    previous.as_ref().filter(|v| v.applies_to(&card)).map(|v| (v.state, v.reasons.as_slice()));
+                if verdict_changes(current, failures.as_deref()) {
+                    changed.push(card.id);
+                }
+            }
+        }
+        None => {
+            let index = Index::current()?;
+            for entry in index.entries() {
+                if entry.status != Status::Active || (!index.has_checks(entry) && entry.verdict.is_none()) {
+                    continue;
+                }
+                let checks: Vec<Check> = serde_json::from_str(index.checks_json(entry)).map_err(|e| {
+                    Failure::new("store_corrupt", format!("card index: checks of `{}`: {e}", clip(&entry.id, 80)))
+                })?;
+                let failures = failures(&mut probe, &checks);
+                checked += usize::from(failures.is_some());
+                let current = entry.verdict.as_ref().filter(|m| m.applies).map(|m| (m.state, m.reasons.as_slice()));
+                if verdict_changes(current, failures.as_deref()) {
+                    changed.push(entry.id.clone());
+                }
+            }
+        }
+    }
+    if changed.is_empty() {
+        return Ok(json!({"checked": checked, "suspended": 0, "restored": 0}));
+    }
+    let committed = host::call("validity.commit", &json!({ "ids": changed }))?;
+    let count = |key: &str| committed.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Ok(json!({"checked": checked, "suspended": count("suspended"), "restored": count("restored")}))
+}
+
+// ---------------------------------------------------------------------------------------
+// commit
+
+/// `commit {ids}`: re-evaluates the named cards under the store's write lock and writes the
+/// verdicts that changed (what `refresh` found changing may have changed again since).
+fn commit(stdin: Option<String>) -> Outcome {
+    let args: RefreshArgs = butler_store::args::parse(stdin)?;
+    let ids = parse_ids(args.ids)?.unwrap_or_default();
+    let Some(root) = root() else {
+        return unavailable_answer();
     };
     let now = butler_store::time::now();
+    let mut probe = Probe::new(root);
     let mut total = Moves::default();
-    // A refresh of named cards reads just those files, not the whole store.
-    let cards = match &wanted {
-        Some(ids) => {
-            ids.iter().map(|id| Card::load(id)).filter_map(Result::transpose).collect::<Result<Vec<_>, _>>()?
-        }
-        None => Card::load_all()?,
-    };
-    for card in cards {
+    for id in &ids {
+        let Some(card) = Card::load(id)? else { continue };
         if card.status != Status::Active {
             continue;
         }
-        let moves = match refresh_card(root, &card, &now) {
+        let moves = match refresh_card(&mut probe, &card, &now) {
             Ok(moves) => moves,
             // One unreadable verdict must not stop the others; it is left for the owner.
             Err(f) if f.code == "store_corrupt" => {
@@ -326,6 +474,10 @@ fn refresh(stdin: Option<String>) -> Outcome {
     }
     if total.suspended + total.restored > 0 {
         rebuild_context();
+    }
+    // Bring the index up to date now, under the lock, rather than in the next search.
+    if let Err(f) = Index::current() {
+        host::warn(&format!("card index not updated: {}", f.message));
     }
     Ok(json!({"checked": total.checked, "suspended": total.suspended, "restored": total.restored}))
 }

@@ -1,0 +1,125 @@
+//! The card index (`self/build/cards.index`) is a cache: whatever happens to it or to the
+//! card files behind its back — a card added, removed or edited in place by the owner, the
+//! index corrupted or deleted — search, read and refresh answer from the card files as they
+//! are.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::util::Butler;
+
+fn started() -> (Butler, tempfile::TempDir) {
+    let (butler, dir) = Butler::start_fresh();
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    (butler, dir)
+}
+
+fn ok(butler: &Butler, action: &str, args: Value) -> Value {
+    let (status, body) = butler.post_json("/pipeline", &json!({"action": action, "args": args}), &[]);
+    assert_eq!((status, &body["ok"]), (200, &json!(true)), "{action}: {body}");
+    body["data"].clone()
+}
+
+/// The ids a search returns.
+fn search(butler: &Butler, query: &str) -> Vec<String> {
+    let found = ok(butler, "cards.search", json!({"query": query}));
+    found["cards"].as_array().expect("cards").iter().map(|c| c["id"].as_str().expect("id").to_owned()).collect()
+}
+
+/// A card file as the owner might write it by hand.
+fn card(id: &str, title: &str, status: &str, body: &str) -> String {
+    format!(
+        "---\nid: \"{id}\"\nkind: \"knowledge\"\ntitle: \"{title}\"\nsummary: \"About {id}\"\nstatus: \"{status}\"\nrevision: 1\n---\n\n{body}\n"
+    )
+}
+
+fn write_card(workdir: &Path, id: &str, text: &str) {
+    let dir = workdir.join("self/knowledge");
+    std::fs::create_dir_all(&dir).expect("knowledge folder");
+    std::fs::write(dir.join(format!("{id}.md")), text).expect("write card");
+}
+
+fn index_file(workdir: &Path) -> std::path::PathBuf {
+    workdir.join("self/build/cards.index")
+}
+
+#[test]
+fn search_follows_cards_added_removed_and_edited_in_place() {
+    let (butler, _dir) = started();
+    let w = butler.workdir.clone();
+    write_card(&w, "alpha", &card("alpha", "Alpha osprey", "active", "Nests near water."));
+    write_card(&w, "beta", &card("beta", "Beta heron", "active", "Wades in the osprey's river."));
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta"], "title match first");
+    assert!(index_file(&w).is_file(), "a search writes the index");
+
+    // Added.
+    write_card(&w, "gamma", &card("gamma", "Gamma", "active", "An osprey too."));
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta", "gamma"]);
+
+    // Removed.
+    std::fs::remove_file(w.join("self/knowledge/beta.md")).expect("remove");
+    assert_eq!(search(&butler, "osprey"), ["alpha", "gamma"]);
+
+    // Edited in place (the folder does not change): new words are found, old ones gone, and
+    // a card archived by hand leaves the results.
+    write_card(&w, "alpha", &card("alpha", "Alpha kite", "active", "Hovers over fields."));
+    assert_eq!(search(&butler, "osprey"), ["gamma"]);
+    assert_eq!(search(&butler, "kite"), ["alpha"]);
+    let found = ok(&butler, "cards.search", json!({"query": "kite"}));
+    assert_eq!(found["cards"][0]["title"], "Alpha kite", "{found}");
+    write_card(&w, "gamma", &card("gamma", "Gamma", "archived", "An osprey too."));
+    assert!(search(&butler, "osprey").is_empty());
+    let found = ok(&butler, "cards.search", json!({"query": "osprey", "includeInactive": true}));
+    assert_eq!(found["cards"][0]["status"], "archived", "{found}");
+
+    // A card that did not match and now does, edited in place while nothing else changes:
+    // found once the index compares every card file again (at most `index::SWEEP` later).
+    write_card(&w, "gamma", &card("gamma", "Gamma", "active", "An osprey and a harrier."));
+    crate::util::wait_until(Duration::from_secs(30), "the edited card found", || {
+        search(&butler, "harrier") == ["gamma"]
+    });
+
+    // The index again, for a read of every card: it never holds more than the files say.
+    assert_eq!(ok(&butler, "cards.read", json!({"id": "alpha"}))["card"]["title"], "Alpha kite");
+}
+
+#[test]
+fn a_corrupt_or_deleted_index_is_rebuilt_from_the_card_files() {
+    let (butler, _dir) = started();
+    let w = butler.workdir.clone();
+    std::fs::create_dir_all(w.join("docs")).expect("docs");
+    std::fs::write(w.join("docs/nest.md"), "The nest is on the cliff.").expect("doc");
+    write_card(&w, "alpha", &card("alpha", "Alpha osprey", "active", "Nests near water."));
+    let checked = card("beta", "Beta osprey", "active", "Checked.").replace(
+        "revision: 1\n",
+        "revision: 1\nchecks: [{\"type\":\"quote\",\"path\":\"docs/nest.md\",\"text\":\"on the cliff\"}]\n",
+    );
+    write_card(&w, "beta", &checked);
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta"]);
+
+    for garbage in [&b"not an index\n"[..], b"butler-card-index 1 - - - -\nalpha\tbroken\n", b"", &[0xff, 0xfe, 0]] {
+        std::fs::write(index_file(&w), garbage).expect("corrupt the index");
+        assert_eq!(search(&butler, "osprey"), ["alpha", "beta"], "after {garbage:?}");
+    }
+    std::fs::remove_file(index_file(&w)).expect("delete the index");
+    assert_eq!(ok(&butler, "validity.refresh", json!({})), json!({"checked": 1, "suspended": 0, "restored": 0}));
+
+    // A verdict change goes through the index too: the quote goes away, the card is held.
+    std::fs::write(w.join("docs/nest.md"), "The nest is gone.").expect("edit doc");
+    std::fs::write(index_file(&w), "garbage").expect("corrupt the index");
+    assert_eq!(ok(&butler, "validity.refresh", json!({})), json!({"checked": 1, "suspended": 1, "restored": 0}));
+    assert_eq!(search(&butler, "osprey"), ["alpha"]);
+    // Unchanged: nothing moves, nothing is written.
+    let verdict = w.join("self/validity/beta.json");
+    let before = std::fs::read(&verdict).expect("verdict");
+    assert_eq!(ok(&butler, "validity.refresh", json!({})), json!({"checked": 1, "suspended": 0, "restored": 0}));
+    assert_eq!(std::fs::read(&verdict).expect("verdict"), before);
+    std::fs::remove_file(index_file(&w)).expect("delete the index");
+    assert_eq!(search(&butler, "osprey"), ["alpha"], "the verdict is read back from its file");
+    let context = std::fs::read_to_string(w.join("self/build/context.md")).expect("context");
+    assert!(context.contains("alpha") && !context.contains("beta"), "{context}");
+}
