@@ -482,6 +482,14 @@ fn namespace_conflicts_and_live_changes() {
     wait_until(LIMIT, "a-dup's process to stop", || !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
     assert_eq!(text_of(&client.call("dup__echo", json!({"text": "from b"}))), "from b");
     assert!(log_lines(&log_b).iter().any(|l| l.starts_with("started")), "the call went to b-dup");
+
+    // A changed `mcp` block replaces the provider: the next call runs the new one.
+    let log_c = dir.path().join("c.log");
+    write_manifest(&butler.workdir, "tools/b-dup", &fake("b-dup", &log_c, json!({"namespace": "dup"})));
+    wait_until(LIMIT, "the changed provider to be called", || {
+        client.call("dup__echo", json!({"text": "again"}));
+        log_lines(&log_c).iter().any(|l| l.starts_with("started"))
+    });
 }
 
 fn is_zombie(pid: u32) -> bool {
