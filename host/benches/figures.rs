@@ -22,6 +22,10 @@ use sha2::{Digest, Sha256};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
 
+#[path = "figures/mcp.rs"]
+mod mcp;
+#[path = "figures/peers.rs"]
+mod peers;
 #[path = "figures/supervise.rs"]
 mod supervise;
 
@@ -37,10 +41,12 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 11] = [
+    let figures: [(&str, fn()); 13] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
+        ("B4", mcp::b4_hub_call),
+        ("B5", peers::b5_peers),
         ("B6", b6_startup),
         ("B7", b7_scan),
         ("B8", b8_live_reload),

@@ -17,6 +17,7 @@ pub mod provider;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -84,6 +85,9 @@ struct Registry {
     conflicts: Vec<names::Conflict>,
 }
 
+/// Public tool name → (provider, the tool's own name).
+type Routes = HashMap<String, (Arc<Provider>, Value)>;
+
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
 
@@ -103,6 +107,10 @@ pub struct Hub {
     logs_dir: PathBuf,
     self_root: PathBuf,
     changed: broadcast::Sender<()>,
+    /// Bumped by every change to the providers or their lists.
+    epoch: Arc<AtomicU64>,
+    /// Public tool name → its provider and original name, for the epoch it was built at.
+    routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Mutex<Sessions>,
     inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
     reconciling: tokio::sync::Mutex<()>,
@@ -121,6 +129,8 @@ impl Hub {
             logs_dir: state_dir.join("logs"),
             self_root,
             changed,
+            epoch: Arc::new(AtomicU64::new(0)),
+            routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(HashMap::new()),
             reconciling: tokio::sync::Mutex::new(()),
@@ -166,7 +176,13 @@ impl Hub {
                     if let Some(old) = existing {
                         retired.push(Arc::clone(old));
                     }
-                    next.push(Provider::new(Arc::new(spec), &self.cache_dir, &self.logs_dir, self.changed.clone()));
+                    next.push(Provider::new(
+                        Arc::new(spec),
+                        &self.cache_dir,
+                        &self.logs_dir,
+                        self.changed.clone(),
+                        Arc::clone(&self.epoch),
+                    ));
                     changed = true;
                 }
             }
@@ -196,6 +212,7 @@ impl Hub {
             registry.providers = next;
             registry.conflicts = conflicts;
         }
+        self.epoch.fetch_add(1, Ordering::Release);
         if changed {
             let _ = self.changed.send(());
         }
@@ -258,6 +275,28 @@ impl Hub {
         (exposed, rejected)
     }
 
+    /// The tool routing table, rebuilt only when providers or their lists changed.
+    fn routes(&self) -> Arc<Routes> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if let Some((built, routes)) = lock(&self.routes).as_ref()
+            && *built == epoch
+        {
+            return Arc::clone(routes);
+        }
+        let routes: Arc<Routes> = Arc::new(
+            self.exposed(ItemKind::Tool)
+                .0
+                .into_iter()
+                .map(|e| {
+                    let original = e.item.get("name").cloned().unwrap_or(Value::Null);
+                    (e.public, (e.provider, original))
+                })
+                .collect(),
+        );
+        *lock(&self.routes) = Some((epoch, Arc::clone(&routes)));
+        routes
+    }
+
     /// `tools/list` for `scope`: the host's tools, then every provider's (after starting
     /// them), each under its public name.
     pub async fn list_tools(&self, scope: Scope) -> Vec<Value> {
@@ -290,7 +329,7 @@ impl Hub {
         if scope != Scope::Main {
             return Err(RpcError::invalid_params(format!("unknown tool: {name}")));
         }
-        let find = || self.exposed(ItemKind::Tool).0.into_iter().find(|e| e.public == name);
+        let find = || self.routes().get(&name).cloned();
         // A provider never started (and never cached) has no known tools yet: start them
         // and look again before calling the name unknown.
         let target = match find() {
@@ -300,15 +339,14 @@ impl Hub {
                 find().ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name}")))?
             }
         };
-        let original = target.item.get("name").cloned().unwrap_or(Value::Null);
+        let (provider, original) = target;
         params["name"] = original;
         if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
             meta.remove("progressToken");
         }
         let key = (session.to_owned(), request_id.to_string());
         let inflight = &self.inflight;
-        let reply = target
-            .provider
+        let reply = provider
             .call("tools/call", params, progress, |conn, id| {
                 lock(inflight).insert(key.clone(), (conn, id));
             })
@@ -317,7 +355,7 @@ impl Hub {
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
-            Err(failure) => Ok(host_tools::error_result(format!("{}: {failure}", target.public))),
+            Err(failure) => Ok(host_tools::error_result(format!("{name}: {failure}"))),
         }
     }
 

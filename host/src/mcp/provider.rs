@@ -342,6 +342,8 @@ pub struct Provider {
     pub log: Arc<Log>,
     cache: PathBuf,
     changed: broadcast::Sender<()>,
+    /// Bumped whenever any provider's lists change (the hub's routing cache key).
+    epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
     removed: AtomicBool,
 }
@@ -354,6 +356,7 @@ impl Provider {
         cache_dir: &std::path::Path,
         logs_dir: &std::path::Path,
         changed: broadcast::Sender<()>,
+        epoch: Arc<AtomicU64>,
     ) -> Arc<Self> {
         let cache = cache_dir.join(format!("{}.json", spec.id));
         let lists: Option<Lists> = std::fs::read(&cache).ok().and_then(|b| serde_json::from_slice(&b).ok());
@@ -371,6 +374,7 @@ impl Provider {
             start_lock: tokio::sync::Mutex::new(()),
             cache,
             changed,
+            epoch,
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
         })
@@ -512,6 +516,7 @@ impl Provider {
         let mut inner = lock(&self.inner);
         inner.lists = lists;
         inner.cached = false;
+        self.epoch.fetch_add(1, Ordering::Release);
     }
 
     /// Reads the provider's stdout until it closes, then handles the exit.

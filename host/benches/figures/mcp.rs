@@ -1,0 +1,276 @@
+//! B4: `tools/call` of server-everything's `echo` through the MCP hub against the same call
+//! sent straight to the same provider over stdio.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{Host, line_in, line_us, note, percentiles};
+
+const ECHO: &str = r#"{"name":"echo","arguments":{"message":"hello"}}"#;
+
+/// `target/test-tools`, with the pinned MCP tools installed.
+pub(super) fn tools() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let status = Command::new("bash")
+        .arg(root.join("scripts/install-mcp-test-tools"))
+        .stdout(Stdio::null())
+        .status()
+        .expect("run scripts/install-mcp-test-tools");
+    assert!(status.success(), "scripts/install-mcp-test-tools failed");
+    root.join("target/test-tools")
+}
+
+pub(super) fn everything(tools: &Path) -> Vec<String> {
+    let script = tools.join("mcp-js/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    vec!["node".into(), script.display().to_string(), "stdio".into()]
+}
+
+/// One MCP session over one keep-alive connection.
+pub(super) struct Session {
+    stream: BufReader<TcpStream>,
+    authority: String,
+    path: String,
+    session: String,
+    next: u64,
+}
+
+impl Session {
+    /// A session with the hub.
+    fn open(authority: &str) -> Self {
+        Self::open_at(authority, "/myspace-butler/api/mcp")
+    }
+
+    /// A session with the MCP endpoint at `path`.
+    pub(super) fn open_at(authority: &str, path: &str) -> Self {
+        let stream = TcpStream::connect(authority).expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut session = Self {
+            stream: BufReader::new(stream),
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+            session: String::new(),
+            next: 1,
+        };
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+        let (status, _, id) = session.post(init);
+        assert_eq!(status, 200);
+        session.session = id.expect("a session id");
+        assert_eq!(session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).0, 202);
+        session
+    }
+
+    fn post(&mut self, body: &str) -> (u16, Vec<u8>, Option<String>) {
+        let session =
+            if self.session.is_empty() { String::new() } else { format!("Mcp-Session-Id: {}\r\n", self.session) };
+        let request = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+            self.path,
+            self.authority,
+            body.len()
+        );
+        self.stream.get_mut().write_all(request.as_bytes()).expect("send");
+        let mut line = String::new();
+        self.stream.read_line(&mut line).expect("status line");
+        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let (mut length, mut session) = (0, None);
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).expect("header");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("mcp-session-id") {
+                    session = Some(value.trim().to_owned());
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).expect("body");
+        (status, body, session)
+    }
+
+    fn echo(&mut self) {
+        self.call("everything__echo");
+    }
+
+    /// `tools/call` of `tool` (an echo) with `{"message": "hello"}`.
+    pub(super) fn call(&mut self, tool: &str) {
+        self.next += 1;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"message":"hello"}}}}}}"#,
+            self.next
+        );
+        let (status, answer, _) = self.post(&body);
+        assert!(status == 200 && answer.windows(5).any(|w| w == b"hello"), "{}", String::from_utf8_lossy(&answer));
+    }
+}
+
+/// The provider spoken to directly: one pipe, callers matched to answers by id.
+pub(super) struct Direct {
+    child: Child,
+    stdin: Mutex<ChildStdin>,
+    pending: Arc<Mutex<HashMap<u64, mpsc::Sender<()>>>>,
+    next: AtomicU64,
+}
+
+impl Direct {
+    pub(super) fn start(argv: &[String]) -> Self {
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the provider");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let pending: Arc<Mutex<HashMap<u64, mpsc::Sender<()>>>> = Arc::default();
+        let routes = Arc::clone(&pending);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+                if let Some(id) = message["id"].as_u64()
+                    && let Some(waiting) = routes.lock().expect("lock").remove(&id)
+                {
+                    let _ = waiting.send(());
+                }
+            }
+        });
+        let direct = Self { child, stdin: Mutex::new(stdin), pending, next: AtomicU64::new(1) };
+        direct.request("initialize", &json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}).to_string());
+        direct.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        direct
+    }
+
+    /// One echo call.
+    pub(super) fn call(&self) {
+        self.request("tools/call", ECHO);
+    }
+
+    fn send(&self, line: &str) {
+        let mut stdin = self.stdin.lock().expect("lock");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+    }
+
+    fn request(&self, method: &str, params: &str) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        self.pending.lock().expect("lock").insert(id, tx);
+        self.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#));
+        rx.recv_timeout(Duration::from_secs(30)).expect("an answer");
+    }
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Calls per second `callers` threads complete in `window`, each calling again as soon as
+/// its last call is answered.
+pub(super) fn rate<'a>(
+    callers: usize,
+    window: Duration,
+    call: impl Fn(usize) -> Box<dyn FnMut() + Send + 'a> + Sync,
+) -> f64 {
+    let barrier = std::sync::Barrier::new(callers + 1);
+    let (done, began) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..callers)
+            .map(|c| {
+                let (barrier, call) = (&barrier, &call);
+                scope.spawn(move || {
+                    let mut once = call(c);
+                    once();
+                    barrier.wait();
+                    let deadline = Instant::now() + window;
+                    let mut n = 0usize;
+                    while Instant::now() < deadline {
+                        once();
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        barrier.wait();
+        let began = Instant::now();
+        (workers.into_iter().map(|w| w.join().expect("caller")).sum::<usize>(), began)
+    });
+    #[allow(clippy::cast_precision_loss)]
+    let per_second = done as f64 / began.elapsed().as_secs_f64();
+    per_second
+}
+
+/// B4: hub-added latency (1 session) and throughput (8 and 32 sessions) against direct stdio.
+pub fn b4_hub_call() {
+    const RUNS: usize = 2000;
+    const WINDOW: Duration = Duration::from_secs(3);
+    let tools = tools();
+    let argv = everything(&tools);
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    let ext = root.join("tools/everything");
+    std::fs::create_dir_all(&ext).expect("mkdir");
+    std::fs::write(root.join("butler.json"), "{}").expect("root");
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": {"transport": "stdio", "command": argv}});
+    std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
+    let host = Host::start(&root);
+    let direct = Direct::start(&argv);
+
+    let mut session = Session::open(&host.authority);
+    let (mut hub, mut base) = (Vec::with_capacity(RUNS), Vec::with_capacity(RUNS));
+    for run in 0..RUNS + 200 {
+        let start = Instant::now();
+        direct.request("tools/call", ECHO);
+        let direct_took = start.elapsed();
+        let start = Instant::now();
+        session.echo();
+        let hub_took = start.elapsed();
+        if run >= 200 {
+            base.push(direct_took);
+            hub.push(hub_took);
+        }
+    }
+    let (hub50, hub99) = percentiles(hub);
+    let (base50, base99) = percentiles(base);
+    line_us("B4 tools/call echo through the hub, 1 session (p50; baseline = direct stdio)", hub50, base50);
+    line_us("B4 tools/call echo through the hub, 1 session (p99; baseline = direct stdio)", hub99, base99);
+    note(&format!(
+        "B4: the hub adds {:.0} µs at p50 (target ≤ 40 µs); a do-nothing Streamable HTTP endpoint costs ~16 µs on this kind of machine",
+        (hub50.as_secs_f64() - base50.as_secs_f64()) * 1e6
+    ));
+
+    for callers in [8usize, 32] {
+        let authority = host.authority.clone();
+        let through_hub = rate(callers, WINDOW, |_| {
+            let mut session = Session::open(&authority);
+            Box::new(move || session.echo())
+        });
+        let direct = &direct;
+        let straight = rate(callers, WINDOW, |_| Box::new(move || direct.request("tools/call", ECHO)));
+        line_in(
+            &format!(
+                "B4 tools/call echo through the hub, {callers} sessions (throughput; baseline = direct stdio, {callers} callers)"
+            ),
+            through_hub,
+            straight,
+            "calls/s",
+        );
+    }
+}
