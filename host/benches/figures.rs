@@ -1051,32 +1051,47 @@ impl Client {
 /// sending the next request as soon as the previous one is answered; `request(client,
 /// n)` sends request `n` of a client.
 fn throughput(authority: &str, clients: usize, window: Duration, request: impl Fn(&mut Client, usize) + Sync) -> f64 {
-    let start = std::sync::Barrier::new(clients + 1);
+    let request = &request;
+    rate(clients, window, |c| {
+        let mut client = Client::connect(authority);
+        let mut n = 0;
+        Box::new(move || {
+            request(&mut client, c * 1_000_003 + n);
+            n += 1;
+        })
+    })
+}
+
+/// Calls per second `callers` threads complete in `window`, each calling again as soon as
+/// its last call returned; `call(c)` prepares caller `c` (its connection) and gives its call,
+/// which is made once before the window opens.
+fn rate<'a>(callers: usize, window: Duration, call: impl Fn(usize) -> Box<dyn FnMut() + Send + 'a> + Sync) -> f64 {
+    let barrier = std::sync::Barrier::new(callers + 1);
     let (done, began) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..clients)
+        let workers: Vec<_> = (0..callers)
             .map(|c| {
-                let (start, request) = (&start, &request);
+                let (barrier, call) = (&barrier, &call);
                 scope.spawn(move || {
-                    let mut client = Client::connect(authority);
-                    request(&mut client, c);
-                    start.wait();
+                    let mut once = call(c);
+                    once();
+                    barrier.wait();
                     let deadline = Instant::now() + window;
-                    let mut n = 0;
+                    let mut n = 0usize;
                     while Instant::now() < deadline {
-                        request(&mut client, c * 1_000_003 + n);
+                        once();
                         n += 1;
                     }
                     n
                 })
             })
             .collect();
-        start.wait();
+        barrier.wait();
         let began = Instant::now();
-        (workers.into_iter().map(|w| w.join().expect("client")).sum::<usize>(), began)
+        (workers.into_iter().map(|w| w.join().expect("caller")).sum::<usize>(), began)
     });
     #[allow(clippy::cast_precision_loss)]
-    let rate = done as f64 / began.elapsed().as_secs_f64();
-    rate
+    let per_second = done as f64 / began.elapsed().as_secs_f64();
+    per_second
 }
 
 /// B2: `POST /pipeline` `cards.read` on a store of 1,000 cards over loopback HTTP against

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Host, line_in, line_us, note, percentiles};
+use super::{Host, line_in, line_us, note, percentiles, rate};
 
 const ECHO: &str = r#"{"name":"echo","arguments":{"message":"hello"}}"#;
 
@@ -182,39 +182,18 @@ impl Drop for Direct {
     }
 }
 
-/// Calls per second `callers` threads complete in `window`, each calling again as soon as
-/// its last call is answered.
-pub(super) fn rate<'a>(
-    callers: usize,
-    window: Duration,
-    call: impl Fn(usize) -> Box<dyn FnMut() + Send + 'a> + Sync,
-) -> f64 {
-    let barrier = std::sync::Barrier::new(callers + 1);
-    let (done, began) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..callers)
-            .map(|c| {
-                let (barrier, call) = (&barrier, &call);
-                scope.spawn(move || {
-                    let mut once = call(c);
-                    once();
-                    barrier.wait();
-                    let deadline = Instant::now() + window;
-                    let mut n = 0usize;
-                    while Instant::now() < deadline {
-                        once();
-                        n += 1;
-                    }
-                    n
-                })
-            })
-            .collect();
-        barrier.wait();
-        let began = Instant::now();
-        (workers.into_iter().map(|w| w.join().expect("caller")).sum::<usize>(), began)
-    });
-    #[allow(clippy::cast_precision_loss)]
-    let per_second = done as f64 / began.elapsed().as_secs_f64();
-    per_second
+/// The host on a new instance whose one extension is the provider `argv` as an `mcp`
+/// block (id and namespace `everything`); the instance lives as long as the guard.
+pub(super) fn hub_with_everything(argv: &[String]) -> (Host, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    let ext = root.join("tools/everything");
+    std::fs::create_dir_all(&ext).expect("mkdir");
+    std::fs::write(root.join("butler.json"), "{}").expect("root");
+    let mcp = json!({"transport": "stdio", "command": argv});
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": mcp});
+    std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
+    (Host::start(&root), dir)
 }
 
 /// B4: hub-added latency (1 session) and throughput (8 and 32 sessions) against direct stdio.
@@ -223,14 +202,7 @@ pub fn b4_hub_call() {
     const WINDOW: Duration = Duration::from_secs(3);
     let tools = tools();
     let argv = everything(&tools);
-    let dir = tempfile::tempdir().expect("temp");
-    let root = dir.path().join("instance");
-    let ext = root.join("tools/everything");
-    std::fs::create_dir_all(&ext).expect("mkdir");
-    std::fs::write(root.join("butler.json"), "{}").expect("root");
-    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": {"transport": "stdio", "command": argv}});
-    std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
-    let host = Host::start(&root);
+    let (host, _dir) = hub_with_everything(&argv);
     let direct = Direct::start(&argv);
 
     let mut session = Session::open(&host.authority);

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::mcp::{Direct, Session, everything, rate, tools};
-use super::{Host, line_in, line_us, mib, note, percentiles, poll, status_kib};
+use super::mcp::{Direct, Session, everything, hub_with_everything, tools};
+use super::{line_in, line_us, mib, note, percentiles, poll, rate, status_kib};
 
 /// `mcp-proxy` serving the provider on a free port; killed when dropped.
 struct Proxy {
@@ -80,14 +80,7 @@ pub fn b5_peers() {
     assert!(status.success(), "scripts/install-mcp-test-tools --peers failed");
     let argv = everything(&tools);
 
-    let dir = tempfile::tempdir().expect("temp");
-    let root = dir.path().join("instance");
-    let ext = root.join("tools/everything");
-    std::fs::create_dir_all(&ext).expect("mkdir");
-    std::fs::write(root.join("butler.json"), "{}").expect("root");
-    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": {"transport": "stdio", "command": argv}});
-    std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
-    let host = Host::start(&root);
+    let (host, _dir) = hub_with_everything(&argv);
     let proxy = Proxy::start(&tools, &argv);
     let peer_hub = Hub::start(&tools, &argv);
     let direct = Direct::start(&argv);

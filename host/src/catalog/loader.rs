@@ -58,6 +58,24 @@ impl CatalogHandle {
         self.snapshots.clone()
     }
 
+    /// Runs `reconcile` on the current snapshot now, then on every new one, in order, on a
+    /// task of its own: the shape every reconciler (supervision, the MCP hub) follows.
+    pub async fn follow<F, Fut>(&self, reconcile: F)
+    where
+        F: Fn(Arc<Catalog>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut snapshots = self.subscribe();
+        let first = snapshots.borrow_and_update().clone();
+        reconcile(first).await;
+        tokio::spawn(async move {
+            while snapshots.changed().await.is_ok() {
+                let snapshot = snapshots.borrow_and_update().clone();
+                reconcile(snapshot).await;
+            }
+        });
+    }
+
     /// Asks for a rescan now (e.g. after the host wrote into a scan root itself).
     pub fn request_rescan(&self) {
         // The loader only stops when the host does; a failed send means nothing to do.

@@ -220,16 +220,13 @@ impl Hub {
 
     /// Reconciles with the current snapshot and then with every new one.
     pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
-        let mut snapshots = catalog.subscribe();
-        let first = snapshots.borrow_and_update().clone();
-        self.reconcile(&first).await;
-        let hub = Arc::clone(self);
-        tokio::spawn(async move {
-            while snapshots.changed().await.is_ok() {
-                let snapshot = snapshots.borrow_and_update().clone();
-                hub.reconcile(&snapshot).await;
-            }
-        });
+        let this = Arc::clone(self);
+        catalog
+            .follow(move |snapshot| {
+                let this = Arc::clone(&this);
+                async move { this.reconcile(&snapshot).await }
+            })
+            .await;
     }
 
     /// Starts every provider not running yet, concurrently; each start is bounded by

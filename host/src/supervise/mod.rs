@@ -208,16 +208,13 @@ impl Supervisor {
 
     /// Reconciles with the current snapshot and then with every new one.
     pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
-        let mut snapshots = catalog.subscribe();
-        let first = snapshots.borrow_and_update().clone();
-        self.reconcile(&first).await;
-        let supervisor = Arc::clone(self);
-        tokio::spawn(async move {
-            while snapshots.changed().await.is_ok() {
-                let snapshot = snapshots.borrow_and_update().clone();
-                supervisor.reconcile(&snapshot).await;
-            }
-        });
+        let this = Arc::clone(self);
+        catalog
+            .follow(move |snapshot| {
+                let this = Arc::clone(&this);
+                async move { this.reconcile(&snapshot).await }
+            })
+            .await;
     }
 
     /// The status of item `id`, if it is supervised.
