@@ -500,3 +500,43 @@ fn the_context_keeps_to_inject_max_chars_from_the_root_config() {
     let text = context();
     assert!(text.contains(long_profile.trim()) && text.contains("(8 more cards not shown)"), "{text}");
 }
+
+/// A revision records the revision of the card it revises; once another revision of that
+/// card is approved, approving it would undo that one unseen, so it is `stale_candidate`.
+#[test]
+fn a_revision_of_a_card_revised_since_is_stale() {
+    let (butler, _dir) = started();
+    observe(&butler, "A fact worth a card.");
+    let created = distill(&butler, &[json!({"op": "create", "card": knowledge("Base card", "Version one.")})]);
+    let (status, approved) = decide(&butler, "approve", &created[0], "base-create");
+    assert_eq!(status, 200, "{approved}");
+    let target = approved["data"]["cardId"].clone();
+
+    observe(&butler, "Two takes on the same card.");
+    let revisions = distill(
+        &butler,
+        &[
+            json!({"op": "revise", "target": target, "card": knowledge("Base card", "Version two, first take.")}),
+            json!({"op": "revise", "target": target, "card": knowledge("Base card", "Version two, second take.")}),
+        ],
+    );
+    let listed = ok(&butler, "review.list", json!({}), false);
+    let bases: Vec<&Value> = listed["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .filter(|c| c["op"] == "revise")
+        .map(|c| &c["baseRevision"])
+        .collect();
+    assert_eq!(bases, [&json!(1), &json!(1)], "{listed}");
+
+    let (status, body) = decide(&butler, "approve", &revisions[0], "first-take");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = decide(&butler, "approve", &revisions[1], "second-take");
+    assert_error(status, &body, 409, "stale_candidate");
+    let read = ok(&butler, "cards.read", json!({"id": target}), false);
+    assert_eq!((&read["card"]["body"], &read["card"]["revision"]), (&json!("Version two, first take."), &json!(2)));
+    // The owner can still turn it down.
+    let (status, body) = decide(&butler, "reject", &revisions[1], "second-take-rejected");
+    assert_eq!(status, 200, "{body}");
+}
