@@ -47,6 +47,10 @@ fn index_file(workdir: &Path) -> std::path::PathBuf {
     workdir.join("self/build/cards.index")
 }
 
+fn tokens_file(workdir: &Path) -> std::path::PathBuf {
+    workdir.join("self/build/cards.tokens")
+}
+
 #[test]
 fn search_follows_cards_added_removed_and_edited_in_place() {
     let (butler, _dir) = started();
@@ -55,6 +59,14 @@ fn search_follows_cards_added_removed_and_edited_in_place() {
     write_card(&w, "beta", &card("beta", "Beta heron", "active", "Wades in the osprey's river."));
     assert_eq!(search(&butler, "osprey"), ["alpha", "beta"], "title match first");
     assert!(index_file(&w).is_file(), "a search writes the index");
+    assert!(tokens_file(&w).is_file(), "and the token file");
+    // Through the token file, a term still matches anywhere inside a word, punctuation
+    // included, and every term of a query must match.
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta"]);
+    assert_eq!(search(&butler, "prey's"), ["beta"]);
+    assert_eq!(search(&butler, "SPREY WATER"), ["alpha"]);
+    assert_eq!(search(&butler, "osprey river."), ["beta"]);
+    assert!(search(&butler, "osprey heron-less").is_empty());
 
     // Added.
     write_card(&w, "gamma", &card("gamma", "Gamma", "active", "An osprey too."));
@@ -105,6 +117,22 @@ fn a_corrupt_or_deleted_index_is_rebuilt_from_the_card_files() {
         std::fs::write(index_file(&w), garbage).expect("corrupt the index");
         assert_eq!(search(&butler, "osprey"), ["alpha", "beta"], "after {garbage:?}");
     }
+    // The token file too: garbage, cut short, or left from another index.
+    let tokens = std::fs::read(tokens_file(&w)).expect("token file");
+    for garbage in [&b"garbage"[..], &tokens[..tokens.len() - 1], b""] {
+        std::fs::write(tokens_file(&w), garbage).expect("corrupt the token file");
+        assert_eq!(search(&butler, "osprey"), ["alpha", "beta"], "after {garbage:?}");
+        assert_eq!(search(&butler, "nests"), ["alpha"], "after {garbage:?}");
+    }
+    std::fs::remove_file(tokens_file(&w)).expect("delete the token file");
+    assert_eq!(search(&butler, "checked"), ["beta"]);
+    assert!(tokens_file(&w).is_file(), "written again");
+    write_card(&w, "gamma", &card("gamma", "Gamma osprey", "active", "New."));
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta", "gamma"], "a token file of an older index is not used");
+    std::fs::write(tokens_file(&w), &tokens).expect("an old token file back");
+    assert_eq!(search(&butler, "osprey"), ["alpha", "beta", "gamma"], "nor one put back");
+    std::fs::remove_file(w.join("self/knowledge/gamma.md")).expect("remove");
+
     std::fs::remove_file(index_file(&w)).expect("delete the index");
     assert_eq!(ok(&butler, "validity.refresh", json!({})), json!({"checked": 1, "suspended": 0, "restored": 0}));
 

@@ -443,3 +443,100 @@ fn the_cli_reviews_and_sets_checks_as_the_owner() {
     );
     assert_error(status, &body, 403, "operator_only");
 }
+
+/// The compiled context keeps to the owner's `inject.maxChars` from the root config — in the
+/// rebuilds that follow an approval or a rejection too, not only when a caller passes a
+/// limit — and the profile is never cut (§8.6).
+#[test]
+fn the_context_keeps_to_inject_max_chars_from_the_root_config() {
+    const MAX: usize = 400;
+    let (butler, _dir) = started();
+    let workdir = butler.workdir.clone();
+    butler.stop();
+    let config_path = workdir.join("butler.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&config_path).expect("config")).expect("json");
+    config["inject"] = json!({"maxChars": MAX});
+    std::fs::write(&config_path, serde_json::to_vec_pretty(&config).expect("json")).expect("write config");
+    let profile = |body: &str| {
+        format!(
+            "---\nid: \"profile\"\nkind: \"profile\"\ntitle: \"Owner\"\nsummary: \"Who I am\"\nstatus: \"active\"\nrevision: 1\n---\n\n{body}\n"
+        )
+    };
+    let short_profile = "I like short answers.";
+    std::fs::write(workdir.join("self/profile.md"), profile(short_profile)).expect("profile");
+    let butler = Butler::start(&workdir);
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    let context = || std::fs::read_to_string(workdir.join("self/build/context.md")).expect("context");
+
+    observe(&butler, "Nine facts about this repo.");
+    let submissions: Vec<Value> =
+        (0..9).map(|i| json!({"op": "create", "card": knowledge(&format!("Fact number {i}"), "Body text.")})).collect();
+    let candidates = distill(&butler, &submissions);
+    for (i, candidate) in candidates[..8].iter().enumerate() {
+        let (status, body) = decide(&butler, "approve", candidate, &format!("approve-{i}"));
+        assert_eq!(status, 200, "{body}");
+    }
+    // Rebuilt after the approvals: within the limit, the rest noted.
+    let text = context();
+    assert!(text.chars().count() <= MAX, "{} chars: {text}", text.chars().count());
+    assert!(text.contains(short_profile) && text.contains("more cards not shown)"), "{text}");
+
+    // A caller's limit holds for its own build only; the next rebuild (after a rejection)
+    // is back to the owner's.
+    let all = ok(&butler, "context.build", json!({"maxChars": 100_000}), false);
+    assert_eq!((&all["cards"], &all["omitted"]), (&json!(8), &json!(0)), "{all}");
+    let (status, body) = decide(&butler, "reject", &candidates[8], "reject-8");
+    assert_eq!(status, 200, "{body}");
+    let text = context();
+    assert!(text.chars().count() <= MAX && text.contains("more cards not shown)"), "{text}");
+
+    // A profile longer than the limit is kept whole; no card fits beside it.
+    let long_profile = "I like short answers and small commits. ".repeat(20);
+    std::fs::write(workdir.join("self/profile.md"), profile(&long_profile)).expect("profile");
+    let built = ok(&butler, "context.build", json!({}), false);
+    assert_eq!((&built["cards"], &built["omitted"]), (&json!(0), &json!(8)), "{built}");
+    let text = context();
+    assert!(text.contains(long_profile.trim()) && text.contains("(8 more cards not shown)"), "{text}");
+}
+
+/// A revision records the revision of the card it revises; once another revision of that
+/// card is approved, approving it would undo that one unseen, so it is `stale_candidate`.
+#[test]
+fn a_revision_of_a_card_revised_since_is_stale() {
+    let (butler, _dir) = started();
+    observe(&butler, "A fact worth a card.");
+    let created = distill(&butler, &[json!({"op": "create", "card": knowledge("Base card", "Version one.")})]);
+    let (status, approved) = decide(&butler, "approve", &created[0], "base-create");
+    assert_eq!(status, 200, "{approved}");
+    let target = approved["data"]["cardId"].clone();
+
+    observe(&butler, "Two takes on the same card.");
+    let revisions = distill(
+        &butler,
+        &[
+            json!({"op": "revise", "target": target, "card": knowledge("Base card", "Version two, first take.")}),
+            json!({"op": "revise", "target": target, "card": knowledge("Base card", "Version two, second take.")}),
+        ],
+    );
+    let listed = ok(&butler, "review.list", json!({}), false);
+    let bases: Vec<&Value> = listed["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .filter(|c| c["op"] == "revise")
+        .map(|c| &c["baseRevision"])
+        .collect();
+    assert_eq!(bases, [&json!(1), &json!(1)], "{listed}");
+
+    let (status, body) = decide(&butler, "approve", &revisions[0], "first-take");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = decide(&butler, "approve", &revisions[1], "second-take");
+    assert_error(status, &body, 409, "stale_candidate");
+    let read = ok(&butler, "cards.read", json!({"id": target}), false);
+    assert_eq!((&read["card"]["body"], &read["card"]["revision"]), (&json!("Version two, first take."), &json!(2)));
+    // The owner can still turn it down.
+    let (status, body) = decide(&butler, "reject", &revisions[1], "second-take-rejected");
+    assert_eq!(status, 200, "{body}");
+}

@@ -141,10 +141,9 @@ fn ranked_entries<'a>(index: &'a Index, terms: &[String]) -> Vec<&'a Entry> {
 pub fn search(args: SearchArgs) -> Outcome {
     let terms = terms(&args.query)?;
     let limit = limit(args.limit)?;
-    // Every card a search matches holds its longest term (the index's searchable text is
-    // part of its line): only those lines are read.
-    let needle = terms.iter().max_by_key(|t| t.len()).map_or("", String::as_str);
-    let index = Index::matching(needle)?;
+    // Only the index lines of cards holding a word that contains a term are read (see
+    // `butler_store::tokens`): a term holds no whitespace, so it matches inside one word.
+    let index = Index::matching(&terms)?;
     match search_in(&index, &terms, limit, args.include_inactive, true)? {
         Some(cards) => Ok(json!({ "cards": cards })),
         // A card about to be returned was edited behind the index's back: compare every

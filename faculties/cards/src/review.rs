@@ -147,6 +147,9 @@ fn listing(c: &Candidate) -> Value {
     if let Some(target) = &c.target {
         fields.insert("target".to_owned(), json!(target));
     }
+    if let Some(base) = c.base_revision {
+        fields.insert("baseRevision".to_owned(), json!(base));
+    }
     if let Some(conflict) = &c.conflict {
         fields.insert("conflict".to_owned(), json!({ "reason": conflict }));
     }
@@ -302,9 +305,26 @@ fn plan(candidate: &Candidate) -> Result<Applied, Failure> {
     }
 }
 
+/// The card a revision or an archive applies to, as long as it is still at the revision the
+/// candidate was written against.
 fn target_of(candidate: &Candidate) -> Result<Card, Failure> {
     let id = candidate.target.as_deref().unwrap_or_default();
-    Card::load(id)?.ok_or_else(|| stale(format!("the target card `{}` no longer exists", clip(id))))
+    let target = Card::load(id)?.ok_or_else(|| stale(format!("the target card `{}` no longer exists", clip(id))))?;
+    moved_on(candidate, &target).map_or(Ok(target), |message| Err(stale(message)))
+}
+
+/// Why `candidate` no longer applies to `target`: the target was revised since it was written.
+fn moved_on(candidate: &Candidate, target: &Card) -> Option<String> {
+    let base = candidate.base_revision?;
+    (target.revision != base).then(|| {
+        format!(
+            "candidate `{}` was written against revision {base} of card `{}`, which is now at revision {}: \
+             reject it and submit one against the current card",
+            candidate.id,
+            clip(&target.id),
+            target.revision
+        )
+    })
 }
 
 /// Step 5: writes the card `applied` names, unless the file already holds it. Returns what
@@ -500,6 +520,7 @@ mod tests {
             decided_at: None,
             reason: None,
             applied: None,
+            base_revision: None,
         }
     }
 
@@ -518,6 +539,16 @@ mod tests {
             updated_at: "2025-01-01T00:00:00.000Z".into(),
             extra: serde_json::Map::new(),
         }
+    }
+
+    #[test]
+    fn a_target_revised_since_the_candidate_was_written_is_stale() {
+        let mut c = candidate(Op::Revise, content("New", Kind::Rule), vec![]);
+        assert_eq!(moved_on(&c, &existing()), None, "written before base revisions were recorded");
+        c.base_revision = Some(4);
+        assert_eq!(moved_on(&c, &existing()), None);
+        c.base_revision = Some(3);
+        assert!(moved_on(&c, &existing()).is_some_and(|m| m.contains("revision 3") && m.contains("revision 4")));
     }
 
     #[test]

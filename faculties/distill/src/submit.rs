@@ -128,6 +128,7 @@ fn submit(batch: &mut Batch, args: SubmitArgs) -> Outcome {
         id: id.clone(),
         op: args.op,
         target: target.as_ref().map(|c| c.id.clone()),
+        base_revision: target.as_ref().map(|c| c.revision),
         revision: 1,
         content_hash: args.card.hash(),
         card: args.card,

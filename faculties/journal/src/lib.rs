@@ -4,15 +4,14 @@
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
 //! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool (§8.7);
-//! - `context-build {maxChars?}` compiles `build/context.md` (§8.6);
+//! - `context-build {maxChars?}` compiles `build/context.md` (§8.6), by default within the
+//!   root config's `inject.maxChars`;
 //! - report `recent`: the latest observations.
-
-use std::path::Path;
 
 use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
 use butler_store::card::{Card, Kind, Status};
 use butler_store::journal::Observation;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Where the compiled context goes, relative to the store.
 const CONTEXT: &str = "build/context.md";
@@ -20,9 +19,9 @@ const CONTEXT: &str = "build/context.md";
 const DEFAULT_MAX_CHARS: usize = 8000;
 /// Bounds of `maxChars`.
 const MAX_CHARS_RANGE: std::ops::RangeInclusive<usize> = 200..=1_000_000;
-/// The last `maxChars` a caller passed, so a rebuild without one (after an approval or a
-/// refresh) keeps the owner's setting.
-const SETTINGS: &str = "/data/context.json";
+/// The environment variable the host puts the root config keys granted to this faculty in
+/// (`faculties.journal.config: ["inject"]`).
+const CONFIG_ENV: &str = "BUTLER_CONFIG";
 /// Observations the `recent` report shows.
 const RECENT: usize = 20;
 /// Characters of an observation's text in the `recent` report.
@@ -106,14 +105,6 @@ fn intake(stdin: Option<String>) -> Outcome {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ContextArgs {
-    #[serde(default)]
-    max_chars: Option<usize>,
-}
-
-/// What the faculty remembers between calls (`/data/context.json`).
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Settings {
     #[serde(default)]
     max_chars: Option<usize>,
 }
@@ -239,8 +230,10 @@ fn index_entries() -> Result<Vec<Entry>, Failure> {
     Ok(entries)
 }
 
-/// The `maxChars` to use: the caller's (remembered for next time), else the remembered
-/// one, else the default.
+/// The `maxChars` to use: the caller's, else the owner's `inject.maxChars` from the root
+/// config (granted to this faculty as [`CONFIG_ENV`]), else the default. The automatic
+/// rebuilds (after an approval, a rejection or a refresh) pass none, so they follow the
+/// owner's setting.
 fn max_chars(given: Option<usize>) -> Result<usize, Failure> {
     if let Some(max) = given {
         if !MAX_CHARS_RANGE.contains(&max) {
@@ -250,21 +243,27 @@ fn max_chars(given: Option<usize>) -> Result<usize, Failure> {
                 MAX_CHARS_RANGE.end()
             )));
         }
-        let settings = Settings { max_chars: Some(max) };
-        let remembered = serde_json::to_vec(&settings)
-            .map_err(Failure::from)
-            .and_then(|bytes| butler_faculty_kit::fs::write_atomic(Path::new(SETTINGS), &bytes));
-        if let Err(f) = remembered {
-            host::warn(&format!("maxChars not remembered: {}", f.message));
-        }
         return Ok(max);
     }
-    let remembered = std::fs::read(SETTINGS)
+    Ok(configured_max_chars(std::env::var(CONFIG_ENV).ok().as_deref()))
+}
+
+/// `inject.maxChars` of the granted root config (`config`: its JSON text), or the default
+/// when it is not set or not usable (the host validated it against the schema already).
+fn configured_max_chars(config: Option<&str>) -> usize {
+    let Some(config) = config else { return DEFAULT_MAX_CHARS };
+    let set = serde_json::from_str::<Value>(config)
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<Settings>(&bytes).ok())
-        .and_then(|s| s.max_chars)
-        .filter(|max| MAX_CHARS_RANGE.contains(max));
-    Ok(remembered.unwrap_or(DEFAULT_MAX_CHARS))
+        .and_then(|c| c.pointer("/inject/maxChars").and_then(Value::as_u64))
+        .and_then(|max| usize::try_from(max).ok());
+    match set {
+        Some(max) if MAX_CHARS_RANGE.contains(&max) => max,
+        Some(max) => {
+            host::warn(&format!("inject.maxChars {max} is out of range; using {DEFAULT_MAX_CHARS}"));
+            DEFAULT_MAX_CHARS
+        }
+        None => DEFAULT_MAX_CHARS,
+    }
 }
 
 fn context_build(stdin: Option<String>) -> Outcome {
@@ -328,6 +327,16 @@ fn recent() -> Outcome {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn max_chars_follows_the_granted_root_config() {
+        assert_eq!(super::configured_max_chars(None), super::DEFAULT_MAX_CHARS);
+        assert_eq!(super::configured_max_chars(Some(r#"{"inject":{"maxChars":300}}"#)), 300);
+        assert_eq!(super::configured_max_chars(Some(r#"{"inject":{"enabled":true}}"#)), super::DEFAULT_MAX_CHARS);
+        assert_eq!(super::configured_max_chars(Some("{}")), super::DEFAULT_MAX_CHARS);
+        assert_eq!(super::max_chars(Some(250)).ok(), Some(250), "a caller's value wins");
+        assert!(super::max_chars(Some(10)).is_err());
+    }
+
     use super::*;
 
     fn entry(kind: Kind, id: &str) -> Entry {

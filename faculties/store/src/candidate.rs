@@ -57,6 +57,11 @@ pub struct Candidate {
     /// The card revised or archived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The target's revision when the candidate was written: approval refuses a candidate
+    /// whose target has moved on since (it would undo the newer revision unseen). `None`
+    /// for a create, and for candidates written before this was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_revision: Option<u64>,
     /// Changes only if the candidate is resubmitted.
     pub revision: u64,
     /// Hash of `card`.

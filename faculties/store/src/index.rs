@@ -44,12 +44,12 @@ use serde_json::Value;
 
 use super::card::{Card, Kind, Status};
 use super::verdict::{State, Verdict};
-use super::{Failure, path};
+use super::{Failure, path, tokens};
 
 /// Where the index lives, relative to the store.
 pub const FILE: &str = "build/cards.index";
 /// The first word of the header; the number is the format version.
-const MAGIC: &str = "butler-card-index 2";
+const MAGIC: &str = "butler-card-index 3";
 /// A stamp this close to the time the index was built may not show a change made in the
 /// same clock tick (a few milliseconds on common file systems), so it is not trusted. A
 /// quarter of a second is far above any tick and costs only a re-check shortly after a
@@ -68,6 +68,8 @@ const FOLDERS: [(&str, Kind); 2] = [("rules", Kind::Rule), ("knowledge", Kind::K
 const VERDICTS: &str = "validity";
 /// The profile card.
 const PROFILE: &str = "profile.md";
+/// What a search reads first of the index: its header line (about 100 bytes).
+const HEADER_READ: u64 = 512;
 
 /// Modification time (ns since the epoch) and size of a file or folder, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,11 +205,24 @@ pub struct Entry {
     rest: Range<usize>,
 }
 
-/// The index, loaded and checked against the store.
+/// The index, loaded and checked against the store (or the lines of it a search read).
 #[derive(Debug, Default)]
 pub struct Index {
     text: String,
     entries: Vec<Entry>,
+    /// The generation of its body (see [`super::tokens`]).
+    generation: u64,
+    /// Where its body starts in `text` (after the header line).
+    body: usize,
+}
+
+/// Why a search could not use the token file.
+#[derive(Debug, Clone, Copy)]
+enum Miss {
+    /// The stored index does not match the store, or does not read.
+    Index,
+    /// The token file could not answer.
+    Tokens(tokens::Miss),
 }
 
 impl Index {
@@ -252,44 +267,85 @@ impl Index {
         Ok(built.index)
     }
 
-    /// The index of the cards whose line holds `needle` anywhere (a lowercase search term:
-    /// every card it can match is among them), parsing only those lines when the stored
-    /// index still matches the store.
+    /// The index of the cards whose line holds every one of `terms` (lowercase search terms
+    /// without whitespace: every card they can match is among them). When the stored index
+    /// still matches the store, only the lines the token file names are read (see
+    /// [`super::tokens`]); otherwise the whole index is checked and repaired as by
+    /// [`Index::current`], and a token file that was not of it is written again.
     ///
     /// # Errors
     /// As [`Index::current`].
-    pub fn matching(needle: &str) -> Result<Self, Failure> {
-        let text = std::fs::read(path(FILE)).ok().and_then(|bytes| String::from_utf8(bytes).ok());
-        let started = now_nanos();
-        let fresh = text.as_deref().and_then(|text| Stored::header(text).ok()).filter(|(header, _)| {
-            header.holds(&Header::now()) && started.saturating_sub(header.swept) < nanos_of(SWEEP)
-        });
-        if let (Some(text), Some((_, body))) = (text, fresh) {
-            let bytes = text.as_bytes();
-            let mut entries = Vec::new();
-            let mut next_line = body;
-            for at in memchr::memmem::find_iter(&bytes[body..], needle.as_bytes()).map(|i| body + i) {
-                if at < next_line {
-                    continue;
-                }
-                let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
-                let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
-                match parse_entry(&text, start..end) {
-                    Some(entry) => entries.push(entry),
-                    // A line that does not read: the whole index is checked and rebuilt.
-                    None => return Self::current().map(|index| index.only_holding(needle)),
-                }
-                next_line = end + 1;
-            }
-            return Ok(Self { text, entries });
+    pub fn matching(terms: &[String]) -> Result<Self, Failure> {
+        let miss = match Self::through_tokens(terms) {
+            Ok(index) => return Ok(index.only_holding(terms)),
+            Err(miss) => miss,
+        };
+        let index = Self::current()?;
+        let write_tokens = match miss {
+            Miss::Index => tokens::stored_generation() != Some(index.generation),
+            Miss::Tokens(tokens::Miss::Unusable) => true,
+            Miss::Tokens(tokens::Miss::Broad) => false,
+        };
+        if write_tokens && let Err(f) = tokens::save(&index.tokens()) {
+            butler_faculty_kit::host::warn(&format!("card token file not written: {}", f.message));
         }
-        Self::current().map(|index| index.only_holding(needle))
+        Ok(index.only_holding(terms))
     }
 
-    fn only_holding(mut self, needle: &str) -> Self {
-        let finder = memchr::memmem::Finder::new(needle);
+    /// The lines of the stored index that the token file names for `terms`, when the index
+    /// still matches the store and the token file is of it.
+    fn through_tokens(terms: &[String]) -> Result<Self, Miss> {
+        let mut file = std::fs::File::open(path(FILE)).map_err(|_| Miss::Index)?;
+        let size = file.metadata().map_err(|_| Miss::Index)?.len();
+        let mut head = Vec::new();
+        (&mut file).take(HEADER_READ).read_to_end(&mut head).map_err(|_| Miss::Index)?;
+        let header_end = memchr::memchr(b'\n', &head).ok_or(Miss::Index)?;
+        let header = std::str::from_utf8(&head[..header_end]).ok().and_then(Header::parse).ok_or(Miss::Index)?;
+        let body_at = header_end as u64 + 1;
+        let started = now_nanos();
+        if body_at + header.body as u64 != size
+            || !header.holds(&Header::now())
+            || started.saturating_sub(header.swept) >= nanos_of(SWEEP)
+        {
+            return Err(Miss::Index);
+        }
+        let spans = tokens::candidates(header.generation, header.body as u64, terms).map_err(Miss::Tokens)?;
+        let ranges: Vec<Range<u64>> = spans.iter().map(|s| body_at + s.start..body_at + s.start + s.len + 1).collect();
+        let lines = tokens::read_ranges(&mut file, &ranges).map_err(|_| Miss::Tokens(tokens::Miss::Unusable))?;
+        let mut text = String::new();
+        let mut entries = Vec::with_capacity(lines.len());
+        for line in lines {
+            // A span that is not one whole line: the token file does not describe this index.
+            let line = match line.split_last() {
+                Some((b'\n', line)) => std::str::from_utf8(line).map_err(|_| Miss::Tokens(tokens::Miss::Unusable))?,
+                _ => return Err(Miss::Tokens(tokens::Miss::Unusable)),
+            };
+            let start = text.len();
+            text.push_str(line);
+            let entry = parse_entry(&text, start..text.len()).ok_or(Miss::Tokens(tokens::Miss::Unusable))?;
+            text.push('\n');
+            entries.push(entry);
+        }
+        entries.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(Self { text, entries, generation: header.generation, body: 0 })
+    }
+
+    /// The token file of this index.
+    fn tokens(&self) -> Vec<u8> {
+        let body_at = self.body;
+        tokens::encode(
+            self.generation,
+            self.entries.iter().map(|e| {
+                let span = tokens::Span { start: (e.line.start - body_at) as u64, len: e.line.len() as u64 };
+                (span, self.searchable(e))
+            }),
+        )
+    }
+
+    fn only_holding(mut self, terms: &[String]) -> Self {
+        let finders: Vec<_> = terms.iter().map(memchr::memmem::Finder::new).collect();
         let text = &self.text;
-        self.entries.retain(|e| finder.find(&text.as_bytes()[e.line.clone()]).is_some());
+        self.entries.retain(|e| finders.iter().all(|f| f.find(&text.as_bytes()[e.line.clone()]).is_some()));
         self
     }
 
@@ -339,6 +395,8 @@ struct Header {
     profile: Stamp,
     /// When every card file's stamp was last compared (ns since the epoch).
     swept: u64,
+    /// Drawn anew whenever a build changes the body (see [`super::tokens`]).
+    generation: u64,
     /// Bytes after the header line: an index cut short or grown is corrupt.
     body: usize,
 }
@@ -350,6 +408,7 @@ impl Header {
             verdicts: Stamp::now(&path(VERDICTS)),
             profile: Stamp::now(&path(PROFILE)),
             swept: 0,
+            generation: 0,
             body: 0,
         }
     }
@@ -368,18 +427,20 @@ impl Header {
             verdicts: self.verdicts.recorded(started),
             profile: self.profile.recorded(started),
             swept: started,
+            generation: self.generation,
             body: self.body,
         }
     }
 
     fn render(&self) -> String {
         format!(
-            "{MAGIC} {} {} {} {} {} {}\n",
+            "{MAGIC} {} {} {} {} {} {:016x} {}\n",
             self.folders[0].render(),
             self.folders[1].render(),
             self.verdicts.render(),
             self.profile.render(),
             self.swept,
+            self.generation,
             self.body
         )
     }
@@ -387,12 +448,14 @@ impl Header {
     fn parse(line: &str) -> Option<Self> {
         let rest = line.strip_prefix(MAGIC)?.strip_prefix(' ')?;
         let (rest, body) = rest.rsplit_once(' ')?;
+        let (rest, generation) = rest.rsplit_once(' ')?;
         let (stamps, swept) = rest.rsplit_once(' ')?;
         let stamps: Vec<Stamp> = stamps.split(' ').map(Stamp::parse).collect::<Option<_>>()?;
         let (swept, body) = (swept.parse().ok()?, body.parse().ok()?);
+        let generation = u64::from_str_radix(generation, 16).ok()?;
         match stamps[..] {
             [rules, knowledge, verdicts, profile] => {
-                Some(Self { folders: [rules, knowledge], verdicts, profile, swept, body })
+                Some(Self { folders: [rules, knowledge], verdicts, profile, swept, generation, body })
             }
             _ => None,
         }
@@ -431,7 +494,8 @@ impl Stored {
             entries.push(parse_entry(&text, start..end).ok_or(Corrupt)?);
             start = end + 1;
         }
-        Ok(Self { header, index: Index { text, entries } })
+        let generation = header.generation;
+        Ok(Self { header, index: Index { text, entries, generation, body } })
     }
 }
 
@@ -659,7 +723,11 @@ fn build(stored: Option<&Stored>, now: &Header, started: u64) -> Result<Built, F
     }
     lines.sort_by(|a, b| a.0.cmp(&b.0));
     let text: String = lines.into_iter().map(|(_, line)| line).collect();
-    let header = Header { body: text.len(), ..now.recorded(started) };
+    // The same body keeps its generation, so its token file stays usable.
+    let generation = stored
+        .filter(|s| s.index.text.get(s.index.body..) == Some(text.as_str()))
+        .map_or_else(|| nonce() | 1, |s| s.index.generation);
+    let header = Header { body: text.len(), generation, ..now.recorded(started) };
     let parsed = Stored::parse(format!("{}{text}", header.render())).map_err(|Corrupt| {
         Failure::new("store_corrupt", "the card index just built does not read back (a bug)".to_owned())
     })?;
@@ -740,20 +808,23 @@ fn list_names(dir: &Path, suffix: &str) -> Result<HashSet<String>, Failure> {
     }
 }
 
+/// A number no other call is likely to draw (random keys, and the time).
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(now_nanos());
+    hasher.finish()
+}
+
 /// Writes `bytes` to `path` through a temp file of this call's own (concurrent readers may
 /// rebuild the index at once) and a rename.
-fn write_unique(target: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    use std::hash::{BuildHasher, Hasher};
+pub(crate) fn write_unique(target: &Path, bytes: &[u8]) -> Result<(), Failure> {
     use std::io::Write;
     let Some(parent) = target.parent() else {
         return Err(Failure::new("io_error", format!("{}: no parent folder", target.display())));
     };
     std::fs::create_dir_all(parent).map_err(|e| Failure::io(parent, &e))?;
-    let nonce = {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(now_nanos());
-        hasher.finish()
-    };
+    let nonce = nonce();
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("index");
     let tmp = parent.join(format!(".{name}.{nonce:016x}.tmp"));
     let result = std::fs::File::create(&tmp)
@@ -801,14 +872,16 @@ mod tests {
         for text in [
             "",
             "nonsense\n",
-            "butler-card-index 2 - - - 0 0\n",
-            "butler-card-index 2 - - - - 0 0\nshort\tline\n",
-            "butler-card-index 2 - - - - 0 11\nshort\tline\n",
-            "butler-card-index 2 - - - - 0 5\n",
+            "butler-card-index 3 - - - 0 1 0\n",
+            "butler-card-index 2 - - - - 0 0\n",
+            "butler-card-index 3 - - - - 0 1 0\nshort\tline\n",
+            "butler-card-index 3 - - - - 0 1 11\nshort\tline\n",
+            "butler-card-index 3 - - - - 0 1 5\n",
+            "butler-card-index 3 - - - - 0 x 0\n",
         ] {
             assert!(Stored::parse(text.to_owned()).is_err(), "{text:?}");
         }
-        assert!(Stored::parse("butler-card-index 2 - - - ? 12 0\n".to_owned()).is_ok());
+        assert!(Stored::parse("butler-card-index 3 - - - ? 12 00000000000000ff 0\n".to_owned()).is_ok());
     }
 
     #[test]
@@ -822,6 +895,7 @@ mod tests {
             verdicts: Stamp::Missing,
             profile: Stamp::Missing,
             swept: 1,
+            generation: 9,
             body: line.len(),
         };
         let stored = Stored::parse(format!("{}{line}", header.render())).map_err(|_| "corrupt").expect("parses");

@@ -6,6 +6,7 @@
 //! - [`candidate`] — candidate cards awaiting the owner;
 //! - [`journal`] — observations in the spool;
 //! - [`check`] — the two deterministic check types;
+//! - [`index`], [`tokens`] — the card index and its token file, caches of the card files;
 //! - [`time`], [`ids`], [`args`] — small shared helpers.
 //!
 //! Every write is atomic (temp file + rename): a crash never leaves a torn file.
@@ -19,6 +20,7 @@ pub mod ids;
 pub mod index;
 pub mod journal;
 pub mod time;
+pub mod tokens;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};

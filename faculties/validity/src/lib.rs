@@ -15,8 +15,9 @@
 //! Checks are read only through the `/validity` preopen: the sandbox resolves every path
 //! inside it and refuses symlinks that lead out, whatever the spelling.
 
+mod files;
+
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
 use std::path::Path;
 
 use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
@@ -128,15 +129,18 @@ type Found = Result<u64, String>;
 
 /// Evaluates checks against a root, looking at each path once per refresh (a refresh is
 /// one snapshot: a file named by several checks is looked up once).
-struct Probe<'a> {
-    root: &'a Path,
+struct Probe {
+    /// `None` when the root found by its path has no preopen (never, in the sandbox).
+    root: Option<files::Root>,
     found: HashMap<String, Found>,
+    bytes: Vec<u8>,
     haystack: String,
 }
 
-impl<'a> Probe<'a> {
-    fn new(root: &'a Path) -> Self {
-        Self { root, found: HashMap::new(), haystack: String::new() }
+impl Probe {
+    fn new(root: &Path) -> Self {
+        let root = root.to_str().and_then(files::Root::open);
+        Self { root, found: HashMap::new(), bytes: Vec::new(), haystack: String::new() }
     }
 
     /// What `relative` is: one `stat`, remembered.
@@ -144,10 +148,11 @@ impl<'a> Probe<'a> {
         if let Some(found) = self.found.get(relative) {
             return found.clone();
         }
-        let found = match std::fs::metadata(self.root.join(relative)) {
-            Ok(meta) if meta.is_file() => Ok(meta.len()),
-            Ok(meta) if meta.is_dir() => Err("is a directory, not a file".to_owned()),
-            Ok(_) => Err("is not a regular file".to_owned()),
+        let Some(root) = &self.root else { return Err("cannot be read: the validity root is not open".to_owned()) };
+        let found = match root.entry(relative) {
+            Ok(files::Entry::File(size)) => Ok(size),
+            Ok(files::Entry::Dir) => Err("is a directory, not a file".to_owned()),
+            Ok(files::Entry::Other) => Err("is not a regular file".to_owned()),
             Err(e) => Err(io_reason(&e)),
         };
         self.found.insert(relative.to_owned(), found.clone());
@@ -170,11 +175,11 @@ impl<'a> Probe<'a> {
         };
         // One open and reads of the size the file had when it was looked up (at most
         // MAX_READ): no second `stat` on the handle and no read past the end to find it.
-        let mut bytes = Vec::new();
-        if let Err(e) = read_up_to(&self.root.join(check.path()), size.min(MAX_READ), &mut bytes) {
+        let Some(root) = &self.root else { return Some("cannot be read: the validity root is not open".to_owned()) };
+        if let Err(e) = root.read(check.path(), size.min(MAX_READ), &mut self.bytes) {
             return Some(io_reason(&e));
         }
-        normalize_into(&String::from_utf8_lossy(&bytes), &mut self.haystack);
+        normalize_into(&String::from_utf8_lossy(&self.bytes), &mut self.haystack);
         let needle = normalize(text);
         if memchr::memmem::find(self.haystack.as_bytes(), needle.as_bytes()).is_some() {
             None
@@ -184,24 +189,6 @@ impl<'a> Probe<'a> {
             Some(format!("does not contain the quoted text \"{}\"", clip(&needle, 60)))
         }
     }
-}
-
-/// Reads at most `size` bytes of `path` into `bytes`.
-fn read_up_to(path: &Path, size: u64, bytes: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut file = std::fs::File::open(path)?;
-    let size = usize::try_from(size).unwrap_or(usize::MAX);
-    bytes.resize(size, 0);
-    let mut filled = 0;
-    while filled < size {
-        match file.read(&mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    bytes.truncate(filled);
-    Ok(())
 }
 
 /// [`normalize`] into a buffer, in one pass.
@@ -323,13 +310,13 @@ struct Moves {
 }
 
 /// What `checks` found: the reasons of those failing (`None` when there are none to run).
-fn failures(probe: &mut Probe<'_>, checks: &[Check]) -> Option<Vec<String>> {
+fn failures(probe: &mut Probe, checks: &[Check]) -> Option<Vec<String>> {
     (!checks.is_empty())
         .then(|| checks.iter().filter_map(|c| probe.failure(c).map(|why| format!("{}: {why}", c.path()))).collect())
 }
 
 /// Re-evaluates `card`'s checks and stores its verdict if it changed.
-fn refresh_card(probe: &mut Probe<'_>, card: &Card, now: &str) -> Result<Moves, Failure> {
+fn refresh_card(probe: &mut Probe, card: &Card, now: &str) -> Result<Moves, Failure> {
     let previous = Verdict::load(&card.id)?;
     let failures = failures(probe, &card.checks);
     let mut moves = Moves { checked: usize::from(failures.is_some()), ..Moves::default() };

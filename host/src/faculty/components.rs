@@ -301,8 +301,13 @@ fn deserialize_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Componen
 
 fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, String> {
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let sandbox =
-        Sandbox { faculty: name, preopens: Vec::new(), timeout_ms: DESCRIBE_TIMEOUT_MS, memory_mb: DESCRIBE_MEMORY_MB };
+    let sandbox = Sandbox {
+        faculty: name,
+        preopens: Vec::new(),
+        timeout_ms: DESCRIBE_TIMEOUT_MS,
+        memory_mb: DESCRIBE_MEMORY_MB,
+        env: Vec::new(),
+    };
     let state = CallState::new(&sandbox, &[], None, None, CallContext::default()).map_err(|e| format!("{e:#}"))?;
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);

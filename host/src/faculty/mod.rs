@@ -378,6 +378,8 @@ struct Setup {
     self_root: PathBuf,
     validity_root: PathBuf,
     settings: BTreeMap<String, FacultySettings>,
+    /// The root config as read, for the keys granted to faculties.
+    config: Map<String, Value>,
     host: HostEnv,
     native_env: Vec<(String, String)>,
 }
@@ -434,6 +436,7 @@ impl FacultyRuntime {
                 self_root: instance.self_root(),
                 validity_root: instance.validity_root(),
                 settings: instance.config.faculties.clone(),
+                config: instance.config.raw.clone(),
                 host,
                 native_env,
             },
@@ -807,11 +810,24 @@ impl FacultyRuntime {
                 .replace("${validityRoot}", &self.setup.validity_root.display().to_string());
             preopens.push(Preopen { host: self.setup.root.join(dir), guest: grant.guest.clone(), write: grant.write });
         }
+        // The root config keys granted to it, as they are (a key not set is left out: the
+        // faculty applies its own default).
+        let env = if settings.config.is_empty() {
+            Vec::new()
+        } else {
+            let granted: Map<String, Value> = settings
+                .config
+                .iter()
+                .filter_map(|key| Some((key.clone(), self.setup.config.get(key)?.clone())))
+                .collect();
+            vec![(sandbox::CONFIG_ENV.to_owned(), Value::Object(granted).to_string())]
+        };
         Sandbox {
             faculty: id.to_owned(),
             preopens,
             timeout_ms: settings.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
             memory_mb: settings.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(engine::MAX_MEMORY_MB),
+            env,
         }
     }
 }

@@ -111,7 +111,7 @@ pub(super) fn native(
     let mut child = crate::process::keeper::command(argv)
         .current_dir(cwd)
         .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(env.iter().chain(&sandbox.env).map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

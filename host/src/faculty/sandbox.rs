@@ -15,6 +15,9 @@ use super::{CallContext, Dispatch};
 
 /// Guest path of the faculty's own data directory.
 pub const DATA: &str = "/data";
+/// The environment variable holding the root config keys granted to the faculty
+/// (`faculties.<id>.config`), as one JSON object; absent when none are.
+pub const CONFIG_ENV: &str = "BUTLER_CONFIG";
 
 /// Most a call may print on stdout (its JSON data) before output is cut off.
 pub const MAX_STDOUT_BYTES: usize = 16 << 20;
@@ -63,6 +66,8 @@ pub struct Sandbox {
     pub timeout_ms: u64,
     /// Memory cap of one instance.
     pub memory_mb: u64,
+    /// Environment variables the faculty sees (only what was granted: [`CONFIG_ENV`]).
+    pub env: Vec<(String, String)>,
 }
 
 /// Caps an instance's linear memories and tables, remembering whether it said no, so a
@@ -134,6 +139,7 @@ impl CallState {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .args(argv)
+            .envs(&sandbox.env)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)

@@ -64,6 +64,10 @@ pub struct FacultySettings {
     /// Directories preopened for the faculty besides its own `/data`.
     #[serde(default)]
     pub grants: Vec<Grant>,
+    /// Top-level keys of the root config the faculty reads, passed to it read-only (see
+    /// [`crate::faculty::sandbox::CONFIG_ENV`]).
+    #[serde(default)]
+    pub config: Vec<String>,
 }
 
 /// One directory granted to a faculty.
