@@ -5,6 +5,7 @@
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
 //! - `check {checks}` evaluates checks and stores nothing;
+//! - `cards {}` lists the ids a full refresh checks;
 //! - `refresh {ids?}` recomputes verdicts (`/self/validity/<id>.json`), never touching a card:
 //!   a read command that evaluates every check (all cards from the card index) and hands the
 //!   cards whose verdict changes to `commit {ids}`, the write command that re-evaluates them
@@ -45,6 +46,7 @@ impl Faculty for Validity {
         match command {
             "check" => check(stdin),
             "refresh" => refresh(stdin),
+            "cards" => cards(),
             "commit" => commit(stdin),
             "set-checks" => set_checks(stdin),
             other => Err(Failure::unknown_command(other)),
@@ -425,6 +427,22 @@ fn refresh(stdin: Option<String>) -> Outcome {
     let committed = host::call("validity.commit", &json!({ "ids": changed }))?;
     let count = |key: &str| committed.get(key).and_then(Value::as_u64).unwrap_or(0);
     Ok(json!({"checked": checked, "suspended": count("suspended"), "restored": count("restored")}))
+}
+
+// ---------------------------------------------------------------------------------------
+// cards
+
+/// `cards {}`: the ids a full refresh would check (active cards with checks or a verdict),
+/// so a caller can refresh them in parts and show progress.
+fn cards() -> Outcome {
+    let index = Index::current()?;
+    let ids: Vec<&str> = index
+        .entries()
+        .iter()
+        .filter(|e| e.status == Status::Active && (index.has_checks(e) || e.verdict.is_some()))
+        .map(|e| e.id.as_str())
+        .collect();
+    Ok(json!({ "ids": ids }))
 }
 
 // ---------------------------------------------------------------------------------------

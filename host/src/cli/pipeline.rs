@@ -177,20 +177,52 @@ fn render_list(data: &Value) -> String {
     out
 }
 
+/// Cards refreshed per request: small enough that the progress bar moves every second or
+/// so on a large store, large enough that the per-request cost does not add up.
+const REFRESH_CHUNK: usize = 200;
+
+/// `butler validity refresh`: every card with checks, in parts, with a progress bar on a
+/// terminal.
+fn refresh(client: &Client) -> anyhow::Result<()> {
+    use std::io::{IsTerminal, Write};
+    let action = |action: &str, args: Value| client.post("/pipeline", &json!({"action": action, "args": args}));
+    let listed = action("validity.cards", json!({}))?;
+    let ids: Vec<&str> =
+        listed["ids"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let bar = std::io::stderr().is_terminal() && ids.len() > REFRESH_CHUNK;
+    let (mut checked, mut suspended, mut restored, mut done) = (0, 0, 0, 0);
+    for part in ids.chunks(REFRESH_CHUNK) {
+        let data = action("validity.refresh", json!({"ids": part}))?;
+        if data["unavailable"] == true {
+            if bar {
+                eprintln!();
+            }
+            println!("the validity root is unavailable: every verdict is left as it was");
+            return Ok(());
+        }
+        let count = |key: &str| data[key].as_u64().unwrap_or(0);
+        (checked, suspended, restored) =
+            (checked + count("checked"), suspended + count("suspended"), restored + count("restored"));
+        done += part.len();
+        if bar {
+            let filled = done * 30 / ids.len();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r[{}{}] {done}/{} cards", "#".repeat(filled), "-".repeat(30 - filled), ids.len());
+            let _ = err.flush();
+        }
+    }
+    if bar {
+        eprintln!();
+    }
+    println!("{checked} cards checked, {suspended} newly suspended, {restored} restored");
+    Ok(())
+}
+
 /// Runs `butler validity`.
 pub fn validity(command: Validity) -> anyhow::Result<ExitCode> {
     let client = Client::connect(command.target.workdir)?;
     match command.command {
-        ValidityCommand::Refresh => {
-            eprintln!("checking every card…");
-            let data = client.post("/pipeline", &json!({"action": "validity.refresh", "args": {}}))?;
-            println!(
-                "{} cards checked, {} newly suspended, {} restored",
-                data["checked"].as_u64().unwrap_or(0),
-                data["suspended"].as_u64().unwrap_or(0),
-                data["restored"].as_u64().unwrap_or(0)
-            );
-        }
+        ValidityCommand::Refresh => refresh(&client)?,
         ValidityCommand::SetChecks { id, revision, checks } => {
             let checks = json_arg(&checks, "--checks")?;
             if !checks.is_array() {
