@@ -113,12 +113,13 @@ enum Message {
     Response,
 }
 
-fn classify(message: &Value) -> Result<Message, String> {
-    let object = message.as_object().ok_or("a JSON-RPC message must be an object")?;
+fn classify(message: &mut Value) -> Result<Message, String> {
+    let object = message.as_object_mut().ok_or("a JSON-RPC message must be an object")?;
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err("`jsonrpc` must be \"2.0\"".to_owned());
     }
-    let params = object.get("params").cloned().unwrap_or_else(|| json!({}));
+    // Taken out, not cloned: tool arguments can be large.
+    let params = object.remove("params").unwrap_or_else(|| json!({}));
     match (object.get("method"), object.get("id")) {
         (Some(Value::String(method)), Some(id)) if id.is_string() || id.is_i64() || id.is_u64() => {
             Ok(Message::Request { id: id.clone(), method: method.clone(), params })
@@ -144,8 +145,8 @@ async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -
         other => (false, vec![other]),
     };
     let mut messages = Vec::with_capacity(raw.len());
-    for message in &raw {
-        match classify(message) {
+    for mut message in raw {
+        match classify(&mut message) {
             Ok(message) => messages.push(message),
             Err(why) => {
                 let id = message.get("id").cloned().unwrap_or(Value::Null);

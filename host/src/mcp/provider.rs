@@ -223,16 +223,17 @@ impl Conn {
     }
 
     /// Routes one message from the provider.
-    async fn dispatch(&self, message: Value, on_list_changed: impl FnOnce()) {
+    async fn dispatch(&self, mut message: Value, on_list_changed: impl FnOnce()) {
         let id = message.get("id").cloned();
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         match (id, method) {
             (Some(id), None) => {
                 let Some(id) = id.as_u64() else { return };
                 if let Some(waiting) = lock(&self.pending).remove(&id) {
-                    let reply = match message.get("error") {
-                        Some(error) => Err(CallFailure::Error(error.clone())),
-                        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                    // Taken out, not cloned: a result can be large.
+                    let reply = match message.get_mut("error").map(Value::take) {
+                        Some(error) => Err(CallFailure::Error(error)),
+                        None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
                     };
                     let _ = waiting.send(reply);
                 }
