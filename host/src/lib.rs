@@ -10,11 +10,13 @@
 //! - [`supervise`] — hosted tools and services: restart policy, health, logs;
 //! - [`mcp`] — the MCP hub: one Streamable HTTP endpoint over every stdio provider;
 //! - [`http`] — the API surface, its gate and error envelope;
+//! - [`console`] — the web console's page and assets, embedded;
 //! - [`validation`] — JSON Schema validation with readable messages, shared by every schema;
 //! - [`json`] — strict, size-capped reading of owner-written JSON files;
 //! - [`time`] — wall-clock time as the API and logs show it.
 
 pub mod catalog;
+pub mod console;
 pub mod faculty;
 pub mod http;
 pub mod instance;

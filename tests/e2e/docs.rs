@@ -37,14 +37,18 @@ fn every_documented_route_exists_and_every_route_is_documented() {
             "docs/http-api.md lists {method} {path}, which the host does not register"
         );
         let concrete = path.replace("{id}", "no-such-id");
-        let (status, body) = json_of(
-            butler
-                .request(method.clone(), &butler.api(&concrete))
-                .header("content-type", "application/json")
-                .body("{}")
-                .send()
-                .expect("request"),
-        );
+        let response = butler
+            .request(method.clone(), &butler.api(&concrete))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .expect("request");
+        // An event stream that answered is a route that exists (its body never ends).
+        let streaming = response.headers().get("content-type").is_some_and(|v| v == "text/event-stream");
+        if streaming && response.status() == 200 {
+            continue;
+        }
+        let (status, body) = json_of(response);
         let code = body["error"]["code"].as_str().unwrap_or_default();
         assert!(code != "unknown_route" && code != "method_not_allowed", "{method} {path}: {status} {body}");
     }

@@ -4,6 +4,7 @@
 mod card_index;
 mod catalog;
 mod cli;
+mod console;
 mod docs;
 mod examples;
 mod faculty;

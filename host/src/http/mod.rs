@@ -94,10 +94,10 @@ pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, Bi
     })
 }
 
-/// The whole application: every API route under both prefixes, the error-envelope
-/// fallbacks, the body limit and the gate.
+/// The whole application: the console, every API route under both prefixes, the
+/// error-envelope fallbacks, the body limit and the gate.
 pub fn router(state: AppState, gate: GateConfig) -> Router {
-    let mut app = Router::new();
+    let mut app = crate::console::routes();
     for (path, route) in routes::api() {
         app = app.route(&format!("{API_PREFIX}{path}"), route.clone()).route(&format!("{LEGACY_PREFIX}{path}"), route);
     }

@@ -3,6 +3,7 @@
 
 mod boards;
 mod catalog;
+mod events;
 mod faculties;
 mod health;
 mod layout;
@@ -19,6 +20,7 @@ use super::AppState;
 pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
     vec![
         ("/health", get(health::health)),
+        ("/events", get(events::events)),
         ("/catalog", get(catalog::catalog)),
         ("/extensions/{id}/icon", get(catalog::icon)),
         ("/overview", get(boards::overview)),

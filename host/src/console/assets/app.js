@@ -1,0 +1,175 @@
+// The console's entry: hash routing between the views, the language switch, the layout
+// store shared by the boards, and live updates from `GET /events` (one server-sent event
+// stream; the host says what changed and only the view showing it reloads).
+
+import { apiUrl, call, get } from './api.js';
+import { duration, h, replace } from './dom.js';
+import { lang, setLang, t } from './i18n.js';
+import { reviewView } from './review.js';
+import { libraryView } from './library.js';
+import { boardView, openLog, openPanel } from './boards.js';
+import { butlerView } from './butler.js';
+import { diagnosticsView, mcpView } from './status.js';
+
+const VIEWS = {
+  review: { key: 'nav_review', render: reviewView, watches: ['candidates'] },
+  library: { key: 'nav_library', render: libraryView, watches: [] },
+  tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
+  services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
+  butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'candidates'] },
+  mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog'] },
+  diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
+};
+
+/**
+ * The saved display preferences. `seq` counts saves: a read that started before a save
+ * is dropped when it answers, so an older poll never overwrites a just-saved preference.
+ */
+const layout = {
+  saved: { version: 1 },
+  seq: 0,
+  saving: 0,
+  async load() {
+    const seq = this.seq;
+    const data = await get('/layout');
+    if (seq === this.seq && this.saving === 0 && data && data.version === 1) this.saved = data;
+    return this.saved;
+  },
+  async save(next) {
+    this.seq += 1;
+    this.saving += 1;
+    try {
+      this.saved = await call('PUT', '/layout', next);
+      return this.saved;
+    } finally {
+      this.saving -= 1;
+      this.seq += 1;
+    }
+  },
+};
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+let current = null; // {name, view}
+let pending = null;
+let renderSeq = 0;
+
+const ctx = {
+  layout,
+  state: {},
+  setPending(n) {
+    pending = n;
+    renderNav();
+  },
+  changed(what) {
+    refresh(new Set([what]));
+  },
+  openLog,
+  openPanel,
+};
+
+function route() {
+  const name = location.hash.replace(/^#\/?/, '').split('/')[0];
+  return VIEWS[name] ? name : 'review';
+}
+
+function renderNav() {
+  const active = route();
+  replace(nav, h('ul', null, Object.entries(VIEWS).map(([name, v]) => h('li', null,
+    h('a', { href: `#/${name}`, 'aria-current': name === active ? 'page' : null, 'data-view': name }, t(v.key),
+      name === 'review' && pending ? h('span', { class: 'count', 'aria-label': `(${pending})` }, String(pending)) : null)))));
+  const button = document.getElementById('lang');
+  button.textContent = t('other_lang');
+  button.setAttribute('aria-label', t('other_lang_name'));
+  document.querySelector('.skip').textContent = t('skip');
+}
+
+async function show(focus = false) {
+  const name = route();
+  const seq = ++renderSeq;
+  renderNav();
+  document.body.dataset.view = name;
+  document.body.dataset.ready = 'false';
+  try {
+    const view = await VIEWS[name].render(main, ctx);
+    if (seq !== renderSeq) return;
+    current = { name, view };
+  } catch (e) {
+    if (seq !== renderSeq) return;
+    current = { name, view: null };
+    replace(main, h('p', { class: 'error' }, t('load_failed', { msg: `${e.message} (${e.code || 'error'})` })));
+  }
+  document.body.dataset.ready = 'true';
+  if (focus) main.focus();
+}
+
+let refreshing = false;
+let queued = new Set();
+
+/** Reloads the current view when something it shows changed. */
+async function refresh(what) {
+  for (const w of what) queued.add(w);
+  if (refreshing) return;
+  refreshing = true;
+  try {
+    while (queued.size) {
+      const batch = queued;
+      queued = new Set();
+      if (!current) continue;
+      const watches = VIEWS[current.name].watches;
+      if (![...batch].some((w) => watches.includes(w))) continue;
+      // A form the owner is typing in (a rejection reason, a search) is not thrown away.
+      if (current.view && current.view.refresh) await current.view.refresh(batch).catch(() => null);
+      else if (!main.contains(document.activeElement) || document.activeElement === main) await show();
+    }
+  } finally {
+    refreshing = false;
+  }
+}
+
+function listen() {
+  const source = new EventSource(apiUrl('/events'));
+  let last = null;
+  source.addEventListener('change', (e) => {
+    let now;
+    try {
+      now = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    if (last) {
+      const what = new Set(Object.keys(now).filter((k) => now[k] !== last[k]));
+      if (what.has('candidates') && current && current.name !== 'review') updatePending();
+      if (what.size) refresh(what);
+    }
+    last = now;
+  });
+}
+
+async function updatePending() {
+  try {
+    const report = await get('/faculties/cards/reports/queue');
+    ctx.setPending((report.items || []).length);
+  } catch {
+    /* the queue report is optional */
+  }
+}
+
+// Uptimes tick on the page itself: no request, and nothing while the tab is hidden.
+setInterval(() => {
+  if (document.hidden) return;
+  for (const el of document.querySelectorAll('[data-since]')) {
+    el.textContent = t('uptime', { d: duration(Date.now() - Number(el.dataset.since)) });
+  }
+}, 1000);
+
+document.getElementById('lang').addEventListener('click', () => {
+  setLang(lang() === 'zh' ? 'en' : 'zh');
+  show();
+});
+window.addEventListener('hashchange', () => show(true));
+setLang(lang());
+show().then(() => {
+  listen();
+  if (route() !== 'review') updatePending();
+});

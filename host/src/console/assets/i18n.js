@@ -1,0 +1,120 @@
+// English and Chinese. The browser's language decides, the header button switches, and
+// the choice is remembered in this browser.
+
+const en = {
+  skip: 'Skip to content', loading: 'Loading…', other_lang: '中文', other_lang_name: 'Switch to Chinese',
+  nav_review: 'Review', nav_library: 'Cards', nav_tools: 'Tools', nav_services: 'Services', nav_butler: 'Butler',
+  nav_mcp: 'MCP', nav_diagnostics: 'Diagnostics',
+  review_title: 'Awaiting your review', review_empty: 'Nothing awaits review.',
+  op_create: 'new card', op_revise: 'revises', op_archive: 'archives',
+  approve: 'Approve', reject: 'Reject', reject_reason: 'Reason for rejecting (optional)', approving: 'Approving…',
+  rejecting: 'Rejecting…', approved: 'Approved as {id} (revision {rev}).', rejected: 'Rejected.',
+  failed: 'Failed: {msg}', not_retried: 'Nothing was retried; the candidate stays in the queue.',
+  evidence: 'Evidence', checks: 'Checks', check_ok: 'holds', check_failed: 'fails', conflict: 'Conflict',
+  diff: 'Changes against the current card', current_gone: 'The current card is gone.', applies_to: 'Applies to',
+  tags: 'Tags', body: 'Body', decided: 'Decided', no_checks: 'No checks.',
+  library_title: 'Card library', search: 'Search', search_cards: 'Search cards', kind: 'Kind', all_kinds: 'All kinds',
+  library_hint: 'Type a word to search every card, including suspended and archived ones.',
+  library_recent: 'Recently approved', no_cards: 'No card matches.', status_active: 'active',
+  status_archived: 'archived', status_suspended: 'suspended', revision: 'revision', more_results: 'Showing the first {n}.',
+  tools_title: 'Tools', services_title: 'Services', board_empty: 'Nothing here yet.',
+  show_all: 'Show all', show_resident: 'Show resident', manage: 'Manage display · stored {n}',
+  search_items: 'Search by name, id or description', reset_order: 'Reset order', stored_mark: 'stored',
+  start: 'Start', stop: 'Stop', restart: 'Restart', logs: 'Logs', menu: 'More', store_item: 'Store away',
+  pin_item: 'Keep resident', move_earlier: 'Move earlier', move_later: 'Move later',
+  uptime: 'up {d}', restarts: '{n} restarts', next_restart: 'restarts at {t}', low_frequency: 'Rarely used ({n})',
+  ungrouped: 'Other', drag_hint: 'Drag cards (or Alt+↑/↓) to reorder.',
+  drawer_title: 'Manage display', drawer_help: 'Ticked items stay resident on the board; the rest are stored away.',
+  save: 'Save', cancel: 'Cancel', saving: 'Saving…', saved: 'Saved.', save_failed: 'Not saved: {msg}. Your draft is kept.',
+  resident: 'resident',
+  close: 'Close', log_title: 'Log · {name}', log_live: 'live', log_waiting: 'connecting…', log_skipped: '… {n} lines skipped',
+  panel_title: '{name}', post_sent: '{label}: {status}', post_failed: '{label} failed: {msg}', opens_new_tab: '(opens a new tab)',
+  action_failed: '{action} failed: {msg}',
+  butler_title: 'Butler', faculty_state: 'State', commands: 'Commands', reports: 'Reports', report_failed: 'Report unavailable: {msg}',
+  mcp_title: 'MCP', mcp_url: 'Paste this URL into your AI client', copy: 'Copy', copied: 'Copied.',
+  providers: 'Providers', provider: 'Provider', namespace: 'Namespace', state: 'State', tools: 'Tools',
+  rejected_names: 'Rejected names', conflicts: 'Conflicts', errors: 'Errors', last_error: 'Last error', none: 'none',
+  held_by: 'held by {id}', calls: 'calls', host_tools: 'Host tools', sessions: 'Sessions',
+  diagnostics_title: 'Catalog diagnostics', diagnostics_empty: 'Every manifest is fine.',
+  severity_error: 'error — not registered', severity_warning: 'warning', severity_pending: 'pending',
+  load_failed: 'Could not load: {msg}',
+};
+
+const zh = {
+  skip: '跳到内容', loading: '加载中…', other_lang: 'English', other_lang_name: '切换到英文',
+  nav_review: '待确认', nav_library: '卡片库', nav_tools: '工具', nav_services: '服务', nav_butler: 'Butler',
+  nav_mcp: 'MCP', nav_diagnostics: '诊断',
+  review_title: '等待你确认', review_empty: '没有待确认的候选。',
+  op_create: '新卡片', op_revise: '修订', op_archive: '归档',
+  approve: '批准', reject: '拒绝', reject_reason: '拒绝理由（可选）', approving: '正在批准…', rejecting: '正在拒绝…',
+  approved: '已批准为 {id}（修订 {rev}）。', rejected: '已拒绝。', failed: '失败：{msg}',
+  not_retried: '没有自动重试；候选仍在队列中。',
+  evidence: '证据', checks: '校验', check_ok: '成立', check_failed: '不成立', conflict: '冲突',
+  diff: '与当前卡片的差异', current_gone: '当前卡片已不存在。', applies_to: '适用于', tags: '标签', body: '正文',
+  decided: '已决定', no_checks: '无校验。',
+  library_title: '卡片库', search: '搜索', search_cards: '搜索卡片', kind: '类型', all_kinds: '全部类型',
+  library_hint: '输入关键词搜索所有卡片，包括已暂停和已归档的。', library_recent: '最近批准',
+  no_cards: '没有匹配的卡片。', status_active: '生效', status_archived: '已归档', status_suspended: '已暂停',
+  revision: '修订', more_results: '只显示前 {n} 条。',
+  tools_title: '工具', services_title: '服务', board_empty: '这里还没有内容。',
+  show_all: '显示全部', show_resident: '只显示常驻', manage: '管理显示 · 已收纳 {n}',
+  search_items: '按名称、id 或描述搜索', reset_order: '重置顺序', stored_mark: '已收纳',
+  start: '启动', stop: '停止', restart: '重启', logs: '日志', menu: '更多', store_item: '收纳',
+  pin_item: '设为常驻', move_earlier: '前移', move_later: '后移',
+  uptime: '已运行 {d}', restarts: '重启 {n} 次', next_restart: '{t} 重启', low_frequency: '不常用（{n}）',
+  ungrouped: '其他', drag_hint: '拖动卡片（或 Alt+↑/↓）调整顺序。',
+  drawer_title: '管理显示', drawer_help: '勾选的项目常驻在面板上，其余收纳起来。',
+  save: '保存', cancel: '取消', saving: '正在保存…', saved: '已保存。', save_failed: '未保存：{msg}。草稿已保留。',
+  resident: '常驻',
+  close: '关闭', log_title: '日志 · {name}', log_live: '实时', log_waiting: '连接中…', log_skipped: '… 跳过 {n} 行',
+  panel_title: '{name}', post_sent: '{label}：{status}', post_failed: '{label} 失败：{msg}', opens_new_tab: '（在新标签页打开）',
+  action_failed: '{action} 失败：{msg}',
+  butler_title: 'Butler', faculty_state: '状态', commands: '命令', reports: '报告', report_failed: '报告不可用：{msg}',
+  mcp_title: 'MCP', mcp_url: '把这个地址粘贴到你的 AI 客户端', copy: '复制', copied: '已复制。',
+  providers: '提供方', provider: '提供方', namespace: '命名空间', state: '状态', tools: '工具',
+  rejected_names: '被拒绝的名称', conflicts: '冲突', errors: '错误', last_error: '最近错误', none: '无',
+  held_by: '由 {id} 持有', calls: '调用', host_tools: 'Host 工具', sessions: '会话',
+  diagnostics_title: '目录诊断', diagnostics_empty: '所有清单都正常。',
+  severity_error: '错误——未注册', severity_warning: '警告', severity_pending: '等待中',
+  load_failed: '无法加载：{msg}',
+};
+
+const dictionaries = { en, zh };
+let current = pick();
+
+function pick() {
+  let saved = null;
+  try {
+    saved = localStorage.getItem('butler.lang');
+  } catch {
+    saved = null;
+  }
+  if (saved === 'en' || saved === 'zh') return saved;
+  const wanted = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
+  for (const tag of wanted) {
+    const lower = String(tag).toLowerCase();
+    if (lower.startsWith('zh')) return 'zh';
+    if (lower.startsWith('en')) return 'en';
+  }
+  return 'en';
+}
+
+export function lang() {
+  return current;
+}
+
+export function setLang(next) {
+  current = next === 'zh' ? 'zh' : 'en';
+  try {
+    localStorage.setItem('butler.lang', current);
+  } catch {
+    /* private mode: the choice lasts for this page */
+  }
+  document.documentElement.lang = current === 'zh' ? 'zh-CN' : 'en';
+}
+
+/** The text for `key`, with {name} placeholders filled from `vars`. */
+export function t(key, vars = {}) {
+  const text = dictionaries[current][key] ?? en[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (_, name) => (vars[name] === undefined ? '' : String(vars[name])));
+}

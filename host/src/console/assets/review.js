@@ -1,0 +1,173 @@
+// The review queue (default view): each pending candidate with its card, a diff against
+// the current card, evidence, checks and conflict; approve or reject through the owner
+// gate. A decision is sent once: a failure is shown and the candidate stays put.
+
+import { freshKey, pipeline } from './api.js';
+import { h, replace, when } from './dom.js';
+import { t } from './i18n.js';
+import { renderMarkdown } from './md.js';
+
+export async function reviewView(main, ctx) {
+  const list = h('div', { class: 'stack', id: 'queue' });
+  const count = h('span', { class: 'count' });
+  const empty = h('p', { class: 'muted empty' }, t('review_empty'));
+  const shown = new Map(); // id → its article, kept across refreshes (a typed reason survives)
+  const refresh = async () => {
+    const data = await pipeline('review.list', {});
+    const candidates = (data.candidates || []).filter((c) => c.status === 'pending' || c.status === 'applying');
+    const waiting = new Set(candidates.map((c) => c.id));
+    ctx.setPending(candidates.length);
+    count.textContent = String(candidates.length);
+    // Cards decided here, or whose decision failed, stay with their outcome until the view is left.
+    for (const [id, article] of shown) {
+      if (!waiting.has(id) && article.dataset.keep !== 'true') {
+        article.remove();
+        shown.delete(id);
+      }
+    }
+    for (const candidate of candidates) {
+      const known = shown.get(candidate.id);
+      if (known && known.dataset.revision === String(candidate.revision)) continue;
+      const article = candidateCard(candidate, ctx);
+      if (known) known.replaceWith(article);
+      else list.append(article);
+      shown.set(candidate.id, article);
+    }
+    if (shown.size) empty.remove();
+    else list.append(empty);
+  };
+  replace(main, h('h1', null, t('review_title'), ' ', count), list);
+  await refresh();
+  return { refresh };
+}
+
+function candidateCard(c, ctx) {
+  const card = c.card || {};
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const reason = h('input', { type: 'text', id: `reason-${c.id}`, class: 'reason', maxlength: 500 });
+  const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve' }, t('approve'));
+  const reject = h('button', { type: 'button', class: 'danger', 'data-act': 'reject' }, t('reject'));
+  const article = h('article', { class: 'candidate card', 'data-candidate': c.id, 'data-revision': c.revision,
+    'aria-labelledby': `title-${c.id}` },
+    h('header', { class: 'row' },
+      h('span', { class: `badge op-${c.op}` }, t(`op_${c.op}`), c.target ? ` ${c.target}` : ''),
+      h('span', { class: 'badge' }, card.kind || ''),
+      h('h2', { id: `title-${c.id}` }, card.title || c.id)),
+    h('p', { class: 'summary' }, card.summary || ''),
+    card.appliesTo ? h('p', { class: 'meta' }, `${t('applies_to')}: `, card.appliesTo) : null,
+    card.tags && card.tags.length ? h('p', { class: 'meta' }, `${t('tags')}: `, card.tags.join(', ')) : null,
+    c.op === 'archive' ? null : h('details', { open: true }, h('summary', null, t('body')), renderMarkdown(card.body || '')),
+    c.op === 'revise' || c.op === 'archive' ? diffBlock(c) : null,
+    c.conflict ? h('p', { class: 'conflict' }, h('strong', null, `${t('conflict')}: `), c.conflict.reason || '') : null,
+    checksBlock(c.checks || []),
+    evidenceBlock(c.evidence || []),
+    h('div', { class: 'decide row' },
+      approve,
+      h('label', { for: `reason-${c.id}`, class: 'sr' }, t('reject_reason')),
+      reason,
+      reject),
+    outcome);
+  reason.placeholder = t('reject_reason');
+  const decide = async (verb) => {
+    approve.disabled = true;
+    reject.disabled = true;
+    article.dataset.keep = 'true';
+    outcome.className = 'outcome';
+    outcome.textContent = t(verb === 'approve' ? 'approving' : 'rejecting');
+    try {
+      // One prepare, one decision; never repeated.
+      const prepared = await pipeline('review.prepare', { id: c.id }, true);
+      const args = { id: c.id, revision: prepared.revision, contentHash: prepared.contentHash, token: prepared.token,
+        idempotencyKey: freshKey() };
+      if (verb === 'reject' && reason.value.trim()) args.reason = reason.value.trim();
+      const result = await pipeline(`review.${verb}`, args, true);
+      outcome.className = 'outcome ok';
+      outcome.textContent = verb === 'approve' ? t('approved', { id: result.cardId, rev: result.revision }) : t('rejected');
+      article.classList.add('decided');
+      article.dataset.decided = verb;
+    } catch (e) {
+      outcome.className = 'outcome error';
+      outcome.dataset.code = e.code || '';
+      outcome.textContent = `${t('failed', { msg: `${e.message} (${e.code})` })} ${t('not_retried')}`;
+      approve.disabled = false;
+      reject.disabled = false;
+    }
+  };
+  approve.addEventListener('click', () => decide('approve'));
+  reject.addEventListener('click', () => decide('reject'));
+  return article;
+}
+
+function checksBlock(checks) {
+  return h('section', { class: 'checks' }, h('h3', null, t('checks')),
+    checks.length
+      ? h('ul', null, checks.map((check) => h('li', { class: check.ok ? 'ok' : 'bad' },
+        h('span', { class: 'verdict' }, check.ok ? `✓ ${t('check_ok')}` : `✗ ${t('check_failed')}`), ' ',
+        h('code', null, check.type || ''), ' ', check.path || '',
+        check.text ? h('q', null, check.text) : null,
+        check.reason ? h('span', { class: 'muted' }, ` — ${check.reason}`) : null)))
+      : h('p', { class: 'muted' }, t('no_checks')));
+}
+
+function evidenceBlock(evidence) {
+  return h('details', { class: 'evidence' }, h('summary', null, `${t('evidence')} (${evidence.length})`),
+    h('ul', null, evidence.map((item) => h('li', null,
+      h('span', { class: 'muted' }, [item.source, item.type, when(item.at)].filter(Boolean).join(' · ')), ' ',
+      item.text ? h('span', null, item.text) : h('code', null, item.id || '')))));
+}
+
+function diffBlock(c) {
+  const current = c.current;
+  const section = h('section', { class: 'diff' }, h('h3', null, t('diff')));
+  if (!current) return append(section, h('p', { class: 'muted' }, t('current_gone')));
+  const next = c.op === 'archive' ? {} : c.card || {};
+  for (const field of ['title', 'summary', 'appliesTo', 'tags', 'body']) {
+    const before = fieldText(current[field]);
+    const after = fieldText(next[field]);
+    if (before === after) continue;
+    section.append(h('h4', null, field), lineDiff(before, after));
+  }
+  return section;
+}
+
+function append(el, child) {
+  el.append(child);
+  return el;
+}
+
+function fieldText(value) {
+  if (Array.isArray(value)) return value.join(', ');
+  return value === undefined || value === null ? '' : String(value);
+}
+
+/** A line diff (longest common subsequence) as a <pre> of kept, removed and added lines. */
+export function lineDiff(before, after) {
+  const a = before === '' ? [] : before.split('\n');
+  const b = after === '' ? [] : after.split('\n');
+  if (a.length * b.length > 250000) {
+    return h('pre', { class: 'diffview' }, a.map((l) => h('del', null, `- ${l}\n`)), b.map((l) => h('ins', null, `+ ${l}\n`)));
+  }
+  const table = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i -= 1) {
+    for (let j = b.length - 1; j >= 0; j -= 1) {
+      table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      out.push(h('span', null, `  ${a[i]}\n`));
+      i += 1;
+      j += 1;
+    } else if (j < b.length && (i >= a.length || table[i][j + 1] >= table[i + 1][j])) {
+      out.push(h('ins', null, `+ ${b[j]}\n`));
+      j += 1;
+    } else {
+      out.push(h('del', null, `- ${a[i]}\n`));
+      i += 1;
+    }
+  }
+  return h('pre', { class: 'diffview' }, out);
+}

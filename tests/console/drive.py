@@ -1,0 +1,268 @@
+"""Browser scenarios for the console, driven by tests/e2e/console.rs.
+
+Usage: drive.py SCENARIO ORIGIN SCREENSHOT_DIR [JSON_ARGS]
+
+Runs the system Chromium (CHROMIUM, default /usr/bin/chromium) headless through Playwright,
+never a downloaded browser. Prints one JSON object on the last line of stdout with what
+the scenario saw; failures raise (non-zero exit), and the Rust test asserts the rest
+through the API.
+"""
+
+import json
+import os
+import sys
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+LIMIT_MS = 30_000
+
+
+def launch(p):
+    return p.chromium.launch(
+        executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+        headless=True,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    )
+
+
+class Page:
+    def __init__(self, browser, origin, shots, viewport=(1280, 800), locale="en-US"):
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale=locale)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LIMIT_MS)
+        expect.set_options(timeout=LIMIT_MS)
+        self.origin = origin
+        self.shots = shots
+        self.errors = []
+        self.requests = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append((r.method, r.url, r.post_data)))
+
+    def open(self, view=""):
+        self.page.goto(f"{self.origin}/myspace-butler/#/{view}")
+        self.ready()
+
+    def ready(self):
+        self.page.wait_for_selector("body[data-ready='true']")
+
+    def shot(self, name):
+        os.makedirs(self.shots, exist_ok=True)
+        self.page.screenshot(path=os.path.join(self.shots, f"{name}.png"), full_page=True)
+
+    def pipeline_calls(self, action):
+        calls = []
+        for method, url, body in self.requests:
+            if method == "POST" and url.endswith("/pipeline") and body:
+                sent = json.loads(body)
+                if sent.get("action") == action:
+                    calls.append(sent.get("args", {}))
+        return calls
+
+
+def owner_call(origin, token, action, args):
+    request = urllib.request.Request(
+        f"{origin}/myspace-butler/api/pipeline",
+        data=json.dumps({"action": action, "args": args}).encode(),
+        headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read())["data"]
+
+
+def smoke(browser, origin, shots, args):
+    """Every view loads without errors; screenshots of each, in both languages and at 360 px."""
+    page = Page(browser, origin, shots)
+    views = ["review", "library", "tools", "services", "butler", "mcp", "diagnostics"]
+    for view in views:
+        page.open(view)
+        page.shot(f"{view}")
+    page.page.click("#lang")
+    page.ready()
+    chinese = page.page.locator("nav a[data-view='review']").inner_text()
+    page.shot("diagnostics-zh")
+    narrow = Page(browser, origin, shots, viewport=(360, 740), locale="zh-CN")
+    narrow.open("review")
+    narrow_lang = narrow.page.evaluate("document.documentElement.lang")
+    narrow.shot("review-360")
+    overflow = narrow.page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+    # The Markdown renderer keeps links to http(s) only and never makes markup from text.
+    rendered = page.page.evaluate(
+        """async () => {
+            const { renderMarkdown } = await import('/myspace-butler/assets/md.js');
+            const el = renderMarkdown('# T\\n[a](javascript:alert(1)) [b](https://example.org) <img src=x onerror=alert(1)>');
+            return { links: [...el.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+                     imgs: el.querySelectorAll('img').length, text: el.textContent };
+        }"""
+    )
+    return {"errors": page.errors + narrow.errors, "chinese": chinese, "narrowLang": narrow_lang,
+            "narrowOverflow": overflow, "markdown": rendered}
+
+
+def review(browser, origin, shots, args):
+    """Approve one, reject one with a reason, and fail to approve one decided behind the page's back."""
+    page = Page(browser, origin, shots)
+    # This page does not hear of changes (as if its event stream had dropped), so it still
+    # shows the candidate decided elsewhere below.
+    page.page.route("**/myspace-butler/api/events", lambda route: route.abort())
+    page.open("review")
+    for cid in (args["approve"], args["reject"], args["stale"]):
+        expect(page.page.locator(f"[data-candidate='{cid}']")).to_be_visible()
+    page.shot("review-queue")
+    # Decided elsewhere (the CLI, another tab) while this page still shows it.
+    prepared = owner_call(origin, args["token"], "review.prepare", {"id": args["stale"]})
+    owner_call(origin, args["token"], "review.reject", {
+        "id": args["stale"], "revision": prepared["revision"], "contentHash": prepared["contentHash"],
+        "token": prepared["token"], "idempotencyKey": "elsewhere"})
+
+    approve = page.page.locator(f"[data-candidate='{args['approve']}']")
+    approve.locator("button[data-act='approve']").click()
+    expect(approve.locator(".outcome.ok")).to_be_visible()
+
+    reject = page.page.locator(f"[data-candidate='{args['reject']}']")
+    reject.locator("input.reason").fill("not what I meant")
+    reject.locator("button[data-act='reject']").click()
+    expect(reject.locator(".outcome.ok")).to_be_visible()
+
+    stale = page.page.locator(f"[data-candidate='{args['stale']}']")
+    stale.locator("button[data-act='approve']").click()
+    expect(stale.locator(".outcome.error")).to_be_visible()
+    error_code = stale.locator(".outcome.error").get_attribute("data-code")
+    # A retry would follow the failure at once; give it a moment to show itself.
+    page.page.wait_for_timeout(1500)
+    page.shot("review-decided")
+    stale_calls = [c for c in page.pipeline_calls("review.prepare") if c.get("id") == args["stale"]]
+    stale_approvals = [c for c in page.pipeline_calls("review.approve") if c.get("id") == args["stale"]]
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "staleCode": error_code, "stalePrepares": len(stale_calls),
+            "staleApprovals": len(stale_approvals), "staleStillShown": stale.is_visible()}
+
+
+def supervise(browser, origin, shots, args):
+    """Start a tool, watch its state and log, stop it."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    card = page.page.locator(f"article.item[data-id='{args['id']}']")
+    expect(card).to_have_attribute("data-state", "stopped")
+    card.locator("button[data-action='start']").click()
+    card = page.page.locator(f"article.item[data-id='{args['id']}']")
+    expect(card).to_have_attribute("data-state", "running")
+    page.page.locator(f"article.item[data-id='{args['id']}'] button", has_text="Logs").click()
+    log = page.page.locator("dialog.logview pre.log")
+    expect(log).to_contain_text(args["line"])
+    expect(page.page.locator("dialog.logview [data-log-state='live']")).to_be_visible()
+    page.shot("tool-log")
+    page.page.locator("dialog.logview button.close").click()
+    page.page.locator(f"article.item[data-id='{args['id']}'] button[data-action='stop']").click()
+    expect(page.page.locator(f"article.item[data-id='{args['id']}']")).to_have_attribute("data-state", "stopped")
+    page.shot("tools-stopped")
+    return {"errors": page.errors}
+
+
+def layout(browser, origin, shots, args):
+    """Store an item from the drawer, show resident only, reload; then a failed save rolls back and keeps the draft."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    board = page.page.locator("#tools-board")
+    ids = args["ids"]
+    for i in ids:
+        expect(board.locator(f"article.item[data-id='{i}']")).to_be_visible()
+    page.page.click("button.manage")
+    drawer = page.page.locator("dialog.drawer")
+    drawer.locator(f"input[data-id='{ids[1]}']").uncheck()
+    page.shot("layout-drawer")
+    drawer.locator("button[data-drawer='save']").click()
+    expect(drawer).to_have_count(0)
+    page.page.click("button[data-mode='resident']")
+    expect(board.locator(f"article.item[data-id='{ids[1]}']")).to_have_count(0)
+    expect(page.page.locator("button.manage")).to_contain_text("1")
+
+    page.page.reload()
+    page.ready()
+    board = page.page.locator("#tools-board")
+    expect(page.page.locator("button[data-mode='resident']")).to_have_attribute("aria-pressed", "true")
+    expect(board.locator(f"article.item[data-id='{ids[1]}']")).to_have_count(0)
+    expect(board.locator(f"article.item[data-id='{ids[0]}']")).to_be_visible()
+    # Search covers stored items too, marked as such.
+    page.page.fill("#tools-search", ids[1])
+    expect(board.locator(f"article.item[data-id='{ids[1]}'] .stored-mark")).to_be_visible()
+    page.page.fill("#tools-search", "")
+
+    # The next save fails.
+    page.page.route("**/myspace-butler/api/layout", lambda route: route.fulfill(
+        status=500, content_type="application/json",
+        body=json.dumps({"ok": False, "error": {"code": "layout_write_failed", "message": "disk full"}}))
+        if route.request.method == "PUT" else route.continue_())
+    page.page.click("button.manage")
+    drawer = page.page.locator("dialog.drawer")
+    drawer.locator(f"input[data-id='{ids[2]}']").uncheck()
+    drawer.locator("button[data-drawer='save']").click()
+    expect(drawer.locator(".outcome.error")).to_contain_text("disk full")
+    kept_draft = not drawer.locator(f"input[data-id='{ids[2]}']").is_checked()
+    expect(board.locator(f"article.item[data-id='{ids[2]}']")).to_be_visible()
+    page.shot("layout-failed-save")
+    drawer.locator("button[data-drawer='cancel']").click()
+    return {"errors": [e for e in page.errors if "500" not in e], "keptDraft": kept_draft}
+
+
+def panel(browser, origin, shots, args):
+    """A panel action opens at its panelSize, shrunk on a narrow screen; a post action shows its outcome."""
+    sizes = []
+    for viewport in ((1280, 800), (360, 640)):
+        page = Page(browser, origin, shots, viewport=viewport)
+        page.open("tools")
+        page.page.locator(f"article.item[data-id='{args['id']}'] button[data-mode='panel']").click()
+        frame = page.page.locator("dialog.panel iframe")
+        expect(frame).to_be_visible()
+        box = frame.bounding_box()
+        sizes.append({"width": round(box["width"]), "height": round(box["height"]),
+                      "viewport": list(viewport)})
+        page.shot(f"panel-{viewport[0]}")
+        page.page.locator("dialog.panel button.close").click()
+        page.page.locator(f"article.item[data-id='{args['id']}'] button[data-mode='post']").click()
+        outcome = page.page.locator(f"article.item[data-id='{args['id']}'] .outcome")
+        expect(outcome).to_contain_text(args["postStatus"])
+    return {"errors": [e for e in page.errors if "405" not in e], "sizes": sizes}
+
+
+def xss(browser, origin, shots, args):
+    """Script in a manifest name, description and a Markdown report stays text."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    card = page.page.locator(f"article.item[data-id='{args['id']}']")
+    name = card.locator("h3.name").inner_text()
+    images = card.locator("img").count()
+    links = page.page.evaluate("[...document.querySelectorAll('a')].map((a) => a.getAttribute('href') || '')")
+    page.shot("xss-tools")
+    page.open("butler")
+    report = page.page.locator("[data-faculty='probe'] [data-report='notes']")
+    expect(report.locator(".md")).to_be_visible()
+    report_text = report.inner_text()
+    scripts = page.page.evaluate("document.querySelectorAll('main script').length")
+    page.shot("xss-butler")
+    pwned = page.page.evaluate("window.__pwned === undefined ? null : window.__pwned")
+    # The probe's deliberately broken reports fail to load; those are not the page's errors.
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "name": name, "images": images, "links": links, "reportText": report_text,
+            "scripts": scripts, "pwned": pwned}
+
+
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss)}
+
+
+def main():
+    scenario, origin, shots = sys.argv[1:4]
+    args = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            result = SCENARIOS[scenario](browser, origin, shots, args)
+        finally:
+            browser.close()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

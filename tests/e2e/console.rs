@@ -1,0 +1,283 @@
+//! The web console (SPEC §10): the page and assets as served (types, CSP, the gate), and
+//! real-browser scenarios — Debian's Chromium driven by Playwright (`tests/console/drive.py`,
+//! installed by `scripts/install-console-test-tools`) — whose outcomes are checked through
+//! the API. Screenshots go to `target/console-screenshots/` (not committed).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, guests, instance_with_config, tool, wait_until, write_manifest};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Installs the pinned Playwright client once per run; returns its Python.
+fn python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let status = Command::new("bash")
+                .arg(root().join("scripts/install-console-test-tools"))
+                .status()
+                .expect("run scripts/install-console-test-tools (needs python3)");
+            assert!(status.success(), "scripts/install-console-test-tools failed");
+            root().join("target/test-tools/console-venv/bin/python")
+        })
+        .clone()
+}
+
+/// Runs one browser scenario against `butler`; its JSON result.
+fn drive(butler: &Butler, scenario: &str, args: &Value) -> Value {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(Path::new(&chromium).exists(), "no Chromium at {chromium} (apt-get install chromium; .ci/run does)");
+    let shots = root().join("target/console-screenshots").join(scenario);
+    let output = Command::new(python())
+        .arg(root().join("tests/console/drive.py"))
+        .args([scenario, &butler.origin])
+        .arg(&shots)
+        .arg(args.to_string())
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("run the browser scenario");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "scenario {scenario} failed:\n{stdout}\n{stderr}");
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|_| panic!("scenario {scenario} printed no JSON:\n{stdout}\n{stderr}"))
+}
+
+fn assert_no_errors(result: &Value) {
+    assert_eq!(result["errors"], json!([]), "the page logged errors: {result}");
+}
+
+fn page(butler: &Butler, path: &str) -> reqwest::blocking::Response {
+    butler.request(reqwest::Method::GET, &format!("{}{path}", butler.origin)).send().expect("request")
+}
+
+#[test]
+fn the_page_and_its_assets_are_served_with_their_types_and_a_strict_policy() {
+    let (butler, _dir) = Butler::start_fresh();
+    for (path, kind) in [
+        ("/myspace-butler/", "text/html"),
+        ("/myspace-butler/assets/app.js", "text/javascript"),
+        ("/myspace-butler/assets/style.css", "text/css"),
+        ("/myspace-butler/assets/icon.svg", "image/svg+xml"),
+    ] {
+        let response = page(&butler, path);
+        assert_eq!(response.status(), 200, "{path}");
+        let header =
+            |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        assert!(header("content-type").starts_with(kind), "{path}: {}", header("content-type"));
+        let csp = header("content-security-policy");
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe"), "{path}: {csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        let etag = header("etag");
+        let again = butler
+            .request(reqwest::Method::GET, &format!("{}{path}", butler.origin))
+            .header("if-none-match", &etag)
+            .send()
+            .expect("request");
+        assert_eq!(again.status(), 304, "{path} revalidates");
+    }
+    let redirect = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+        .get(format!("{}/myspace-butler", butler.origin))
+        .send()
+        .expect("request");
+    assert_eq!(redirect.status(), 303);
+    assert_eq!(redirect.headers()["location"], "/myspace-butler/");
+    for missing in
+        ["/myspace-butler/assets/nope.js", "/myspace-butler/assets/..%2fmod.rs", "/myspace-butler/assets/x.exe"]
+    {
+        let response = page(&butler, missing);
+        assert_eq!(response.status(), 404, "{missing}");
+    }
+    // The gate applies to the console as to the API: a page elsewhere cannot embed or fetch it.
+    let refused = butler
+        .request(reqwest::Method::GET, &format!("{}/myspace-butler/", butler.origin))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .expect("request");
+    assert_eq!(refused.status(), 403);
+}
+
+#[test]
+fn events_announce_what_changed() {
+    use std::io::{BufRead, BufReader};
+    let (butler, _dir) = Butler::start_fresh();
+    let response = butler.get("/events").send().expect("events");
+    assert!(response.headers()["content-type"].to_str().unwrap_or_default().starts_with("text/event-stream"));
+    let mut lines = BufReader::new(response).lines();
+    let mut next_change = || loop {
+        let line = lines.next().expect("a line").expect("readable");
+        if let Some(data) = line.strip_prefix("data: ") {
+            return serde_json::from_str::<Value>(data).expect("JSON data");
+        }
+    };
+    let first = next_change();
+    assert!(first["catalog"].is_u64() && first["supervised"].is_string(), "{first}");
+    write_manifest(&butler.workdir, "tools/fresh", &tool("fresh", "Fresh"));
+    let second = next_change();
+    assert_ne!(first["catalog"], second["catalog"], "{first} → {second}");
+}
+
+#[test]
+fn every_view_loads_without_errors_in_both_languages() {
+    let (butler, _dir) = Butler::start_fresh();
+    write_manifest(&butler.workdir, "tools/broken", &json!({"schemaVersion": 1, "kind": "tool", "id": "broken"}));
+    let result = drive(&butler, "smoke", &json!({}));
+    assert_no_errors(&result);
+    assert_eq!(result["chinese"], "待确认", "{result}");
+    assert_eq!(result["narrowLang"], "zh-CN", "{result}");
+    assert_eq!(result["narrowOverflow"], false, "nothing is wider than a 360 px screen: {result}");
+    assert_eq!(result["markdown"]["links"], json!(["https://example.org/"]), "{result}");
+    assert_eq!(result["markdown"]["imgs"], 0, "{result}");
+}
+
+/// Owner headers for pipeline calls made by the test itself.
+fn owner(butler: &Butler) -> String {
+    format!("Bearer {}", butler.owner_token())
+}
+
+fn act(butler: &Butler, action: &str, args: Value) -> Value {
+    let token = owner(butler);
+    let (status, body) =
+        butler.post_json("/pipeline", &json!({"action": action, "args": args}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{action}: {body}");
+    body["data"].clone()
+}
+
+/// Three pending candidates made through the real pipeline.
+fn candidates(butler: &Butler) -> Vec<String> {
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    let (status, _) = butler.post_json("/observe", &json!({"source": "test", "type": "fact", "text": "Facts."}), &[]);
+    assert_eq!(status, 202);
+    let batch = act(butler, "distill.claim", json!({"limit": 10}));
+    let item = batch["items"][0]["id"].clone();
+    let ids: Vec<String> = ["Approve me", "Reject me", "Stale me"]
+        .iter()
+        .map(|title| {
+            let card = json!({"kind": "knowledge", "title": title, "summary": format!("{title}, briefly"), "body": "Body **text**."});
+            let submitted = act(
+                butler,
+                "candidate.submit",
+                json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create", "card": card, "evidence": [item]}),
+            );
+            submitted["id"].as_str().expect("id").to_owned()
+        })
+        .collect();
+    act(butler, "distill.complete", json!({"batchId": batch["batchId"], "lease": batch["lease"], "candidates": ids}));
+    ids
+}
+
+#[test]
+fn approving_and_rejecting_in_the_browser_and_a_stale_approval_shown_not_retried() {
+    let (butler, _dir) = Butler::start_fresh();
+    let ids = candidates(&butler);
+    let result = drive(
+        &butler,
+        "review",
+        &json!({"approve": ids[0], "reject": ids[1], "stale": ids[2], "token": butler.owner_token()}),
+    );
+    assert_no_errors(&result);
+    assert_eq!(result["staleCode"], "stale_candidate", "{result}");
+    assert_eq!((result["stalePrepares"].as_u64(), result["staleApprovals"].as_u64()), (Some(1), Some(0)), "{result}");
+    assert_eq!(result["staleStillShown"], true, "{result}");
+
+    let listed = act(&butler, "review.list", json!({}));
+    let status_of = |id: &str| {
+        listed["candidates"].as_array().and_then(|c| c.iter().find(|c| c["id"] == id).cloned()).unwrap_or(Value::Null)
+    };
+    assert_eq!(status_of(&ids[0])["status"], "approved");
+    assert_eq!(status_of(&ids[1])["status"], "rejected");
+    assert_eq!(status_of(&ids[1])["reason"], "not what I meant");
+    let found = act(&butler, "cards.search", json!({"query": "approve"}));
+    assert_eq!(found["cards"][0]["title"], "Approve me", "{found}");
+}
+
+#[test]
+fn starting_and_stopping_a_tool_shows_its_state_and_live_log() {
+    let (butler, _dir) = Butler::start_fresh();
+    let mut manifest = tool("ticker", "Ticker");
+    manifest["hosted"] = json!({"command": ["sh", "-c", "echo hello-from-ticker; exec sleep 300"]});
+    write_manifest(&butler.workdir, "tools/ticker", &manifest);
+    wait_until(Duration::from_secs(30), "ticker listed", || butler.ids().contains(&"ticker".to_owned()));
+    let result = drive(&butler, "supervise", &json!({"id": "ticker", "line": "hello-from-ticker"}));
+    assert_no_errors(&result);
+    let (_, overview) = butler.get_json("/overview");
+    let ticker = overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == "ticker").cloned());
+    assert_eq!(ticker.map(|t| t["state"].clone()), Some(json!("stopped")));
+}
+
+#[test]
+fn display_preferences_are_saved_reloaded_and_rolled_back_on_a_failed_save() {
+    let (butler, _dir) = Butler::start_fresh();
+    for id in ["alpha", "bravo", "charlie"] {
+        write_manifest(&butler.workdir, &format!("tools/{id}"), &tool(id, &id.to_uppercase()));
+    }
+    wait_until(Duration::from_secs(30), "tools listed", || butler.ids().len() >= 3);
+    let result = drive(&butler, "layout", &json!({"ids": ["alpha", "bravo", "charlie"]}));
+    assert_no_errors(&result);
+    assert_eq!(result["keptDraft"], true, "{result}");
+    let (_, layout) = butler.get_json("/layout");
+    assert_eq!(layout["display"]["tools"], json!({"mode": "resident", "stored": ["bravo"]}), "{layout}");
+}
+
+#[test]
+fn a_panel_action_opens_at_its_size_and_a_post_action_shows_its_outcome() {
+    let (butler, _dir) = Butler::start_fresh();
+    let health = butler.api("/health");
+    let mut manifest = tool("paneled", "Paneled");
+    manifest["panelSize"] = json!({"width": 640, "height": 420});
+    manifest["actions"] = json!([
+        {"label": "Open", "url": health, "mode": "panel"},
+        {"label": "Ping", "url": butler.api("/layout"), "mode": "post"},
+    ]);
+    write_manifest(&butler.workdir, "tools/paneled", &manifest);
+    wait_until(Duration::from_secs(30), "tool listed", || butler.ids().contains(&"paneled".to_owned()));
+    // The post goes to a route that only takes GET and PUT: its 405 is the outcome shown.
+    let result = drive(&butler, "panel", &json!({"id": "paneled", "postStatus": "405"}));
+    assert_no_errors(&result);
+    let sizes = result["sizes"].as_array().expect("sizes");
+    assert_eq!((sizes[0]["width"].as_u64(), sizes[0]["height"].as_u64()), (Some(640), Some(420)), "{result}");
+    let narrow = sizes[1]["width"].as_u64().unwrap_or(u64::MAX);
+    assert!(narrow < 360, "shrunk to a 360 px viewport: {result}");
+}
+
+#[test]
+fn script_in_a_manifest_name_and_a_markdown_report_stays_inert() {
+    let dir = instance_with_config(&json!({"faculties": {"probe": {"timeoutMs": 5000}}}));
+    std::fs::copy(guests::PROBE, dir.path().join("faculties/probe.wasm")).expect("copy probe");
+    let evil = "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script>";
+    let mut manifest = tool("evil", evil);
+    manifest["description"] = json!("<b onmouseover=\"window.__pwned=3\">bold?</b>");
+    manifest["actions"] = json!([{"label": "<i>x</i>", "url": "javascript:window.__pwned=4", "mode": "external"}]);
+    let butler = Butler::start(dir.path());
+    write_manifest(&butler.workdir, "tools/evil", &manifest);
+    butler.wait_ready("probe");
+    wait_until(Duration::from_secs(30), "tool listed", || butler.ids().contains(&"evil".to_owned()));
+    let result = drive(&butler, "xss", &json!({"id": "evil"}));
+    assert_no_errors(&result);
+    assert_eq!(result["name"], evil, "the name is shown as text: {result}");
+    assert_eq!(result["images"], 0, "{result}");
+    assert_eq!(result["pwned"], Value::Null, "{result}");
+    assert_eq!(result["scripts"], 0, "{result}");
+    assert!(result["reportText"].as_str().is_some_and(|t| t.contains("<script>alert(1)</script>")), "{result}");
+    assert!(
+        result["links"]
+            .as_array()
+            .is_some_and(|l| l.iter().all(|h| !h.as_str().unwrap_or_default().starts_with("javascript"))),
+        "{result}"
+    );
+}
