@@ -249,7 +249,27 @@ def xss(browser, origin, shots, args):
             "scripts": scripts, "pwned": pwned}
 
 
-SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss)}
+def library(browser, origin, shots, args):
+    """Every card listed without a query; a suspended card says which check failed; a kind filter."""
+    page = Page(browser, origin, shots)
+    page.open("library")
+    held = page.page.locator(f"article[data-card='{args['suspended']}']")
+    expect(held).to_have_attribute("data-state", "suspended")
+    expect(held.locator(".held .reasons li").first).to_contain_text(args["reason"])
+    archived = page.page.locator(f"article[data-card='{args['archived']}']")
+    expect(archived).to_have_attribute("data-state", "archived")
+    reason = held.locator(".held").inner_text()
+    page.shot("library-all")
+    page.page.select_option("#card-kind", "rule")
+    expect(page.page.locator(f"article[data-card='{args['rule']}']")).to_be_visible()
+    expect(page.page.locator(f"article[data-card='{args['suspended']}']")).to_have_count(0)
+    shown_rule = page.page.locator("#card-results article").count()
+    page.shot("library-rules")
+    return {"errors": page.errors, "reason": reason, "ruleCount": shown_rule,
+            "listCalls": len(page.pipeline_calls("cards.list"))}
+
+
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library)}
 
 
 def main():

@@ -151,3 +151,64 @@ fn a_corrupt_or_deleted_index_is_rebuilt_from_the_card_files() {
     let context = std::fs::read_to_string(w.join("self/build/context.md")).expect("context");
     assert!(context.contains("alpha") && !context.contains("beta"), "{context}");
 }
+
+#[test]
+fn the_library_lists_cards_by_kind_with_why_a_card_is_held() {
+    let (butler, _dir) = started();
+    let w = butler.workdir.clone();
+    write_card(&w, "alpha", &card("alpha", "Alpha", "active", "Plain."));
+    write_card(&w, "beta", &card("beta", "Beta", "archived", "Old."));
+    let checked = card("gamma", "Gamma", "active", "Checked.")
+        .replace("revision: 1\n", "revision: 1\nchecks: [{\"type\":\"path\",\"path\":\"docs/gone.md\"}]\n");
+    write_card(&w, "gamma", &checked);
+    let rules = w.join("self/rules");
+    std::fs::create_dir_all(&rules).expect("rules folder");
+    std::fs::write(
+        rules.join("rule-one.md"),
+        card("rule-one", "Rule one", "active", "Do it.").replace("knowledge", "rule"),
+    )
+    .expect("rule");
+    let ids = |listed: &Value| -> Vec<String> {
+        listed["cards"].as_array().expect("cards").iter().map(|c| c["id"].as_str().expect("id").to_owned()).collect()
+    };
+
+    // Every card, no query needed; the held one says which check failed, the archived one
+    // is marked, and no body or evidence is in it.
+    let all = ok(&butler, "cards.list", json!({"includeInactive": true}));
+    assert_eq!(ids(&all), ["alpha", "beta", "gamma", "rule-one"], "{all}");
+    assert_eq!(all["total"], 4, "{all}");
+    let by_id = |id: &str| all["cards"].as_array().and_then(|c| c.iter().find(|c| c["id"] == id).cloned());
+    let gamma = by_id("gamma").expect("gamma");
+    assert_eq!(gamma["status"], "active", "{gamma}");
+    let reasons = gamma["suspended"]["reasons"].as_array().expect("reasons");
+    assert!(reasons.iter().any(|r| r.as_str().is_some_and(|r| r.contains("docs/gone.md"))), "{gamma}");
+    let beta = by_id("beta").expect("beta");
+    assert_eq!((beta["status"].as_str(), beta.get("suspended")), (Some("archived"), None), "{beta}");
+    let alpha = by_id("alpha").expect("alpha");
+    assert_eq!(
+        (alpha["kind"].as_str(), alpha["title"].as_str(), alpha["revision"].as_u64()),
+        (Some("knowledge"), Some("Alpha"), Some(1))
+    );
+    assert!(alpha.get("body").is_none() && alpha.get("evidence").is_none(), "{alpha}");
+
+    // By default only what consumers see; by kind; paged.
+    assert_eq!(ids(&ok(&butler, "cards.list", json!({}))), ["alpha", "rule-one"]);
+    assert_eq!(ids(&ok(&butler, "cards.list", json!({"kind": "rule"}))), ["rule-one"]);
+    let knowledge =
+        ok(&butler, "cards.list", json!({"kind": "knowledge", "includeInactive": true, "limit": 1, "offset": 1}));
+    assert_eq!((ids(&knowledge), &knowledge["total"]), (vec!["beta".to_owned()], &json!(3)), "{knowledge}");
+
+    // Arguments are checked.
+    for bad in [json!({"kind": "nope"}), json!({"limit": 0}), json!({"query": "x"})] {
+        let (status, body) = butler.post_json("/pipeline", &json!({"action": "cards.list", "args": bad}), &[]);
+        assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_args")), "{bad}: {body}");
+    }
+
+    // The file comes back: the card is listed as valid again.
+    std::fs::create_dir_all(w.join("docs")).expect("docs");
+    std::fs::write(w.join("docs/gone.md"), "back").expect("doc");
+    let listed = ok(&butler, "cards.list", json!({"kind": "knowledge", "includeInactive": true}));
+    assert_eq!(listed["cards"][2]["id"], "gamma", "{listed}");
+    assert_eq!(listed["cards"][2].get("suspended"), None, "{listed}");
+    assert_eq!(ids(&ok(&butler, "cards.list", json!({"kind": "knowledge"}))), ["alpha", "gamma"]);
+}

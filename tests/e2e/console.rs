@@ -281,3 +281,37 @@ fn script_in_a_manifest_name_and_a_markdown_report_stays_inert() {
         "{result}"
     );
 }
+
+#[test]
+fn the_card_library_lists_every_card_and_says_why_one_is_suspended() {
+    let (butler, _dir) = Butler::start_fresh();
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    let card = |id: &str, kind: &str, status: &str, extra: &str| {
+        format!(
+            "---\nid: \"{id}\"\nkind: \"{kind}\"\ntitle: \"Title {id}\"\nsummary: \"About {id}\"\nstatus: \"{status}\"\nrevision: 1\n{extra}---\n\nBody.\n"
+        )
+    };
+    let store = butler.workdir.join("self");
+    for folder in ["knowledge", "rules"] {
+        std::fs::create_dir_all(store.join(folder)).expect("card folder");
+    }
+    let write = |path: &str, text: String| std::fs::write(store.join(path), text).expect("write card");
+    write("knowledge/plain.md", card("plain", "knowledge", "active", ""));
+    write("knowledge/old.md", card("old", "knowledge", "archived", ""));
+    write(
+        "knowledge/held.md",
+        card("held", "knowledge", "active", "checks: [{\"type\":\"path\",\"path\":\"docs/vanished.md\"}]\n"),
+    );
+    write("rules/a-rule.md", card("a-rule", "rule", "active", ""));
+    let result = drive(
+        &butler,
+        "library",
+        &json!({"suspended": "held", "archived": "old", "rule": "a-rule", "reason": "docs/vanished.md"}),
+    );
+    assert_no_errors(&result);
+    assert!(result["reason"].as_str().is_some_and(|r| r.contains("docs/vanished.md")), "{result}");
+    assert_eq!(result["ruleCount"], 1, "only the rule once filtered by kind: {result}");
+    assert!(result["listCalls"].as_u64().is_some_and(|n| n >= 2), "listed through cards.list: {result}");
+}

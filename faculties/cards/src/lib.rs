@@ -9,6 +9,7 @@
 //! keeps review tokens (hashed) and idempotency records.
 //!
 //! - [`consume`] — `search`, `read`;
+//! - [`list`] — `list` (the owner's card library);
 //! - [`review`] — `review-list`, `review-prepare`, `review-approve`, `review-reject`;
 //! - [`reports`] — `queue`, `library`;
 //! - [`tokens`], [`idempotency`] — what the review keeps under `/data`;
@@ -16,6 +17,7 @@
 
 pub mod consume;
 pub mod idempotency;
+pub mod list;
 pub mod pipeline;
 pub mod reports;
 pub mod review;
@@ -35,6 +37,7 @@ impl Faculty for Cards {
         match command {
             "search" => consume::search(parse(stdin)?),
             "read" => consume::read(&parse(stdin)?),
+            "list" => list::list(&parse(stdin)?),
             "review-list" => review::list(&parse(stdin)?),
             "review-prepare" => review::prepare(&parse(stdin)?),
             "review-approve" => review::approve(&parse(stdin)?),
