@@ -22,6 +22,8 @@ use sha2::{Digest, Sha256};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
 
+#[path = "figures/console.rs"]
+mod console;
 #[path = "figures/mcp.rs"]
 mod mcp;
 #[path = "figures/peers.rs"]
@@ -41,7 +43,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 13] = [
+    let figures: [(&str, fn()); 14] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -55,6 +57,7 @@ fn main() {
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),
+        ("C", console::c_console),
     ];
     for (id, run) in figures {
         if filter.is_empty() || filter.iter().any(|f| selects(f, id)) {
