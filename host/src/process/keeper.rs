@@ -120,7 +120,11 @@ impl Kept {
                 self.child.wait().await.ok()
             }
         };
+        // The keeper is gone; whatever is left in its group has no one to stop it but us.
         // A SIGKILLed process takes a moment to die: answer once the whole group is gone.
+        if tree::group_alive(self.group) {
+            tree::signal_group(self.group, Signal::KILL);
+        }
         let deadline = tokio::time::Instant::now() + BACKSTOP_MARGIN;
         while tree::group_alive(self.group) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(SETTLE_POLL).await;
@@ -192,6 +196,8 @@ async fn keep(host: u32, argv: &[String]) -> ExitCode {
             _ = chld.recv() => {}
             () = sleep_until(kill_at) => {
                 tree::signal_all(&tree::descendants(me), Signal::KILL);
+                // Again in a moment if something is still there (not in a tight loop).
+                kill_at = Some(Instant::now() + SETTLE_POLL);
             }
             () = tokio::time::sleep(SETTLE_POLL), if settling => {}
         }

@@ -10,33 +10,32 @@ use std::collections::HashMap;
 use rustix::process::{Pid, Signal};
 
 /// Every live descendant of `root` (children, their children, …), `root` excluded.
+///
+/// Zombies are walked through but not returned: a process whose main thread has exited
+/// shows as a zombie while its other threads run on, and its children are still its own —
+/// skipping it would hide them.
 #[must_use]
 pub fn descendants(root: Pid) -> Vec<Pid> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let mut children: HashMap<i32, Vec<(i32, bool)>> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        if let Some(parent) = parent_of(pid) {
-            children.entry(parent).or_default().push(pid);
+        if let Some((state, parent, _)) = stat_fields(pid) {
+            let live = state != "Z" && state != "X";
+            children.entry(parent).or_default().push((pid, live));
         }
     }
     let mut found = Vec::new();
     let mut queue = vec![root.as_raw_nonzero().get()];
     while let Some(pid) = queue.pop() {
-        for &child in children.get(&pid).map_or(&[][..], Vec::as_slice) {
-            if let Some(child) = Pid::from_raw(child) {
+        for &(child, live) in children.get(&pid).map_or(&[][..], Vec::as_slice) {
+            if live && let Some(child) = Pid::from_raw(child) {
                 found.push(child);
-                queue.push(child.as_raw_nonzero().get());
             }
+            queue.push(child);
         }
     }
     found
-}
-
-/// The parent pid of `pid`, skipping zombies (they are gone, only waiting to be reaped).
-fn parent_of(pid: i32) -> Option<i32> {
-    let (state, parent, _) = stat_fields(pid)?;
-    (state != "Z" && state != "X").then_some(parent)
 }
 
 /// State, parent pid and process group of `pid`.
