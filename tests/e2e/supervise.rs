@@ -299,7 +299,15 @@ fn a_clean_stop_stops_everything_before_the_host_exits() {
     wait_until(LIMIT, "the marked processes to run", || marked(&mark).len() >= 4);
     let status = butler.stop();
     assert!(status.success(), "{status}");
-    assert!(marked(&mark).is_empty(), "still running after the host exited: {:?}", marked(&mark));
+    let left: Vec<String> = marked(&mark)
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            format!("{} [{}]", stat.trim(), String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        })
+        .collect();
+    assert!(left.is_empty(), "still running after the host exited: {left:#?}");
 }
 
 #[test]

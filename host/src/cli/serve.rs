@@ -116,7 +116,13 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     };
     http::serve(listener, state, shutdown).await?;
     supervisor.shutdown().await;
+    mcp.shutdown().await;
     faculties.drain(CALL_DRAIN).await;
+    // A safety net under the supervisor: nothing the host started outlives a clean exit.
+    let stray = butler_host::process::keeper::stop_all_below_host().await;
+    if stray > 0 {
+        tracing::warn!("stopped {stray} process(es) still running below the host at exit");
+    }
     drop(host_file);
     tracing::info!("stopped");
     Ok(())

@@ -113,7 +113,8 @@ pub struct Hub {
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Mutex<Sessions>,
     inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
-    reconciling: tokio::sync::Mutex<()>,
+    /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
+    reconciling: tokio::sync::Mutex<bool>,
 }
 
 impl Hub {
@@ -133,7 +134,7 @@ impl Hub {
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(HashMap::new()),
-            reconciling: tokio::sync::Mutex::new(()),
+            reconciling: tokio::sync::Mutex::new(false),
         })
     }
 
@@ -150,7 +151,10 @@ impl Hub {
     /// Derives the providers from `catalog`: new ones are registered (idle until needed),
     /// removed ones stopped, changed ones replaced (the old process stops once idle).
     pub async fn reconcile(&self, catalog: &Catalog) {
-        let _one_at_a_time = self.reconciling.lock().await;
+        let shut_down = self.reconciling.lock().await;
+        if *shut_down {
+            return;
+        }
         let specs: Vec<ProviderSpec> = [Kind::Tool, Kind::Service]
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
@@ -505,6 +509,7 @@ impl Hub {
 
     /// Stops every provider (the host is shutting down).
     pub async fn shutdown(&self) {
+        *self.reconciling.lock().await = true;
         let providers =
             std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;

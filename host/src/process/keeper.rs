@@ -133,6 +133,45 @@ impl Kept {
     }
 }
 
+/// The last step of a clean shutdown: every process still below the host (a keeper whose
+/// item was not stopped, whatever the reason) gets `SIGTERM` — a keeper passes it on and
+/// stops its whole subtree — then, after [`STOP_GRACE`] and a margin, `SIGKILL` with its
+/// group. Returns how many there were; normally none.
+pub async fn stop_all_below_host() -> usize {
+    let me = rustix::process::getpid();
+    let found = tree::descendants(me);
+    if found.is_empty() {
+        return 0;
+    }
+    for pid in &found {
+        let raw = pid.as_raw_nonzero().get();
+        let cmdline = std::fs::read(format!("/proc/{raw}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{raw}/stat")).unwrap_or_default();
+        tracing::warn!(
+            pid = raw,
+            stat = stat.trim(),
+            "still running at exit: {}",
+            String::from_utf8_lossy(&cmdline).replace('\0', " ")
+        );
+    }
+    tree::signal_all(&found, Signal::TERM);
+    let deadline = tokio::time::Instant::now() + STOP_GRACE + BACKSTOP_MARGIN;
+    while !tree::descendants(me).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(SETTLE_POLL).await;
+    }
+    for pid in tree::descendants(me) {
+        if let Ok(raw) = u32::try_from(pid.as_raw_nonzero().get()) {
+            tree::signal_group(raw, Signal::KILL);
+        }
+        let _ = rustix::process::kill_process(pid, Signal::KILL);
+    }
+    let deadline = tokio::time::Instant::now() + BACKSTOP_MARGIN;
+    while !tree::descendants(me).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(SETTLE_POLL).await;
+    }
+    found.len()
+}
+
 /// The keeper's main: runs `argv` and guards it until it and everything it started are
 /// gone. `host` is the pid of the host that started the keeper.
 #[must_use]

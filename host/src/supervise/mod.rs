@@ -145,8 +145,9 @@ pub struct Supervisor {
     host: HostEnv,
     logs_dir: PathBuf,
     events: broadcast::Sender<Event>,
-    /// Reconciles run one at a time, in snapshot order.
-    reconciling: tokio::sync::Mutex<()>,
+    /// Reconciles run one at a time, in snapshot order; `true` once shut down, after which
+    /// a late snapshot starts nothing.
+    reconciling: tokio::sync::Mutex<bool>,
 }
 
 impl Supervisor {
@@ -159,7 +160,7 @@ impl Supervisor {
             host,
             logs_dir: state_dir.join("logs"),
             events,
-            reconciling: tokio::sync::Mutex::new(()),
+            reconciling: tokio::sync::Mutex::new(false),
         })
     }
 
@@ -173,7 +174,10 @@ impl Supervisor {
     /// if `autoStart`), removed ones are stopped, changed ones restarted with their new
     /// `hosted` block.
     pub async fn reconcile(&self, catalog: &Catalog) {
-        let _one_at_a_time = self.reconciling.lock().await;
+        let shut_down = self.reconciling.lock().await;
+        if *shut_down {
+            return;
+        }
         let mut wanted: BTreeMap<String, Spec> = [Kind::Tool, Kind::Service]
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
@@ -253,7 +257,8 @@ impl Supervisor {
 
     /// Stops every item (the host is shutting down).
     pub async fn shutdown(&self) {
-        let _one_at_a_time = self.reconciling.lock().await;
+        let mut shut_down = self.reconciling.lock().await;
+        *shut_down = true;
         let items: Vec<Arc<Item>> = std::mem::take(&mut *lock(&self.items)).into_values().collect();
         let stops = items.iter().map(|item| item.remove());
         futures_util::future::join_all(stops).await;
