@@ -1027,27 +1027,36 @@ impl Client {
             body.len()
         );
         self.stream.get_mut().write_all(request.as_bytes()).expect("send");
-        let mut line = String::new();
-        self.stream.read_line(&mut line).expect("status line");
-        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let mut length = None;
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).expect("header");
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().ok();
-            }
-        }
+        let (status, headers) = read_head(&mut self.stream);
+        let length = header(&headers, "content-length").and_then(|v| v.parse().ok());
         let mut body = vec![0; length.expect("a Content-Length header")];
         self.stream.read_exact(&mut body).expect("body");
         (status, body)
     }
+}
+
+/// A response's status and headers (names lowercased), read up to the blank line.
+fn read_head(stream: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    stream.read_line(&mut line).expect("status line");
+    let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        stream.read_line(&mut line).expect("header");
+        let text = line.trim_end();
+        if text.is_empty() {
+            return (status, headers);
+        }
+        if let Some((name, value)) = text.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+}
+
+/// The value of header `name` (lowercase).
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
 }
 
 /// Requests per second that `clients` keep-alive connections complete in `window`, each

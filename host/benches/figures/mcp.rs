@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Host, line_in, line_us, note, percentiles, rate};
+use super::{Host, header, line_in, line_us, note, percentiles, rate, read_head};
 
 const ECHO: &str = r#"{"name":"echo","arguments":{"message":"hello"}}"#;
 
@@ -78,25 +78,9 @@ impl Session {
             body.len()
         );
         self.stream.get_mut().write_all(request.as_bytes()).expect("send");
-        let mut line = String::new();
-        self.stream.read_line(&mut line).expect("status line");
-        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let (mut length, mut session) = (0, None);
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).expect("header");
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                } else if name.eq_ignore_ascii_case("mcp-session-id") {
-                    session = Some(value.trim().to_owned());
-                }
-            }
-        }
+        let (status, headers) = read_head(&mut self.stream);
+        let length = header(&headers, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let session = header(&headers, "mcp-session-id").map(str::to_owned);
         let mut body = vec![0; length];
         self.stream.read_exact(&mut body).expect("body");
         (status, body, session)

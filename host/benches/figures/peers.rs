@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::mcp::{Direct, Session, everything, hub_with_everything, tools};
-use super::{line_in, line_us, mib, note, percentiles, poll, rate, status_kib};
+use super::{line_in, line_us, mib, note, percentiles, poll, rate, read_head, status_kib};
 
 /// `mcp-proxy` serving the provider on a free port; killed when dropped.
 struct Proxy {
@@ -207,27 +207,13 @@ impl Chunked {
     }
 }
 
-/// Reads a response's status line and headers; returns the status.
-fn head(stream: &mut BufReader<TcpStream>) -> u16 {
-    let mut line = String::new();
-    stream.read_line(&mut line).expect("status line");
-    let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    loop {
-        line.clear();
-        stream.read_line(&mut line).expect("header");
-        if line.trim_end().is_empty() {
-            return status;
-        }
-    }
-}
-
 impl LegacySession {
     fn open(authority: &str) -> Self {
         let mut sse = TcpStream::connect(authority).expect("connect");
         sse.set_nodelay(true).expect("nodelay");
         write!(sse, "GET /mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n\r\n").expect("send");
         let mut stream = BufReader::new(sse);
-        assert_eq!(head(&mut stream), 200);
+        assert_eq!(read_head(&mut stream).0, 200);
         let mut events = Chunked { stream, buf: Vec::new() };
         let endpoint = events.data();
         let post = TcpStream::connect(authority).expect("connect");
@@ -249,7 +235,7 @@ impl LegacySession {
             body.len()
         )
         .expect("send");
-        assert_eq!(head(&mut self.post), 202);
+        assert_eq!(read_head(&mut self.post).0, 202);
         // The chunked `Accepted` body, up to its last chunk.
         loop {
             let mut size = String::new();
