@@ -224,6 +224,10 @@ def panel(browser, origin, shots, args):
         page.page.locator(f"article.item[data-id='{args['id']}'] button[data-mode='post']").click()
         outcome = page.page.locator(f"article.item[data-id='{args['id']}'] .outcome")
         expect(outcome).to_contain_text(args["postStatus"])
+        # A re-render (here a search; live updates do the same) keeps the outcome on the card.
+        page.page.fill("input[type='search']", args["id"])
+        expect(outcome).to_contain_text(args["postStatus"])
+        page.page.fill("input[type='search']", "")
     return {"errors": [e for e in page.errors if "405" not in e], "sizes": sizes}
 
 

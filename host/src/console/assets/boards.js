@@ -24,6 +24,8 @@ class Board {
     this.items = [];
     this.query = '';
     this.override = null; // a layout being saved, shown until the host answers
+    this.outcomes = new Map(); // item id → the last action's outcome, kept across re-renders
+    this.lowOpen = false; // whether the owner unfolded the `frequency: low` items
     this.grid = h('div', { class: 'board', id: `${board}-board` });
     this.notice = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
     this.search = h('input', { type: 'search', id: `${board}-search`, placeholder: t('search_items') });
@@ -149,7 +151,8 @@ class Board {
       const sections = [...groups.entries()].map(([g, list]) => h('section', { class: 'group', 'data-group': g },
         named ? h('h2', null, g || t('ungrouped')) : null, h('div', { class: 'grid' }, list)));
       replace(this.grid, sections,
-        rare.length ? h('details', { class: 'low', open: searching || undefined },
+        rare.length ? h('details', { class: 'low', open: searching || this.lowOpen || undefined,
+          ontoggle: (e) => { if (!searching) this.lowOpen = e.currentTarget.open; } },
           h('summary', null, t('low_frequency', { n: rare.length })), h('div', { class: 'grid' }, rare)) : null,
         draggable ? h('p', { class: 'muted hint' }, t('drag_hint')) : null);
     }
@@ -161,10 +164,12 @@ class Board {
 
   card(item, stored, draggable) {
     const key = (what) => `${item.id}:${what}`;
-    const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+    const said = this.outcomes.get(item.id);
+    const outcome = h('p', { class: said ? `outcome ${said.tone}` : 'outcome', role: 'status', 'aria-live': 'polite' },
+      said ? said.text : null);
     const live = LIVE.has(item.state);
     const act = (action) => h('button', { type: 'button', 'data-action': action, 'data-focus-key': key(action),
-      onclick: (e) => this.act(item, action, e.currentTarget, outcome) }, t(action));
+      onclick: (e) => this.act(item, action, e.currentTarget) }, t(action));
     const meta = [];
     if (live && item.startedAt) meta.push(h('span', { 'data-since': item.startedAt }, t('uptime', { d: duration(Date.now() - item.startedAt) })));
     if (item.restarts) meta.push(h('span', null, t('restarts', { n: item.restarts })));
@@ -182,14 +187,25 @@ class Board {
       item.error ? h('p', { class: 'error' }, item.error) : null,
       item.hosted ? h('div', { class: 'row controls' }, live ? null : act('start'), live ? act('stop') : null, act('restart'),
         h('button', { type: 'button', 'data-focus-key': key('logs'), onclick: () => this.ctx.openLog(this.board, item) }, t('logs'))) : null,
-      this.actions(item, outcome),
+      this.actions(item),
       this.menu(item, stored, draggable),
       outcome);
     if (draggable) this.makeDraggable(el, item);
     return el;
   }
 
-  actions(item, outcome) {
+  /** Shows an action's outcome on the item's card, now and after any re-render. */
+  tell(id, tone, text) {
+    if (text) this.outcomes.set(id, { tone, text });
+    else this.outcomes.delete(id);
+    const shown = this.grid.querySelector(`article.item[data-id="${CSS.escape(id)}"] .outcome`);
+    if (shown) {
+      shown.className = tone ? `outcome ${tone}` : 'outcome';
+      shown.textContent = text;
+    }
+  }
+
+  actions(item) {
     const actions = [...(item.actions || [])];
     if (item.panelUrl && !actions.some((a) => a.url === item.panelUrl)) actions.unshift({ label: item.name, url: item.panelUrl, mode: 'panel' });
     if (!actions.length) return null;
@@ -202,7 +218,7 @@ class Board {
           action.label, h('span', { class: 'sr' }, ` ${t('opens_new_tab')}`), ' ↗');
       }
       return h('button', { type: 'button', 'data-mode': mode, onclick: () => (mode === 'post'
-        ? postAction(action, url, outcome) : this.ctx.openPanel(item, action, url)) }, action.label);
+        ? this.post(item, action, url) : this.ctx.openPanel(item, action, url)) }, action.label);
     }));
   }
 
@@ -220,18 +236,28 @@ class Board {
         draggable ? h('button', { type: 'button', onclick: (e) => { close(e); this.move(item.id, 1); } }, t('move_later')) : null));
   }
 
-  async act(item, action, button, outcome) {
+  async act(item, action, button) {
     button.disabled = true;
-    outcome.className = 'outcome';
-    outcome.textContent = '…';
+    this.tell(item.id, '', '…');
     try {
       await call('POST', `/${this.board}/${encodeURIComponent(item.id)}/${action}`);
-      outcome.textContent = '';
+      this.tell(item.id, '', '');
       await this.refresh(new Set(['supervised']));
     } catch (e) {
-      outcome.className = 'outcome error';
-      outcome.textContent = t('action_failed', { action: t(action), msg: e.message });
+      this.tell(item.id, 'error', t('action_failed', { action: t(action), msg: e.message }));
       button.disabled = false;
+    }
+  }
+
+  /** A `post` action: one POST, its outcome shown on the card. */
+  async post(item, action, url) {
+    this.tell(item.id, '', '…');
+    try {
+      const response = await fetch(url, { method: 'POST', credentials: 'omit', cache: 'no-store' });
+      this.tell(item.id, response.ok ? 'ok' : 'error',
+        t('post_sent', { label: action.label, status: `${response.status} ${response.statusText}` }));
+    } catch (e) {
+      this.tell(item.id, 'error', t('post_failed', { label: action.label, msg: e.message }));
     }
   }
 
@@ -336,20 +362,6 @@ export function icon(item) {
   }
   const text = i.text || String(item.name || item.id || '?').slice(0, 1).toUpperCase();
   return h('span', { class: 'icon', 'aria-hidden': 'true' }, text);
-}
-
-/** A `post` action: one POST, its outcome shown. */
-async function postAction(action, url, outcome) {
-  outcome.className = 'outcome';
-  outcome.textContent = '…';
-  try {
-    const response = await fetch(url, { method: 'POST', credentials: 'omit', cache: 'no-store' });
-    outcome.className = response.ok ? 'outcome ok' : 'outcome error';
-    outcome.textContent = t('post_sent', { label: action.label, status: `${response.status} ${response.statusText}` });
-  } catch (e) {
-    outcome.className = 'outcome error';
-    outcome.textContent = t('post_failed', { label: action.label, msg: e.message });
-  }
 }
 
 /** Live log in a dialog: backlog, then live lines, until closed. */
