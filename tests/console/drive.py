@@ -269,6 +269,14 @@ def library(browser, origin, shots, args):
     expect(page.page.locator(f"article[data-card='{args['suspended']}']")).to_have_count(0)
     shown_rule = page.page.locator("#card-results article").count()
     page.shot("library-rules")
+    # A search marks a held card and says why, as the list does.
+    page.page.select_option("#card-kind", "")
+    page.page.fill("#card-query", args["suspended"])
+    page.page.click("form[role='search'] button[type='submit']")
+    found = page.page.locator(f"#card-results article[data-card='{args['suspended']}']")
+    expect(found).to_have_attribute("data-state", "suspended")
+    expect(found.locator(".held .reasons li").first).to_contain_text(args["reason"])
+    page.shot("library-search")
     return {"errors": page.errors, "reason": reason, "ruleCount": shown_rule,
             "listCalls": len(page.pipeline_calls("cards.list"))}
 

@@ -190,6 +190,12 @@ fn the_library_lists_cards_by_kind_with_why_a_card_is_held() {
         (Some("knowledge"), Some("Alpha"), Some(1))
     );
     assert!(alpha.get("body").is_none() && alpha.get("evidence").is_none(), "{alpha}");
+    // A search says why the same way; one without includeInactive does not find it.
+    let found = ok(&butler, "cards.search", json!({"query": "gamma", "includeInactive": true}));
+    assert_eq!(found["cards"][0]["suspended"], gamma["suspended"], "{found}");
+    let found = ok(&butler, "cards.search", json!({"query": "alpha", "includeInactive": true}));
+    assert_eq!((found["cards"][0]["status"].as_str(), found["cards"][0].get("suspended")), (Some("active"), None));
+    assert_eq!(ok(&butler, "cards.search", json!({"query": "gamma"}))["cards"], json!([]));
 
     // By default only what consumers see; by kind; paged.
     assert_eq!(ids(&ok(&butler, "cards.list", json!({}))), ["alpha", "rule-one"]);

@@ -206,7 +206,11 @@ fn search_in(
         let mut item = index.display(entry);
         if include_inactive && let Some(fields) = item.as_object_mut() {
             fields.insert("status".to_owned(), json!(entry.status));
-            fields.insert("suspended".to_owned(), json!(suspended));
+            // A held card says why, as in `cards.list`: its verdict file holds the reasons.
+            let verdict = if suspended { verdict::Verdict::load(&entry.id)? } else { None };
+            if let Some(verdict) = verdict {
+                fields.insert("suspended".to_owned(), crate::list::held_because(&verdict));
+            }
         }
         cards.push(item);
     }

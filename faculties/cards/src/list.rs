@@ -94,13 +94,18 @@ fn item(index: &Index, entry: &Entry, held: Option<&Verdict>) -> Value {
         "revision": entry.revision,
     });
     if let (Some(fields), Some(verdict)) = (item.as_object_mut(), held) {
-        let mut reasons = verdict.reasons.clone();
-        if let Some(conflict) = &verdict.conflict {
-            reasons.push(format!("conflict with candidate {}: {}", conflict.candidate, conflict.reason));
-        }
-        fields.insert("suspended".to_owned(), json!({ "reasons": reasons }));
+        fields.insert("suspended".to_owned(), held_because(verdict));
     }
     item
+}
+
+/// `{reasons}` of a held card: each failed check, and the conflict holding it.
+pub(crate) fn held_because(verdict: &Verdict) -> Value {
+    let mut reasons = verdict.reasons.clone();
+    if let Some(conflict) = &verdict.conflict {
+        reasons.push(format!("conflict with candidate {}: {}", conflict.candidate, conflict.reason));
+    }
+    json!({ "reasons": reasons })
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ async function showList(results, kind) {
 
 function cardItem(card) {
   const inactive = card.status && card.status !== 'active';
-  // cards.list says why a card is held ({reasons}); cards.search only that it is (true).
+  // cards.list and cards.search say why a card is held: suspended: {reasons}.
   const held = Boolean(card.suspended);
   const state = inactive ? card.status : held ? 'suspended' : 'active';
   const reasons = held && Array.isArray(card.suspended.reasons) ? card.suspended.reasons : [];
