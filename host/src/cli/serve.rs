@@ -104,6 +104,8 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         butler_host::VERSION,
         instance.root.display()
     )?;
+    writeln!(out, "  console: {host_url}{}", butler_host::console::PAGE_PATH)?;
+    writeln!(out, "  MCP for your AI clients: {host_url}{API_PREFIX}/mcp")?;
     out.flush()?;
     drop(out);
 

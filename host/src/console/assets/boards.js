@@ -137,7 +137,7 @@ class Board {
     const draggable = mode === 'all' && !searching;
     const cards = shown.map((item) => this.card(item, storedSet.has(item.id), draggable));
     if (!this.items.length) {
-      replace(this.grid, h('p', { class: 'muted empty' }, t('board_empty')));
+      replace(this.grid, h('p', { class: 'muted empty' }, t(`${this.board}_empty`)));
     } else {
       const frequent = cards.filter((c) => c.dataset.low !== 'true');
       const rare = cards.filter((c) => c.dataset.low === 'true');
