@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::mcp::{Direct, Session, everything, hub_with_everything, tools};
+use super::mcp::{Lone, Session, everything, hub_with_everything, tools};
 use super::{line_in, line_us, mib, note, percentiles, poll, rate, read_head, status_kib};
 
 /// `mcp-proxy` serving the provider on a free port; killed when dropped.
@@ -83,7 +83,7 @@ pub fn b5_peers() {
     let (host, _dir) = hub_with_everything(&argv);
     let proxy = Proxy::start(&tools, &argv);
     let peer_hub = Hub::start(&tools, &argv);
-    let direct = Direct::start(&argv);
+    let mut direct = Lone::start(&argv);
 
     // Added p50 at one session, the four measured call by call in turn.
     let mut hub = Session::open_at(&host.authority, "/myspace-butler/api/mcp");
