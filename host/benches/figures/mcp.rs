@@ -220,11 +220,6 @@ impl Direct {
         direct
     }
 
-    /// One echo call.
-    pub(super) fn call(&self) {
-        self.request("tools/call", ECHO);
-    }
-
     fn send(&self, line: &str) {
         let mut stdin = self.stdin.lock().expect("lock");
         stdin.write_all(line.as_bytes()).expect("write");
