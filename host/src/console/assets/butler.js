@@ -38,6 +38,7 @@ export async function butlerView(main) {
 export function renderReport(shape, body) {
   if (shape === 'markdown') return renderMarkdown(body.markdown || '');
   if (shape === 'list') {
+    if (!(body.items || []).length) return h('p', { class: 'muted empty' }, t('report_list_empty'));
     return h('ol', { class: 'timeline' }, (body.items || []).map((item) => h('li', null,
       item.at ? h('time', { class: 'muted' }, when(item.at)) : null, ' ', h('strong', null, item.title || ''),
       item.preview ? h('p', null, item.preview) : null)));

@@ -40,6 +40,7 @@ const en = {
   rejected_names: 'Rejected names', conflicts: 'Conflicts', errors: 'Errors', last_error: 'Last error', none: 'none',
   held_by: 'held by {id}', calls: 'calls', host_tools: 'Host tools', sessions: 'Sessions',
   diagnostics_title: 'Catalog diagnostics', diagnostics_empty: 'Every manifest is fine.',
+  report_list_empty: 'Nothing yet.',
   severity_error: 'error — not registered', severity_warning: 'warning', severity_pending: 'pending',
   load_failed: 'Could not load: {msg}',
 };
@@ -83,6 +84,7 @@ const zh = {
   rejected_names: '被拒绝的名称', conflicts: '冲突', errors: '错误', last_error: '最近错误', none: '无',
   held_by: '由 {id} 持有', calls: '调用', host_tools: 'Host 工具', sessions: '会话',
   diagnostics_title: '目录诊断', diagnostics_empty: '所有清单都正常。',
+  report_list_empty: '暂无内容。',
   severity_error: '错误——未注册', severity_warning: '警告', severity_pending: '等待中',
   load_failed: '无法加载：{msg}',
 };
