@@ -153,3 +153,34 @@ fn the_settings_file_sets_defaults_and_flags_win_over_it() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn serve_outlives_a_reader_that_stops_after_the_first_line() {
+    let home = tempfile::tempdir().expect("home");
+    let workdir = tempfile::tempdir().expect("workdir");
+    let mut child = butler_command(home.path())
+        .args(["serve", "--port", "0", "--workdir"])
+        .arg(workdir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).expect("first line");
+    // As `butler serve | head -1` does: the pipe closes after the first line.
+    drop(stdout);
+    let origin = first
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|rest| rest.split('/').next())
+        .map(|authority| format!("http://{authority}"))
+        .expect("a URL in the first line");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let health = reqwest::blocking::get(format!("{origin}/myspace-butler/api/health"));
+    let alive = child.try_wait().expect("try_wait").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(alive, "the host exited once its stdout closed");
+    assert_eq!(health.expect("health").status(), 200);
+}

@@ -72,10 +72,10 @@ impl Butler {
         let stdout = child.stdout.take().expect("stdout piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
+            // Read to the end even after the URL was taken: a closed pipe would fail the
+            // host's next write to stdout.
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
+                let _ = tx.send(line);
             }
         });
         let line = rx.recv_timeout(START_TIMEOUT).expect("butler printed its URL");

@@ -97,15 +97,16 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     };
 
     let shutdown = shutdown_signal()?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "butler {} listening on {host_url}{API_PREFIX}/ (instance {})",
+    // One write: a reader that takes the first line and closes the pipe (`| head -1`)
+    // cannot make a later line fail.
+    let announcement = format!(
+        "butler {} listening on {host_url}{API_PREFIX}/ (instance {})\n  console: {host_url}{}\n  MCP for your AI clients: {host_url}{API_PREFIX}/mcp\n",
         butler_host::VERSION,
-        instance.root.display()
-    )?;
-    writeln!(out, "  console: {host_url}{}", butler_host::console::PAGE_PATH)?;
-    writeln!(out, "  MCP for your AI clients: {host_url}{API_PREFIX}/mcp")?;
+        instance.root.display(),
+        butler_host::console::PAGE_PATH,
+    );
+    let mut out = std::io::stdout().lock();
+    out.write_all(announcement.as_bytes())?;
     out.flush()?;
     drop(out);
 
