@@ -256,6 +256,31 @@ pub(super) fn hub_with_everything(argv: &[String]) -> (Host, tempfile::TempDir) 
     (Host::start(&root), dir)
 }
 
+/// Samples of `N` kinds of call measured in turns of [`TURN`] calls of one kind, round
+/// after round, so that what a system does after answering (a Node GC, a flush) lands in
+/// its own turn rather than in the next system's timing; the first `warmup` calls of each
+/// kind are not kept.
+pub(super) fn in_turns<const N: usize>(runs: usize, warmup: usize, mut call: impl FnMut(usize)) -> [Vec<Duration>; N] {
+    const TURN: usize = 50;
+    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(runs));
+    let mut done = 0;
+    while done < runs + warmup {
+        let turn = TURN.min(runs + warmup - done);
+        for (kind, kept) in samples.iter_mut().enumerate() {
+            for i in 0..turn {
+                let start = Instant::now();
+                call(kind);
+                let took = start.elapsed();
+                if done + i >= warmup {
+                    kept.push(took);
+                }
+            }
+        }
+        done += turn;
+    }
+    samples
+}
+
 /// B4: hub-added latency (1 session) and throughput (8 and 32 sessions) against direct stdio.
 pub fn b4_hub_call() {
     const RUNS: usize = 2000;
@@ -266,28 +291,15 @@ pub fn b4_hub_call() {
     let direct = Direct::start(&argv);
     let mut lone = Lone::start(&argv);
 
-    // Interleaved call by call: direct stdio, the hub, and the two floors on the same
-    // connection — `GET /health` (HTTP alone) and an MCP `ping` (HTTP, session, JSON-RPC).
+    // In turns: direct stdio, the hub, and the two floors on the same connection —
+    // `GET /health` (HTTP alone) and an MCP `ping` (HTTP, session, JSON-RPC).
     let mut session = Session::open(&host.authority);
-    let mut samples: [Vec<Duration>; 4] = Default::default();
-    for run in 0..RUNS + 200 {
-        let timed = |call: &mut dyn FnMut()| {
-            let start = Instant::now();
-            call();
-            start.elapsed()
-        };
-        let took = [
-            timed(&mut || lone.call()),
-            timed(&mut || session.echo()),
-            timed(&mut || session.health()),
-            timed(&mut || session.ping()),
-        ];
-        if run >= 200 {
-            for (all, one) in samples.iter_mut().zip(took) {
-                all.push(one);
-            }
-        }
-    }
+    let samples = in_turns::<4>(RUNS, 200, |kind| match kind {
+        0 => lone.call(),
+        1 => session.echo(),
+        2 => session.health(),
+        _ => session.ping(),
+    });
     let [(base50, base99), (hub50, hub99), (health50, _), (ping50, _)] = samples.map(percentiles);
     line_us("B4 tools/call echo through the hub, 1 session (p50; baseline = direct stdio)", hub50, base50);
     line_us("B4 tools/call echo through the hub, 1 session (p99; baseline = direct stdio)", hub99, base99);

@@ -8,11 +8,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use super::mcp::{Lone, Session, everything, hub_with_everything, tools};
+use super::mcp::{Lone, Session, everything, hub_with_everything, in_turns, tools};
 use super::{line_in, line_us, mib, note, percentiles, poll, rate, read_head, status_kib};
 
 /// `mcp-proxy` serving the provider on a free port; killed when dropped.
@@ -85,29 +85,16 @@ pub fn b5_peers() {
     let peer_hub = Hub::start(&tools, &argv);
     let mut direct = Lone::start(&argv);
 
-    // Added p50 at one session, the four measured call by call in turn.
+    // Added p50 at one session, the four measured in turns.
     let mut hub = Session::open_at(&host.authority, "/myspace-butler/api/mcp");
     let mut by_proxy = Session::open_at(&proxy.authority, "/mcp");
     let mut by_hub = LegacySession::open(&peer_hub.authority);
-    let mut samples: [Vec<Duration>; 4] = Default::default();
-    for run in 0..RUNS + 100 {
-        let timed = |call: &mut dyn FnMut()| {
-            let start = Instant::now();
-            call();
-            start.elapsed()
-        };
-        let took = [
-            timed(&mut || direct.call()),
-            timed(&mut || hub.call("everything__echo")),
-            timed(&mut || by_proxy.call("echo")),
-            timed(&mut || by_hub.call("everything__echo")),
-        ];
-        if run >= 100 {
-            for (all, one) in samples.iter_mut().zip(took) {
-                all.push(one);
-            }
-        }
-    }
+    let samples = in_turns::<4>(RUNS, 100, |kind| match kind {
+        0 => direct.call(),
+        1 => hub.call("everything__echo"),
+        2 => by_proxy.call("echo"),
+        _ => by_hub.call("everything__echo"),
+    });
     let [base, ours, proxy_t, hub_t] = samples.map(|s| percentiles(s).0);
     let added = |d: Duration| d.saturating_sub(base);
     let best_added = added(proxy_t).min(added(hub_t));
