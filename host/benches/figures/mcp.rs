@@ -127,6 +127,20 @@ impl Session {
     }
 }
 
+/// The provider `argv` with its stdin and stdout piped (stderr dropped).
+fn spawn_provider(argv: &[String]) -> (Child, ChildStdin, ChildStdout) {
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the provider");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    (child, stdin, stdout)
+}
+
 /// The provider spoken to directly by one caller that writes a request and reads its
 /// answer on the same thread: the fastest direct path, the baseline for latency.
 pub(super) struct Lone {
@@ -139,15 +153,8 @@ pub(super) struct Lone {
 
 impl Lone {
     pub(super) fn start(argv: &[String]) -> Self {
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the provider");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (child, stdin, stdout) = spawn_provider(argv);
+        let stdout = BufReader::new(stdout);
         let mut lone = Self { child, stdin, stdout, next: 1, line: String::new() };
         let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}});
         lone.request("initialize", &init.to_string());
@@ -193,15 +200,7 @@ pub(super) struct Direct {
 
 impl Direct {
     pub(super) fn start(argv: &[String]) -> Self {
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the provider");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
+        let (child, stdin, stdout) = spawn_provider(argv);
         let pending: Arc<Mutex<HashMap<u64, mpsc::Sender<()>>>> = Arc::default();
         let routes = Arc::clone(&pending);
         std::thread::spawn(move || {
