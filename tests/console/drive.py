@@ -281,7 +281,42 @@ def library(browser, origin, shots, args):
             "listCalls": len(page.pipeline_calls("cards.list"))}
 
 
-SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library)}
+def order(browser, origin, shots, args):
+    """Drag a card onto another, move one later from its menu, reload, then reset the order."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    board = page.page.locator("#tools-board")
+    first, second, third = args["ids"]
+
+    def shown():
+        return board.locator("article.item").evaluate_all("cards => cards.map(c => c.dataset.id)")
+
+    def expect_order(ids):
+        expect(board.locator("article.item")).to_have_count(len(ids))
+        for at, item in enumerate(ids):
+            expect(board.locator("article.item").nth(at)).to_have_attribute("data-id", item)
+
+    expect_order([first, second, third])
+    board.locator(f"article.item[data-id='{third}']").drag_to(board.locator(f"article.item[data-id='{first}']"))
+    expect_order([third, first, second])
+    after_drag = shown()
+    card = board.locator(f"article.item[data-id='{first}']")
+    card.locator("details.menu summary").click()
+    card.locator("details.menu button", has_text="Move later").click()
+    expect_order([third, second, first])
+    expect(page.page.locator(".outcome").first).to_contain_text("Saved")
+    page.page.reload()
+    page.ready()
+    board = page.page.locator("#tools-board")
+    expect_order([third, second, first])
+    after_reload = shown()
+    page.shot("order-moved")
+    page.page.click("button.reset-order")
+    expect_order([first, second, third])
+    return {"errors": page.errors, "afterDrag": after_drag, "afterReload": after_reload, "afterReset": shown()}
+
+
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order)}
 
 
 def main():

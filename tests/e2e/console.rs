@@ -235,6 +235,23 @@ fn display_preferences_are_saved_reloaded_and_rolled_back_on_a_failed_save() {
 }
 
 #[test]
+fn cards_are_reordered_by_drag_and_by_menu_and_the_order_is_kept_until_reset() {
+    let (butler, _dir) = Butler::start_fresh();
+    for id in ["alpha", "bravo", "charlie"] {
+        write_manifest(&butler.workdir, &format!("tools/{id}"), &tool(id, &id.to_uppercase()));
+    }
+    wait_until(Duration::from_secs(30), "tools listed", || butler.ids().len() >= 3);
+    let result = drive(&butler, "order", &json!({"ids": ["alpha", "bravo", "charlie"]}));
+    assert_no_errors(&result);
+    assert_eq!(result["afterDrag"], json!(["charlie", "alpha", "bravo"]), "{result}");
+    assert_eq!(result["afterReload"], json!(["charlie", "bravo", "alpha"]), "{result}");
+    assert_eq!(result["afterReset"], json!(["alpha", "bravo", "charlie"]), "{result}");
+    // Reset clears only the order: the layout keeps no order for the board.
+    let (_, layout) = butler.get_json("/layout");
+    assert!(layout.pointer("/order/tools").is_none(), "{layout}");
+}
+
+#[test]
 fn a_panel_action_opens_at_its_size_and_a_post_action_shows_its_outcome() {
     let (butler, _dir) = Butler::start_fresh();
     let health = butler.api("/health");
