@@ -300,6 +300,8 @@ def order(browser, origin, shots, args):
     board.locator(f"article.item[data-id='{third}']").drag_to(board.locator(f"article.item[data-id='{first}']"))
     expect_order([third, first, second])
     after_drag = shown()
+    # Opened while the drag's save is still being answered: the menu stays open through
+    # the re-render that follows.
     card = board.locator(f"article.item[data-id='{first}']")
     card.locator("details.menu summary").click()
     card.locator("details.menu button", has_text="Move later").click()

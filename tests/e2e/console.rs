@@ -220,13 +220,19 @@ fn starting_and_stopping_a_tool_shows_its_state_and_live_log() {
     assert_eq!(ticker.map(|t| t["state"].clone()), Some(json!("stopped")));
 }
 
-#[test]
-fn display_preferences_are_saved_reloaded_and_rolled_back_on_a_failed_save() {
-    let (butler, _dir) = Butler::start_fresh();
+/// A fresh host with the tools alpha, bravo and charlie listed.
+fn with_three_tools() -> (Butler, tempfile::TempDir) {
+    let (butler, dir) = Butler::start_fresh();
     for id in ["alpha", "bravo", "charlie"] {
         write_manifest(&butler.workdir, &format!("tools/{id}"), &tool(id, &id.to_uppercase()));
     }
     wait_until(Duration::from_secs(30), "tools listed", || butler.ids().len() >= 3);
+    (butler, dir)
+}
+
+#[test]
+fn display_preferences_are_saved_reloaded_and_rolled_back_on_a_failed_save() {
+    let (butler, _dir) = with_three_tools();
     let result = drive(&butler, "layout", &json!({"ids": ["alpha", "bravo", "charlie"]}));
     assert_no_errors(&result);
     assert_eq!(result["keptDraft"], true, "{result}");
@@ -236,11 +242,7 @@ fn display_preferences_are_saved_reloaded_and_rolled_back_on_a_failed_save() {
 
 #[test]
 fn cards_are_reordered_by_drag_and_by_menu_and_the_order_is_kept_until_reset() {
-    let (butler, _dir) = Butler::start_fresh();
-    for id in ["alpha", "bravo", "charlie"] {
-        write_manifest(&butler.workdir, &format!("tools/{id}"), &tool(id, &id.to_uppercase()));
-    }
-    wait_until(Duration::from_secs(30), "tools listed", || butler.ids().len() >= 3);
+    let (butler, _dir) = with_three_tools();
     let result = drive(&butler, "order", &json!({"ids": ["alpha", "bravo", "charlie"]}));
     assert_no_errors(&result);
     assert_eq!(result["afterDrag"], json!(["charlie", "alpha", "bravo"]), "{result}");

@@ -26,6 +26,9 @@ class Board {
     this.override = null; // a layout being saved, shown until the host answers
     this.outcomes = new Map(); // item id → the last action's outcome, kept across re-renders
     this.lowOpen = false; // whether the owner unfolded the `frequency: low` items
+    this.openMenu = null; // the item whose card menu is open, kept open across re-renders
+    this.dragging = false; // a card is being dragged: re-renders wait for the drop
+    this.renderLater = false;
     this.grid = h('div', { class: 'board', id: `${board}-board` });
     this.notice = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
     this.search = h('input', { type: 'search', id: `${board}-search`, placeholder: t('search_items') });
@@ -121,6 +124,12 @@ class Board {
   }
 
   render() {
+    // Replacing the cards mid-drag would cancel the owner's drag: a live update waits.
+    if (this.dragging) {
+      this.renderLater = true;
+      return;
+    }
+    this.renderLater = false;
     const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('[data-focus-key]');
     const focusKey = focused && focused.dataset.focusKey;
     this.renderToolbar();
@@ -224,7 +233,11 @@ class Board {
 
   menu(item, stored, draggable) {
     const close = (e) => e.currentTarget.closest('details').removeAttribute('open');
-    return h('details', { class: 'menu' }, h('summary', { 'aria-label': `${t('menu')}: ${item.name}` }, '⋯'),
+    const toggled = (e) => {
+      if (e.currentTarget.open) this.openMenu = item.id;
+      else if (this.openMenu === item.id) this.openMenu = null;
+    };
+    return h('details', { class: 'menu', open: this.openMenu === item.id || undefined, ontoggle: toggled }, h('summary', { 'aria-label': `${t('menu')}: ${item.name}` }, '⋯'),
       h('div', { class: 'menu-list' },
         h('button', { type: 'button', 'data-menu': stored ? 'pin' : 'store', onclick: (e) => {
           close(e);
@@ -284,8 +297,13 @@ class Board {
       e.dataTransfer.setData('text/plain', item.id);
       e.dataTransfer.effectAllowed = 'move';
       el.classList.add('dragging');
+      this.dragging = true;
     });
-    el.addEventListener('dragend', () => el.classList.remove('dragging'));
+    el.addEventListener('dragend', () => {
+      el.classList.remove('dragging');
+      this.dragging = false;
+      if (this.renderLater) this.render();
+    });
     el.addEventListener('dragover', (e) => {
       e.preventDefault();
       e.dataTransfer.dropEffect = 'move';
