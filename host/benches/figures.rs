@@ -28,6 +28,8 @@ mod console;
 mod mcp;
 #[path = "figures/peers.rs"]
 mod peers;
+#[path = "figures/runtime.rs"]
+mod runtime;
 #[path = "figures/supervise.rs"]
 mod supervise;
 
@@ -43,7 +45,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 14] = [
+    let figures: [(&str, fn()); 16] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -54,6 +56,8 @@ fn main() {
         ("B8", b8_live_reload),
         ("B9", b9_memory),
         ("B10", b10_validity_refresh),
+        ("B12", runtime::b12_cold_start),
+        ("B13", runtime::b13_mixed_load),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),

@@ -10,6 +10,7 @@ mod examples;
 mod faculty;
 mod gate;
 mod knowledge_loop;
+mod lifecycle;
 mod mcp;
 mod pipeline;
 mod supervise;

@@ -59,6 +59,16 @@ impl Butler {
 
     /// Starts a host with extra `serve` arguments and environment variables.
     pub fn start_with_env(workdir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn(workdir, extra, env, Stdio::inherit())
+    }
+
+    /// Starts a host with `RUST_LOG=filter`, its log (stderr) written to `log`.
+    pub fn start_logging(workdir: &Path, filter: &str, log: &Path) -> Self {
+        let file = std::fs::File::create(log).expect("log file");
+        Self::spawn(workdir, &[], &[("RUST_LOG", filter)], Stdio::from(file))
+    }
+
+    fn spawn(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Self {
         let home = tempfile::tempdir().expect("temp home");
         let mut child = butler_command(home.path())
             .args(["serve", "--port", "0", "--workdir"])
@@ -66,7 +76,7 @@ impl Butler {
             .args(extra)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn butler");
         let stdout = child.stdout.take().expect("stdout piped");
@@ -136,6 +146,11 @@ impl Butler {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// The host's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Whether the process is still running.

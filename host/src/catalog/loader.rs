@@ -111,7 +111,7 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
     .await?;
     tracing::info!(extensions = first.extensions.len(), diagnostics = first.diagnostics.len(), "catalog: first scan");
     for d in &first.diagnostics {
-        tracing::warn!(path = %d.path, problems = d.errors.len(), "catalog: {}", first_message(d));
+        log_diagnostic(d);
     }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(first));
     let (rescan_tx, rescan_rx) = mpsc::unbounded_channel();
@@ -272,6 +272,15 @@ fn log_changes(previous: &Catalog, next: &Catalog) {
         tracing::info!(id, "catalog: unregistered");
     }
     for d in next.diagnostics.iter().filter(|d| !previous.diagnostics.contains(d)) {
-        tracing::warn!(path = %d.path, "catalog: {}", first_message(d));
+        log_diagnostic(d);
+    }
+}
+
+/// A problem is a warning; a component being compiled in the background is not a problem.
+fn log_diagnostic(d: &super::Diagnostic) {
+    if d.severity == super::Severity::Pending {
+        tracing::info!(path = %d.path, "catalog: {}", first_message(d));
+    } else {
+        tracing::warn!(path = %d.path, problems = d.errors.len(), "catalog: {}", first_message(d));
     }
 }

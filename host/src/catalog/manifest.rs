@@ -237,6 +237,12 @@ pub struct Command {
     /// Arguments callers may pass.
     #[serde(default)]
     pub args: Vec<CommandArg>,
+    /// Pipeline actions (`<prefix>.<verb>`) this command may make through `host.call`. A
+    /// call takes the store locks of everything it declares before it starts, so declared
+    /// nested calls never wait behind another call (see the lock discipline in
+    /// `docs/faculties.md`); undeclared ones may fail with `busy` under contention.
+    #[serde(default)]
+    pub calls: Vec<String>,
 }
 
 /// One declared command argument.

@@ -22,6 +22,7 @@ pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentR
 pub use icon::Icon;
 pub use loader::{CatalogHandle, spawn_loader};
 pub use manifest::{Kind, Manifest};
+pub use rules::is_action;
 pub use scan::{ScanConfig, check_manifest, scan};
 
 use crate::validation::SchemaError;

@@ -17,6 +17,14 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
     unique(&mut errors, "reports", manifest.reports.iter().map(|r| r.id.as_str()));
     unique(&mut errors, "delegations", manifest.delegations.iter().map(|d| d.id.as_str()));
     for (index, command) in manifest.commands.iter().enumerate() {
+        for (call_index, action) in command.calls.iter().enumerate() {
+            if !is_action(action) {
+                errors.push(SchemaError {
+                    pointer: format!("/commands/{index}/calls/{call_index}"),
+                    message: format!("`{action}` is not a pipeline action (`<prefix>.<verb>`, lower case)"),
+                });
+            }
+        }
         let mut seen = HashSet::new();
         let mut stdin_args = 0;
         for (arg_index, arg) in command.args.iter().enumerate() {
@@ -101,6 +109,17 @@ fn unique<'a>(errors: &mut Vec<SchemaError>, field: &str, ids: impl Iterator<Ite
             });
         }
     }
+}
+
+/// Whether `action` has the shape of a pipeline action: `<prefix>.<verb>`, each part lower
+/// case letters, digits and `-`, starting with a letter.
+#[must_use]
+pub fn is_action(action: &str) -> bool {
+    let part = |p: &str| {
+        p.starts_with(|c: char| c.is_ascii_lowercase())
+            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    action.split_once('.').is_some_and(|(prefix, verb)| part(prefix) && part(verb))
 }
 
 #[cfg(test)]

@@ -73,7 +73,9 @@ impl ScanConfig {
 }
 
 /// Scans every root. `previous` is the last published snapshot: an extension it already
-/// registered keeps its id even if a newcomer sorts earlier (S-C3).
+/// registered keeps its id even if a newcomer sorts earlier, and one whose replacement is
+/// still compiling stays registered as it was until the new component is ready (so a
+/// replaced faculty keeps serving its previous version).
 #[must_use]
 pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
     let mut loaded: Vec<Extension> = Vec::new();
@@ -81,6 +83,13 @@ pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
     for dir in config.candidate_dirs() {
         match load_dir(config, &dir) {
             Loaded::NotAnExtension => {}
+            Loaded::Rejected(d) if d.severity == Severity::Pending => {
+                let incumbent = previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == d.path));
+                if let Some(incumbent) = incumbent {
+                    loaded.push((**incumbent).clone());
+                }
+                diagnostics.push(d);
+            }
             Loaded::Rejected(d) => diagnostics.push(d),
             Loaded::Registered(ext, warning) => {
                 diagnostics.extend(warning);

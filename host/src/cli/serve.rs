@@ -6,13 +6,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use butler_host::catalog::spawn_loader;
 use butler_host::faculty::FacultyRuntime;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
-use butler_host::instance::{HostFile, Instance, owner};
+use butler_host::instance::{HostLock, Instance, owner};
 use butler_host::mcp::{HostTools, Hub};
 use butler_host::pipeline::{PipelineRouter, observations};
 use butler_host::process::HostEnv;
@@ -34,8 +34,14 @@ pub struct Args {
     bind: Option<IpAddr>,
 }
 
-/// At shutdown, how long faculty calls in flight may take to finish.
-const CALL_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+/// At shutdown, how long faculty calls in flight may take to finish before they are
+/// abandoned (their guests interrupted).
+const CALL_DRAIN: Duration = Duration::from_secs(5);
+/// After the drain, how long open connections get to finish their answers.
+const CONNECTION_GRACE: Duration = Duration::from_secs(2);
+/// After `serve` returned, how long the async runtime waits for blocking threads (a native
+/// faculty call being killed) before the process exits anyway.
+const RUNTIME_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs the host.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -43,7 +49,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     settings::init_logging(&settings);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(serve(args, settings))?;
+    let outcome = runtime.block_on(serve(args, settings));
+    // Dropping the runtime would wait for every blocking thread, a stuck one included.
+    runtime.shutdown_timeout(RUNTIME_GRACE);
+    outcome?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -54,6 +63,8 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     if created {
         tracing::info!(workdir = %instance.root.display(), "created a new instance from the skeleton");
     }
+    // Before anything is started or written: one host per instance.
+    let host_lock = HostLock::claim(&instance.root, &instance.state_dir())?;
     let addr = args.bind.or(settings.bind).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
     let listener = http::bind(addr, port).await?;
@@ -83,7 +94,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     mcp.follow(&catalog).await;
 
     let instance = Arc::new(instance);
-    let host_file = HostFile::write(&instance.state_dir(), &host_url)?;
+    let host_file = host_lock.publish(&host_url)?;
     let state = AppState {
         catalog,
         instance: Arc::clone(&instance),
@@ -111,16 +122,31 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     drop(out);
 
     // Stop the hosted processes before the server finishes: their log streams end with
-    // them, so no open SSE connection holds up the graceful shutdown.
-    let (stopping, providers) = (Arc::clone(&supervisor), Arc::clone(&mcp));
+    // them, so no open SSE connection holds up the graceful shutdown. Faculty calls get
+    // the drain window, then are abandoned, so a stuck call cannot hold the exit.
+    let (stopping, providers, draining) = (Arc::clone(&supervisor), Arc::clone(&mcp), Arc::clone(&faculties));
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;
-        tokio::join!(stopping.shutdown(), providers.shutdown());
+        let _ = stopped_tx.send(());
+        tokio::join!(stopping.shutdown(), providers.shutdown(), draining.drain(CALL_DRAIN));
     };
-    http::serve(listener, state, shutdown).await?;
+    let server = http::serve(listener, state, shutdown);
+    tokio::pin!(server);
+    let served = tokio::select! {
+        served = &mut server => served,
+        () = async {
+            let _ = stopped_rx.await;
+            tokio::time::sleep(CALL_DRAIN + CONNECTION_GRACE).await;
+        } => {
+            tracing::warn!("connections still open {} s after the signal are closed", (CALL_DRAIN + CONNECTION_GRACE).as_secs());
+            Ok(())
+        }
+    };
+    served?;
     supervisor.shutdown().await;
     mcp.shutdown().await;
-    faculties.drain(CALL_DRAIN).await;
+    faculties.drain(Duration::ZERO).await;
     // A safety net under the supervisor: nothing the host started outlives a clean exit.
     let stray = butler_host::process::keeper::stop_all_below_host().await;
     if stray > 0 {

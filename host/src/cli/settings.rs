@@ -52,7 +52,9 @@ pub fn init_logging(settings: &Settings) {
         .ok()
         .or_else(|| settings.log.as_deref().and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok()))
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colours only for a person at a terminal, and never when they asked for none.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour).init();
 }
 
 /// The instance directory: flag or `BUTLER_WORKDIR` (clap merges those), then settings,

@@ -11,6 +11,8 @@
 //! in background mode a component that is neither loaded nor in the disk cache is compiled
 //! on a worker thread: the caller is told it is pending, and the `on_ready` callback (a
 //! catalog rescan) runs when it is done. The catalog loader is never blocked by a compile.
+//! Up to [`MAX_PARALLEL_COMPILES`] compile at once (a new instance's built-ins compile
+//! side by side); more wait in a queue, each started by a worker that finished.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -34,6 +36,10 @@ use crate::lock;
 /// Largest component file accepted (language runtimes compiled to components are tens of
 /// megabytes; anything far beyond is not a faculty).
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// Compiles running at once. Each one is memory-hungry and cranelift already spreads one
+/// compile over the cores, so more would only add memory; fewer would leave a core idle
+/// during a compile's serial phases (parsing, linking, writing the cache).
+pub const MAX_PARALLEL_COMPILES: usize = 4;
 /// Deadline and memory for `describe()`.
 const DESCRIBE_TIMEOUT_MS: u64 = 10_000;
 const DESCRIBE_MEMORY_MB: u64 = 256;
@@ -84,8 +90,8 @@ pub struct Components {
     background: bool,
     /// Runs when a background compile finished (set once, at start).
     on_ready: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
-    /// One compile at a time: compiling is memory-hungry and already uses every core.
-    compiling: Mutex<()>,
+    /// Compiles waiting for a worker, and how many workers run.
+    queue: Mutex<CompileQueue>,
     /// Components compiled from source since start.
     pub compiles: AtomicU64,
     /// Components loaded from the disk cache since start.
@@ -109,7 +115,7 @@ impl Components {
             slots: Mutex::new(HashMap::new()),
             background,
             on_ready: std::sync::OnceLock::new(),
-            compiling: Mutex::new(()),
+            queue: Mutex::new(CompileQueue::default()),
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
         }
@@ -156,21 +162,55 @@ impl Components {
             return self.finish(&hash, self.prepare(&bytes, hash.clone(), path));
         }
         lock(&self.slots).insert(hash.clone(), Slot::Compiling);
-        let this = Arc::clone(self);
-        let path = path.to_owned();
-        let spawned = std::thread::Builder::new().name("faculty-compile".into()).spawn(move || {
-            let result = {
-                let _one_at_a_time = lock(&this.compiling);
-                this.prepare(&bytes, hash.clone(), &path)
-            };
-            let _ = this.finish(&hash, result);
-            if let Some(callback) = this.on_ready.get() {
-                callback();
+        {
+            let mut queue = lock(&self.queue);
+            if queue.workers >= MAX_PARALLEL_COMPILES {
+                // Queued by path, not bytes: a queue of big components costs no memory.
+                queue.waiting.push_back(CompileJob { bytes: None, hash, path: path.to_owned() });
+                return Err(LoadError::Pending);
             }
-        });
+            queue.workers += 1;
+        }
+        let job = CompileJob { bytes: Some(bytes), hash: hash.clone(), path: path.to_owned() };
+        let this = Arc::clone(self);
+        let spawned = std::thread::Builder::new().name("faculty-compile".into()).spawn(move || this.work(job));
         match spawned {
             Ok(_) => Err(LoadError::Pending),
-            Err(e) => Err(failed(format!("cannot start a compile thread: {e}"))),
+            Err(e) => {
+                lock(&self.queue).workers -= 1;
+                let why = format!("cannot start a compile thread: {e}");
+                let _ = self.finish(&hash, Err(why.clone()));
+                Err(failed(why))
+            }
+        }
+    }
+
+    /// A compile worker: runs `job`, then whatever is queued, then ends.
+    fn work(&self, mut job: CompileJob) {
+        loop {
+            let bytes = match job.bytes.take() {
+                Some(bytes) => Ok(bytes),
+                None => std::fs::read(&job.path).map_err(|e| format!("cannot read it: {e}")),
+            };
+            let result = bytes.and_then(|bytes| {
+                if hex(&Sha256::digest(&bytes)) == job.hash {
+                    self.prepare(&bytes, job.hash.clone(), &job.path)
+                } else {
+                    Err("it changed while waiting to be compiled; the next scan compiles the new file".to_owned())
+                }
+            });
+            let _ = self.finish(&job.hash, result);
+            if let Some(callback) = self.on_ready.get() {
+                callback();
+            }
+            let mut queue = lock(&self.queue);
+            match queue.waiting.pop_front() {
+                Some(next) => job = next,
+                None => {
+                    queue.workers -= 1;
+                    return;
+                }
+            }
         }
     }
 
@@ -258,6 +298,21 @@ impl Components {
     }
 }
 
+/// A component waiting to be compiled.
+struct CompileJob {
+    /// The file's bytes when already read; queued jobs read the file again.
+    bytes: Option<Vec<u8>>,
+    hash: String,
+    path: PathBuf,
+}
+
+/// Compiles not started yet, and the workers running.
+#[derive(Default)]
+struct CompileQueue {
+    waiting: std::collections::VecDeque<CompileJob>,
+    workers: usize,
+}
+
 /// The catalog's view: shares the loader (an `Arc`) so background compiles can outlive
 /// the call.
 pub struct Inspector(pub Arc<Components>);
@@ -308,10 +363,12 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
         memory_mb: DESCRIBE_MEMORY_MB,
         env: Vec::new(),
     };
-    let state = CallState::new(&sandbox, &[], None, None, CallContext::default()).map_err(|e| format!("{e:#}"))?;
+    let state = CallState::new(&sandbox, &[], None, None, CallContext::default(), "describe".to_owned())
+        .map_err(|e| format!("{e:#}"))?;
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    store.set_epoch_deadline(super::engine::ticks_for(DESCRIBE_TIMEOUT_MS));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DESCRIBE_TIMEOUT_MS);
+    super::run::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
         Ok(Err((code, message))) => return Err(format!("describe() failed: {code}: {message}")),

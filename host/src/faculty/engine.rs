@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// How often the epoch advances. A call's deadline is counted in these ticks, so this is
-/// the granularity of `timeoutMs`; 20 ms keeps the ticker's idle cost negligible (50
-/// wake-ups a second) while a runaway call is stopped within a fraction of a second.
+/// How often the epoch advances. A running guest is checked against its deadline (and
+/// for shutdown) at every tick, so this is the granularity of `timeoutMs`; 20 ms keeps the
+/// ticker's idle cost negligible (50 wake-ups a second) while a runaway call is stopped
+/// within a fraction of a second.
 pub const EPOCH_TICK: Duration = Duration::from_millis(20);
 
 /// Largest `faculties.<id>.memoryMb` the schema allows; the pool's memory slots are sized
@@ -113,11 +114,4 @@ fn start_ticker(engine: &Engine) {
     if let Err(e) = spawned {
         tracing::error!("faculty runtime: cannot start the epoch ticker, deadlines will not fire: {e}");
     }
-}
-
-/// Epoch ticks for a deadline of `ms` milliseconds (at least one).
-#[must_use]
-pub fn ticks_for(ms: u64) -> u64 {
-    let tick = u64::try_from(EPOCH_TICK.as_millis()).unwrap_or(1).max(1);
-    ms.div_ceil(tick).max(1)
 }

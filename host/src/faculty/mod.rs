@@ -4,26 +4,36 @@
 //! - [`components`] — read, hash, compile or load from the disk cache, pre-link, describe;
 //! - [`wit`] — the accepted WIT versions and dispatch over them;
 //! - [`sandbox`] — what one call sees: preopens only, no network, no environment;
-//! - [`args`] — the command-argument rules (S-F6);
+//! - [`args`] — the command-argument rules;
+//! - [`locks`] — the store-lock discipline that keeps concurrent calls deadlock-free;
 //! - [`run`] — one call from instantiation to JSON or a clean error;
-//! - [`report`] — report shapes (S-F8).
+//! - [`stats`] — per-faculty call counters and each call's debug line;
+//! - [`report`] — report shapes.
 //!
 //! This module reconciles catalog snapshots into runnable faculties and serves calls.
 //! Calls are synchronous and run on the caller's (blocking) thread: HTTP handlers use
-//! `spawn_blocking` once per call. Faculties compose through [`Dispatch`], which the
-//! pipeline router implements, so this module never depends on the pipeline.
+//! [`FacultyRuntime::blocking`] once per call. Faculties compose through [`Dispatch`],
+//! which the pipeline router implements, so this module never depends on the pipeline.
+//!
+//! Every wait in here ends by the call tree's deadline or at shutdown: for a call slot,
+//! for a faculty that is still compiling, for a store lock. At shutdown
+//! ([`FacultyRuntime::abandon`]) running guests are interrupted within one epoch tick.
 
 pub mod args;
 pub mod components;
 pub mod engine;
+pub mod locks;
 pub mod report;
 mod run;
 pub mod sandbox;
+pub mod stats;
 pub mod wit;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -31,11 +41,14 @@ use serde_json::{Map, Value};
 use crate::catalog::manifest::{Effect, ReportShape};
 use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
 use crate::instance::{Instance, config::FacultySettings};
+use crate::lock;
 use crate::process::HostEnv;
 use args::ArgSpec;
 use components::{Components, Prepared};
 use engine::FacultyEngine;
+use locks::{LockFailure, StoreLocks, TreeId};
 use sandbox::{Linkers, Preopen, Sandbox};
+use stats::CallStats;
 use wit::Op;
 
 /// Default deadline of one call (S-F4).
@@ -50,32 +63,61 @@ pub const MAX_CONCURRENT_CALLS: usize = 32;
 /// must fail, not exhaust the pool).
 pub const MAX_CALL_DEPTH: u8 = 8;
 
-/// Who is calling, and what the call chain already holds.
+/// Numbers call trees; 0 is never used.
+static NEXT_TREE: AtomicU64 = AtomicU64::new(1);
+
+/// Who is calling, and what the call tree already holds.
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     /// The caller passed the owner gate (HTTP or CLI only; never nested calls).
     pub owner: bool,
     depth: u8,
+    tree: TreeId,
     held: Vec<PathBuf>,
+    deadline: Option<Instant>,
+    /// `faculty/command` of the call that made this one, for the call log.
+    parent: Option<String>,
 }
 
 impl CallContext {
-    /// A top-level call.
+    /// A top-level call: a new call tree. Its deadline is set by [`Self::until`], or by
+    /// the first faculty it runs (that faculty's `timeoutMs`).
     #[must_use]
     pub fn top(owner: bool) -> Self {
-        Self { owner, ..Self::default() }
+        Self { owner, tree: NEXT_TREE.fetch_add(1, Ordering::Relaxed), ..Self::default() }
     }
 
-    /// The context of a `host.call` made from within this call: never the owner, one
-    /// level deeper, holding what this call holds.
+    /// The same call, ending by `deadline` at the latest.
+    #[must_use]
+    pub fn until(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self
+    }
+
+    /// When the whole call tree must be done, if that is decided yet.
+    #[must_use]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The context of a `host.call` made from within `parent` (`faculty/command`): never
+    /// the owner, one level deeper, in the same tree, holding what this call holds, and
+    /// bound by the same deadline.
     ///
     /// # Errors
     /// [`CallError::CallDepth`] past [`MAX_CALL_DEPTH`].
-    pub fn nested(&self) -> Result<Self, CallError> {
+    pub fn nested(&self, parent: &str) -> Result<Self, CallError> {
         if self.depth >= MAX_CALL_DEPTH {
             return Err(CallError::CallDepth);
         }
-        Ok(Self { owner: false, depth: self.depth + 1, held: self.held.clone() })
+        Ok(Self {
+            owner: false,
+            depth: self.depth + 1,
+            tree: self.tree,
+            held: self.held.clone(),
+            deadline: self.deadline,
+            parent: Some(parent.to_owned()),
+        })
     }
 }
 
@@ -86,6 +128,9 @@ pub trait Dispatch: Send + Sync {
     /// # Errors
     /// Whatever the routed call returns.
     fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError>;
+
+    /// The `(faculty, command)` serving `action`, if it is routed.
+    fn resolve(&self, action: &str) -> Option<(String, String)>;
 }
 
 /// Why a call did not return data. Messages name the faculty.
@@ -205,6 +250,48 @@ pub enum CallError {
         /// Faculty id.
         faculty: String,
     },
+    /// A store the call may write is held by another call, and waiting for it could
+    /// deadlock (see [`locks`]).
+    #[error(
+        "faculty `{faculty}`: the store `{store}` is in use by another call, try again (a command that declares the actions it calls in `calls` takes its stores up front)"
+    )]
+    StoreBusy {
+        /// Faculty id.
+        faculty: String,
+        /// The store, relative to the instance root.
+        store: String,
+    },
+    /// A store stayed held by another call until the deadline.
+    #[error("faculty `{faculty}`: the store `{store}` stayed in use by another call for {ms} ms (its deadline)")]
+    LockTimeout {
+        /// Faculty id.
+        faculty: String,
+        /// The store, relative to the instance root.
+        store: String,
+        /// How long it waited.
+        ms: u64,
+    },
+    /// The faculty is registered but was still compiling when the deadline passed.
+    #[error("faculty `{faculty}` was still being compiled after {ms} ms (its deadline); try again shortly")]
+    NotReady {
+        /// Faculty id.
+        faculty: String,
+        /// How long it waited.
+        ms: u64,
+    },
+    /// Every call slot stayed in use until the deadline.
+    #[error("all {MAX_CONCURRENT_CALLS} faculty call slots stayed in use for {ms} ms; try again")]
+    SlotsBusy {
+        /// How long it waited.
+        ms: u64,
+    },
+    /// The host is shutting down; the call was abandoned.
+    #[error("the host is shutting down; the faculty call was abandoned")]
+    ShuttingDown,
+    /// The host's side of the call panicked (a host defect; the call is lost, the host
+    /// carries on).
+    #[error("the faculty call failed inside the host: {0}")]
+    Internal(String),
     /// Nested calls went too deep.
     #[error("faculty calls nested deeper than {MAX_CALL_DEPTH} levels")]
     CallDepth,
@@ -229,7 +316,10 @@ impl CallError {
             Self::CommandFailed { .. } => "command_failed",
             Self::InvalidOutput { .. } => "invalid_output",
             Self::InvalidReport { .. } => "invalid_report",
-            Self::Busy { .. } => "busy",
+            Self::Busy { .. } | Self::StoreBusy { .. } | Self::SlotsBusy { .. } => "busy",
+            Self::LockTimeout { .. } | Self::NotReady { .. } => "timeout",
+            Self::ShuttingDown => "shutting_down",
+            Self::Internal(_) => "internal",
             Self::CallDepth => "call_depth_exceeded",
         }
     }
@@ -289,6 +379,8 @@ struct Runnable {
     effect: Effect,
     args: ArgSpec,
     stdin_arg: Option<String>,
+    /// The actions it declares it may `host.call`.
+    calls: Vec<String>,
     target: Target,
 }
 
@@ -327,6 +419,8 @@ pub struct FacultyStatus {
     pub memory_mb: u64,
     /// Guest paths it sees.
     pub preopens: Vec<String>,
+    /// Its calls since start.
+    pub calls: stats::CallSummary,
 }
 
 /// Runtime-wide counters.
@@ -341,34 +435,19 @@ pub struct RuntimeStats {
     pub cache_hits: u64,
     /// WIT versions accepted.
     pub wit_versions: &'static [&'static str],
+    /// Top-level calls holding a call slot now.
+    pub in_flight: usize,
+    /// Call slots in all.
+    pub slots: usize,
 }
 
-/// A mutual-exclusion lock that can be held across a call without borrowing.
-#[derive(Default)]
-struct StoreLock {
-    busy: Mutex<bool>,
-    freed: Condvar,
-}
-
-struct StoreGuard(Arc<StoreLock>);
-
-impl StoreGuard {
-    fn acquire(lock: Arc<StoreLock>) -> Self {
-        let mut busy = lock.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while *busy {
-            busy = lock.freed.wait(busy).unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        *busy = true;
-        drop(busy);
-        Self(lock)
-    }
-}
-
-impl Drop for StoreGuard {
-    fn drop(&mut self) {
-        *self.0.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
-        self.0.freed.notify_one();
-    }
+/// Whether every registered faculty can be called, for `GET /health`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Readiness {
+    /// No faculty is still compiling.
+    pub ready: bool,
+    /// Faculties found but still compiling (ids, or file names until described).
+    pub pending: Vec<String>,
 }
 
 /// Instance paths and settings the runtime needs.
@@ -384,6 +463,13 @@ struct Setup {
     native_env: Vec<(String, String)>,
 }
 
+/// Faculties the catalog found whose component is still compiling; calls waiting for one
+/// re-check on every reconcile ([`FacultyRuntime::reconciled`]).
+#[derive(Default)]
+struct Pending {
+    ids: HashSet<String>,
+}
+
 /// The faculty runtime.
 pub struct FacultyRuntime {
     engine: FacultyEngine,
@@ -391,9 +477,14 @@ pub struct FacultyRuntime {
     setup: Setup,
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
     dispatch: OnceLock<Arc<dyn Dispatch>>,
-    store_locks: Mutex<HashMap<PathBuf, Arc<StoreLock>>>,
+    store_locks: StoreLocks,
     owner_only: RwLock<Vec<(String, String)>>,
     slots: Arc<tokio::sync::Semaphore>,
+    pending: Mutex<Pending>,
+    reconciled: Condvar,
+    stats: Mutex<HashMap<String, CallStats>>,
+    /// Set by [`Self::abandon`]: every wait ends and running guests are interrupted.
+    stop: Arc<AtomicBool>,
 }
 
 impl FacultyRuntime {
@@ -442,9 +533,13 @@ impl FacultyRuntime {
             },
             faculties: RwLock::new(HashMap::new()),
             dispatch: OnceLock::new(),
-            store_locks: Mutex::new(HashMap::new()),
+            store_locks: StoreLocks::default(),
             owner_only: RwLock::new(Vec::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
+            pending: Mutex::new(Pending::default()),
+            reconciled: Condvar::new(),
+            stats: Mutex::new(HashMap::new()),
+            stop: Arc::new(AtomicBool::new(false)),
         }))
     }
 
@@ -460,30 +555,70 @@ impl FacultyRuntime {
         self.components.on_ready(move || catalog.request_rescan());
     }
 
+    /// The deadline of a top-level call that starts now and runs faculty `id` first: its
+    /// `timeoutMs` (or the default) from now.
+    #[must_use]
+    pub fn deadline_for(&self, id: &str) -> Instant {
+        Instant::now() + Duration::from_millis(self.timeout_ms(id))
+    }
+
+    fn timeout_ms(&self, id: &str) -> u64 {
+        self.setup.settings.get(id).and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)
+    }
+
     /// Runs a synchronous faculty call (`invoke`, `report`, a pipeline action) from async
-    /// code: waits for one of [`MAX_CONCURRENT_CALLS`] slots, then runs it on a blocking
-    /// thread, once per call.
+    /// code: waits for one of [`MAX_CONCURRENT_CALLS`] slots — until `deadline` at most
+    /// (the call's, or the default timeout from now) — then runs it on a blocking thread.
     ///
     /// # Errors
-    /// When the call panicked.
-    pub async fn blocking<T: Send + 'static>(&self, call: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-        let slot = Arc::clone(&self.slots).acquire_owned().await.map_err(|e| e.to_string())?;
+    /// The call's own [`CallError`]; `busy` when no slot came free in time,
+    /// `shutting_down` after [`Self::abandon`], `internal` when the call panicked.
+    pub async fn blocking(
+        &self,
+        deadline: Option<Instant>,
+        call: impl FnOnce() -> Result<Value, CallError> + Send + 'static,
+    ) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let deadline = deadline.unwrap_or_else(|| started + Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        let slot = match tokio::time::timeout_at(deadline.into(), Arc::clone(&self.slots).acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_closed)) => return Err(CallError::ShuttingDown),
+            Err(_elapsed) => return Err(CallError::SlotsBusy { ms: millis(started.elapsed()) }),
+        };
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             call()
         })
         .await
-        .map_err(|e| format!("the call panicked: {e}"))
+        .map_err(|e| CallError::Internal(format!("the call panicked: {e}")))?
     }
 
-    /// At shutdown: refuses new calls and waits, up to `limit`, for the ones in flight to
-    /// finish, so none is cut off mid-write when the async runtime goes away.
-    pub async fn drain(&self, limit: std::time::Duration) {
-        let all = u32::try_from(MAX_CONCURRENT_CALLS).unwrap_or(u32::MAX);
-        if let Ok(Ok(permits)) = tokio::time::timeout(limit, self.slots.acquire_many(all)).await {
-            permits.forget();
+    /// At shutdown: refuses new calls and gives the ones in flight up to `limit` to
+    /// finish, so none is cut off mid-write; then [`abandons`](Self::abandon) the rest.
+    pub async fn drain(&self, limit: Duration) {
+        if !self.slots.is_closed() {
+            let all = u32::try_from(MAX_CONCURRENT_CALLS).unwrap_or(u32::MAX);
+            match tokio::time::timeout(limit, self.slots.acquire_many(all)).await {
+                Ok(Ok(permits)) => permits.forget(),
+                Ok(Err(_closed)) => {}
+                Err(_elapsed) => tracing::warn!(
+                    in_flight = MAX_CONCURRENT_CALLS - self.slots.available_permits(),
+                    "faculty calls still running after {} s are abandoned",
+                    limit.as_secs()
+                ),
+            }
+            self.slots.close();
         }
-        self.slots.close();
+        self.abandon();
+    }
+
+    /// Ends every wait in the runtime and interrupts every running guest (within one
+    /// epoch tick); their calls fail with `shutting_down`. Irreversible: for shutdown.
+    pub fn abandon(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.store_locks.wake_all();
+        let _pending = lock(&self.pending);
+        self.reconciled.notify_all();
     }
 
     /// Commands (`(faculty, command)`) that only the owner may run, whoever calls them:
@@ -508,7 +643,8 @@ impl FacultyRuntime {
     }
 
     /// Brings the runnable faculties in line with `catalog`: new ones loaded, changed ones
-    /// replaced (in-flight calls finish on the old code), removed ones dropped.
+    /// replaced (in-flight calls finish on the old code), removed ones dropped. Calls
+    /// waiting for a faculty that was still compiling look again.
     pub fn reconcile(&self, catalog: &Catalog) {
         let current = self.faculties.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let mut next = HashMap::new();
@@ -528,6 +664,9 @@ impl FacultyRuntime {
             tracing::info!(faculty = %gone, "faculty runtime: unloaded");
         }
         *self.faculties.write().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        let ids = pending_ids(catalog);
+        lock(&self.pending).ids = ids;
+        self.reconciled.notify_all();
     }
 
     /// Reconciles on every published snapshot, off the async threads.
@@ -545,6 +684,14 @@ impl FacultyRuntime {
         });
     }
 
+    /// Whether every faculty the catalog found can be called.
+    #[must_use]
+    pub fn readiness(&self) -> Readiness {
+        let mut pending: Vec<String> = lock(&self.pending).ids.iter().cloned().collect();
+        pending.sort();
+        Readiness { ready: pending.is_empty(), pending }
+    }
+
     /// Runs command `command` of faculty `id` with the caller's `args` object.
     ///
     /// # Errors
@@ -556,7 +703,8 @@ impl FacultyRuntime {
         args: &Map<String, Value>,
         context: &CallContext,
     ) -> Result<Value, CallError> {
-        let faculty = self.get(id)?;
+        let context = self.bound(id, context);
+        let faculty = self.ready_faculty(id, &context)?;
         let ready =
             faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
         let runnable = ready
@@ -568,12 +716,12 @@ impl FacultyRuntime {
         }
         let argv =
             runnable.args.apply(args).map_err(|e| CallError::InvalidArgs { faculty: id.to_owned(), message: e.0 })?;
-        let (_guards, context) = match runnable.effect {
-            Effect::Write => self.lock_stores(&ready.write_stores, context),
-            Effect::Read | Effect::External => (Vec::new(), context.clone()),
-        };
-        let request = Request::Command { id: command, args: argv.args, stdin: argv.stdin.as_deref() };
-        self.execute(&faculty, &runnable.target, request, &context)
+        self.observed(id, command, &context, |waited| {
+            let stores = self.stores_of(id, command);
+            let (_guards, context) = self.lock_stores(id, &stores, &context, waited)?;
+            let request = Request::Command { id: command, args: argv.args, stdin: argv.stdin.as_deref() };
+            self.execute(&faculty, &runnable.target, request, &context)
+        })
     }
 
     /// Runs a command the way the pipeline calls it: `args` (any JSON) travels as text on
@@ -589,8 +737,9 @@ impl FacultyRuntime {
         args: &Value,
         context: &CallContext,
     ) -> Result<Value, CallError> {
+        let context = self.bound(id, context);
         let stdin_arg = {
-            let faculty = self.get(id)?;
+            let faculty = self.ready_faculty(id, &context)?;
             let ready = faculty
                 .ready
                 .as_ref()
@@ -615,22 +764,24 @@ impl FacultyRuntime {
                 });
             }
         }
-        self.invoke(id, command, &map, context)
+        self.invoke(id, command, &map, &context)
     }
 
     /// Renders report `report` of faculty `id`, checked against its declared shape.
     ///
     /// # Errors
     /// [`CallError`] for this call only.
-    pub fn report(&self, id: &str, report: &str) -> Result<Value, CallError> {
-        let faculty = self.get(id)?;
+    pub fn report(&self, id: &str, report: &str, context: &CallContext) -> Result<Value, CallError> {
+        let context = self.bound(id, context);
+        let faculty = self.ready_faculty(id, &context)?;
         let ready =
             faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
         let (shape, target) = ready
             .reports
             .get(report)
             .ok_or_else(|| CallError::UnknownReport { faculty: id.to_owned(), report: report.to_owned() })?;
-        let data = self.execute(&faculty, target, Request::Report(report), &CallContext::default())?;
+        let data =
+            self.observed(id, report, &context, |_| self.execute(&faculty, target, Request::Report(report), &context))?;
         report::check(*shape, &data).map_err(|message| CallError::InvalidReport {
             faculty: id.to_owned(),
             report: report.to_owned(),
@@ -642,11 +793,12 @@ impl FacultyRuntime {
     /// The run state of faculty `id`, if it is registered.
     #[must_use]
     pub fn status(&self, id: &str) -> Option<FacultyStatus> {
-        let faculty = self.get(id).ok()?;
+        let faculty = self.get(id)?;
         let (state, error, runtime, wit) = match &faculty.ready {
             Ok(ready) => ("ready", None, ready.runtime, ready.wit.clone()),
             Err(e) => ("failed", Some(e.clone()), None, None),
         };
+        let calls = lock(&self.stats).get(id).map(CallStats::summary).unwrap_or_else(|| CallStats::default().summary());
         Some(FacultyStatus {
             state,
             error,
@@ -655,28 +807,96 @@ impl FacultyRuntime {
             timeout_ms: faculty.sandbox.timeout_ms,
             memory_mb: faculty.sandbox.memory_mb,
             preopens: faculty.sandbox.preopens.iter().map(|p| p.guest.clone()).collect(),
+            calls,
         })
     }
 
     /// Runtime-wide counters.
     #[must_use]
     pub fn stats(&self) -> RuntimeStats {
-        use std::sync::atomic::Ordering;
         RuntimeStats {
             pooling: self.engine.pooling,
             compiles: self.components.compiles.load(Ordering::Relaxed),
             cache_hits: self.components.cache_hits.load(Ordering::Relaxed),
             wit_versions: wit::SUPPORTED,
+            in_flight: if self.slots.is_closed() { 0 } else { MAX_CONCURRENT_CALLS - self.slots.available_permits() },
+            slots: MAX_CONCURRENT_CALLS,
         }
     }
 
-    fn get(&self, id: &str) -> Result<Arc<Faculty>, CallError> {
-        self.faculties
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| CallError::UnknownFaculty(id.to_owned()))
+    fn get(&self, id: &str) -> Option<Arc<Faculty>> {
+        self.faculties.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// `context` with its deadline decided: the tree's, or faculty `id`'s timeout from now.
+    fn bound(&self, id: &str, context: &CallContext) -> CallContext {
+        let own = self.deadline_for(id);
+        context.clone().until(own)
+    }
+
+    /// Faculty `id`; while the catalog has it but its component is still compiling, waits
+    /// for it (until the call's deadline).
+    fn ready_faculty(&self, id: &str, context: &CallContext) -> Result<Arc<Faculty>, CallError> {
+        let started = Instant::now();
+        let deadline = context.deadline.unwrap_or_else(|| self.deadline_for(id));
+        let mut pending = lock(&self.pending);
+        loop {
+            if let Some(faculty) = self.get(id) {
+                return Ok(faculty);
+            }
+            if !pending.ids.contains(id) {
+                return Err(CallError::UnknownFaculty(id.to_owned()));
+            }
+            if self.stop.load(Ordering::Acquire) {
+                return Err(CallError::ShuttingDown);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(CallError::NotReady { faculty: id.to_owned(), ms: millis(started.elapsed()) });
+            }
+            pending = self
+                .reconciled
+                .wait_timeout(pending, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Runs `call` as one observed call of `id`/`what`: counted, timed, and logged at
+    /// debug under the faculty's target. `call` reports its lock wait through its argument.
+    fn observed(
+        &self,
+        id: &str,
+        what: &str,
+        context: &CallContext,
+        call: impl FnOnce(&mut Duration) -> Result<Value, CallError>,
+    ) -> Result<Value, CallError> {
+        lock(&self.stats).entry(id.to_owned()).or_default().started();
+        let started = Instant::now();
+        let mut waited = Duration::ZERO;
+        let outcome = call(&mut waited);
+        let took = started.elapsed();
+        let failure = outcome.as_ref().err().map(CallError::code);
+        {
+            let mut stats = lock(&self.stats);
+            let entry = stats.entry(id.to_owned()).or_default();
+            entry.waited(waited);
+            entry.ended(took, failure);
+        }
+        if log::log_enabled!(target: stats::target(id).as_str(), log::Level::Debug) {
+            let parent = context.parent.as_deref().unwrap_or("-");
+            stats::emit(
+                log::Level::Debug,
+                id,
+                &format!(
+                    "call {id}/{what} parent={parent} ms={:.3} lock_wait_ms={:.3} outcome={}",
+                    took.as_secs_f64() * 1000.0,
+                    waited.as_secs_f64() * 1000.0,
+                    failure.unwrap_or("ok")
+                ),
+            );
+        }
+        outcome
     }
 
     fn execute(
@@ -686,6 +906,16 @@ impl FacultyRuntime {
         request: Request<'_>,
         context: &CallContext,
     ) -> Result<Value, CallError> {
+        let name = match &request {
+            Request::Command { id, .. } | Request::Report(id) => *id,
+        };
+        let frame = run::Frame {
+            context,
+            caller: format!("{}/{name}", faculty.sandbox.faculty),
+            deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),
+            stop: Arc::clone(&self.stop),
+            dispatch: self.dispatch.get().cloned(),
+        };
         match target {
             Target::Component { prepared, argv0, leading } => {
                 let call = match (prepared, request) {
@@ -703,8 +933,7 @@ impl FacultyRuntime {
                         run::Call::Command { argv, stdin }
                     }
                 };
-                let dispatch = self.dispatch.get().cloned();
-                run::component(&self.engine.engine, &faculty.sandbox, prepared, &call, dispatch, context)
+                run::component(&self.engine.engine, &faculty.sandbox, prepared, &call, &frame)
             }
             Target::Native { argv } => {
                 let (args, stdin) = match request {
@@ -712,31 +941,81 @@ impl FacultyRuntime {
                     Request::Report(_) => (Vec::new(), None),
                 };
                 let argv: Vec<String> = argv.iter().cloned().chain(args).collect();
-                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin)
+                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin, &frame)
             }
         }
     }
 
-    /// Takes the write lock of every store the call may write, except those the call
-    /// chain already holds (a nested call of a writer must not wait for itself).
-    fn lock_stores(&self, stores: &[PathBuf], context: &CallContext) -> (Vec<StoreGuard>, CallContext) {
-        let mut context = context.clone();
-        let mut guards = Vec::new();
-        for store in stores {
-            if context.held.contains(store) {
-                continue;
-            }
-            let lock = self
-                .store_locks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(store.clone())
-                .or_default()
-                .clone();
-            guards.push(StoreGuard::acquire(lock));
-            context.held.push(store.clone());
+    /// The stores a call of `id`/`command` takes before it runs (see [`locks`]). A write
+    /// command takes every store it may write, itself and through the actions it declares
+    /// in `calls`, transitively; a declared callee that is not loaded counts with every
+    /// store its sandbox could write. A read command takes nothing: it holds nothing while
+    /// its nested calls run, so they take their own stores in order from a clean slate.
+    fn stores_of(&self, id: &str, command: &str) -> Vec<PathBuf> {
+        let writes =
+            self.get(id).and_then(|f| f.ready.as_ref().ok().and_then(|r| r.commands.get(command)).map(|r| r.effect))
+                == Some(Effect::Write);
+        if !writes {
+            return Vec::new();
         }
-        (guards, context)
+        let mut stores = Vec::new();
+        let mut seen = HashSet::new();
+        self.collect_stores(id, command, &mut seen, &mut stores);
+        stores.sort();
+        stores.dedup();
+        stores
+    }
+
+    fn collect_stores(&self, id: &str, command: &str, seen: &mut HashSet<(String, String)>, out: &mut Vec<PathBuf>) {
+        if !seen.insert((id.to_owned(), command.to_owned())) {
+            return;
+        }
+        let faculty = self.get(id);
+        let Some(ready) = faculty.as_ref().and_then(|f| f.ready.as_ref().ok()) else {
+            out.extend(self.sandbox_for(id).write_stores());
+            return;
+        };
+        let Some(runnable) = ready.commands.get(command) else { return };
+        if runnable.effect == Effect::Write {
+            out.extend(ready.write_stores.iter().cloned());
+        }
+        let Some(dispatch) = self.dispatch.get() else { return };
+        for action in &runnable.calls {
+            if let Some((callee, callee_command)) = dispatch.resolve(action) {
+                self.collect_stores(&callee, &callee_command, seen, out);
+            }
+        }
+    }
+
+    /// Takes the stores of `stores` the call tree does not hold yet (see [`locks`] for the
+    /// rules), adding the time spent waiting to `waited`. The returned context holds them.
+    fn lock_stores(
+        &self,
+        id: &str,
+        stores: &[PathBuf],
+        context: &CallContext,
+        waited: &mut Duration,
+    ) -> Result<(locks::Acquired, CallContext), CallError> {
+        let deadline = context.deadline.unwrap_or_else(|| self.deadline_for(id));
+        let started = Instant::now();
+        let acquired =
+            self.store_locks.acquire(context.tree, &context.held, stores, deadline, &self.stop).map_err(|failure| {
+                match failure {
+                    LockFailure::Busy(store) => {
+                        CallError::StoreBusy { faculty: id.to_owned(), store: locks::display(&self.setup.root, &store) }
+                    }
+                    LockFailure::Timeout(store) => CallError::LockTimeout {
+                        faculty: id.to_owned(),
+                        store: locks::display(&self.setup.root, &store),
+                        ms: millis(started.elapsed()),
+                    },
+                    LockFailure::ShuttingDown => CallError::ShuttingDown,
+                }
+            })?;
+        *waited += acquired.waited;
+        let mut context = context.clone();
+        context.held.extend(acquired.taken.iter().cloned());
+        Ok((acquired, context))
     }
 
     fn build(&self, ext: &Arc<Extension>) -> Faculty {
@@ -753,7 +1032,8 @@ impl FacultyRuntime {
             runtime.get_or_insert(target.runtime());
             let args = ArgSpec::compile(&command.args)?;
             let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
-            commands.insert(command.id.clone(), Runnable { effect: command.effect, args, stdin_arg, target });
+            let runnable = Runnable { effect: command.effect, args, stdin_arg, calls: command.calls.clone(), target };
+            commands.insert(command.id.clone(), runnable);
         }
         let mut reports = HashMap::new();
         for report in &ext.manifest.reports {
@@ -765,15 +1045,7 @@ impl FacultyRuntime {
             crate::catalog::ComponentKind::Faculty { wit_version } => Some(wit_version.clone()),
             crate::catalog::ComponentKind::Command => None,
         });
-        let mut write_stores: Vec<PathBuf> = sandbox
-            .preopens
-            .iter()
-            .filter(|p| p.write)
-            .map(|p| std::fs::canonicalize(&p.host).unwrap_or_else(|_| p.host.clone()))
-            .collect();
-        write_stores.sort();
-        write_stores.dedup();
-        Ok(Ready { commands, reports, write_stores, runtime, wit })
+        Ok(Ready { commands, reports, write_stores: sandbox.write_stores(), runtime, wit })
     }
 
     fn target(&self, ext: &Extension, exec: &[String]) -> Result<Target, String> {
@@ -830,4 +1102,25 @@ impl FacultyRuntime {
             env,
         }
     }
+}
+
+/// The ids of the faculties `catalog` found whose component is still compiling: the
+/// manifest's id, or for a bare `.wasm` (not described yet) its file stem.
+fn pending_ids(catalog: &Catalog) -> HashSet<String> {
+    catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == crate::catalog::Severity::Pending)
+        .filter_map(|d| {
+            d.id.clone().or_else(|| {
+                let path = std::path::Path::new(&d.path);
+                let name = path.file_name()?.to_str()?;
+                Some(name.strip_suffix(".wasm").unwrap_or(name).to_owned())
+            })
+        })
+        .collect()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -5,10 +5,11 @@
 use std::io::{Read, Write};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::components::Prepared;
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
@@ -28,26 +29,70 @@ pub(super) enum Call<'a> {
     },
 }
 
+/// Where one call stands in its tree, and when it must stop.
+pub(super) struct Frame<'a> {
+    /// The call's context (owner, held stores, depth).
+    pub context: &'a CallContext,
+    /// `faculty/command`, the parent of its nested calls.
+    pub caller: String,
+    /// When the call tree must be done.
+    pub deadline: Instant,
+    /// Set when the runtime abandons every call (shutdown).
+    pub stop: Arc<AtomicBool>,
+    /// What `host.call` goes through.
+    pub dispatch: Option<Arc<dyn Dispatch>>,
+}
+
+/// The guest was interrupted because the runtime is shutting down.
+#[derive(Debug)]
+struct Abandoned;
+
+impl std::fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("abandoned at shutdown")
+    }
+}
+
+impl std::error::Error for Abandoned {}
+
+/// Arms `store` to stop at `deadline`, or as soon as `stop` is set: the epoch ticks every
+/// [`super::engine::EPOCH_TICK`], and at each tick the guest is checked.
+pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if stop.load(Ordering::Acquire) {
+            return Err(wasmtime::Error::new(Abandoned));
+        }
+        if Instant::now() >= deadline {
+            return Err(Trap::Interrupt.into());
+        }
+        Ok(UpdateDeadline::Continue(1))
+    });
+}
+
 /// Runs `call` in a fresh instance of `prepared`.
 pub(super) fn component(
     engine: &Engine,
     sandbox: &Sandbox,
     prepared: &Prepared,
     call: &Call<'_>,
-    dispatch: Option<Arc<dyn Dispatch>>,
-    context: &CallContext,
+    frame: &Frame<'_>,
 ) -> Result<Value, CallError> {
     let faculty = sandbox.faculty.clone();
     let (argv, stdin): (&[String], Option<&str>) = match call {
         Call::Guest(_) => (&[], None),
         Call::Command { argv, stdin } => (argv, *stdin),
     };
-    let state = CallState::new(sandbox, argv, stdin, dispatch, context.clone()).map_err(|e| {
-        CallError::Unavailable { faculty: faculty.clone(), reason: format!("cannot prepare the sandbox: {e:#}") }
-    })?;
+    let state =
+        CallState::new(sandbox, argv, stdin, frame.dispatch.clone(), frame.context.clone(), frame.caller.clone())
+            .map_err(|e| CallError::Unavailable {
+                faculty: faculty.clone(),
+                reason: format!("cannot prepare the sandbox: {e:#}"),
+            })?;
+    let started = Instant::now();
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    store.set_epoch_deadline(super::engine::ticks_for(sandbox.timeout_ms));
+    arm(&mut store, frame.deadline, Arc::clone(&frame.stop));
 
     let outcome = match (prepared, call) {
         (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(&mut store, op).map(|r| r.map(Some)),
@@ -87,7 +132,8 @@ pub(super) fn component(
                     });
                 }
             } else {
-                return Err(classify(&faculty, sandbox, &error, store.data().limits.hit, &stderr));
+                let budget = frame.deadline.saturating_duration_since(started);
+                return Err(classify(sandbox, budget, &error, store.data().limits.hit, &stderr));
             }
         }
     };
@@ -102,6 +148,7 @@ pub(super) fn native(
     cwd: &std::path::Path,
     env: &[(String, String)],
     stdin: Option<&str>,
+    frame: &Frame<'_>,
 ) -> Result<Value, CallError> {
     let faculty = sandbox.faculty.clone();
     let Some(program) = argv.first() else {
@@ -138,14 +185,21 @@ pub(super) fn native(
     };
     let out = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let err = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let deadline = Instant::now() + Duration::from_millis(sandbox.timeout_ms);
+    let started = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
+            Ok(None) if frame.stop.load(Ordering::Acquire) => {
                 kill_group(child.id());
                 let _ = child.wait();
-                return Err(CallError::Timeout { faculty, ms: sandbox.timeout_ms });
+                return Err(CallError::ShuttingDown);
+            }
+            Ok(None) if Instant::now() >= frame.deadline => {
+                kill_group(child.id());
+                let _ = child.wait();
+                let ms =
+                    u64::try_from(frame.deadline.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
+                return Err(CallError::Timeout { faculty, ms });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => return Err(CallError::CommandFailed { faculty, message: e.to_string() }),
@@ -182,10 +236,15 @@ fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {
     })
 }
 
-/// Deadline, memory cap, or another trap.
-fn classify(faculty: &str, sandbox: &Sandbox, error: &wasmtime::Error, memory_hit: bool, stderr: &str) -> CallError {
+/// Shutdown, deadline (`budget` is the time the call had), memory cap, or another trap.
+fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory_hit: bool, stderr: &str) -> CallError {
+    let faculty = sandbox.faculty.as_str();
+    if error.downcast_ref::<Abandoned>().is_some() {
+        return CallError::ShuttingDown;
+    }
     if matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-        return CallError::Timeout { faculty: faculty.to_owned(), ms: sandbox.timeout_ms };
+        let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        return CallError::Timeout { faculty: faculty.to_owned(), ms };
     }
     if memory_hit {
         return CallError::MemoryLimit { faculty: faculty.to_owned(), mb: sandbox.memory_mb };
@@ -219,7 +278,7 @@ fn with_tail(message: String, stderr: &str) -> String {
 
 fn log_stderr(faculty: &str, stderr: &str) {
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
-        tracing::info!(faculty, stream = "stderr", "{line}");
+        super::stats::emit(log::Level::Info, faculty, &format!("stderr: {line}"));
     }
 }
 

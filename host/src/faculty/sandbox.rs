@@ -70,6 +70,29 @@ pub struct Sandbox {
     pub env: Vec<(String, String)>,
 }
 
+impl Sandbox {
+    /// The stores (see [`super::locks`]) a call of this faculty may write: its `/data` and
+    /// every writable grant, by canonical path so that two spellings of one directory are
+    /// one store. `/data` is created here, so its path is canonical from the first call.
+    #[must_use]
+    pub fn write_stores(&self) -> Vec<PathBuf> {
+        let mut stores: Vec<PathBuf> = self
+            .preopens
+            .iter()
+            .filter(|p| p.write)
+            .map(|p| {
+                if p.guest == DATA {
+                    let _ = std::fs::create_dir_all(&p.host);
+                }
+                std::fs::canonicalize(&p.host).unwrap_or_else(|_| p.host.clone())
+            })
+            .collect();
+        stores.sort();
+        stores.dedup();
+        stores
+    }
+}
+
 /// Caps an instance's linear memories and tables, remembering whether it said no, so a
 /// failed call can be reported as hitting the cap rather than as an anonymous trap.
 pub struct Limits {
@@ -104,6 +127,8 @@ pub struct CallState {
     faculty: String,
     dispatch: Option<Arc<dyn Dispatch>>,
     context: CallContext,
+    /// `faculty/command` of this call, the parent of its nested calls.
+    caller: String,
     /// What the guest printed on stdout.
     pub stdout: MemoryOutputPipe,
     /// What the guest printed on stderr.
@@ -117,7 +142,8 @@ impl WasiView for CallState {
 }
 
 impl CallState {
-    /// A fresh sandbox for one call. `argv` and `stdin` are only seen by plain commands.
+    /// A fresh sandbox for one call. `argv` and `stdin` are only seen by plain commands;
+    /// `caller` (`faculty/command`) names the call to its nested calls.
     ///
     /// # Errors
     /// When a preopen cannot be opened.
@@ -127,6 +153,7 @@ impl CallState {
         stdin: Option<&str>,
         dispatch: Option<Arc<dyn Dispatch>>,
         context: CallContext,
+        caller: String,
     ) -> wasmtime::Result<Self> {
         let stdout = MemoryOutputPipe::new(MAX_STDOUT_BYTES);
         let stderr = MemoryOutputPipe::new(MAX_STDERR_BYTES);
@@ -166,21 +193,15 @@ impl CallState {
             faculty: sandbox.faculty.clone(),
             dispatch,
             context,
+            caller,
             stdout,
             stderr,
         })
     }
 
-    /// `host.log`.
-    pub fn write_log(&self, level: tracing::Level, message: &str) {
-        let faculty = self.faculty.as_str();
-        match level {
-            tracing::Level::ERROR => tracing::error!(faculty, "{message}"),
-            tracing::Level::WARN => tracing::warn!(faculty, "{message}"),
-            tracing::Level::INFO => tracing::info!(faculty, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(faculty, "{message}"),
-            tracing::Level::TRACE => tracing::trace!(faculty, "{message}"),
-        }
+    /// `host.log`, under the faculty's own log target.
+    pub fn write_log(&self, level: log::Level, message: &str) {
+        super::stats::emit(level, &self.faculty, message);
     }
 
     /// `host.now-ms`.
@@ -201,7 +222,7 @@ impl CallState {
         })?;
         let args: Value =
             serde_json::from_str(args).map_err(|e| ("invalid_json".to_owned(), format!("call arguments: {e}")))?;
-        let nested = self.context.nested().map_err(|e| (e.code().to_owned(), e.to_string()))?;
+        let nested = self.context.nested(&self.caller).map_err(|e| (e.code().to_owned(), e.to_string()))?;
         dispatch
             .dispatch(action, args, &nested)
             .map(|data| data.to_string())

@@ -146,7 +146,8 @@ pub fn status_for(code: &str) -> StatusCode {
         "not_hosted" | "extension_removed" => StatusCode::CONFLICT,
         "invalid_args" => StatusCode::BAD_REQUEST,
         "owner_required" | "forbidden" => StatusCode::FORBIDDEN,
-        "faculty_unavailable" | "busy" => StatusCode::SERVICE_UNAVAILABLE,
+        "faculty_unavailable" | "busy" | "shutting_down" => StatusCode::SERVICE_UNAVAILABLE,
+        "internal" => StatusCode::INTERNAL_SERVER_ERROR,
         "timeout" => StatusCode::GATEWAY_TIMEOUT,
         "trap" | "memory_limit" | "command_failed" | "invalid_output" | "invalid_report" | "call_depth_exceeded" => {
             StatusCode::BAD_GATEWAY

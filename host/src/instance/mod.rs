@@ -12,7 +12,7 @@ pub mod skeleton;
 use std::path::{Path, PathBuf};
 
 pub use config::RootConfig;
-pub use host_file::HostFile;
+pub use host_file::{HostFile, HostLock};
 
 use crate::catalog::ScanConfig;
 use crate::catalog::scan::MANIFEST_FILE;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::faculty::{CallContext, FacultyRuntime};
+use crate::faculty::FacultyRuntime;
 use crate::pipeline::PipelineRouter;
 use crate::validation::SchemaValidator;
 
@@ -197,14 +197,15 @@ impl HostTools {
         (tool.fixed)(&mut args);
         let (pipeline, action) = (Arc::clone(&self.pipeline), tool.action);
         let args = Value::Object(args);
-        let outcome = self.runtime.blocking(move || pipeline.call(action, &args, &CallContext::top(false))).await;
+        let context = pipeline.context(false, action);
+        let deadline = context.deadline();
+        let outcome = self.runtime.blocking(deadline, move || pipeline.call(action, &args, &context)).await;
         match outcome {
-            Ok(Ok(data)) => json!({
+            Ok(data) => json!({
                 "content": [{"type": "text", "text": serde_json::to_string_pretty(&data).unwrap_or_default()}],
                 "structuredContent": data,
             }),
-            Ok(Err(e)) => error_result(format!("{}: {e}", e.code())),
-            Err(e) => error_result(e),
+            Err(e) => error_result(format!("{}: {e}", e.code())),
         }
     }
 }

@@ -16,21 +16,11 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::PipelineRouter;
 use crate::catalog::{Catalog, CatalogHandle, Kind, Severity};
-use crate::faculty::{CallContext, CallError, FacultyRuntime};
+use crate::faculty::FacultyRuntime;
 use crate::supervise::{Event, Supervisor};
 
 /// The journal action observations go through.
-const INTAKE: &str = "journal.intake";
-
-/// On a new instance the journal compiles in the background while the first hosted items
-/// already run: an observation made meanwhile waits for it, up to 120 × 500 ms.
-const JOURNAL_WAIT_ATTEMPTS: u32 = 120;
-const JOURNAL_WAIT_STEP: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// The journal is not loaded yet (still compiling, or not registered yet).
-fn not_ready(error: &CallError) -> bool {
-    matches!(error.code(), "faculty_unavailable" | "unknown_faculty" | "unknown_action")
-}
+pub const INTAKE: &str = "journal.intake";
 
 /// Records supervision failures and rescan changes from now on.
 pub fn spawn(
@@ -39,24 +29,15 @@ pub fn spawn(
     supervisor: &Supervisor,
     catalog: &CatalogHandle,
 ) {
+    // A journal still compiling on a new instance is waited for by the runtime, within
+    // the call's deadline.
     let record = move |observation: Value| {
         let (pipeline, runtime) = (Arc::clone(&pipeline), Arc::clone(&runtime));
         async move {
-            let observation = Arc::new(observation);
-            for attempt in 1..=JOURNAL_WAIT_ATTEMPTS {
-                let (pipeline, observation) = (Arc::clone(&pipeline), Arc::clone(&observation));
-                let call = move || pipeline.call(INTAKE, &observation, &CallContext::top(false));
-                let error = match runtime.blocking(call).await {
-                    Ok(Ok(_)) => return,
-                    Ok(Err(e)) if not_ready(&e) && attempt < JOURNAL_WAIT_ATTEMPTS => {
-                        tokio::time::sleep(JOURNAL_WAIT_STEP).await;
-                        continue;
-                    }
-                    Ok(Err(e)) => e.to_string(),
-                    Err(e) => e,
-                };
-                tracing::warn!("cannot record an observation in the journal: {error}");
-                return;
+            let context = pipeline.context(false, INTAKE);
+            let deadline = context.deadline();
+            if let Err(e) = runtime.blocking(deadline, move || pipeline.call(INTAKE, &observation, &context)).await {
+                tracing::warn!("cannot record an observation in the journal: {e}");
             }
         }
     };

@@ -53,10 +53,10 @@ impl PipelineRouter {
     /// [`CallError::UnknownAction`] for a malformed action or an unrouted prefix.
     pub fn resolve(&self, action: &str) -> Result<(String, String), CallError> {
         let unknown = || CallError::UnknownAction(action.chars().take(100).collect());
-        let (prefix, verb) = action.split_once('.').ok_or_else(unknown)?;
-        if !is_name(prefix) || !is_name(verb) {
+        if !crate::catalog::is_action(action) {
             return Err(unknown());
         }
+        let (prefix, verb) = action.split_once('.').ok_or_else(unknown)?;
         let faculty = self.routes.get(prefix).ok_or_else(unknown)?;
         let command = if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") };
         Ok((faculty.clone(), command))
@@ -73,6 +73,17 @@ impl PipelineRouter {
     #[must_use]
     pub fn is_operator_action(&self, action: &str) -> bool {
         OPERATOR_ACTIONS.contains(&action)
+    }
+
+    /// A top-level call of `action`: a new call tree whose deadline is the routed
+    /// faculty's `timeoutMs` from now (the default when `action` is not routed).
+    #[must_use]
+    pub fn context(&self, owner: bool, action: &str) -> CallContext {
+        let deadline = match (self.resolve(action), self.runtime.upgrade()) {
+            (Ok((faculty, _)), Some(runtime)) => runtime.deadline_for(&faculty),
+            _ => std::time::Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
+        };
+        CallContext::top(owner).until(deadline)
     }
 
     /// Runs `action`.
@@ -95,11 +106,10 @@ impl Dispatch for PipelineRouter {
     fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError> {
         self.call(action, &args, context)
     }
-}
 
-fn is_name(part: &str) -> bool {
-    part.starts_with(|c: char| c.is_ascii_lowercase())
-        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    fn resolve(&self, action: &str) -> Option<(String, String)> {
+        PipelineRouter::resolve(self, action).ok()
+    }
 }
 
 #[cfg(test)]

@@ -21,11 +21,11 @@ impl butler::faculty::types::Host for CallState {}
 impl butler::faculty::host::Host for CallState {
     fn log(&mut self, level: Level, message: String) {
         let level = match level {
-            Level::Trace => tracing::Level::TRACE,
-            Level::Debug => tracing::Level::DEBUG,
-            Level::Info => tracing::Level::INFO,
-            Level::Warn => tracing::Level::WARN,
-            Level::Error => tracing::Level::ERROR,
+            Level::Trace => log::Level::Trace,
+            Level::Debug => log::Level::Debug,
+            Level::Info => log::Level::Info,
+            Level::Warn => log::Level::Warn,
+            Level::Error => log::Level::Error,
         };
         self.write_log(level, &message);
     }

@@ -33,13 +33,11 @@ pub async fn command(
             format!("unknown field `{extra}` (the body is {{\"args\": {{…}}}})"),
         ));
     }
-    let context = CallContext::top(owner::is_owner(&headers, state.gate, &state.owner_token));
+    let owner = owner::is_owner(&headers, state.gate, &state.owner_token);
+    let context = CallContext::top(owner).until(state.faculties.deadline_for(&id));
     let runtime = state.faculties.clone();
-    let data = state
-        .faculties
-        .blocking(move || runtime.invoke(&id, &command, &args, &context))
-        .await
-        .map_err(ApiError::internal)??;
+    let deadline = context.deadline();
+    let data = state.faculties.blocking(deadline, move || runtime.invoke(&id, &command, &args, &context)).await?;
     Ok(Json(json!({"ok": true, "data": data})))
 }
 
@@ -51,7 +49,9 @@ pub async fn report(
     State(state): State<AppState>,
     Path((id, report)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    let context = CallContext::top(false).until(state.faculties.deadline_for(&id));
     let runtime = state.faculties.clone();
-    let data = state.faculties.blocking(move || runtime.report(&id, &report)).await.map_err(ApiError::internal)??;
+    let deadline = context.deadline();
+    let data = state.faculties.blocking(deadline, move || runtime.report(&id, &report, &context)).await?;
     Ok(Json(data))
 }

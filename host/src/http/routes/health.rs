@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 
 use crate::http::AppState;
 
-/// `{"ok":true, "version", "workdir", "uptimeSec", "catalogGeneration"}`.
+/// `{"ok":true, "version", "workdir", "uptimeSec", "catalogGeneration", "faculties":
+/// {"ready", "pending"}}` — `faculties.ready` is false while any faculty found is still
+/// being compiled (`pending` names them); calls to those wait for them meanwhile.
 pub async fn health(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "ok": true,
@@ -14,5 +16,6 @@ pub async fn health(State(state): State<AppState>) -> Json<Value> {
         "workdir": state.instance.root,
         "uptimeSec": state.started.elapsed().as_secs(),
         "catalogGeneration": state.catalog.current().generation,
+        "faculties": state.faculties.readiness(),
     }))
 }

@@ -7,9 +7,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
-use crate::faculty::{CallContext, CallError};
+use crate::faculty::CallContext;
 use crate::http::error::object_body;
 use crate::http::{ApiError, AppState, owner};
+use crate::pipeline::observations::INTAKE;
 
 /// `{"action": "<prefix>.<verb>", "args": {…}}` → `{"ok":true,"data":…}`.
 ///
@@ -44,7 +45,7 @@ pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: B
             format!("`{action}` is an operator command: run it with the CLI (butler validity set-checks)"),
         ));
     }
-    let context = CallContext::top(owner::is_owner(&headers, state.gate, &state.owner_token));
+    let context = state.pipeline.context(owner::is_owner(&headers, state.gate, &state.owner_token), &action);
     let data = run(&state, action, args, context).await?;
     Ok(Json(json!({"ok": true, "data": data})))
 }
@@ -55,7 +56,8 @@ pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: B
 /// 400 `invalid_observation`; 502 `intake_failed` when the journal could not record it.
 pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
     let observation = Value::Object(object_body(&body)?);
-    match run(&state, "journal.intake".to_owned(), observation, CallContext::top(false)).await {
+    let context = state.pipeline.context(false, INTAKE);
+    match run(&state, INTAKE.to_owned(), observation, context).await {
         Ok(_) => Ok((StatusCode::ACCEPTED, Json(json!({"queued": true})))),
         Err(e) if e.code.starts_with("invalid_") => {
             Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_observation", e.message))
@@ -66,10 +68,6 @@ pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(Stat
 
 async fn run(state: &AppState, action: String, args: Value, context: CallContext) -> Result<Value, ApiError> {
     let pipeline = state.pipeline.clone();
-    state
-        .faculties
-        .blocking(move || pipeline.call(&action, &args, &context))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e: CallError| ApiError::from(e))
+    let deadline = context.deadline();
+    state.faculties.blocking(deadline, move || pipeline.call(&action, &args, &context)).await.map_err(ApiError::from)
 }
