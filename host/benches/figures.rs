@@ -997,7 +997,6 @@ impl Pipeline {
         }
         let router = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &runtime));
         runtime.set_dispatch(router.clone());
-        runtime.require_owner_for(router.owner_commands());
         Self { router, _runtime: runtime }
     }
 

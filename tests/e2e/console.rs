@@ -42,6 +42,8 @@ fn drive(butler: &Butler, scenario: &str, args: &Value) -> Value {
         .arg(&shots)
         .arg(args.to_string())
         .env("CHROMIUM", &chromium)
+        // Each page logs in as the owner does: a one-time link visited in the browser.
+        .env("BUTLER_OWNER_TOKEN", butler.owner_token())
         .output()
         .expect("run the browser scenario");
     let stdout = String::from_utf8_lossy(&output.stdout);

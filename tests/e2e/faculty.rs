@@ -291,11 +291,17 @@ fn external_commands_need_the_owner() {
     assert_error(status, &body, 403, "owner_required");
     let (status, body) = butler.post_json(path, &json!({}), &[("authorization", "Bearer 0000")]);
     assert_error(status, &body, 403, "owner_required");
-    let (status, _) = butler.post_json(
+    // The console's three headers are what any local process can send: refused without
+    // the session; with the logged-in console's cookie, allowed.
+    let (status, body) = butler.post_json(
         path,
         &json!({}),
         &[("origin", &own), ("sec-fetch-site", "same-origin"), ("x-butler-review", "1")],
     );
+    assert_error(status, &body, 403, "owner_required");
+    let owned = butler.console_owner_headers();
+    let headers: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _) = butler.post_json(path, &json!({}), &headers);
     assert_eq!(status, 200);
     let token = format!("Bearer {}", butler.owner_token());
     let (status, _) = butler.post_json(path, &json!({}), &[("authorization", &token)]);

@@ -89,3 +89,74 @@ fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
     let (status, body) = json_of(butler.request(Method::DELETE, &butler.api("/catalog")).send().expect("delete"));
     assert_error(status, &body, 405, "method_not_allowed");
 }
+
+/// Runs `script` with `/usr/bin/python3` as the user `nobody` (uid 65534); its stdout, or
+/// `None` when this test process cannot switch users (it is not root).
+fn as_another_user(script: &str) -> Option<String> {
+    if rustix_uid() != 0 {
+        eprintln!("not root: cannot try the host as another user here (CI runs as root)");
+        return None;
+    }
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", script])
+        .current_dir("/")
+        .output()
+        .expect("setpriv");
+    Some(String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr))
+}
+
+fn rustix_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:")?.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(u32::MAX)
+}
+
+#[test]
+fn another_local_user_gets_nothing_over_tcp_or_the_local_socket() {
+    let (butler, _dir) = Butler::start_fresh();
+    let token = butler.owner_token();
+    // Over TCP, even with every header the console sends and the owner's token: refused
+    // before the request is read.
+    let tcp = format!(
+        r#"
+import socket
+s = socket.create_connection(("127.0.0.1", {port}))
+s.sendall(b"POST /myspace-butler/api/pipeline HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\nSec-Fetch-Site: same-origin\r\nX-Butler-Review: 1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode())
+"#,
+        port = butler.port
+    );
+    let Some(answer) = as_another_user(&tcp) else { return };
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("\"code\":\"foreign_user\""), "{answer}");
+    // The MCP endpoint likewise.
+    let mcp = tcp.replace("/myspace-butler/api/pipeline", "/myspace-butler/api/mcp");
+    let answer = as_another_user(&mcp).expect("root");
+    assert!(answer.contains("\"code\":\"foreign_user\""), "{answer}");
+    // The local socket is the owner's alone (mode 0600, and its peer is checked).
+    let socket = butler.workdir.join(".butler/host.sock");
+    let unix = format!(
+        r#"
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("{path}")
+    s.sendall(b"GET /myspace-butler/api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    print(s.recv(65536).decode())
+except OSError as e:
+    print("refused:", e)
+"#,
+        path = socket.display()
+    );
+    let answer = as_another_user(&unix).expect("root");
+    assert!(answer.starts_with("refused:") || answer.contains("foreign_user"), "{answer}");
+    // The owner still gets in.
+    assert_eq!(butler.get_json("/health").0, 200);
+}

@@ -9,14 +9,10 @@ use serde_json::{Value, json};
 
 use crate::util::{Butler, assert_error};
 
-/// Calls a pipeline action; `owner` adds the console's three owner signals.
+/// Calls a pipeline action; `owner` makes it an owner action of the logged-in console.
 fn act(butler: &Butler, action: &str, args: Value, owner: bool) -> (u16, Value) {
-    let origin = butler.origin.clone();
-    let headers: Vec<(&str, &str)> = if owner {
-        vec![("origin", &origin), ("sec-fetch-site", "same-origin"), ("x-butler-review", "1")]
-    } else {
-        vec![]
-    };
+    let owned = if owner { butler.console_owner_headers() } else { Vec::new() };
+    let headers: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
     butler.post_json("/pipeline", &json!({"action": action, "args": args}), &headers)
 }
 

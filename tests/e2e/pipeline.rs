@@ -104,12 +104,21 @@ fn the_pipeline_door_validates_routes_and_gates() {
 
     // Review decisions need the owner: every partial signal is refused.
     let own = butler.origin.clone();
+    let forged_cookie = format!("butler_session_{}={}", butler.port, "0".repeat(64));
     for headers in [
         vec![],
         vec![("origin", own.as_str())],
         vec![("origin", own.as_str()), ("sec-fetch-site", "same-origin")],
         vec![("origin", own.as_str()), ("x-butler-review", "1")],
         vec![("sec-fetch-site", "same-origin"), ("x-butler-review", "1")],
+        // Every header the console sends, without its session: what curl can forge.
+        vec![("origin", own.as_str()), ("sec-fetch-site", "same-origin"), ("x-butler-review", "1")],
+        vec![
+            ("origin", own.as_str()),
+            ("sec-fetch-site", "same-origin"),
+            ("x-butler-review", "1"),
+            ("cookie", &forged_cookie),
+        ],
         vec![("authorization", "Bearer not-the-token")],
     ] {
         for action in ["review.prepare", "review.approve", "review.reject"] {
@@ -129,4 +138,32 @@ fn the_pipeline_door_validates_routes_and_gates() {
     let (status, body) =
         butler.post_json("/faculties/cards/commands/review-prepare", &json!({"args": {"args": "{}"}}), &[]);
     assert_error(status, &body, 403, "owner_required");
+}
+
+#[test]
+fn who_may_run_a_command_is_the_commands_own_property_whatever_the_routes_say() {
+    // Routes remapped: `review.*` and `validity.*` now point at the journal. The cards
+    // faculty's owner commands stay owner-only on their direct route, and the operator
+    // command stays refused on every HTTP path, token or not.
+    let (first, _dir) = Butler::start_fresh();
+    let workdir = first.workdir.clone();
+    assert!(first.stop().success());
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(workdir.join("butler.json")).expect("config")).expect("json");
+    config["pipeline"] = json!({"routes": {"review": "journal", "validity": "journal"}});
+    std::fs::write(workdir.join("butler.json"), serde_json::to_vec_pretty(&config).expect("json")).expect("config");
+    let butler = Butler::start(&workdir);
+    butler.wait_ready("cards");
+    butler.wait_ready("validity");
+    for command in ["review-prepare", "review-approve", "review-reject"] {
+        let (status, body) =
+            butler.post_json(&format!("/faculties/cards/commands/{command}"), &json!({"args": {"args": "{}"}}), &[]);
+        assert_error(status, &body, 403, "owner_required");
+    }
+    let token = format!("Bearer {}", butler.owner_token());
+    let set_checks = json!({"args": {"args": "{\"id\":\"x\",\"revision\":1,\"checks\":[]}"}});
+    for headers in [vec![], vec![("authorization", token.as_str())]] {
+        let (status, body) = butler.post_json("/faculties/validity/commands/set-checks", &set_checks, &headers);
+        assert_error(status, &body, 403, "operator_only");
+    }
 }

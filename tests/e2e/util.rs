@@ -305,3 +305,32 @@ impl Butler {
         std::fs::read_to_string(self.workdir.join(".butler/owner-token")).expect("owner token").trim().to_owned()
     }
 }
+
+impl Butler {
+    /// Logs in as the console would: a one-time link from `POST /console/links` (owner
+    /// token), visited once; returns the session cookie (`name=value`).
+    pub fn console_cookie(&self) -> String {
+        let token = format!("Bearer {}", self.owner_token());
+        let (status, body) = self.post_json("/console/links", &serde_json::json!({}), &[("authorization", &token)]);
+        assert_eq!(status, 200, "{body}");
+        let url = body["data"]["url"].as_str().expect("login url").to_owned();
+        let client =
+            reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let response = client.get(&url).send().expect("login");
+        assert_eq!(response.status().as_u16(), 303, "the link logs in and sends to the console");
+        let cookie = response.headers().get("set-cookie").expect("a session cookie").to_str().expect("ascii");
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+        cookie.split(';').next().expect("name=value").to_owned()
+    }
+
+    /// The headers of an owner action from the logged-in console: the session cookie plus
+    /// the same-origin signals a browser sends.
+    pub fn console_owner_headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("origin", self.origin.clone()),
+            ("sec-fetch-site", "same-origin".to_owned()),
+            ("x-butler-review", "1".to_owned()),
+            ("cookie", self.console_cookie()),
+        ]
+    }
+}

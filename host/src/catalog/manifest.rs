@@ -243,6 +243,14 @@ pub struct Command {
     /// `docs/faculties.md`); undeclared ones may fail with `busy` under contention.
     #[serde(default)]
     pub calls: Vec<String>,
+    /// Only the owner may run it (the CLI's owner token or the console's session), on
+    /// every path; never another faculty or an MCP client.
+    #[serde(default)]
+    pub owner: bool,
+    /// Only the operator may run it: the owner through the CLI, over the host's local
+    /// socket. Refused on every HTTP path.
+    #[serde(default)]
+    pub operator: bool,
 }
 
 /// One declared command argument.

@@ -1,7 +1,14 @@
 //! Talking to the running host from the CLI: find it through `<stateDir>/host.json`,
 //! authenticate with the owner token, and turn answers into readable output.
+//!
+//! Requests go over the host's local socket (`<stateDir>/host.sock`) when it has one —
+//! the owner token over that socket also makes the CLI the operator — and over loopback
+//! TCP otherwise.
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use butler_host::instance::{HostFile, Instance, owner};
@@ -9,11 +16,15 @@ use serde_json::Value;
 
 use super::settings::{self, Settings};
 
+/// How long the CLI waits for one answer (a faculty call's deadline is 30 s by default).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// A connection to the host serving an instance.
 pub struct Client {
     url: String,
     token: String,
     agent: ureq::Agent,
+    socket: Option<PathBuf>,
 }
 
 impl Client {
@@ -30,12 +41,16 @@ impl Client {
         })?;
         let token = owner::read(&state_dir).context("cannot read the owner token")?;
         let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        Ok(Self { url: info.url, token, agent })
+        let socket = Some(state_dir.join(butler_host::http::LOCAL_SOCKET)).filter(|p| p.exists());
+        Ok(Self { url: info.url, token, agent, socket })
     }
 
     /// POSTs `body` to an API path; returns the `data` of a `{ok:true,data}` answer, or the
     /// whole body of a plain read.
     pub fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        if let Some(answer) = self.over_socket("POST", path, Some(body)) {
+            return answer;
+        }
         let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
         let response = self
             .agent
@@ -48,6 +63,9 @@ impl Client {
 
     /// GETs an API path.
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
+        if let Some(answer) = self.over_socket("GET", path, None) {
+            return answer;
+        }
         let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
         let response = self
             .agent
@@ -59,13 +77,74 @@ impl Client {
     }
 }
 
+impl Client {
+    /// The request over the local socket; `None` when there is no socket to use (then TCP).
+    fn over_socket(&self, method: &str, path: &str, body: Option<&Value>) -> Option<anyhow::Result<Value>> {
+        let socket = self.socket.as_ref()?;
+        let mut stream = UnixStream::connect(socket).ok()?;
+        let mut exchange = || -> anyhow::Result<Value> {
+            stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+            let body = body.map(Value::to_string).unwrap_or_default();
+            let head = format!(
+                "{method} {}{path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                butler_host::http::API_PREFIX,
+                self.token,
+                body.len()
+            );
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(body.as_bytes())?;
+            let mut response = Vec::new();
+            stream.read_to_end(&mut response).context("the host closed the connection (is it still running?)")?;
+            let (status, body) = split_response(&response)?;
+            let value: Value =
+                serde_json::from_slice(&body).context("the host answered with something that is not JSON")?;
+            json_answer(status, value)
+        };
+        Some(exchange())
+    }
+}
+
+/// The status and (de-chunked) body of a whole HTTP/1.1 response.
+fn split_response(response: &[u8]) -> anyhow::Result<(u16, Vec<u8>)> {
+    let end = response.windows(4).position(|w| w == b"\r\n\r\n").context("the host's answer has no head")?;
+    let head = String::from_utf8_lossy(&response[..end]);
+    let status =
+        head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("the host's answer has no status")?;
+    let mut body = &response[end + 4..];
+    let chunked = head.lines().any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.eq_ignore_ascii_case("transfer-encoding") && v.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    if !chunked {
+        return Ok((status, body.to_vec()));
+    }
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n").context("a torn chunk")?;
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&body[..line_end]).trim(), 16).context("a bad chunk size")?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Ok((status, out));
+        }
+        out.extend_from_slice(body.get(..size).context("a torn chunk")?);
+        body = body.get(size + 2..).context("a torn chunk")?;
+    }
+}
+
 fn answer(mut response: ureq::http::Response<ureq::Body>) -> anyhow::Result<Value> {
-    let status = response.status();
+    let status = response.status().as_u16();
     let body: Value = response.body_mut().read_json().context("the host answered with something that is not JSON")?;
+    json_answer(status, body)
+}
+
+fn json_answer(status: u16, body: Value) -> anyhow::Result<Value> {
     if body["ok"] == false {
         let code = body["error"]["code"].as_str().unwrap_or("error");
         let message = body["error"]["message"].as_str().unwrap_or_default();
-        bail!("{code}: {message} (HTTP {})", status.as_u16());
+        bail!("{code}: {message} (HTTP {status})");
     }
     Ok(if body["ok"] == true { body["data"].clone() } else { body })
 }

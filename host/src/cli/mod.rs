@@ -2,6 +2,7 @@
 
 mod check;
 mod client;
+mod console;
 mod faculty;
 mod keep;
 mod mcp;
@@ -36,6 +37,8 @@ enum Command {
     Review(pipeline::Review),
     /// Card validity: refresh every check, or set a card's checks.
     Validity(pipeline::Validity),
+    /// Print a one-time login link for the running host's web console.
+    Console(console::Args),
     /// The MCP hub on the running host.
     #[command(subcommand)]
     Mcp(mcp::Command),
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Pipeline(command) => pipeline::pipeline(command),
         Command::Review(command) => pipeline::review(command),
         Command::Validity(command) => pipeline::validity(command),
+        Command::Console(args) => console::run(args),
         Command::Mcp(command) => mcp::run(command),
         Command::Keep(args) => Ok(keep::run(&args)),
     };

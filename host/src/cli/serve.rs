@@ -37,7 +37,8 @@ pub struct Args {
 /// At shutdown, how long faculty calls in flight may take to finish before they are
 /// abandoned (their guests interrupted).
 const CALL_DRAIN: Duration = Duration::from_secs(5);
-/// After the drain, how long open connections get to finish their answers.
+/// After the drain, how long open connections get to finish their answers (an open event
+/// or log stream is closed then).
 const CONNECTION_GRACE: Duration = Duration::from_secs(2);
 /// After `serve` returned, how long the async runtime waits for blocking threads (a native
 /// faculty call being killed) before the process exits anyway.
@@ -56,8 +57,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Raises the soft limit on open files to the hard limit: every connection, provider pipe
+/// and log file is one, and the connection cap is kept well below it.
+fn raise_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, limit) {
+            tracing::debug!("cannot raise the open-file limit: {e}");
+        }
+    }
+}
+
 async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let started = Instant::now();
+    raise_file_limit();
     let workdir = settings::workdir(args.workdir, &settings)?;
     let (instance, created) = Instance::open_or_create(&workdir)?;
     if created {
@@ -84,7 +99,6 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     faculties.spawn_reconciler(&catalog);
     let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
     faculties.set_dispatch(pipeline.clone());
-    faculties.require_owner_for(pipeline.owner_commands());
 
     let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
     observations::spawn(Arc::clone(&pipeline), Arc::clone(&faculties), &supervisor, &catalog);
@@ -94,6 +108,9 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     mcp.follow(&catalog).await;
 
     let instance = Arc::new(instance);
+    let local_socket = http::bind_local(&instance.state_dir());
+    let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
+    let login = sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
     let host_file = host_lock.publish(&host_url)?;
     let state = AppState {
         catalog,
@@ -103,6 +120,8 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         supervisor: Arc::clone(&supervisor),
         mcp: Arc::clone(&mcp),
         owner_token: owner_token.into(),
+        sessions,
+        origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
         started,
     };
@@ -110,11 +129,14 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()?;
     // One write: a reader that takes the first line and closes the pipe (`| head -1`)
     // cannot make a later line fail.
+    let console = login.map_or_else(
+        || format!("{host_url}{} (run `butler console` for a login link)", butler_host::console::PAGE_PATH),
+        |url| format!("{url} (a one-time login link; `butler console` makes another)"),
+    );
     let announcement = format!(
-        "butler {} listening on {host_url}{API_PREFIX}/ (instance {})\n  console: {host_url}{}\n  MCP for your AI clients: {host_url}{API_PREFIX}/mcp\n",
+        "butler {} listening on {host_url}{API_PREFIX}/ (instance {})\n  console: {console}\n  MCP for your AI clients: {host_url}{API_PREFIX}/mcp\n",
         butler_host::VERSION,
         instance.root.display(),
-        butler_host::console::PAGE_PATH,
     );
     let mut out = std::io::stdout().lock();
     out.write_all(announcement.as_bytes())?;
@@ -125,24 +147,11 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     // them, so no open SSE connection holds up the graceful shutdown. Faculty calls get
     // the drain window, then are abandoned, so a stuck call cannot hold the exit.
     let (stopping, providers, draining) = (Arc::clone(&supervisor), Arc::clone(&mcp), Arc::clone(&faculties));
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;
-        let _ = stopped_tx.send(());
         tokio::join!(stopping.shutdown(), providers.shutdown(), draining.drain(CALL_DRAIN));
     };
-    let server = http::serve(listener, state, shutdown);
-    tokio::pin!(server);
-    let served = tokio::select! {
-        served = &mut server => served,
-        () = async {
-            let _ = stopped_rx.await;
-            tokio::time::sleep(CALL_DRAIN + CONNECTION_GRACE).await;
-        } => {
-            tracing::warn!("connections still open {} s after the signal are closed", (CALL_DRAIN + CONNECTION_GRACE).as_secs());
-            Ok(())
-        }
-    };
+    let served = http::serve(listener, local_socket, state, shutdown, CONNECTION_GRACE).await;
     served?;
     supervisor.shutdown().await;
     mcp.shutdown().await;

@@ -71,6 +71,8 @@ static NEXT_TREE: AtomicU64 = AtomicU64::new(1);
 pub struct CallContext {
     /// The caller passed the owner gate (HTTP or CLI only; never nested calls).
     pub owner: bool,
+    /// The caller is the operator: the owner through the CLI over the local socket.
+    pub operator: bool,
     depth: u8,
     tree: TreeId,
     held: Vec<PathBuf>,
@@ -85,6 +87,12 @@ impl CallContext {
     #[must_use]
     pub fn top(owner: bool) -> Self {
         Self { owner, tree: NEXT_TREE.fetch_add(1, Ordering::Relaxed), ..Self::default() }
+    }
+
+    /// A top-level call by the operator (who is also the owner).
+    #[must_use]
+    pub fn operator() -> Self {
+        Self { operator: true, ..Self::top(true) }
     }
 
     /// The same call, ending by `deadline` at the latest.
@@ -112,6 +120,7 @@ impl CallContext {
         }
         Ok(Self {
             owner: false,
+            operator: false,
             depth: self.depth + 1,
             tree: self.tree,
             held: self.held.clone(),
@@ -174,11 +183,21 @@ pub enum CallError {
         /// Which rule.
         message: String,
     },
-    /// An `external` command without the owner.
+    /// An owner-only or `external` command without the owner.
     #[error(
-        "faculty `{faculty}`: command `{command}` needs the owner (the console's review header or the CLI's owner token)"
+        "faculty `{faculty}`: command `{command}` needs the owner: the CLI's owner token, or the console logged in with the link `butler serve` printed (`butler console` makes another)"
     )]
     OwnerRequired {
+        /// Faculty id.
+        faculty: String,
+        /// Command id.
+        command: String,
+    },
+    /// An operator command from anywhere but the CLI.
+    #[error(
+        "faculty `{faculty}`: command `{command}` is an operator command: run it with the butler CLI on this machine"
+    )]
+    OperatorOnly {
         /// Faculty id.
         faculty: String,
         /// Command id.
@@ -309,6 +328,7 @@ impl CallError {
             Self::Unavailable { .. } => "faculty_unavailable",
             Self::InvalidArgs { .. } => "invalid_args",
             Self::OwnerRequired { .. } => "owner_required",
+            Self::OperatorOnly { .. } => "operator_only",
             Self::Guest { code, .. } => code,
             Self::Timeout { .. } => "timeout",
             Self::MemoryLimit { .. } => "memory_limit",
@@ -377,6 +397,10 @@ impl Target {
 
 struct Runnable {
     effect: Effect,
+    /// Owner only (declared, or `external`).
+    owner: bool,
+    /// Operator only.
+    operator: bool,
     args: ArgSpec,
     stdin_arg: Option<String>,
     /// The actions it declares it may `host.call`.
@@ -478,7 +502,6 @@ pub struct FacultyRuntime {
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
     dispatch: OnceLock<Arc<dyn Dispatch>>,
     store_locks: StoreLocks,
-    owner_only: RwLock<Vec<(String, String)>>,
     slots: Arc<tokio::sync::Semaphore>,
     pending: Mutex<Pending>,
     reconciled: Condvar,
@@ -534,7 +557,6 @@ impl FacultyRuntime {
             faculties: RwLock::new(HashMap::new()),
             dispatch: OnceLock::new(),
             store_locks: StoreLocks::default(),
-            owner_only: RwLock::new(Vec::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
             pending: Mutex::new(Pending::default()),
             reconciled: Condvar::new(),
@@ -621,20 +643,6 @@ impl FacultyRuntime {
         self.reconciled.notify_all();
     }
 
-    /// Commands (`(faculty, command)`) that only the owner may run, whoever calls them:
-    /// over HTTP, through the pipeline, or from another faculty (which never is the owner).
-    pub fn require_owner_for(&self, commands: Vec<(String, String)>) {
-        *self.owner_only.write().unwrap_or_else(std::sync::PoisonError::into_inner) = commands;
-    }
-
-    fn needs_owner(&self, id: &str, command: &str) -> bool {
-        self.owner_only
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .any(|(f, c)| f == id && c == command)
-    }
-
     /// Installs the router behind `host.call` (once, at start).
     pub fn set_dispatch(&self, dispatch: Arc<dyn Dispatch>) {
         if self.dispatch.set(dispatch).is_err() {
@@ -711,7 +719,10 @@ impl FacultyRuntime {
             .commands
             .get(command)
             .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
-        if !context.owner && (runnable.effect == Effect::External || self.needs_owner(id, command)) {
+        if runnable.operator && !context.operator {
+            return Err(CallError::OperatorOnly { faculty: id.to_owned(), command: command.to_owned() });
+        }
+        if runnable.owner && !context.owner {
             return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
         }
         let argv =
@@ -1032,7 +1043,15 @@ impl FacultyRuntime {
             runtime.get_or_insert(target.runtime());
             let args = ArgSpec::compile(&command.args)?;
             let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
-            let runnable = Runnable { effect: command.effect, args, stdin_arg, calls: command.calls.clone(), target };
+            let runnable = Runnable {
+                effect: command.effect,
+                owner: command.owner || command.operator || command.effect == Effect::External,
+                operator: command.operator,
+                args,
+                stdin_arg,
+                calls: command.calls.clone(),
+                target,
+            };
             commands.insert(command.id.clone(), runnable);
         }
         let mut reports = HashMap::new();

@@ -145,7 +145,7 @@ pub fn status_for(code: &str) -> StatusCode {
         | "not_found" => StatusCode::NOT_FOUND,
         "not_hosted" | "extension_removed" => StatusCode::CONFLICT,
         "invalid_args" => StatusCode::BAD_REQUEST,
-        "owner_required" | "forbidden" => StatusCode::FORBIDDEN,
+        "owner_required" | "operator_only" | "forbidden" => StatusCode::FORBIDDEN,
         "faculty_unavailable" | "busy" | "shutting_down" => StatusCode::SERVICE_UNAVAILABLE,
         "internal" => StatusCode::INTERNAL_SERVER_ERROR,
         "timeout" => StatusCode::GATEWAY_TIMEOUT,

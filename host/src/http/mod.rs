@@ -3,8 +3,11 @@
 
 pub mod error;
 pub mod gate;
+pub mod listen;
 pub mod owner;
+pub mod peer;
 pub mod routes;
+pub mod session;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -45,8 +48,12 @@ pub struct AppState {
     pub supervisor: Arc<Supervisor>,
     /// The MCP hub.
     pub mcp: Arc<Hub>,
-    /// The local owner token (S-H5).
+    /// The local owner token.
     pub owner_token: Arc<str>,
+    /// The console's login links and sessions.
+    pub sessions: Arc<session::Sessions>,
+    /// `http://ADDR:PORT`, where the host listens.
+    pub origin: Arc<str>,
     /// What the gate checks (our port).
     pub gate: GateConfig,
     /// When the host started.
@@ -108,16 +115,41 @@ pub fn router(state: AppState, gate: GateConfig) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests.
+/// Serves the loopback listener and the local socket (if any) until `shutdown` resolves,
+/// then gives in-flight requests `grace` to finish (see [`listen`]).
 ///
 /// # Errors
 /// I/O errors from the listener.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    local: Option<tokio::net::UnixListener>,
     state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: impl Future<Output = ()> + Send,
+    grace: std::time::Duration,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let app = router(state, GateConfig { port });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    listen::serve(listener, local, app, shutdown, grace).await
 }
+
+/// The host's local socket in `state_dir`, for the CLI: mode 0600, replacing a stale one
+/// (only the instance's lock holder calls this). `None`, with a warning, when it cannot be
+/// made (a path longer than a socket address allows, say); the CLI then uses TCP.
+#[must_use]
+pub fn bind_local(state_dir: &std::path::Path) -> Option<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = state_dir.join(LOCAL_SOCKET);
+    let _ = std::fs::remove_file(&path);
+    let bound = tokio::net::UnixListener::bind(&path)
+        .and_then(|l| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map(|()| l));
+    match bound {
+        Ok(listener) => Some(listener),
+        Err(e) => {
+            tracing::warn!(socket = %path.display(), "cannot open the local socket, the CLI will use TCP: {e}");
+            None
+        }
+    }
+}
+
+/// The local socket's file name in the state directory.
+pub const LOCAL_SOCKET: &str = "host.sock";

@@ -25,15 +25,23 @@ pub fn ensure(state_dir: &Path) -> std::io::Result<String> {
         }
         return Ok(token);
     }
-    let mut bytes = [0u8; TOKEN_BYTES];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = random_secret()?;
     let tmp = state_dir.join(format!(".{OWNER_TOKEN_FILE}.tmp-{}", std::process::id()));
     let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
     file.write_all(token.as_bytes())?;
     file.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     Ok(token)
+}
+
+/// A new random secret: 32 bytes from the kernel, hex-encoded.
+///
+/// # Errors
+/// When the kernel's randomness cannot be read (never a weaker secret instead).
+pub fn random_secret() -> std::io::Result<String> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Reads the owner token.

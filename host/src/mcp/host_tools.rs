@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::faculty::FacultyRuntime;
+use crate::faculty::{CallContext, FacultyRuntime};
 use crate::pipeline::PipelineRouter;
 use crate::validation::SchemaValidator;
 
@@ -197,7 +197,7 @@ impl HostTools {
         (tool.fixed)(&mut args);
         let (pipeline, action) = (Arc::clone(&self.pipeline), tool.action);
         let args = Value::Object(args);
-        let context = pipeline.context(false, action);
+        let context = CallContext::top(false).until(pipeline.deadline(action));
         let deadline = context.deadline();
         let outcome = self.runtime.blocking(deadline, move || pipeline.call(action, &args, &context)).await;
         match outcome {

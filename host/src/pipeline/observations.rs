@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::PipelineRouter;
 use crate::catalog::{Catalog, CatalogHandle, Kind, Severity};
-use crate::faculty::FacultyRuntime;
+use crate::faculty::{CallContext, FacultyRuntime};
 use crate::supervise::{Event, Supervisor};
 
 /// The journal action observations go through.
@@ -34,7 +34,7 @@ pub fn spawn(
     let record = move |observation: Value| {
         let (pipeline, runtime) = (Arc::clone(&pipeline), Arc::clone(&runtime));
         async move {
-            let context = pipeline.context(false, INTAKE);
+            let context = CallContext::top(false).until(pipeline.deadline(INTAKE));
             let deadline = context.deadline();
             if let Err(e) = runtime.blocking(deadline, move || pipeline.call(INTAKE, &observation, &context)).await {
                 tracing::warn!("cannot record an observation in the journal: {e}");

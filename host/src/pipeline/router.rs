@@ -5,6 +5,8 @@
 //! `<prefix>-<verb>` (`cards.search` → `cards`/`search`; `review.prepare` →
 //! `cards`/`review-prepare`). The action's `args` reach the command as JSON text on its
 //! `stdin: true` argument. This router is also what faculties reach through `host.call`.
+//! Who may run a command is the command's own property (`owner`, `operator` in its
+//! manifest), enforced by the faculty runtime whatever route led to it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
@@ -23,13 +25,6 @@ pub const DEFAULT_ROUTES: &[(&str, &str)] = &[
     ("cards", "cards"),
     ("review", "cards"),
 ];
-
-/// Actions only the owner may run (S-H5, §8.5): review decisions.
-pub const OWNER_ACTIONS: &[&str] = &["review.prepare", "review.approve", "review.reject"];
-
-/// Operator commands: never through the HTTP pipeline or MCP, only through the CLI, which
-/// calls the faculty command directly with the owner token (§8.3).
-pub const OPERATOR_ACTIONS: &[&str] = &["validity.set-checks"];
 
 /// The router.
 pub struct PipelineRouter {
@@ -62,28 +57,14 @@ impl PipelineRouter {
         Ok((faculty.clone(), command))
     }
 
-    /// The `(faculty, command)` pairs behind [`OWNER_ACTIONS`] and [`OPERATOR_ACTIONS`],
-    /// for the runtime to gate on every path.
+    /// The deadline of a call of `action` that starts now: the routed faculty's
+    /// `timeoutMs` from now (the default when `action` is not routed).
     #[must_use]
-    pub fn owner_commands(&self) -> Vec<(String, String)> {
-        OWNER_ACTIONS.iter().chain(OPERATOR_ACTIONS).filter_map(|action| self.resolve(action).ok()).collect()
-    }
-
-    /// Whether `action` is an operator command, refused by the HTTP pipeline.
-    #[must_use]
-    pub fn is_operator_action(&self, action: &str) -> bool {
-        OPERATOR_ACTIONS.contains(&action)
-    }
-
-    /// A top-level call of `action`: a new call tree whose deadline is the routed
-    /// faculty's `timeoutMs` from now (the default when `action` is not routed).
-    #[must_use]
-    pub fn context(&self, owner: bool, action: &str) -> CallContext {
-        let deadline = match (self.resolve(action), self.runtime.upgrade()) {
+    pub fn deadline(&self, action: &str) -> std::time::Instant {
+        match (self.resolve(action), self.runtime.upgrade()) {
             (Ok((faculty, _)), Some(runtime)) => runtime.deadline_for(&faculty),
             _ => std::time::Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
-        };
-        CallContext::top(owner).until(deadline)
+        }
     }
 
     /// Runs `action`.

@@ -3,12 +3,12 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use crate::faculty::CallContext;
 use crate::http::error::object_body;
-use crate::http::{ApiError, AppState, owner};
+use crate::http::owner::Caller;
+use crate::http::{ApiError, AppState};
 
 /// `POST /faculties/{id}/commands/{cmd}` with `{"args": {…}}` (or no body) →
 /// `{"ok":true,"data":…}`.
@@ -18,7 +18,7 @@ use crate::http::{ApiError, AppState, owner};
 pub async fn command(
     State(state): State<AppState>,
     Path((id, command)): Path<(String, String)>,
-    headers: HeaderMap,
+    caller: Caller,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let mut body = object_body(&body)?;
@@ -33,8 +33,7 @@ pub async fn command(
             format!("unknown field `{extra}` (the body is {{\"args\": {{…}}}})"),
         ));
     }
-    let owner = owner::is_owner(&headers, state.gate, &state.owner_token);
-    let context = CallContext::top(owner).until(state.faculties.deadline_for(&id));
+    let context = caller.context().until(state.faculties.deadline_for(&id));
     let runtime = state.faculties.clone();
     let deadline = context.deadline();
     let data = state.faculties.blocking(deadline, move || runtime.invoke(&id, &command, &args, &context)).await?;

@@ -7,6 +7,7 @@ mod events;
 mod faculties;
 mod health;
 mod layout;
+pub mod login;
 mod pipeline;
 mod supervise;
 
@@ -20,6 +21,8 @@ use super::AppState;
 pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
     vec![
         ("/health", get(health::health)),
+        ("/login", get(login::login)),
+        ("/console/links", post(login::new_link)),
         ("/events", get(events::events)),
         ("/catalog", get(catalog::catalog)),
         ("/extensions/{id}/icon", get(catalog::icon)),

@@ -4,12 +4,13 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::faculty::CallContext;
 use crate::http::error::object_body;
-use crate::http::{ApiError, AppState, owner};
+use crate::http::owner::Caller;
+use crate::http::{ApiError, AppState};
 use crate::pipeline::observations::INTAKE;
 
 /// `{"action": "<prefix>.<verb>", "args": {…}}` → `{"ok":true,"data":…}`.
@@ -17,7 +18,7 @@ use crate::pipeline::observations::INTAKE;
 /// # Errors
 /// The envelope: `unknown_action` 404, `invalid_args` 400, `owner_required` 403, and
 /// whatever the faculty answered.
-pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn pipeline(State(state): State<AppState>, caller: Caller, body: Bytes) -> Result<Json<Value>, ApiError> {
     let mut body = object_body(&body)?;
     let action = match body.remove("action") {
         Some(Value::String(action)) => action,
@@ -39,13 +40,7 @@ pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: B
             format!("unknown field `{extra}` (the body is {{\"action\", \"args\"}})"),
         ));
     }
-    if state.pipeline.is_operator_action(&action) {
-        return Err(ApiError::forbidden(
-            "operator_only",
-            format!("`{action}` is an operator command: run it with the CLI (butler validity set-checks)"),
-        ));
-    }
-    let context = state.pipeline.context(owner::is_owner(&headers, state.gate, &state.owner_token), &action);
+    let context = caller.context().until(state.pipeline.deadline(&action));
     let data = run(&state, action, args, context).await?;
     Ok(Json(json!({"ok": true, "data": data})))
 }
@@ -56,7 +51,7 @@ pub async fn pipeline(State(state): State<AppState>, headers: HeaderMap, body: B
 /// 400 `invalid_observation`; 502 `intake_failed` when the journal could not record it.
 pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
     let observation = Value::Object(object_body(&body)?);
-    let context = state.pipeline.context(false, INTAKE);
+    let context = CallContext::top(false).until(state.pipeline.deadline(INTAKE));
     match run(&state, INTAKE.to_owned(), observation, context).await {
         Ok(_) => Ok((StatusCode::ACCEPTED, Json(json!({"queued": true})))),
         Err(e) if e.code.starts_with("invalid_") => {

@@ -1,0 +1,171 @@
+//! Accepting connections: who may connect, how many at once, how long a connection may
+//! sit silent, and a bounded graceful shutdown. The router never sees a connection these
+//! rules refused.
+//!
+//! - **Only the owner's user.** A TCP connection whose socket belongs to another uid
+//!   ([`super::peer`]) is answered `403 foreign_user` before a byte of it is read; so is a
+//!   Unix-socket peer with another uid (`SO_PEERCRED`). Where the kernel cannot say, the
+//!   connection is let through and the routes' own credentials apply.
+//! - **A connection cap** ([`MAX_CONNECTIONS`], kept below the process's file limit): one
+//!   over it is answered `503 too_many_connections` and closed.
+//! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time
+//!   allowed between requests on a kept-alive connection).
+//!
+//! Both listeners serve the same router; requests that came over the local socket carry
+//! [`Transport::Local`] in their extensions (the CLI's operator commands need it).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::Semaphore;
+
+use super::peer;
+
+/// Connections served at once (both listeners together). Each costs a file descriptor and
+/// a task; the host raises its soft file limit at start and keeps this well below it.
+pub const MAX_CONNECTIONS: usize = 512;
+/// Time a client has to send a request head, and to start the next one on a kept-alive
+/// connection, before the connection is closed.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head accepted (request line and headers).
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
+/// How long a refusal may take to write before the connection is dropped.
+const REFUSAL_WRITE: Duration = Duration::from_secs(1);
+
+/// Which listener a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Loopback TCP.
+    Tcp,
+    /// The host's Unix-domain socket in its state directory.
+    Local,
+}
+
+/// Accepts and serves connections on the loopback TCP listener and (if any) the local
+/// socket until `shutdown` resolves; then lets the open ones finish for `grace` at most.
+///
+/// # Errors
+/// When the TCP listener fails for good.
+pub async fn serve(
+    tcp: TcpListener,
+    local: Option<UnixListener>,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let graceful = GracefulShutdown::new();
+    let own = peer::own_uid();
+    let tcp_app = app.clone().layer(axum::Extension(Transport::Tcp));
+    let local_app = app.layer(axum::Extension(Transport::Local));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = tcp.accept() => {
+                let (stream, peer_addr) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // EMFILE and the like: wait a little instead of spinning.
+                        tracing::warn!("cannot accept a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let foreign = stream
+                    .local_addr()
+                    .ok()
+                    .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten())
+                    .filter(|uid| *uid != own);
+                admit(stream, foreign, &slots, &graceful, &tcp_app);
+            }
+            accepted = accept_local(local.as_ref()) => {
+                let Ok(stream) = accepted else { continue };
+                let foreign = match peer::unix_peer_uid(&stream) {
+                    Ok(uid) if uid == own => None,
+                    Ok(uid) => Some(uid),
+                    Err(_) => Some(u32::MAX),
+                };
+                admit(stream, foreign, &slots, &graceful, &local_app);
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open {} s after shutdown began are closed", grace.as_secs());
+    }
+    Ok(())
+}
+
+async fn accept_local(listener: Option<&UnixListener>) -> std::io::Result<tokio::net::UnixStream> {
+    match listener {
+        Some(listener) => listener.accept().await.map(|(stream, _)| stream),
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves one accepted connection, or refuses it (another user's; over the cap).
+fn admit<S>(stream: S, foreign: Option<u32>, slots: &Arc<Semaphore>, graceful: &GracefulShutdown, app: &Router)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    if let Some(uid) = foreign {
+        refuse(
+            stream,
+            403,
+            "foreign_user",
+            &format!("this connection belongs to another user (uid {uid}); Butler serves only the user who runs it"),
+        );
+        return;
+    }
+    let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+        refuse(
+            stream,
+            503,
+            "too_many_connections",
+            &format!("the host already serves {MAX_CONNECTIONS} connections; close some and try again"),
+        );
+        return;
+    };
+    let service = TowerToHyperService::new(app.clone());
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .serve_connection(TokioIo::new(stream), service);
+    let watched = graceful.watch(connection);
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _ = watched.await;
+    });
+}
+
+/// Writes an error envelope and closes, without reading the request. The write is
+/// bounded; a refused peer costs one short-lived task (refusals are not counted against
+/// the cap, but each ends within [`REFUSAL_WRITE`]).
+fn refuse<S>(mut stream: S, status: u16, code: &str, message: &str)
+where
+    S: AsyncWrite + Unpin + Send + 'static,
+{
+    let reason = if status == 403 { "Forbidden" } else { "Service Unavailable" };
+    let body = serde_json::json!({"ok": false, "error": {"code": code, "message": message}}).to_string();
+    let response = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(REFUSAL_WRITE, async {
+            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        })
+        .await;
+    });
+}
