@@ -14,4 +14,5 @@ mod lifecycle;
 mod mcp;
 mod pipeline;
 mod supervise;
+mod trust;
 mod util;

@@ -300,9 +300,15 @@ impl Butler {
         (status, serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON (status {status}): {body}")))
     }
 
-    /// The owner token of this instance.
+    /// The owner token of this instance (in its state directory, `.butler` unless the root
+    /// config says otherwise).
     pub fn owner_token(&self) -> String {
-        std::fs::read_to_string(self.workdir.join(".butler/owner-token")).expect("owner token").trim().to_owned()
+        let config: Value = std::fs::read_to_string(self.workdir.join("butler.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null);
+        let state = config["stateDir"].as_str().unwrap_or(".butler");
+        std::fs::read_to_string(self.workdir.join(state).join("owner-token")).expect("owner token").trim().to_owned()
     }
 }
 

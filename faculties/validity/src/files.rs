@@ -1,13 +1,23 @@
 //! The two file system questions checks ask of the validity root — what is at a path, and
-//! what a file holds — asked with as few calls through the sandbox as possible.
+//! what a file holds — and the rules that keep the answers from being an oracle.
 //!
-//! In the WebAssembly sandbox each call crosses into the host, and the standard library's
-//! file API spends several on one operation (its `metadata` asks for a metadata hash as well
-//! as the stat; its reads go through a stream it opens and drops), so there they are asked
-//! of the root's preopened directory directly through WASI: one `stat-at`; one `open-at` and
-//! one `read` at an offset. Elsewhere (unit tests on the build machine) the standard library
-//! answers.
+//! **No oracle.** A quote check confirms text in a file; it must never confirm text in the
+//! host's secrets. So a checked path is first resolved here, one segment at a time with
+//! every symlink followed (never out of the root), and the **resolved** path is refused
+//! when it names a hidden file or folder, anything inside the instance's internals (the
+//! state directory with the owner token; the host says where in `BUTLER_INTERNAL`), or a
+//! file named like an extension manifest; a regular file with more than one hard link is
+//! refused too (its other names may be such places). Spelling is not enough: a link that
+//! stays inside the root can still point at the owner token.
+//!
+//! **Few calls.** In the WebAssembly sandbox each call crosses into the host, so the root's
+//! preopened directory is asked directly through WASI (one `stat-at` without following per
+//! segment, cached per folder for the life of a [`Root`]; `readlink-at` for links; one
+//! `open-at` and `read` at an offset). Elsewhere (unit tests on the build machine) the
+//! standard library answers.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 
 /// What is at a path: its type and size.
@@ -21,6 +31,86 @@ pub enum Entry {
     Other,
 }
 
+/// One segment as the file system reports it, links not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Node {
+    File { size: u64, links: u64 },
+    Dir,
+    Link,
+    Other,
+}
+
+/// Why a path is not checked at all (its error's inner value).
+#[derive(Debug)]
+pub struct Refused(pub &'static str);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+fn refused(why: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, Refused(why))
+}
+
+/// Symlinks followed in one path at most (as the kernel's own limit).
+const MAX_LINKS: usize = 40;
+/// The environment variable in which the host names the instance's internals under this
+/// faculty's grants: `{"paths": ["/validity/.butler"], "names": ["butler.json"]}`.
+pub const INTERNAL_ENV: &str = "BUTLER_INTERNAL";
+
+/// What the host said is internal, relative to the root.
+#[derive(Debug, Default, Clone)]
+struct Internal {
+    paths: Vec<String>,
+    names: Vec<String>,
+}
+
+impl Internal {
+    fn from_env(guest_root: &str) -> Self {
+        std::env::var(INTERNAL_ENV).map(|text| Self::parse(&text, guest_root)).unwrap_or_default()
+    }
+
+    /// The host's `{"paths", "names"}`, with paths made relative to `guest_root` (paths
+    /// under other grants are not this root's business).
+    fn parse(text: &str, guest_root: &str) -> Self {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else { return Self::default() };
+        let list = |key: &str| -> Vec<String> {
+            value
+                .get(key)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .map(str::to_owned)
+                .collect()
+        };
+        let prefix = format!("{}/", guest_root.trim_end_matches('/'));
+        Self {
+            paths: list("paths").iter().filter_map(|p| p.strip_prefix(&prefix)).map(str::to_owned).collect(),
+            names: list("names"),
+        }
+    }
+
+    /// Why the resolved `path` (segments from the root) is not checked, if it is not.
+    fn refuses(&self, segments: &[String]) -> Option<&'static str> {
+        if segments.iter().any(|s| s.starts_with('.')) {
+            return Some("it resolves to a hidden file or folder");
+        }
+        let joined = segments.join("/");
+        if self.paths.iter().any(|p| joined == *p || joined.starts_with(&format!("{p}/"))) {
+            return Some("it resolves into the host's own state");
+        }
+        if segments.last().is_some_and(|name| self.names.contains(name)) {
+            return Some("it resolves to an extension manifest");
+        }
+        None
+    }
+}
+
 #[cfg(target_os = "wasi")]
 mod imp {
     use std::io;
@@ -28,30 +118,35 @@ mod imp {
     use wasip2::filesystem::preopens::get_directories;
     use wasip2::filesystem::types::{Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
 
-    use super::Entry;
+    use super::Node;
 
     /// The validity root, as its preopened directory.
-    pub struct Root(Descriptor);
+    pub struct Dir(Descriptor);
 
-    impl Root {
+    impl Dir {
         pub fn open(guest: &str) -> Option<Self> {
             get_directories().into_iter().find(|(_, path)| path == guest).map(|(dir, _)| Self(dir))
         }
 
-        pub fn entry(&self, relative: &str) -> io::Result<Entry> {
-            let stat = self.0.stat_at(PathFlags::SYMLINK_FOLLOW, relative).map_err(error)?;
+        pub fn node(&self, relative: &str) -> io::Result<Node> {
+            let stat = self.0.stat_at(PathFlags::empty(), relative).map_err(error)?;
             Ok(match stat.type_ {
-                DescriptorType::RegularFile => Entry::File(stat.size),
-                DescriptorType::Directory => Entry::Dir,
-                _ => Entry::Other,
+                DescriptorType::RegularFile => Node::File { size: stat.size, links: stat.link_count },
+                DescriptorType::Directory => Node::Dir,
+                DescriptorType::SymbolicLink => Node::Link,
+                _ => Node::Other,
             })
+        }
+
+        pub fn link_target(&self, relative: &str) -> io::Result<String> {
+            self.0.readlink_at(relative).map_err(error)
         }
 
         pub fn read(&self, relative: &str, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
             out.clear();
             let file = self
                 .0
-                .open_at(PathFlags::SYMLINK_FOLLOW, relative, OpenFlags::empty(), DescriptorFlags::READ)
+                .open_at(PathFlags::empty(), relative, OpenFlags::empty(), DescriptorFlags::READ)
                 .map_err(error)?;
             while (out.len() as u64) < len {
                 let (chunk, end) = file.read(len - out.len() as u64, out.len() as u64).map_err(error)?;
@@ -82,27 +177,35 @@ mod imp {
 #[cfg(not(target_os = "wasi"))]
 mod imp {
     use std::io::{self, Read};
+    use std::os::unix::fs::MetadataExt;
     use std::path::PathBuf;
 
-    use super::Entry;
+    use super::Node;
 
     /// The validity root, as a path.
-    pub struct Root(PathBuf);
+    pub struct Dir(PathBuf);
 
-    impl Root {
+    impl Dir {
         pub fn open(guest: &str) -> Option<Self> {
             Some(Self(PathBuf::from(guest)))
         }
 
-        pub fn entry(&self, relative: &str) -> io::Result<Entry> {
-            let meta = std::fs::metadata(self.0.join(relative))?;
-            Ok(if meta.is_file() {
-                Entry::File(meta.len())
-            } else if meta.is_dir() {
-                Entry::Dir
+        pub fn node(&self, relative: &str) -> io::Result<Node> {
+            let meta = std::fs::symlink_metadata(self.0.join(relative))?;
+            let kind = meta.file_type();
+            Ok(if kind.is_symlink() {
+                Node::Link
+            } else if kind.is_file() {
+                Node::File { size: meta.len(), links: meta.nlink() }
+            } else if kind.is_dir() {
+                Node::Dir
             } else {
-                Entry::Other
+                Node::Other
             })
+        }
+
+        pub fn link_target(&self, relative: &str) -> io::Result<String> {
+            Ok(std::fs::read_link(self.0.join(relative))?.to_string_lossy().into_owned())
         }
 
         pub fn read(&self, relative: &str, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
@@ -113,22 +216,33 @@ mod imp {
 }
 
 /// The validity root.
-pub struct Root(imp::Root);
+pub struct Root {
+    dir: imp::Dir,
+    internal: Internal,
+    /// Folders resolved so far: their spelling → their resolved segments.
+    folders: RefCell<HashMap<String, Vec<String>>>,
+}
 
 impl Root {
     /// The directory preopened at `guest`; `None` when there is none.
     #[must_use]
     pub fn open(guest: &str) -> Option<Self> {
-        imp::Root::open(guest).map(Self)
+        let dir = imp::Dir::open(guest)?;
+        Some(Self { dir, internal: Internal::from_env(guest), folders: RefCell::new(HashMap::new()) })
     }
 
-    /// What is at `relative` (symlinks followed, never out of the root).
+    /// What is at `relative`, resolved (see the module doc).
     ///
     /// # Errors
-    /// As the file system answers: `NotFound`, `PermissionDenied` for a path that leaves
-    /// the root, …
+    /// As the file system answers (`NotFound`, …); `PermissionDenied` for a path that
+    /// leaves the root or that these rules refuse (a [`Refused`] inside).
     pub fn entry(&self, relative: &str) -> io::Result<Entry> {
-        self.0.entry(relative)
+        let (_, node) = self.resolve(relative)?;
+        Ok(match node {
+            Node::File { size, .. } => Entry::File(size),
+            Node::Dir => Entry::Dir,
+            Node::Link | Node::Other => Entry::Other,
+        })
     }
 
     /// Reads at most `len` bytes from the start of the file at `relative` into `out`.
@@ -136,6 +250,167 @@ impl Root {
     /// # Errors
     /// As [`Root::entry`].
     pub fn read(&self, relative: &str, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
-        self.0.read(relative, len, out)
+        let (resolved, _) = self.resolve(relative)?;
+        self.dir.read(&resolved, len, out)
+    }
+
+    /// The path with every link followed, and what is there; refused as the module says.
+    fn resolve(&self, relative: &str) -> io::Result<(String, Node)> {
+        let (folder, name) = relative.rsplit_once('/').map_or(("", relative), |(f, n)| (f, n));
+        let mut segments = self.resolve_folder(folder)?;
+        let (resolved, node) = self.walk(&mut segments, vec![name.to_owned()])?;
+        if let Some(why) = self.internal.refuses(&segments) {
+            return Err(refused(why));
+        }
+        if let Node::File { links, .. } = node
+            && links > 1
+        {
+            return Err(refused("the file has other hard links"));
+        }
+        Ok((resolved, node))
+    }
+
+    fn resolve_folder(&self, folder: &str) -> io::Result<Vec<String>> {
+        if folder.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(known) = self.folders.borrow().get(folder) {
+            return Ok(known.clone());
+        }
+        let mut segments = Vec::new();
+        let (_, node) = self.walk(&mut segments, folder.split('/').map(str::to_owned).collect())?;
+        if node != Node::Dir {
+            return Err(io::Error::new(io::ErrorKind::NotADirectory, "not a directory"));
+        }
+        self.folders.borrow_mut().insert(folder.to_owned(), segments.clone());
+        Ok(segments)
+    }
+
+    /// Appends `rest` to the resolved `segments`, following links; the resolved path and
+    /// what its last segment is.
+    fn walk(&self, segments: &mut Vec<String>, rest: Vec<String>) -> io::Result<(String, Node)> {
+        let mut pending: std::collections::VecDeque<String> = rest.into();
+        let mut links = 0;
+        let mut node = Node::Dir;
+        while let Some(segment) = pending.pop_front() {
+            match segment.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if segments.pop().is_none() {
+                        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "leaves the root"));
+                    }
+                    node = Node::Dir;
+                    continue;
+                }
+                _ => {}
+            }
+            segments.push(segment);
+            let here = segments.join("/");
+            node = self.dir.node(&here)?;
+            if node == Node::Link {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::other("too many levels of symbolic links"));
+                }
+                let target = self.dir.link_target(&here)?;
+                if target.starts_with('/') {
+                    return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a link out of the root"));
+                }
+                segments.pop();
+                for part in target.split('/').rev() {
+                    pending.push_front(part.to_owned());
+                }
+            } else if node != Node::Dir && !pending.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::NotADirectory, "not a directory"));
+            }
+        }
+        Ok((segments.join("/"), node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn root_with(internal: Internal) -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().expect("temp");
+        let base = dir.path();
+        std::fs::create_dir_all(base.join("docs/deep")).expect("mkdir");
+        std::fs::create_dir_all(base.join(".butler")).expect("mkdir");
+        std::fs::create_dir_all(base.join("state")).expect("mkdir");
+        std::fs::create_dir_all(base.join("tools/x")).expect("mkdir");
+        std::fs::write(base.join(".butler/owner-token"), "secret").expect("write");
+        std::fs::write(base.join("state/owner-token"), "secret").expect("write");
+        std::fs::write(base.join("tools/x/butler.json"), "{}").expect("write");
+        std::fs::write(base.join("docs/a.md"), "hello").expect("write");
+        std::fs::write(base.join("docs/deep/b.md"), "deep").expect("write");
+        let root = Root {
+            dir: imp::Dir::open(base.to_str().expect("utf-8")).expect("dir"),
+            internal,
+            folders: RefCell::new(HashMap::new()),
+        };
+        (dir, root)
+    }
+
+    fn is_refused(result: io::Result<Entry>) -> bool {
+        result.is_err_and(|e| e.get_ref().is_some_and(|inner| inner.is::<Refused>()))
+    }
+
+    #[test]
+    fn ordinary_paths_and_links_inside_resolve() {
+        let (dir, root) = root_with(Internal::default());
+        symlink("deep/b.md", dir.path().join("docs/link.md")).expect("link");
+        symlink("docs/deep", dir.path().join("dlink")).expect("link");
+        assert_eq!(root.entry("docs/a.md").expect("file"), Entry::File(5));
+        assert_eq!(root.entry("docs/link.md").expect("via a link"), Entry::File(4));
+        assert_eq!(root.entry("dlink/b.md").expect("via a folder link"), Entry::File(4));
+        assert_eq!(root.entry("docs").expect("dir"), Entry::Dir);
+        assert_eq!(root.entry("docs/nope.md").expect_err("missing").kind(), io::ErrorKind::NotFound);
+        let mut out = Vec::new();
+        root.read("docs/link.md", 10, &mut out).expect("read through the link");
+        assert_eq!(out, b"deep");
+    }
+
+    #[test]
+    fn every_road_to_the_internals_is_refused() {
+        let internal = Internal { paths: vec!["state".into()], names: vec!["butler.json".into()] };
+        let (dir, root) = root_with(internal);
+        let base = dir.path();
+        symlink("../.butler/owner-token", base.join("docs/tok-link.md")).expect("link");
+        symlink("../state/owner-token", base.join("docs/state-link.md")).expect("link");
+        symlink("../state", base.join("docs/state-dir")).expect("link");
+        symlink("chain-2.md", base.join("docs/chain-1.md")).expect("link");
+        symlink("tok-link.md", base.join("docs/chain-2.md")).expect("link");
+        symlink("../tools/x/butler.json", base.join("docs/manifest.md")).expect("link");
+        std::fs::hard_link(base.join("state/owner-token"), base.join("docs/hard.md")).expect("hard link");
+        symlink("/etc/passwd", base.join("docs/passwd.md")).expect("link");
+        symlink("../../outside", base.join("docs/out.md")).expect("link");
+        for path in [
+            "docs/tok-link.md",
+            "docs/state-link.md",
+            "docs/state-dir/owner-token",
+            "docs/chain-1.md",
+            "docs/manifest.md",
+            "docs/hard.md",
+            "state/owner-token",
+            "tools/x/butler.json",
+        ] {
+            assert!(is_refused(root.entry(path)), "{path}");
+            let mut out = Vec::new();
+            assert!(root.read(path, 100, &mut out).is_err() && out.is_empty(), "{path}: nothing read");
+        }
+        for path in ["docs/passwd.md", "docs/out.md"] {
+            assert_eq!(root.entry(path).expect_err(path).kind(), io::ErrorKind::PermissionDenied, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_host_names_internals_by_guest_path() {
+        let text = r#"{"paths": ["/validity/.butler", "/validity/state", "/elsewhere/x"], "names": ["butler.json"]}"#;
+        let internal = Internal::parse(text, "/validity");
+        assert_eq!(internal.paths, vec![".butler".to_owned(), "state".to_owned()]);
+        assert_eq!(internal.names, vec!["butler.json".to_owned()]);
+        assert!(Internal::parse("not json", "/validity").paths.is_empty());
     }
 }

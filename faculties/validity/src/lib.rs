@@ -13,8 +13,10 @@
 //! - `set-checks {id, revision, checks}` (operator) sets a card's checks;
 //! - report `summary`: which active cards are suspended and why.
 //!
-//! Checks are read only through the `/validity` preopen: the sandbox resolves every path
-//! inside it and refuses symlinks that lead out, whatever the spelling.
+//! Checks are read only through the `/validity` preopen, resolved by [`files`]: every
+//! symlink followed inside the root, and the resolved path refused when it is hidden, in the
+//! host's internals, a manifest, or a file with other hard links — no check is an oracle
+//! for a secret's contents.
 
 mod files;
 
@@ -102,6 +104,9 @@ fn root() -> Option<&'static Path> {
 /// Why opening or reading a checked path failed, in words for the owner.
 fn io_reason(error: &std::io::Error) -> String {
     use std::io::ErrorKind;
+    if let Some(refused) = error.get_ref().and_then(|inner| inner.downcast_ref::<files::Refused>()) {
+        return format!("is never checked: {refused}");
+    }
     match error.kind() {
         ErrorKind::NotFound | ErrorKind::NotADirectory => "does not exist".to_owned(),
         // The sandbox answers "not permitted" for a path (or a symlink on it) that leads out

@@ -251,6 +251,11 @@ pub struct Command {
     /// socket. Refused on every HTTP path.
     #[serde(default)]
     pub operator: bool,
+    /// Only the owner and other faculties (through `host.call`) may call it: no anonymous
+    /// client of the pipeline or of a faculty route (for commands whose answers reveal
+    /// something about files, such as validity checks).
+    #[serde(default)]
+    pub private: bool,
 }
 
 /// One declared command argument.

@@ -401,6 +401,8 @@ struct Runnable {
     owner: bool,
     /// Operator only.
     operator: bool,
+    /// Owner or another faculty only.
+    private: bool,
     args: ArgSpec,
     stdin_arg: Option<String>,
     /// The actions it declares it may `host.call`.
@@ -722,7 +724,7 @@ impl FacultyRuntime {
         if runnable.operator && !context.operator {
             return Err(CallError::OperatorOnly { faculty: id.to_owned(), command: command.to_owned() });
         }
-        if runnable.owner && !context.owner {
+        if (runnable.owner || (runnable.private && context.depth == 0)) && !context.owner {
             return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
         }
         let argv =
@@ -1047,6 +1049,7 @@ impl FacultyRuntime {
                 effect: command.effect,
                 owner: command.owner || command.operator || command.effect == Effect::External,
                 operator: command.operator,
+                private: command.private,
                 args,
                 stdin_arg,
                 calls: command.calls.clone(),
@@ -1103,7 +1106,7 @@ impl FacultyRuntime {
         }
         // The root config keys granted to it, as they are (a key not set is left out: the
         // faculty applies its own default).
-        let env = if settings.config.is_empty() {
+        let mut env = if settings.config.is_empty() {
             Vec::new()
         } else {
             let granted: Map<String, Value> = settings
@@ -1113,6 +1116,7 @@ impl FacultyRuntime {
                 .collect();
             vec![(sandbox::CONFIG_ENV.to_owned(), Value::Object(granted).to_string())]
         };
+        env.extend(self.internals_under(&preopens));
         Sandbox {
             faculty: id.to_owned(),
             preopens,
@@ -1120,6 +1124,34 @@ impl FacultyRuntime {
             memory_mb: settings.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(engine::MAX_MEMORY_MB),
             env,
         }
+    }
+}
+
+impl FacultyRuntime {
+    /// [`sandbox::INTERNAL_ENV`] for a faculty whose grants hold the instance's own
+    /// internals — its state directory (the owner token, the host's records) and its
+    /// extension manifests — naming them by guest path, so a faculty that reads files on
+    /// others' behalf (validity checks) can refuse them. `None` when no grant does.
+    fn internals_under(&self, preopens: &[Preopen]) -> Option<(String, String)> {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let state = canonical(&self.setup.state_dir);
+        let root = canonical(&self.setup.root);
+        let mut paths = Vec::new();
+        let mut manifests = false;
+        for grant in preopens.iter().filter(|p| p.guest != sandbox::DATA) {
+            let host = canonical(&grant.host);
+            if host.starts_with(&state) {
+                paths.push(grant.guest.clone());
+            } else if let Ok(inside) = state.strip_prefix(&host) {
+                paths.push(format!("{}/{}", grant.guest.trim_end_matches('/'), inside.display()));
+            }
+            manifests |= root.starts_with(&host) || host.starts_with(&root);
+        }
+        if paths.is_empty() && !manifests {
+            return None;
+        }
+        let names: Vec<&str> = if manifests { vec![crate::catalog::scan::MANIFEST_FILE] } else { Vec::new() };
+        Some((sandbox::INTERNAL_ENV.to_owned(), serde_json::json!({"paths": paths, "names": names}).to_string()))
     }
 }
 

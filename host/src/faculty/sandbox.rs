@@ -19,6 +19,11 @@ pub const DATA: &str = "/data";
 /// (`faculties.<id>.config`), as one JSON object; absent when none are.
 pub const CONFIG_ENV: &str = "BUTLER_CONFIG";
 
+/// The environment variable naming, by guest path, the instance's internals under the
+/// faculty's grants (`{"paths": [...], "names": [...]}`): set only for a faculty granted a
+/// folder that holds them.
+pub const INTERNAL_ENV: &str = "BUTLER_INTERNAL";
+
 /// Most a call may print on stdout (its JSON data) before output is cut off.
 pub const MAX_STDOUT_BYTES: usize = 16 << 20;
 /// Most stderr kept per call (it goes to the faculty's log).
