@@ -31,6 +31,7 @@ const TARGET: &str = "wasm32-wasip2";
 const PROFILE: &str = "guest";
 
 fn main() {
+    ensure_target();
     for watched in
         ["../skeleton", "../spec", "../wit", "../faculties", "../tests/guests", "../Cargo.toml", "../Cargo.lock"]
     {
@@ -65,6 +66,34 @@ fn main() {
     }
     builtins.push_str("]\n");
     std::fs::write(out_dir.join("builtins.rs"), builtins).expect("write builtins.rs");
+}
+
+/// Makes sure the active toolchain can build for [`TARGET`] before anything is compiled
+/// for it: rustup does not add `rust-toolchain.toml`'s targets to a toolchain that is a
+/// linked alias, so a fresh machine may lack it. Adds it with rustup when it can; stops
+/// with one line saying what to run when it cannot.
+fn ensure_target() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = |root: &Path| root.join("lib/rustlib").join(TARGET).join("lib").is_dir();
+    if sysroot.as_deref().is_some_and(installed) {
+        return;
+    }
+    println!("cargo:warning=the {TARGET} target is not installed; adding it with `rustup target add {TARGET}`");
+    let added = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
+    if !added || !sysroot.as_deref().is_some_and(installed) {
+        eprintln!(
+            "error: the Rust target {TARGET} is needed to build the built-in faculties and could not be added; \
+             run `rustup target add {TARGET}` for the toolchain in rust-toolchain.toml ({rustc} --print sysroot: {})",
+            sysroot.as_deref().map_or_else(|| "unknown".to_owned(), |p| p.display().to_string())
+        );
+        std::process::exit(1);
+    }
 }
 
 fn build(workspace: &Path, target_dir: &Path, package: &str, kind: Kind) {

@@ -14,5 +14,6 @@ mod lifecycle;
 mod mcp;
 mod pipeline;
 mod supervise;
+mod torture;
 mod trust;
 mod util;

@@ -40,7 +40,11 @@ impl Client {
             )
         })?;
         let token = owner::read(&state_dir).context("cannot read the owner token")?;
-        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(ANSWER_TIMEOUT))
+            .build()
+            .into();
         let socket = Some(state_dir.join(butler_host::http::LOCAL_SOCKET)).filter(|p| p.exists());
         Ok(Self { url: info.url, token, agent, socket })
     }

@@ -48,7 +48,8 @@ pub async fn pipeline(State(state): State<AppState>, caller: Caller, body: Bytes
 /// `{source, type?, tags?, text, ref?}` → 202 `{"queued":true}` through `journal.intake`.
 ///
 /// # Errors
-/// 400 `invalid_observation`; 502 `intake_failed` when the journal could not record it.
+/// 400 `invalid_observation`; 503 `busy` / 504 `timeout` / 503 `shutting_down` (try
+/// again); 502 `intake_failed` when the journal could not record it.
 pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
     let observation = Value::Object(object_body(&body)?);
     let context = CallContext::top(false).until(state.pipeline.deadline(INTAKE));
@@ -57,6 +58,8 @@ pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(Stat
         Err(e) if e.code.starts_with("invalid_") => {
             Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_observation", e.message))
         }
+        // Worth retrying: the journal is busy, ran out of time, or the host is stopping.
+        Err(e) if matches!(e.code.as_ref(), "busy" | "timeout" | "shutting_down") => Err(e),
         Err(e) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "intake_failed", e.message)),
     }
 }
