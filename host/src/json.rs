@@ -17,32 +17,86 @@ use serde::Deserializer;
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+/// Whether an I/O error says the file system could not be asked right now (out of file
+/// descriptors or memory, permission, I/O, a vanished or stale mount) rather than
+/// something about the file itself (it is missing, a loop of links, not a directory): what
+/// was known of such a file should stand.
+#[must_use]
+pub fn is_unreadable(error: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let Some(errno) = error.raw_os_error().map(Errno::from_raw_os_error) else { return false };
+    [
+        Errno::MFILE,
+        Errno::NFILE,
+        Errno::NOMEM,
+        Errno::ACCESS,
+        Errno::PERM,
+        Errno::IO,
+        Errno::AGAIN,
+        Errno::INTR,
+        Errno::STALE,
+        Errno::NOTCONN,
+        Errno::TIMEDOUT,
+        Errno::BUSY,
+        Errno::NOBUFS,
+        Errno::NODEV,
+        Errno::NXIO,
+    ]
+    .contains(&errno)
+}
+
+/// Why a file could not be read as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// A readable reason naming the file.
+    pub message: String,
+    /// The file system could not be asked (out of file descriptors, permission, I/O): the
+    /// file may be fine, so what was known of it should stand.
+    pub unreadable: bool,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for ReadError {
+    fn from(message: String) -> Self {
+        Self { message, unreadable: false }
+    }
+}
+
 /// Reads and parses `path`. `Ok(None)` when there is no such file.
 ///
 /// # Errors
 /// A readable reason naming the file: not a regular file, too large, not UTF-8, empty,
-/// not JSON, or a duplicate key (with line and column).
-pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, String> {
+/// not JSON, or a duplicate key (with line and column); or that it could not be read.
+pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, ReadError> {
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let unreadable =
+        |e: std::io::Error| ReadError { message: format!("cannot read {name}: {e}"), unreadable: is_unreadable(&e) };
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {name}: {e}")),
+        Err(e) => return Err(unreadable(e)),
     };
     if meta.is_dir() {
-        return Err(format!("{name} is a directory, not a file"));
+        return Err(format!("{name} is a directory, not a file").into());
     }
     if !meta.is_file() {
-        return Err(format!("{name} is not a regular file"));
+        return Err(format!("{name} is not a regular file").into());
     }
-    let too_large = || format!("{name} is larger than {} KiB", max_bytes / 1024);
+    let too_large = || ReadError::from(format!("{name} is larger than {} KiB", max_bytes / 1024));
     if meta.len() > max_bytes {
         return Err(too_large());
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(max_bytes + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {name}: {e}"))?;
+    match std::fs::File::open(path).and_then(|file| file.take(max_bytes + 1).read_to_end(&mut bytes)) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(e)),
+    }
     if bytes.len() as u64 > max_bytes {
         return Err(too_large());
     }
@@ -50,9 +104,9 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, String> {
         .map_err(|e| format!("{name} is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(format!("{name} is empty"));
+        return Err(format!("{name} is empty").into());
     }
-    parse(text).map(Some).map_err(|e| format!("{name} is not valid JSON: {e}"))
+    Ok(Some(parse(text).map_err(|e| format!("{name} is not valid JSON: {e}"))?))
 }
 
 /// Parses `text` strictly (see the module docs).

@@ -388,8 +388,8 @@ fn a_restart_reuses_the_compile_cache() {
     install(dir.path(), guests::PROBE, "probe.wasm");
     install(dir.path(), guests::NOTES, "notes.wasm");
     let butler = Butler::start(dir.path());
-    butler.wait_ready("probe");
-    butler.wait_ready("notes");
+    butler.wait_optimized("probe");
+    butler.wait_optimized("notes");
     let (_, first) = butler.get_json("/faculties");
     assert!(first["runtime"]["compiles"].as_u64() >= Some(2), "{first}");
     assert!(butler.stop().success());

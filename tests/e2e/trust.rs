@@ -106,3 +106,84 @@ fn a_state_directory_that_is_not_hidden_is_refused_too() {
     let paths = plant_attacks(&workdir, "state");
     assert_no_oracle(&butler, &paths);
 }
+
+/// The soft and hard open-file limits of process `pid`.
+fn file_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("open files line");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_owned(), fields[4].to_owned())
+}
+
+fn set_soft_file_limit(pid: u32, soft: &str, hard: &str) {
+    let status = std::process::Command::new("prlimit")
+        .args([format!("--pid={pid}"), format!("--nofile={soft}:{hard}")])
+        .status()
+        .expect("prlimit");
+    assert!(status.success(), "prlimit");
+}
+
+#[test]
+fn a_scan_that_cannot_read_unregisters_and_stops_nothing() {
+    let dir = tempfile::tempdir().expect("temp");
+    let workdir = dir.path().join("instance");
+    let log = dir.path().join("host.log");
+    // First start creates the instance; then a hosted service and a plain tool.
+    let first = Butler::start(&workdir);
+    assert!(first.stop().success());
+    let service = json!({"schemaVersion": 1, "kind": "service", "id": "keeper", "name": "Keeper",
+        "hosted": {"command": ["sleep", "1000"], "autoStart": true}});
+    crate::util::write_manifest(&workdir, "services/keeper", &service);
+    crate::util::write_manifest(&workdir, "tools/plain", &crate::util::tool("plain", "Plain"));
+    let butler = Butler::start_logging(&workdir, "info", &log);
+    butler.wait_ready("journal");
+    crate::util::wait_until(std::time::Duration::from_secs(20), "the service runs", || {
+        butler.get_json("/services").1["services"][0]["state"] == "running"
+    });
+    let pid_before = butler.get_json("/services").1["services"][0]["pid"].clone();
+    let ids_before = butler.ids();
+
+    // Fill the fd table (a soft limit below the descriptors already open: no new one can be
+    // had), then make the catalog rescan.
+    let pid = butler.pid();
+    let (soft, hard) = file_limits(pid);
+    set_soft_file_limit(pid, "3", &hard);
+    std::fs::write(workdir.join("tools/plain/butler.json"), crate::util::tool("plain", "Plain again").to_string())
+        .expect("touch a manifest");
+    crate::util::write_manifest(&workdir, "tools/newcomer", &crate::util::tool("newcomer", "Newcomer"));
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    set_soft_file_limit(pid, &soft, &hard);
+
+    // Everything is still there, and the service was never stopped.
+    crate::util::wait_until(std::time::Duration::from_secs(10), "the newcomer after the limit is back", || {
+        butler.ids().contains(&"newcomer".to_owned())
+    });
+    let ids_after = butler.ids();
+    for id in &ids_before {
+        assert!(ids_after.contains(id), "{id} is still registered: {ids_after:?}");
+    }
+    let services = butler.get_json("/services").1;
+    assert_eq!(services["services"][0]["state"], "running", "{services}");
+    assert_eq!(services["services"][0]["pid"], pid_before, "never restarted: {services}");
+    drop(butler);
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!text.contains("catalog: unregistered"), "nothing was unregistered:\n{text}");
+    assert!(
+        text.contains("stay as they were") || text.contains("what was registered from it stays"),
+        "the scan did hit the limit:\n{text}"
+    );
+}
+
+#[test]
+fn a_folder_that_vanished_is_unregistered_once_a_second_scan_agrees() {
+    let (butler, _dir) = Butler::start_fresh();
+    crate::util::write_manifest(&butler.workdir, "tools/short", &crate::util::tool("short", "Short-lived"));
+    crate::util::wait_until(std::time::Duration::from_secs(10), "registered", || {
+        butler.ids().contains(&"short".to_owned())
+    });
+    std::fs::remove_dir_all(butler.workdir.join("tools/short")).expect("rm");
+    let gone = crate::util::wait_until(std::time::Duration::from_secs(10), "unregistered", || {
+        !butler.ids().contains(&"short".to_owned())
+    });
+    assert!(gone < std::time::Duration::from_secs(2), "still within the live-catalog promise: {gone:?}");
+}

@@ -270,6 +270,14 @@ impl Butler {
         wait_until(limit, &format!("faculty {id} ready"), || self.faculty(id).is_some_and(|f| f["state"] == "ready"))
     }
 
+    /// Waits until faculty `id` runs its optimized code (a component found runs quickly
+    /// compiled code for its first seconds).
+    pub fn wait_optimized(&self, id: &str) {
+        wait_until(Duration::from_secs(60), &format!("faculty {id} optimized"), || {
+            self.faculty(id).is_some_and(|f| f["state"] == "ready" && f["optimized"] == true)
+        });
+    }
+
     /// Waits until no component is still compiling.
     pub fn wait_compiled(&self) {
         wait_until(Duration::from_secs(60), "background compiles finished", || {

@@ -31,6 +31,9 @@ pub struct ComponentInfo {
     pub kind: ComponentKind,
     /// `describe()` output, for faculty components.
     pub describe: Option<Value>,
+    /// Compiled by the optimizing compiler (else by the quick baseline compiler, while the
+    /// optimized code is being made: the extension changes when it is ready).
+    pub optimized: bool,
 }
 
 /// Why a component cannot be used (yet).
@@ -41,6 +44,9 @@ pub enum InspectError {
     /// It cannot be used: not wasm, a core module, unsupported world, compile error,
     /// `describe` failed… (a readable reason).
     Failed(String),
+    /// The file could not be read (out of file descriptors, permission, I/O): it may be
+    /// fine, so what was known of it stands.
+    Unreadable(String),
 }
 
 /// Compiles (or loads from cache) and classifies components. Implemented by the faculty
@@ -62,6 +68,8 @@ pub struct ComponentRef {
     pub hash: String,
     /// What it is.
     pub kind: ComponentKind,
+    /// Whether its optimized code is in use (see [`ComponentInfo::optimized`]).
+    pub optimized: bool,
 }
 
 /// Whether `name` is a WebAssembly file name.

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::scan::MANIFEST_FILE;
-use super::{Catalog, ScanConfig, scan};
+use super::{Catalog, ScanConfig, scan, scan_confirming};
 
 /// Quiet time after the last relevant event before rescanning: long enough to take a
 /// folder copy or an editor's save-rename as one change, short enough that a new manifest
@@ -115,7 +115,15 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
     }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(first));
     let (rescan_tx, rescan_rx) = mpsc::unbounded_channel();
-    let mut loader = Loader { config, watcher, watched: BTreeSet::new(), fingerprint, snapshots: snapshot_tx };
+    let mut loader = Loader {
+        config,
+        watcher,
+        watched: BTreeSet::new(),
+        fingerprint,
+        snapshots: snapshot_tx,
+        gone: BTreeSet::new(),
+        confirm_at: None,
+    };
     loader.update_watches(&dirs);
     tokio::spawn(loader.run(event_rx, rescan_rx));
     Ok(CatalogHandle { snapshots: snapshot_rx, rescan: rescan_tx })
@@ -136,6 +144,10 @@ struct Loader {
     watched: BTreeSet<PathBuf>,
     fingerprint: Fingerprint,
     snapshots: watch::Sender<Arc<Catalog>>,
+    /// Folders the last scan found gone (kept registered until a second scan agrees).
+    gone: BTreeSet<PathBuf>,
+    /// When that second scan runs.
+    confirm_at: Option<Instant>,
 }
 
 impl Loader {
@@ -149,6 +161,9 @@ impl Loader {
                     self.rescan().await;
                 }
                 Some(()) = requests.recv() => self.rescan().await,
+                () = sleep_until(self.confirm_at.unwrap_or_else(far_future)), if self.confirm_at.is_some() => {
+                    self.rescan().await;
+                }
                 _ = tick.tick() => {
                     let config = self.config.clone();
                     let Ok((now, _)) = tokio::task::spawn_blocking(move || fingerprint(&config)).await else { continue };
@@ -166,16 +181,20 @@ impl Loader {
         let config = self.config.clone();
         let previous = self.snapshots.borrow().clone();
         let prev = previous.clone();
-        let Ok((mut next, fingerprint, dirs)) = tokio::task::spawn_blocking(move || {
-            let catalog = scan(&config, Some(&prev));
+        let gone_before = std::mem::take(&mut self.gone);
+        let Ok(((mut next, gone), fingerprint, dirs)) = tokio::task::spawn_blocking(move || {
+            let scanned = scan_confirming(&config, Some(&prev), Some(&gone_before));
             let (fingerprint, dirs) = fingerprint(&config);
-            (catalog, fingerprint, dirs)
+            (scanned, fingerprint, dirs)
         })
         .await
         else {
             tracing::error!("catalog: a rescan panicked; keeping the last snapshot");
             return;
         };
+        // Something vanished: a second scan, after the debounce, confirms it.
+        self.confirm_at = (!gone.is_empty()).then(|| Instant::now() + DEBOUNCE);
+        self.gone = gone;
         self.fingerprint = fingerprint;
         self.update_watches(&dirs);
         if next.same_content(&previous) {
@@ -204,6 +223,11 @@ impl Loader {
         }
         self.watched = desired;
     }
+}
+
+/// A deadline that never comes (for a `select!` branch that is off).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
 /// Waits until events have been quiet for [`DEBOUNCE`], or [`MAX_DEBOUNCE`] has passed.

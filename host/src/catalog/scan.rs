@@ -2,7 +2,7 @@
 //! settle id ties. Pure with respect to the host: it reads files and returns a
 //! [`Catalog`]; it never starts or stops anything.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -59,35 +59,76 @@ impl ScanConfig {
     /// in byte order, so outcomes never depend on directory-listing order.
     #[must_use]
     pub fn candidate_dirs(&self) -> Vec<PathBuf> {
+        self.candidates().0
+    }
+
+    /// [`Self::candidate_dirs`], and the scan roots that could not be listed (a root that
+    /// does not exist is not among them: it has no extensions).
+    fn candidates(&self) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
         let mut out = Vec::new();
+        let mut unreadable = Vec::new();
         for root in &self.roots {
-            let Ok(entries) = std::fs::read_dir(root) else {
-                continue;
+            let entries = match std::fs::read_dir(root) {
+                Ok(entries) => entries,
+                Err(e) if !json::is_unreadable(&e) => continue,
+                Err(e) => {
+                    unreadable.push((root.clone(), e));
+                    continue;
+                }
             };
-            let mut names: Vec<OsString> = entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
+            let mut names: Vec<OsString> = Vec::new();
+            for entry in entries {
+                match entry {
+                    Ok(entry) => names.push(entry.file_name()),
+                    Err(e) => {
+                        unreadable.push((root.clone(), e));
+                        break;
+                    }
+                }
+            }
             names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
             out.extend(names.into_iter().map(|n| root.join(n)));
         }
-        out
+        (out, unreadable)
     }
 }
 
 /// Scans every root. `previous` is the last published snapshot: an extension it already
 /// registered keeps its id even if a newcomer sorts earlier, and one whose replacement is
 /// still compiling stays registered as it was until the new component is ready (so a
-/// replaced faculty keeps serving its previous version).
+/// replaced faculty keeps serving its previous version). An extension that vanished is
+/// unregistered at once (for one-shot checks; the loader uses [`scan_confirming`]).
 #[must_use]
 pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
+    scan_confirming(config, previous, None).0
+}
+
+/// [`scan`], where a scan that cannot read is not a scan that found nothing: what could not
+/// be read (a scan root, a folder, a manifest, a component — out of file descriptors,
+/// permission, I/O) keeps what `previous` registered from it, with a warning; and an
+/// extension whose folder is gone (`ENOENT` on the folder itself) is unregistered only when
+/// it was already gone in the scan before (`gone_before`; `None` unregisters at once).
+/// Returns the catalog and the folders found gone for the first time, for a second scan to
+/// confirm.
+#[must_use]
+pub fn scan_confirming(
+    config: &ScanConfig,
+    previous: Option<&Catalog>,
+    gone_before: Option<&BTreeSet<PathBuf>>,
+) -> (Catalog, BTreeSet<PathBuf>) {
     let mut loaded: Vec<Extension> = Vec::new();
     let mut diagnostics = Vec::new();
-    for dir in config.candidate_dirs() {
+    let incumbent = |path: &str| previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == path));
+    let (dirs, unreadable_roots) = config.candidates();
+    for dir in dirs {
         match load_dir(config, &dir) {
             Loaded::NotAnExtension => {}
+            Loaded::Unreadable(d) => {
+                loaded.extend(incumbent(&d.path).map(|kept| (**kept).clone()));
+                diagnostics.push(d);
+            }
             Loaded::Rejected(d) if d.severity == Severity::Pending => {
-                let incumbent = previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == d.path));
-                if let Some(incumbent) = incumbent {
-                    loaded.push((**incumbent).clone());
-                }
+                loaded.extend(incumbent(&d.path).map(|kept| (**kept).clone()));
                 diagnostics.push(d);
             }
             Loaded::Rejected(d) => diagnostics.push(d),
@@ -97,8 +138,43 @@ pub fn scan(config: &ScanConfig, previous: Option<&Catalog>) -> Catalog {
             }
         }
     }
+    for (root, error) in &unreadable_roots {
+        let kept: Vec<Extension> = previous
+            .into_iter()
+            .flat_map(|p| p.extensions.iter())
+            .filter(|e| e.dir.starts_with(root) || matches!(&e.source, Source::Component(p) if p.starts_with(root)))
+            .map(|e| (**e).clone())
+            .collect();
+        diagnostics.push(Diagnostic::single(
+            config.display(root),
+            None,
+            Severity::Warning,
+            "",
+            format!("cannot read this scan root ({error}); its {} extension(s) stay as they were", kept.len()),
+        ));
+        loaded.extend(kept);
+    }
+    let mut gone_now = BTreeSet::new();
+    if let (Some(previous), Some(gone_before)) = (previous, gone_before) {
+        for ext in &previous.extensions {
+            let path = ext.display_path();
+            if loaded.iter().any(|e| e.display_path() == path) {
+                continue;
+            }
+            let folder = match &ext.source {
+                Source::Component(file) => file.clone(),
+                Source::Manifest => ext.dir.clone(),
+            };
+            let gone = matches!(std::fs::symlink_metadata(&folder), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            if gone && !gone_before.contains(&folder) {
+                // Gone once: kept until a second scan says the same.
+                gone_now.insert(folder);
+                loaded.push((**ext).clone());
+            }
+        }
+    }
     let extensions = settle_ids(loaded, previous, &mut diagnostics);
-    Catalog { generation: 0, extensions: extensions.into_iter().map(Arc::new).collect(), diagnostics }
+    (Catalog { generation: 0, extensions: extensions.into_iter().map(Arc::new).collect(), diagnostics }, gone_now)
 }
 
 /// Validates a single manifest file or extension directory, outside any instance (for
@@ -115,7 +191,7 @@ pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
         Loaded::NotAnExtension => {
             (None, vec![Diagnostic::single(display, None, Severity::Error, "", "file not found".to_owned())])
         }
-        Loaded::Rejected(d) => (None, vec![d]),
+        Loaded::Rejected(d) | Loaded::Unreadable(d) => (None, vec![d]),
         Loaded::Registered(ext, warning) => (Some(ext.manifest), warning.into_iter().collect()),
     }
 }
@@ -123,6 +199,8 @@ pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
 enum Loaded {
     NotAnExtension,
     Rejected(Diagnostic),
+    /// It could not be read; what was known of it stands.
+    Unreadable(Diagnostic),
     Registered(Box<Extension>, Option<Diagnostic>),
 }
 
@@ -136,6 +214,15 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
         // Other files and dangling links are not extensions.
         Ok(_) => return Loaded::NotAnExtension,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::NotAnExtension,
+        Err(e) if json::is_unreadable(&e) => {
+            return Loaded::Unreadable(Diagnostic::single(
+                display,
+                None,
+                Severity::Warning,
+                "",
+                format!("cannot open the extension directory ({e}); what was registered from it stays"),
+            ));
+        }
         Err(e) => {
             return Loaded::Rejected(Diagnostic::single(
                 config.display(dir),
@@ -154,6 +241,10 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
             match attach_components(ext, inspector.as_ref()) {
                 Ok(Attached::All) => {}
                 Ok(Attached::Pending(pointer)) => return pending(display, id, &pointer),
+                Ok(Attached::Unreadable(pointer, why)) => {
+                    let message = format!("cannot read the component it names ({why}); what was registered stays");
+                    return Loaded::Unreadable(Diagnostic::single(display, id, Severity::Warning, &pointer, message));
+                }
                 Err(errors) => {
                     return Loaded::Rejected(Diagnostic { path: display, id, severity: Severity::Error, errors });
                 }
@@ -173,6 +264,10 @@ fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
         Ok(info) => info,
         Err(InspectError::Pending) => return pending(display.clone(), None, ""),
         Err(InspectError::Failed(why)) => return reject(format!("cannot load this component: {why}")),
+        Err(InspectError::Unreadable(why)) => {
+            let message = format!("cannot read this component ({why}); what was registered from it stays");
+            return Loaded::Unreadable(Diagnostic::single(display, None, Severity::Warning, "", message));
+        }
     };
     let Some(described) = info.describe.clone() else {
         return reject(
@@ -190,7 +285,8 @@ fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
         }
         ext.display_dir = display.clone();
         ext.source = Source::Component(path.to_owned());
-        ext.components = vec![ComponentRef { path: path.to_owned(), hash: info.hash, kind: info.kind }];
+        ext.components =
+            vec![ComponentRef { path: path.to_owned(), hash: info.hash, kind: info.kind, optimized: info.optimized }];
         if let Some(w) = warning {
             w.errors.iter_mut().for_each(|e| e.message = format!("in describe(): {}", e.message));
         }
@@ -211,6 +307,8 @@ enum Attached {
     All,
     /// The one at this pointer is still compiling.
     Pending(String),
+    /// The one at this pointer could not be read, and why.
+    Unreadable(String, String),
 }
 
 /// Inspects every `.wasm` a faculty folder's commands and reports name.
@@ -224,6 +322,7 @@ fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) ->
         );
     let mut errors = Vec::new();
     let mut pending = None;
+    let mut unreadable = None;
     for (pointer, exec0) in execs {
         let Some(exec0) = exec0.filter(|e| component::is_wasm(e)) else { continue };
         let path = match component::resolve_exec(&ext.dir, exec0) {
@@ -237,14 +336,22 @@ fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) ->
             continue;
         }
         match inspector.inspect(&path) {
-            Ok(info) => ext.components.push(ComponentRef { path, hash: info.hash, kind: info.kind }),
+            Ok(info) => {
+                ext.components.push(ComponentRef { path, hash: info.hash, kind: info.kind, optimized: info.optimized });
+            }
             Err(InspectError::Pending) => {
                 pending.get_or_insert(pointer);
             }
             Err(InspectError::Failed(why)) => {
                 errors.push(SchemaError { pointer, message: format!("cannot load the component it names: {why}") });
             }
+            Err(InspectError::Unreadable(why)) => {
+                unreadable.get_or_insert((pointer, why));
+            }
         }
+    }
+    if let Some((pointer, why)) = unreadable {
+        return Ok(Attached::Unreadable(pointer, why));
     }
     match (errors.is_empty(), pending) {
         (false, _) => Err(errors),
@@ -257,7 +364,14 @@ fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
     match json::read_file(file, MAX_MANIFEST_BYTES) {
         Ok(Some(value)) => validate(value, dir, display),
         Ok(None) => Loaded::NotAnExtension,
-        Err(message) => Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", message)),
+        Err(e) if e.unreadable => Loaded::Unreadable(Diagnostic::single(
+            display.to_owned(),
+            None,
+            Severity::Warning,
+            "",
+            format!("{}; what was registered from it stays", e.message),
+        )),
+        Err(e) => Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", e.message)),
     }
 }
 

@@ -13,6 +13,11 @@
 //! catalog rescan) runs when it is done. The catalog loader is never blocked by a compile.
 //! Up to [`MAX_PARALLEL_COMPILES`] compile at once (a new instance's built-ins compile
 //! side by side); more wait in a queue, each started by a worker that finished.
+//!
+//! Two tiers: a component not in the disk cache is first compiled by the quick engine
+//! (Winch, ~4× faster to compile) and registered at once, then compiled by the optimizing
+//! engine (Cranelift) and registered again — the catalog sees the change and the runtime
+//! switches over as for any replacement. Only optimized code is cached.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -57,6 +62,10 @@ pub enum Prepared {
 pub struct Loaded {
     /// Content hash (hex SHA-256).
     pub hash: String,
+    /// The engine it was compiled for (its stores must be of this engine).
+    pub engine: Engine,
+    /// Optimized code (else the quick engine's, replaced when the optimized is ready).
+    pub optimized: bool,
     /// What it is.
     pub flavor: Flavor,
     /// Pre-linked for instantiation.
@@ -82,6 +91,8 @@ pub use crate::catalog::InspectError as LoadError;
 pub struct Components {
     engine: Engine,
     linkers: Arc<Linkers>,
+    /// The quick engine and its linkers, for a first version of new components.
+    quick: Option<(Engine, Arc<Linkers>)>,
     cache_dir: PathBuf,
     engine_key: String,
     file_hashes: Mutex<HashMap<PathBuf, (Stamp, String)>>,
@@ -102,13 +113,20 @@ impl Components {
     /// A loader caching compiled code under `cache_dir`; `background` compiles new
     /// components on a worker thread (the host), otherwise on the caller's (`butler check`).
     #[must_use]
-    pub fn new(engine: Engine, linkers: Arc<Linkers>, cache_dir: PathBuf, background: bool) -> Self {
+    pub fn new(
+        engine: Engine,
+        linkers: Arc<Linkers>,
+        quick: Option<(Engine, Arc<Linkers>)>,
+        cache_dir: PathBuf,
+        background: bool,
+    ) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex(&hasher.0.finalize())[..16].to_owned();
         Self {
             engine,
             linkers,
+            quick,
             cache_dir,
             engine_key,
             file_hashes: Mutex::new(HashMap::new()),
@@ -135,6 +153,7 @@ impl Components {
         let failed = LoadError::Failed;
         let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => failed("file not found".to_owned()),
+            _ if crate::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
             _ => failed(format!("cannot read it: {e}")),
         })?;
         if !meta.is_file() {
@@ -148,7 +167,11 @@ impl Components {
         if let Some(slot) = known.and_then(|hash| self.slot(&hash)) {
             return slot;
         }
-        let bytes = std::fs::read(path).map_err(|e| failed(format!("cannot read it: {e}")))?;
+        let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => failed("file not found".to_owned()),
+            _ if crate::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
+            _ => failed(format!("cannot read it: {e}")),
+        })?;
         let hash = hex(&Sha256::digest(&bytes));
         lock(&self.file_hashes).insert(path.to_owned(), (stamp, hash.clone()));
         if let Some(slot) = self.slot(&hash) {
@@ -188,21 +211,7 @@ impl Components {
     /// A compile worker: runs `job`, then whatever is queued, then ends.
     fn work(&self, mut job: CompileJob) {
         loop {
-            let bytes = match job.bytes.take() {
-                Some(bytes) => Ok(bytes),
-                None => std::fs::read(&job.path).map_err(|e| format!("cannot read it: {e}")),
-            };
-            let result = bytes.and_then(|bytes| {
-                if hex(&Sha256::digest(&bytes)) == job.hash {
-                    self.prepare(&bytes, job.hash.clone(), &job.path)
-                } else {
-                    Err("it changed while waiting to be compiled; the next scan compiles the new file".to_owned())
-                }
-            });
-            let _ = self.finish(&job.hash, result);
-            if let Some(callback) = self.on_ready.get() {
-                callback();
-            }
+            self.compile_job(&mut job);
             let mut queue = lock(&self.queue);
             match queue.waiting.pop_front() {
                 Some(next) => job = next,
@@ -211,6 +220,53 @@ impl Components {
                     return;
                 }
             }
+        }
+    }
+
+    /// A quick version first, callable at once (the catalog is told); then the optimized
+    /// one. If the optimized compile fails where the quick one worked (for want of memory
+    /// or descriptors, say), the quick version stays rather than a failure taking its place.
+    fn compile_job(&self, job: &mut CompileJob) {
+        let bytes = match job.bytes.take() {
+            Some(bytes) => Ok(bytes),
+            None => std::fs::read(&job.path).map_err(|e| format!("cannot read it: {e}")),
+        };
+        let bytes = bytes.and_then(|bytes| {
+            if hex(&Sha256::digest(&bytes)) == job.hash {
+                Ok(bytes)
+            } else {
+                Err("it changed while waiting to be compiled; the next scan compiles the new file".to_owned())
+            }
+        });
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                let _ = self.finish(&job.hash, Err(why));
+                return self.notify_ready();
+            }
+        };
+        let quick = match self.prepare_quick(&bytes, job.hash.clone(), &job.path) {
+            Some(Ok(quick)) => {
+                let _ = self.finish(&job.hash, Ok(quick));
+                self.notify_ready();
+                true
+            }
+            _ => false,
+        };
+        match self.prepare(&bytes, job.hash.clone(), &job.path) {
+            Err(why) if quick => {
+                tracing::warn!(component = %job.path.display(), "faculty runtime: the optimized compile failed, the quick version stays: {why}");
+            }
+            result => {
+                let _ = self.finish(&job.hash, result);
+                self.notify_ready();
+            }
+        }
+    }
+
+    fn notify_ready(&self) {
+        if let Some(callback) = self.on_ready.get() {
+            callback();
         }
     }
 
@@ -240,19 +296,22 @@ impl Components {
 
     fn prepare(&self, bytes: &[u8], hash: String, path: &Path) -> Result<Loaded, String> {
         let component = self.compile(bytes, &hash, path)?;
-        let flavor = wit::flavor(&self.engine, &component)?;
-        let (prepared, describe) = match &flavor {
-            Flavor::Faculty(version) => {
-                let pre = FacultyPre::new(version, &self.linkers, &component).map_err(|e| link_error(&e))?;
-                let describe = describe(&self.engine, &pre, path)?;
-                (Prepared::Faculty(pre), Some(describe))
-            }
-            Flavor::Command => {
-                let pre = self.linkers.faculty_v0_1_0.instantiate_pre(&component).map_err(|e| link_error(&e))?;
-                (Prepared::Command(CommandPre::new(pre).map_err(|e| link_error(&e))?), None)
+        link(&self.engine, &self.linkers, component, hash, path, true)
+    }
+
+    /// A first, quickly compiled version (never cached: the optimized one replaces it).
+    fn prepare_quick(&self, bytes: &[u8], hash: String, path: &Path) -> Option<Result<Loaded, String>> {
+        let (engine, linkers) = self.quick.as_ref()?;
+        let started = std::time::Instant::now();
+        let component = match Component::new(engine, bytes) {
+            Ok(component) => component,
+            Err(e) => {
+                tracing::debug!(component = %path.display(), "faculty runtime: no quick version: {e:#}");
+                return None;
             }
         };
-        Ok(Loaded { hash, flavor, prepared, describe })
+        tracing::debug!(component = %path.display(), ms = started.elapsed().as_millis(), "faculty runtime: quick version compiled");
+        Some(link(engine, linkers, component, hash, path, false))
     }
 
     /// The compiled component: from the disk cache when present, else compiled and cached.
@@ -273,7 +332,6 @@ impl Components {
         precheck(bytes)?;
         let started = std::time::Instant::now();
         let component = Component::new(&self.engine, bytes).map_err(|e| format!("does not compile: {e:#}"))?;
-        self.compiles.fetch_add(1, Ordering::Relaxed);
         tracing::info!(component = %path.display(), ms = started.elapsed().as_millis(), "faculty runtime: compiled");
         match component.serialize() {
             Ok(artifact) => {
@@ -285,6 +343,8 @@ impl Components {
             }
             Err(e) => tracing::warn!("faculty runtime: cannot serialize compiled code: {e:#}"),
         }
+        // Counted once cached, so a count that moved means a restart will not compile it.
+        self.compiles.fetch_add(1, Ordering::Relaxed);
         Ok(component)
     }
 
@@ -324,7 +384,12 @@ impl ComponentInspector for Inspector {
             Flavor::Faculty(version) => ComponentKind::Faculty { wit_version: version.to_owned() },
             Flavor::Command => ComponentKind::Command,
         };
-        Ok(ComponentInfo { hash: loaded.hash.clone(), kind, describe: loaded.describe.clone() })
+        Ok(ComponentInfo {
+            hash: loaded.hash.clone(),
+            kind,
+            describe: loaded.describe.clone(),
+            optimized: loaded.optimized,
+        })
     }
 }
 
@@ -375,6 +440,30 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
         Err(e) => return Err(format!("describe() trapped: {}", super::run::trap_summary(&e))),
     };
     crate::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
+}
+
+/// Classifies, pre-links and (for faculties) describes a compiled component.
+fn link(
+    engine: &Engine,
+    linkers: &Linkers,
+    component: Component,
+    hash: String,
+    path: &Path,
+    optimized: bool,
+) -> Result<Loaded, String> {
+    let flavor = wit::flavor(engine, &component)?;
+    let (prepared, describe) = match &flavor {
+        Flavor::Faculty(version) => {
+            let pre = FacultyPre::new(version, linkers, &component).map_err(|e| link_error(&e))?;
+            let describe = describe(engine, &pre, path)?;
+            (Prepared::Faculty(pre), Some(describe))
+        }
+        Flavor::Command => {
+            let pre = linkers.faculty_v0_1_0.instantiate_pre(&component).map_err(|e| link_error(&e))?;
+            (Prepared::Command(CommandPre::new(pre).map_err(|e| link_error(&e))?), None)
+        }
+    };
+    Ok(Loaded { hash, engine: engine.clone(), optimized, flavor, prepared, describe })
 }
 
 fn link_error(error: &wasmtime::Error) -> String {

@@ -43,10 +43,15 @@ const KEEP_RESIDENT: usize = 1 << 20;
 /// Native stack a guest may use before it traps.
 const MAX_WASM_STACK: usize = 1 << 20;
 
-/// The engine and how it allocates instances.
+/// The engines and how they allocate instances.
 pub struct FacultyEngine {
-    /// The one engine every faculty component is compiled for.
+    /// The engine faculty code runs in for good: Cranelift, optimizing.
     pub engine: Engine,
+    /// The quick engine (Winch, the baseline compiler: several times faster to compile,
+    /// slower code) a component just found runs in until its optimized code is ready, so a
+    /// new instance is callable in a fraction of a second. `None` where Winch is not
+    /// available.
+    pub quick: Option<Engine>,
     /// Whether the pooling allocator is in use (it is unless the probe failed).
     pub pooling: bool,
 }
@@ -69,8 +74,26 @@ impl FacultyEngine {
             }
         };
         start_ticker(&engine);
-        Ok(Self { engine, pooling })
+        let quick = match Engine::new(&quick_config()) {
+            Ok(quick) => {
+                start_ticker(&quick);
+                Some(quick)
+            }
+            Err(error) => {
+                tracing::debug!("faculty runtime: no quick compiler ({error:#}); components wait for optimized code");
+                None
+            }
+        };
+        Ok(Self { engine, quick, pooling })
     }
+}
+
+/// The quick engine's configuration: the same semantics and limits, compiled by Winch, with
+/// on-demand allocation (it serves only the first seconds of a component's life).
+fn quick_config() -> Config {
+    let mut config = config(false);
+    config.strategy(wasmtime::Strategy::Winch);
+    config
 }
 
 fn config(pooling: bool) -> Config {

@@ -381,7 +381,7 @@ enum Request<'a> {
 /// What a command or report runs.
 #[derive(Clone)]
 enum Target {
-    Component { prepared: Prepared, argv0: String, leading: Vec<String> },
+    Component { prepared: Prepared, engine: wasmtime::Engine, argv0: String, leading: Vec<String> },
     Native { argv: Vec<String> },
 }
 
@@ -445,6 +445,10 @@ pub struct FacultyStatus {
     pub memory_mb: u64,
     /// Guest paths it sees.
     pub preopens: Vec<String>,
+    /// For a component faculty: whether it runs optimized code yet (`false` for the first
+    /// seconds after it was found, while the optimized code is being compiled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimized: Option<bool>,
     /// Its calls since start.
     pub calls: stats::CallSummary,
 }
@@ -479,6 +483,7 @@ pub struct Readiness {
 /// Instance paths and settings the runtime needs.
 struct Setup {
     root: PathBuf,
+    scan_roots: Vec<PathBuf>,
     state_dir: PathBuf,
     self_root: PathBuf,
     validity_root: PathBuf,
@@ -536,7 +541,8 @@ impl FacultyRuntime {
         let linkers = Arc::new(Linkers::new(&engine.engine)?);
         let state_dir = instance.state_dir();
         let cache = state_dir.join("cache").join("components");
-        let components = Arc::new(Components::new(engine.engine.clone(), linkers, cache, background));
+        let quick = engine.quick.as_ref().and_then(|quick| Some((quick.clone(), Arc::new(Linkers::new(quick).ok()?))));
+        let components = Arc::new(Components::new(engine.engine.clone(), linkers, quick, cache, background));
         let host = HostEnv::new(instance, host_url);
         let mut native_env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
             .iter()
@@ -548,6 +554,7 @@ impl FacultyRuntime {
             components,
             setup: Setup {
                 root: instance.root.clone(),
+                scan_roots: instance.scan_config().roots,
                 state_dir,
                 self_root: instance.self_root(),
                 validity_root: instance.validity_root(),
@@ -820,6 +827,7 @@ impl FacultyRuntime {
             timeout_ms: faculty.sandbox.timeout_ms,
             memory_mb: faculty.sandbox.memory_mb,
             preopens: faculty.sandbox.preopens.iter().map(|p| p.guest.clone()).collect(),
+            optimized: (!faculty.ext.components.is_empty()).then(|| faculty.ext.components.iter().all(|c| c.optimized)),
             calls,
         })
     }
@@ -898,7 +906,7 @@ impl FacultyRuntime {
         }
         if log::log_enabled!(target: stats::target(id).as_str(), log::Level::Debug) {
             let parent = context.parent.as_deref().unwrap_or("-");
-            stats::emit(
+            stats::emit_host(
                 log::Level::Debug,
                 id,
                 &format!(
@@ -930,7 +938,7 @@ impl FacultyRuntime {
             dispatch: self.dispatch.get().cloned(),
         };
         match target {
-            Target::Component { prepared, argv0, leading } => {
+            Target::Component { prepared, engine, argv0, leading } => {
                 let call = match (prepared, request) {
                     (Prepared::Faculty(_), Request::Command { id, args, stdin }) => {
                         let args = leading.iter().cloned().chain(args).collect();
@@ -946,7 +954,7 @@ impl FacultyRuntime {
                         run::Call::Command { argv, stdin }
                     }
                 };
-                run::component(&self.engine.engine, &faculty.sandbox, prepared, &call, &frame)
+                run::component(engine, &faculty.sandbox, prepared, &call, &frame)
             }
             Target::Native { argv } => {
                 let (args, stdin) = match request {
@@ -1077,11 +1085,16 @@ impl FacultyRuntime {
                 Some(loaded) => loaded,
                 None => self.components.load(&component.path).map_err(|e| match e {
                     components::LoadError::Pending => "its component is still compiling".to_owned(),
-                    components::LoadError::Failed(why) => why,
+                    components::LoadError::Failed(why) | components::LoadError::Unreadable(why) => why,
                 })?,
             };
             let argv0 = component.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            return Ok(Target::Component { prepared: loaded.prepared.clone(), argv0, leading: exec[1..].to_vec() });
+            return Ok(Target::Component {
+                prepared: loaded.prepared.clone(),
+                engine: loaded.engine.clone(),
+                argv0,
+                leading: exec[1..].to_vec(),
+            });
         }
         if crate::catalog::component::is_wasm(exec0) {
             return Err(format!("component `{exec0}` is not loaded"));
@@ -1145,7 +1158,8 @@ impl FacultyRuntime {
             } else if let Ok(inside) = state.strip_prefix(&host) {
                 paths.push(format!("{}/{}", grant.guest.trim_end_matches('/'), inside.display()));
             }
-            manifests |= root.starts_with(&host) || host.starts_with(&root);
+            manifests |=
+                root.starts_with(&host) || self.setup.scan_roots.iter().any(|r| canonical(r).starts_with(&host));
         }
         if paths.is_empty() && !manifests {
             return None;

@@ -4,15 +4,27 @@
 //! (`faculty::<id>`, e.g. `RUST_LOG=faculty::journal=debug`).
 //!
 //! Log lines go through the `log` facade because `tracing` only takes targets known at
-//! compile time; the host's subscriber turns them into ordinary events.
+//! compile time; the host's subscriber turns them into ordinary events. A faculty's own
+//! lines (`host.log`, stderr) are bounded: each is cut at [`MAX_LOG_LINE`] bytes, and each
+//! faculty may write [`LOG_LINES_PER_SECOND`] a second (bursts of [`LOG_BURST`]); what is
+//! dropped is counted and said in the next line that passes.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::lock;
+
 /// Durations kept per faculty for the p50: the most recent calls.
 const RECENT_CALLS: usize = 512;
+/// Longest log line a faculty may write; longer ones are cut (and marked).
+pub const MAX_LOG_LINE: usize = 4096;
+/// Lines a faculty may log per second, sustained.
+pub const LOG_LINES_PER_SECOND: f64 = 100.0;
+/// Lines a faculty may log in a burst.
+pub const LOG_BURST: f64 = 1000.0;
 
 /// The log target of faculty `id`.
 #[must_use]
@@ -20,8 +32,56 @@ pub fn target(id: &str) -> String {
     format!("faculty::{id}")
 }
 
-/// Writes `message` at `level` under faculty `id`'s target.
+/// A token bucket per faculty, and what it dropped since its last line.
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+    dropped: u64,
+}
+
+static LOG_BUCKETS: LazyLock<Mutex<HashMap<String, Bucket>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Whether faculty `id` may log a line now; `Some(n)` lines were dropped before it.
+fn admit(id: &str, now: Instant) -> Option<u64> {
+    let mut buckets = lock(&LOG_BUCKETS);
+    let bucket = buckets.entry(id.to_owned()).or_insert(Bucket { tokens: LOG_BURST, at: now, dropped: 0 });
+    let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * LOG_LINES_PER_SECOND;
+    bucket.tokens = (bucket.tokens + refill).min(LOG_BURST);
+    bucket.at = now;
+    if bucket.tokens < 1.0 {
+        bucket.dropped += 1;
+        return None;
+    }
+    bucket.tokens -= 1.0;
+    Some(std::mem::take(&mut bucket.dropped))
+}
+
+/// Lines of faculty `id` dropped by the rate limit and not yet said.
+#[must_use]
+pub fn dropped_lines(id: &str) -> u64 {
+    lock(&LOG_BUCKETS).get(id).map_or(0, |b| b.dropped)
+}
+
+/// Writes one of faculty `id`'s own lines at `level` under its target, within the bounds.
 pub fn emit(level: log::Level, id: &str, message: &str) {
+    let Some(dropped) = admit(id, Instant::now()) else { return };
+    let target = target(id);
+    if dropped > 0 {
+        log::log!(target: target.as_str(), log::Level::Warn, "{dropped} log lines dropped: more than {LOG_LINES_PER_SECOND} a second");
+    }
+    if message.len() > MAX_LOG_LINE {
+        let mut end = MAX_LOG_LINE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        log::log!(target: target.as_str(), level, "{}… ({} bytes cut)", &message[..end], message.len() - end);
+    } else {
+        log::log!(target: target.as_str(), level, "{message}");
+    }
+}
+
+/// Writes the host's own line about faculty `id` (its calls), never rate-limited.
+pub fn emit_host(level: log::Level, id: &str, message: &str) {
     let target = target(id);
     log::log!(target: target.as_str(), level, "{message}");
 }
@@ -129,6 +189,20 @@ mod tests {
         assert!((summary.p50_ms - 3.0).abs() < 1e-9, "{summary:?}");
         assert!((summary.max_ms - 9.0).abs() < 1e-9, "{summary:?}");
         assert_eq!(summary.lock_waits, 1);
+    }
+
+    #[test]
+    fn a_flooding_faculty_is_limited_and_told_what_it_lost() {
+        let start = Instant::now();
+        let id = "flood-test";
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let burst = LOG_BURST as u64;
+        let passed = (0..burst + 500).filter(|_| admit(id, start).is_some()).count() as u64;
+        assert_eq!(passed, burst, "a burst passes, the rest is dropped");
+        assert_eq!(dropped_lines(id), 500);
+        let later = start + Duration::from_millis(50);
+        assert_eq!(admit(id, later), Some(500), "the next line that passes says how many were lost");
+        assert_eq!(dropped_lines(id), 0);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!   ([`super::peer`]) is answered `403 foreign_user` before a byte of it is read; so is a
 //!   Unix-socket peer with another uid (`SO_PEERCRED`). Where the kernel cannot say, the
 //!   connection is let through and the routes' own credentials apply.
-//! - **A connection cap** ([`MAX_CONNECTIONS`], kept below the process's file limit): one
+//! - **A connection cap** (half the process's file limit, at most [`MAX_CONNECTIONS`]): one
 //!   over it is answered `503 too_many_connections` and closed.
 //! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time
 //!   allowed between requests on a kept-alive connection).
@@ -29,9 +29,17 @@ use tokio::sync::Semaphore;
 
 use super::peer;
 
-/// Connections served at once (both listeners together). Each costs a file descriptor and
-/// a task; the host raises its soft file limit at start and keeps this well below it.
+/// Connections served at once (both listeners together), at most. Each costs a file
+/// descriptor and a task; the host raises its soft file limit at start and serves at most
+/// half of it ([`connection_cap`]), so connections can never take the descriptors the
+/// catalog, logs and providers need.
 pub const MAX_CONNECTIONS: usize = 512;
+
+/// The connection cap for a process allowed `open_files` descriptors.
+#[must_use]
+pub fn connection_cap(open_files: u64) -> usize {
+    usize::try_from(open_files / 2).unwrap_or(usize::MAX).clamp(8, MAX_CONNECTIONS)
+}
 /// Time a client has to send a request head, and to start the next one on a kept-alive
 /// connection, before the connection is closed.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +69,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let cap = connection_cap(rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX));
+    let slots = Arc::new(Semaphore::new(cap));
     let graceful = GracefulShutdown::new();
     let own = peer::own_uid();
     let tcp_app = app.clone().layer(axum::Extension(Transport::Tcp));
@@ -85,7 +94,7 @@ pub async fn serve(
                     .ok()
                     .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten())
                     .filter(|uid| *uid != own);
-                admit(stream, foreign, &slots, &graceful, &tcp_app);
+                admit(stream, foreign, (&slots, cap), &graceful, &tcp_app);
             }
             accepted = accept_local(local.as_ref()) => {
                 let Ok(stream) = accepted else { continue };
@@ -94,7 +103,7 @@ pub async fn serve(
                     Ok(uid) => Some(uid),
                     Err(_) => Some(u32::MAX),
                 };
-                admit(stream, foreign, &slots, &graceful, &local_app);
+                admit(stream, foreign, (&slots, cap), &graceful, &local_app);
             }
             () = &mut shutdown => break,
         }
@@ -113,8 +122,13 @@ async fn accept_local(listener: Option<&UnixListener>) -> std::io::Result<tokio:
 }
 
 /// Serves one accepted connection, or refuses it (another user's; over the cap).
-fn admit<S>(stream: S, foreign: Option<u32>, slots: &Arc<Semaphore>, graceful: &GracefulShutdown, app: &Router)
-where
+fn admit<S>(
+    stream: S,
+    foreign: Option<u32>,
+    (slots, cap): (&Arc<Semaphore>, usize),
+    graceful: &GracefulShutdown,
+    app: &Router,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     if let Some(uid) = foreign {
@@ -131,7 +145,7 @@ where
             stream,
             503,
             "too_many_connections",
-            &format!("the host already serves {MAX_CONNECTIONS} connections; close some and try again"),
+            &format!("the host already serves {cap} connections, as many as it allows; close some and try again"),
         );
         return;
     };

@@ -112,7 +112,7 @@ impl RootConfig {
     /// [`InstanceError`] naming the file, and for schema violations every field and reason.
     pub fn load(path: &Path) -> Result<Self, InstanceError> {
         let value = json::read_file(path, MAX_CONFIG_BYTES)
-            .map_err(|reason| InstanceError::ConfigNotJson { path: path.to_owned(), reason })?
+            .map_err(|e| InstanceError::ConfigNotJson { path: path.to_owned(), reason: e.message })?
             .ok_or_else(|| InstanceError::NotAnInstance { path: path.parent().unwrap_or(path).to_owned() })?;
         Self::from_value(path, value)
     }

@@ -37,6 +37,21 @@ const PROVIDER_PROTOCOL: &str = "2025-06-18";
 /// The longest line a provider may send (a huge tool list, a large result).
 const MAX_LINE: u64 = 16 * 1024 * 1024;
 
+/// Notifications a provider may send within [`FLOOD_WINDOW`]; one more and it is stopped
+/// with the reason in its status (a storm must cost the host neither memory nor the other
+/// providers' latency).
+const FLOOD_LIMIT: u32 = 1000;
+/// See [`FLOOD_LIMIT`].
+const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+
+/// Whether a relist is running, and whether another was asked for meanwhile: however many
+/// `list_changed` notifications arrive, at most one relist runs and one more is pending.
+#[derive(Default)]
+struct Relist {
+    running: bool,
+    again: bool,
+}
+
 /// Latency samples kept per provider for the status.
 const LATENCY_SAMPLES: usize = 256;
 
@@ -127,7 +142,7 @@ impl std::fmt::Display for CallFailure {
         match self {
             Self::Unavailable(why) => write!(f, "the provider is unavailable: {why}"),
             Self::Timeout(limit) => write!(f, "the provider did not answer within {} s", limit.as_secs()),
-            Self::Crashed(why) => write!(f, "the provider exited during the call ({why})"),
+            Self::Crashed(why) => write!(f, "the provider stopped during the call ({why})"),
             Self::Cancelled => f.write_str("the call was cancelled"),
             Self::Error(error) => {
                 write!(
@@ -347,6 +362,7 @@ pub struct Provider {
     epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
     removed: AtomicBool,
+    relist: Mutex<Relist>,
 }
 
 impl Provider {
@@ -378,6 +394,7 @@ impl Provider {
             epoch,
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
+            relist: Mutex::new(Relist::default()),
         })
     }
 
@@ -524,6 +541,7 @@ impl Provider {
     async fn read(self: Arc<Self>, conn: Arc<Conn>, stdout: ChildStdout) {
         let mut reader = BufReader::with_capacity(64 * 1024, stdout);
         let mut line = Vec::new();
+        let (mut window, mut notifications) = (Instant::now(), 0u32);
         loop {
             line.clear();
             match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
@@ -531,10 +549,27 @@ impl Provider {
                 Ok(_) => {}
             }
             if line.last() != Some(&b'\n') && line.len() as u64 >= MAX_LINE {
-                self.log.note(format!("sent a line longer than {} MiB: stopping it", MAX_LINE >> 20));
+                let why = format!("provider sent a message larger than {} MiB", MAX_LINE >> 20);
+                self.stop_for(&conn, why).await;
                 break;
             }
             match serde_json::from_slice::<Value>(&line) {
+                Ok(message) if message.get("id").is_none() && message.get("method").is_some() => {
+                    if window.elapsed() > FLOOD_WINDOW {
+                        (window, notifications) = (Instant::now(), 0);
+                    }
+                    notifications += 1;
+                    if notifications > FLOOD_LIMIT {
+                        let why = format!(
+                            "stopped: it sent more than {FLOOD_LIMIT} notifications within {} s",
+                            FLOOD_WINDOW.as_secs()
+                        );
+                        self.stop_for(&conn, why).await;
+                        break;
+                    }
+                    let provider = Arc::clone(&self);
+                    conn.dispatch(message, move || provider.relist()).await;
+                }
                 Ok(message) => {
                     let provider = Arc::clone(&self);
                     conn.dispatch(message, move || provider.relist()).await;
@@ -588,17 +623,52 @@ impl Provider {
         });
     }
 
-    /// The provider said its lists changed: list again, then tell the clients.
+    /// The provider said its lists changed: list again, then tell the clients. Coalesced:
+    /// one relist runs at a time, and notifications meanwhile make one more.
     fn relist(self: &Arc<Self>) {
+        {
+            let mut relist = lock(&self.relist);
+            if relist.running {
+                relist.again = true;
+                return;
+            }
+            relist.running = true;
+        }
         let provider = Arc::clone(self);
         tokio::spawn(async move {
-            let Some(conn) = provider.ready() else { return };
-            let capabilities = json!({"prompts": {}, "resources": {}});
-            if let Ok(lists) = list_all(&conn, &capabilities).await {
-                provider.store(lists);
-                let _ = provider.changed.send(());
+            loop {
+                if let Some(conn) = provider.ready() {
+                    let capabilities = json!({"prompts": {}, "resources": {}});
+                    if let Ok(lists) = list_all(&conn, &capabilities).await {
+                        provider.store(lists);
+                        let _ = provider.changed.send(());
+                    }
+                }
+                let mut relist = lock(&provider.relist);
+                if !std::mem::take(&mut relist.again) {
+                    relist.running = false;
+                    return;
+                }
             }
         });
+    }
+
+    /// Stops a provider that broke a rule (a flood, an oversized message): its calls fail
+    /// with `why`, which its status shows; it is not restarted until it is needed again.
+    async fn stop_for(&self, conn: &Arc<Conn>, why: String) {
+        self.log.note(format!("{why}; stopping it"));
+        {
+            let mut inner = lock(&self.inner);
+            if inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                inner.conn = None;
+                inner.state = State::Stopped;
+            }
+            inner.last_error = Some(why.clone());
+            inner.failed_at = Some(Instant::now());
+        }
+        conn.fail_all(&why);
+        conn.kept.lock().await.stop().await;
+        let _ = self.changed.send(());
     }
 
     /// Sends `method` with `params` to the provider (started if needed) and waits for the
