@@ -158,23 +158,7 @@ fn b6_startup() {
         let version = start.elapsed();
 
         let start = Instant::now();
-        let mut child = Command::new(BUTLER)
-            .args(["serve", "--port", "0", "--workdir"])
-            .arg(&root)
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("url line");
-        let authority = first
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|r| r.split('/').next())
-            .expect("url")
-            .to_owned();
+        let (mut child, authority, _stdout) = spawn_serve(&root, home.path());
         while !health_ok(&authority) {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -190,6 +174,33 @@ fn b6_startup() {
     let (base, _) = percentiles(baseline);
     let (p50, _) = percentiles(startup);
     line("B6 start-up to /health, 4 built-in faculties + 100 extensions, cache warm (p50)", p50, base);
+}
+
+/// Spawns `butler serve --port 0` on `root` with its settings under `home`: the child, the
+/// `ADDR:PORT` it announced, and its stdout (keep it open: the host writes to it).
+fn spawn_serve(root: &Path, home: &Path) -> (Child, String, BufReader<ChildStdout>) {
+    let mut child = Command::new(BUTLER)
+        .args(["serve", "--port", "0", "--workdir"])
+        .arg(root)
+        .env("XDG_CONFIG_HOME", home)
+        .env("RUST_LOG", "warn")
+        .env_remove("BUTLER_WORKDIR")
+        .env_remove("BUTLER_PORT")
+        .env_remove("BUTLER_BIND")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("url line");
+    let authority = first
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|r| r.split('/').next())
+        .expect("url")
+        .to_owned();
+    (child, authority, stdout)
 }
 
 fn health_ok(authority: &str) -> bool {
@@ -341,27 +352,7 @@ impl Host {
     /// Starts the host on `root` and waits until `/health` answers.
     fn start(root: &Path) -> Self {
         let home = tempfile::tempdir().expect("home");
-        let mut child = Command::new(BUTLER)
-            .args(["serve", "--port", "0", "--workdir"])
-            .arg(root)
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("RUST_LOG", "warn")
-            .env_remove("BUTLER_WORKDIR")
-            .env_remove("BUTLER_PORT")
-            .env_remove("BUTLER_BIND")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("url line");
-        let authority = first
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|r| r.split('/').next())
-            .expect("url")
-            .to_owned();
+        let (child, authority, stdout) = spawn_serve(root, home.path());
         poll(Duration::from_secs(30), Duration::from_millis(1), || health_ok(&authority).then_some(()))
             .expect("the host answers /health");
         Self { child, authority, _stdout: stdout, _home: home }

@@ -56,6 +56,9 @@ class Page:
             url = json.loads(response.read())["data"]["url"]
         self.page.goto(url)
         self.page.wait_for_url(f"{self.origin}/myspace-butler/**")
+        # Leave the console the login opened: each scenario opens its own view (a hash
+        # change alone would keep this page, and its event stream, alive).
+        self.page.goto("about:blank")
 
     def open(self, view=""):
         self.page.goto(f"{self.origin}/myspace-butler/#/{view}")

@@ -145,14 +145,9 @@ fn who_may_run_a_command_is_the_commands_own_property_whatever_the_routes_say() 
     // Routes remapped: `review.*` and `validity.*` now point at the journal. The cards
     // faculty's owner commands stay owner-only on their direct route, and the operator
     // command stays refused on every HTTP path, token or not.
-    let (first, _dir) = Butler::start_fresh();
-    let workdir = first.workdir.clone();
-    assert!(first.stop().success());
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(workdir.join("butler.json")).expect("config")).expect("json");
-    config["pipeline"] = json!({"routes": {"review": "journal", "validity": "journal"}});
-    std::fs::write(workdir.join("butler.json"), serde_json::to_vec_pretty(&config).expect("json")).expect("config");
-    let butler = Butler::start(&workdir);
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["pipeline"] = json!({"routes": {"review": "journal", "validity": "journal"}});
+    });
     butler.wait_ready("cards");
     butler.wait_ready("validity");
     for command in ["review-prepare", "review-approve", "review-reject"] {

@@ -92,14 +92,8 @@ fn no_check_confirms_text_of_the_owner_token_or_a_manifest_by_any_road() {
 
 #[test]
 fn a_state_directory_that_is_not_hidden_is_refused_too() {
-    let (first, _dir) = Butler::start_fresh();
-    let workdir = first.workdir.clone();
-    assert!(first.stop().success());
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(workdir.join("butler.json")).expect("config")).expect("json");
-    config["stateDir"] = json!("state");
-    std::fs::write(workdir.join("butler.json"), serde_json::to_vec_pretty(&config).expect("json")).expect("config");
-    let butler = Butler::start(&workdir);
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["stateDir"] = json!("state"));
+    let workdir = butler.workdir.clone();
     butler.wait_ready("validity");
     assert!(workdir.join("state/owner-token").is_file(), "the token lives in the visible state dir");
     with_secret_tool(&workdir);

@@ -47,6 +47,20 @@ impl Butler {
         (butler, dir)
     }
 
+    /// A fresh instance (with its built-in faculties) whose root config `edit` changed
+    /// before the host that serves it started.
+    pub fn fresh_with_config(edit: impl FnOnce(&mut Value)) -> (Self, tempfile::TempDir) {
+        let (first, dir) = Self::start_fresh();
+        let workdir = first.workdir.clone();
+        assert!(first.stop().success());
+        let path = workdir.join("butler.json");
+        let mut config: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("config is JSON");
+        edit(&mut config);
+        std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("config");
+        (Self::start(&workdir), dir)
+    }
+
     /// Starts a host on `workdir` with `--port 0`.
     pub fn start(workdir: &Path) -> Self {
         Self::start_with(workdir, &[])

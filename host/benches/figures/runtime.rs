@@ -1,45 +1,37 @@
 //! Faculty-runtime figures under real use: B12 (a new instance until every built-in
 //! faculty is ready) and B13 (pipeline throughput under a mixed concurrent load).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{BUTLER, Host, http, line, line_in, note, percentiles, poll};
+use super::{Host, http, line, line_in, note, percentiles, poll, spawn_serve};
 
 /// Spawns `butler serve` on `root` and returns how long it took until `/health` said every
-/// faculty is ready.
-fn spawn_until_ready(root: &Path) -> Duration {
+/// faculty is ready; with `optimized`, waits on (untimed) until every faculty runs its
+/// optimized code, so that the compile cache is complete when the host is stopped.
+fn spawn_until_ready(root: &Path, optimized: bool) -> Duration {
     let home = tempfile::tempdir().expect("home");
     let start = Instant::now();
-    let mut child = Command::new(BUTLER)
-        .args(["serve", "--port", "0", "--workdir"])
-        .arg(root)
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("url line");
-    let authority = first
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|r| r.split('/').next())
-        .expect("url")
-        .to_owned();
+    let (mut child, authority, _stdout) = spawn_serve(root, home.path());
     let ready = poll(Duration::from_secs(60), Duration::from_micros(500), || {
         let (status, body) = std::panic::catch_unwind(|| http(&authority, "GET", "/health", None)).ok()?;
         let health: Value = serde_json::from_str(&body).ok()?;
         (status == 200 && health["faculties"]["ready"] == true).then(|| start.elapsed())
     })
     .expect("every faculty ready");
+    if optimized {
+        poll(Duration::from_secs(120), Duration::from_millis(20), || {
+            let (_, body) = http(&authority, "GET", "/faculties", None);
+            let listed: Value = serde_json::from_str(&body).ok()?;
+            let all = listed["faculties"].as_array()?;
+            (!all.is_empty() && all.iter().all(|f| f["optimized"] == true)).then_some(())
+        })
+        .expect("every faculty optimized");
+    }
     let _ = child.kill();
     let _ = child.wait();
     ready
@@ -51,13 +43,13 @@ pub fn b12_cold_start() {
     const RUNS: usize = 5;
     let dir = tempfile::tempdir().expect("temp");
     let warm_root = dir.path().join("warm");
-    spawn_until_ready(&warm_root); // creates it and fills its cache
+    spawn_until_ready(&warm_root, true); // creates it and fills its cache
     let mut cold = Vec::new();
     let mut warm = Vec::new();
     for run in 0..RUNS {
         let root = dir.path().join(format!("cold-{run}"));
-        cold.push(spawn_until_ready(&root));
-        warm.push(spawn_until_ready(&warm_root));
+        cold.push(spawn_until_ready(&root, false));
+        warm.push(spawn_until_ready(&warm_root, false));
     }
     let (cold50, _) = percentiles(cold);
     let (warm50, _) = percentiles(warm);

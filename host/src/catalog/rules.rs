@@ -52,6 +52,19 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
             }
         }
     }
+    let envs = manifest
+        .hosted
+        .iter()
+        .map(|h| ("/hosted/env", &h.env))
+        .chain(manifest.mcp.iter().map(|m| ("/mcp/env", &m.env)));
+    for (at, env) in envs {
+        for (key, value) in env {
+            let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+            if let Some(problem) = env_problem(key, value) {
+                errors.push(SchemaError { pointer, message: problem });
+            }
+        }
+    }
     if let Some(mcp) = &manifest.mcp {
         let namespace = mcp.effective_namespace(&manifest.id);
         let pointer = if mcp.namespace.is_some() { "/mcp/namespace" } else { "/id" };
@@ -83,7 +96,10 @@ fn pattern_problem(arg: &super::manifest::CommandArg) -> Result<(), String> {
     known
         .entry(arg.pattern.clone())
         .or_insert_with(|| {
-            arg.compile_pattern()
+            // On its own first: a pattern that only parses once wrapped (`a)|(b` becomes
+            // `^(?:a)|(b)$`, which no longer matches in full) is not a pattern.
+            regex::Regex::new(&arg.pattern)
+                .and_then(|_| arg.compile_pattern())
                 .map(drop)
                 .map_err(|e| e.to_string().lines().last().unwrap_or_default().trim().to_owned())
         })
@@ -111,6 +127,20 @@ fn unique<'a>(errors: &mut Vec<SchemaError>, field: &str, ids: impl Iterator<Ite
     }
 }
 
+/// What is wrong with an environment variable a process would get, if anything: the OS
+/// cannot pass an empty name, one with `=`, or a NUL in either.
+fn env_problem(key: &str, value: &str) -> Option<String> {
+    if key.is_empty() {
+        Some("an environment variable needs a name".to_owned())
+    } else if key.contains('=') {
+        Some(format!("environment variable name `{}` contains `=`", key.escape_debug()))
+    } else if key.contains('\0') || value.contains('\0') {
+        Some(format!("environment variable `{}` contains a NUL character", key.escape_debug()))
+    } else {
+        None
+    }
+}
+
 /// Whether `action` has the shape of a pipeline action: `<prefix>.<verb>`, each part lower
 /// case letters, digits and `-`, starting with a letter.
 #[must_use]
@@ -132,5 +162,36 @@ mod tests {
         assert!(!valid_namespace("9lives"));
         assert!(!valid_namespace("a__b"));
         assert!(!valid_namespace(&"a".repeat(25)));
+    }
+
+    fn problems(manifest: serde_json::Value) -> Vec<String> {
+        let manifest: Manifest = serde_json::from_value(manifest).expect("typed manifest");
+        check(&manifest).into_iter().map(|e| format!("{}: {}", e.pointer, e.message)).collect()
+    }
+
+    #[test]
+    fn a_pattern_must_be_a_whole_regex_on_its_own() {
+        let with = |pattern: &str| {
+            problems(serde_json::json!({"schemaVersion": 1, "kind": "faculty", "id": "f", "name": "F",
+                "commands": [{"id": "c", "exec": ["self"], "args": [{"name": "a", "pattern": pattern}]}]}))
+        };
+        assert!(with("[a-z]+").is_empty());
+        let escaped = with("a)|(b");
+        assert_eq!(escaped.len(), 1, "{escaped:?}");
+        assert!(escaped[0].starts_with("/commands/0/args/0/pattern"), "{escaped:?}");
+    }
+
+    #[test]
+    fn environment_names_and_values_the_os_can_pass() {
+        let with = |key: &str, value: &str| {
+            problems(serde_json::json!({"schemaVersion": 1, "kind": "tool", "id": "t", "name": "T",
+                "hosted": {"command": ["true"], "env": {key: value}}}))
+        };
+        assert!(with("API_KEY", "x").is_empty());
+        assert_eq!(with("", "x").len(), 1);
+        assert_eq!(with("A=B", "x").len(), 1);
+        assert_eq!(with("A\0B", "x").len(), 1);
+        assert_eq!(with("A", "x\0y").len(), 1);
+        assert!(with("A=B", "x")[0].starts_with("/hosted/env/A=B"), "{:?}", with("A=B", "x"));
     }
 }

@@ -30,6 +30,12 @@ pub struct GateConfig {
 /// # Errors
 /// [`ApiError`] 403 when a rule refuses the request.
 pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next) -> Result<Response, ApiError> {
+    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+        return Err(ApiError::bad_request(
+            "invalid_request_target",
+            "requests name a path (`GET /myspace-butler/…`), not a full URL",
+        ));
+    }
     check(config, request.headers())?;
     Ok(next.run(request).await)
 }
@@ -39,6 +45,14 @@ pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next
 /// # Errors
 /// [`ApiError`] 403 naming the rule that refused.
 pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
+    for name in [HOST.as_str(), ORIGIN.as_str(), "sec-fetch-site"] {
+        if headers.get_all(name).iter().count() > 1 {
+            return Err(ApiError::bad_request(
+                "duplicate_header",
+                format!("the request has more than one `{name}` header"),
+            ));
+        }
+    }
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
@@ -103,7 +117,12 @@ fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
             None => (authority, None),
         }
     };
+    // Canonical decimal only: `+19387` and `019387` parse as numbers but are not how a
+    // browser writes our port.
     let port = match port {
+        Some(p) if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || (p.len() > 1 && p.starts_with('0')) => {
+            return None;
+        }
         Some(p) => Some(p.parse::<u16>().ok()?),
         None => None,
     };
@@ -134,6 +153,25 @@ mod tests {
             map.insert(*k, v.parse().expect("header value"));
         }
         map
+    }
+
+    #[test]
+    fn ports_are_canonical_and_headers_single() {
+        let config = GateConfig { port: 19387 };
+        assert!(is_own_origin(config, "http://127.0.0.1:19387"));
+        for origin in
+            ["http://127.0.0.1:+19387", "http://127.0.0.1:019387", "http://127.0.0.1:19387 ", "http://127.0.0.1:"]
+        {
+            assert!(!is_own_origin(config, origin), "{origin}");
+        }
+        let mut map = HeaderMap::new();
+        map.append(HOST, "127.0.0.1:19387".parse().expect("value"));
+        assert!(check(config, &map).is_ok());
+        map.append(HOST, "evil.example".parse().expect("value"));
+        assert_eq!(check(config, &map).expect_err("two Hosts").code, "duplicate_header");
+        let mut map = headers(&[("host", "localhost:19387"), ("sec-fetch-site", "same-origin")]);
+        map.append("sec-fetch-site", "cross-site".parse().expect("value"));
+        assert_eq!(check(config, &map).expect_err("two Sec-Fetch-Site").code, "duplicate_header");
     }
 
     #[test]

@@ -56,16 +56,7 @@ impl Sessions {
     #[must_use]
     pub fn new_link(&self) -> Option<String> {
         let token = crate::instance::owner::random_secret().ok()?;
-        let mut links = lock(&self.links);
-        let now = now();
-        links.retain(|_, expires| *expires > now);
-        while links.len() >= MAX_LINKS {
-            let oldest = links.iter().min_by_key(|(_, e)| **e).map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                links.remove(&oldest);
-            }
-        }
-        links.insert(hash(&token), now + LINK_TTL.as_secs());
+        insert_bounded(&mut lock(&self.links), hash(&token), LINK_TTL, MAX_LINKS);
         Some(token)
     }
 
@@ -77,18 +68,7 @@ impl Sessions {
             return None;
         }
         let session = crate::instance::owner::random_secret().ok()?;
-        {
-            let mut sessions = lock(&self.sessions);
-            let now = now();
-            sessions.retain(|_, expires| *expires > now);
-            while sessions.len() >= MAX_SESSIONS {
-                let oldest = sessions.iter().min_by_key(|(_, e)| **e).map(|(k, _)| k.clone());
-                if let Some(oldest) = oldest {
-                    sessions.remove(&oldest);
-                }
-            }
-            sessions.insert(hash(&session), now + SESSION_TTL.as_secs());
-        }
+        insert_bounded(&mut lock(&self.sessions), hash(&session), SESSION_TTL, MAX_SESSIONS);
         self.save();
         Some(session)
     }
@@ -112,6 +92,18 @@ impl Sessions {
             tracing::warn!(file = %self.path.display(), "cannot keep the console sessions: {e}");
         }
     }
+}
+
+/// Inserts `key`, valid for `ttl`, into `map` after dropping what expired and, while
+/// `max` are kept, the entry that expires first.
+fn insert_bounded(map: &mut HashMap<String, u64>, key: String, ttl: Duration, max: usize) {
+    let now = now();
+    map.retain(|_, expires| *expires > now);
+    while map.len() >= max {
+        let Some(oldest) = map.iter().min_by_key(|(_, e)| **e).map(|(k, _)| k.clone()) else { break };
+        map.remove(&oldest);
+    }
+    map.insert(key, now + ttl.as_secs());
 }
 
 /// The session cookie's name for the host on `port` (cookies are not scoped by port, so
