@@ -160,3 +160,29 @@ except OSError as e:
     // The owner still gets in.
     assert_eq!(butler.get_json("/health").0, 200);
 }
+
+#[test]
+fn oversized_and_malformed_bodies_get_the_envelope() {
+    let (butler, _dir) = Butler::start_fresh();
+    let big = vec![b' '; 1024 * 1024 + 10];
+    for path in ["/pipeline", "/observe", "/faculties/journal/commands/intake"] {
+        let (status, body) = butler.raw("POST", path, &[("content-type", "application/json")], &big);
+        assert_error(status, &body, 413, "payload_too_large");
+    }
+    // A chunked body whose chunk size is not hex.
+    use std::io::{Read, Write};
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    let request = format!(
+        "POST /myspace-butler/api/pipeline HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a response");
+    assert!(head.starts_with("HTTP/1.1 400"), "{answer}");
+    let body: serde_json::Value =
+        serde_json::from_str(body.trim()).unwrap_or_else(|_| panic!("not the envelope: {answer}"));
+    assert_eq!(body["error"]["code"], "invalid_body", "{body}");
+}

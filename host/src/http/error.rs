@@ -77,7 +77,14 @@ impl From<JsonRejection> for ApiError {
 
 impl From<BytesRejection> for ApiError {
     fn from(rejection: BytesRejection) -> Self {
-        body_rejection(rejection.status(), rejection.body_text())
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => body_rejection(StatusCode::PAYLOAD_TOO_LARGE, String::new()),
+            status => Self::new(
+                status,
+                "invalid_body",
+                format!("the request body could not be read: {}", rejection.body_text()),
+            ),
+        }
     }
 }
 
@@ -108,6 +115,22 @@ where
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
         Ok(Self(value))
+    }
+}
+
+/// A raw request body whose rejections (too large, a malformed chunked encoding, a client
+/// that stopped sending) use the error envelope, not axum's plain text.
+#[derive(Debug, Clone, Default)]
+pub struct ApiBytes(pub Bytes);
+
+impl<S> FromRequest<S> for ApiBytes
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(Bytes::from_request(req, state).await?))
     }
 }
 

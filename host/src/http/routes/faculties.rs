@@ -1,12 +1,11 @@
 //! Faculty commands and reports over HTTP (S-F6a, S-F8).
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use serde_json::{Map, Value, json};
 
 use crate::faculty::CallContext;
-use crate::http::error::object_body;
+use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
 
@@ -19,7 +18,7 @@ pub async fn command(
     State(state): State<AppState>,
     Path((id, command)): Path<(String, String)>,
     caller: Caller,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<Json<Value>, ApiError> {
     let mut body = object_body(&body)?;
     let args = match body.remove("args") {

@@ -2,13 +2,12 @@
 //! Routing and gating only — the faculties do the work.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::faculty::CallContext;
-use crate::http::error::object_body;
+use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
 use crate::pipeline::observations::INTAKE;
@@ -18,7 +17,11 @@ use crate::pipeline::observations::INTAKE;
 /// # Errors
 /// The envelope: `unknown_action` 404, `invalid_args` 400, `owner_required` 403, and
 /// whatever the faculty answered.
-pub async fn pipeline(State(state): State<AppState>, caller: Caller, body: Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn pipeline(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiBytes(body): ApiBytes,
+) -> Result<Json<Value>, ApiError> {
     let mut body = object_body(&body)?;
     let action = match body.remove("action") {
         Some(Value::String(action)) => action,
@@ -50,7 +53,10 @@ pub async fn pipeline(State(state): State<AppState>, caller: Caller, body: Bytes
 /// # Errors
 /// 400 `invalid_observation`; 503 `busy` / 504 `timeout` / 503 `shutting_down` (try
 /// again); 502 `intake_failed` when the journal could not record it.
-pub async fn observe(State(state): State<AppState>, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn observe(
+    State(state): State<AppState>,
+    ApiBytes(body): ApiBytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let observation = Value::Object(object_body(&body)?);
     let context = CallContext::top(false).until(state.pipeline.deadline(INTAKE));
     match run(&state, INTAKE.to_owned(), observation, context).await {
