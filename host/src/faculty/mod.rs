@@ -904,7 +904,11 @@ impl FacultyRuntime {
             entry.waited(waited);
             entry.ended(took, failure);
         }
-        if log::log_enabled!(target: stats::target(id).as_str(), log::Level::Debug) {
+        // The cheap global check first: no target string is built on the hot path unless
+        // debug lines can be wanted at all.
+        if log::max_level() >= log::Level::Debug
+            && log::log_enabled!(target: stats::target(id).as_str(), log::Level::Debug)
+        {
             let parent = context.parent.as_deref().unwrap_or("-");
             stats::emit_host(
                 log::Level::Debug,
