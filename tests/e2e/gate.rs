@@ -186,3 +186,52 @@ fn oversized_and_malformed_bodies_get_the_envelope() {
         serde_json::from_str(body.trim()).unwrap_or_else(|_| panic!("not the envelope: {answer}"));
     assert_eq!(body["error"]["code"], "invalid_body", "{body}");
 }
+
+/// Sends raw bytes on a fresh connection and returns the status and the parsed body.
+fn raw_exchange(butler: &Butler, request: &[u8]) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response: {answer:?}"));
+    let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
+    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    let body = serde_json::from_str(body.trim()).unwrap_or_else(|_| panic!("not JSON: {answer}"));
+    (status, body)
+}
+
+#[test]
+fn errors_hyper_answers_by_itself_use_the_envelope_and_json_rpc_on_mcp() {
+    let (butler, _dir) = Butler::start_fresh();
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let huge = "a".repeat(70 * 1024);
+    // A head over the limit, on an API route and on the MCP route.
+    let request = format!("GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\nX-Big: {huge}\r\n\r\n");
+    let (status, body) = raw_exchange(&butler, request.as_bytes());
+    assert_eq!((status, body["error"]["code"].as_str()), (431, Some("headers_too_large")), "{body}");
+    let request = format!("POST /myspace-butler/api/mcp HTTP/1.1\r\nHost: {authority}\r\nX-Big: {huge}\r\n\r\n");
+    let (status, body) = raw_exchange(&butler, request.as_bytes());
+    assert_eq!((status, body["error"]["code"].as_i64()), (431, Some(-32600)), "{body}");
+    assert_eq!(body["jsonrpc"], "2.0");
+    // A request line that is not HTTP, and a header line without a colon.
+    let (status, body) = raw_exchange(&butler, b"\x01\x02 nonsense\r\n\r\n");
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("bad_request")), "{body}");
+    let request = format!("GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\nno colon here\r\n\r\n");
+    let (status, body) = raw_exchange(&butler, request.as_bytes());
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("bad_request")), "{body}");
+    // An oversized body on the MCP route: a JSON-RPC error with 413.
+    let big = vec![b' '; 1024 * 1024 + 10];
+    let (status, body) = butler.raw(
+        "POST",
+        "/mcp",
+        &[("content-type", "application/json"), ("accept", "application/json, text/event-stream")],
+        &big,
+    );
+    assert_eq!((status, &body["error"]["code"]), (413, &serde_json::json!(-32600)), "{body}");
+    // The host still answers normally, on a kept-alive connection too.
+    assert_eq!(butler.get_json("/health").0, 200);
+}

@@ -6,7 +6,8 @@
 //! - `Sec-Fetch-Site: cross-site | same-site` is refused, whatever else the request says.
 //!
 //! Requests without `Origin` (local SDKs, the CLI, curl) pass. Refusals are 403 with the
-//! error envelope.
+//! error envelope (a JSON-RPC error on the MCP routes); so is a head larger than
+//! [`super::listen::MAX_HEAD_BYTES`] (431).
 
 use std::net::IpAddr;
 
@@ -14,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
@@ -29,15 +30,32 @@ pub struct GateConfig {
 ///
 /// # Errors
 /// [`ApiError`] 403 when a rule refuses the request.
-pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next) -> Result<Response, ApiError> {
+pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next) -> Response {
+    match admit(config, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) if super::framing::is_mcp(request.uri().path()) => super::framing::json_rpc_error(&refusal),
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+fn admit(config: GateConfig, request: &Request) -> Result<(), ApiError> {
     if request.uri().scheme().is_some() || request.uri().authority().is_some() {
         return Err(ApiError::bad_request(
             "invalid_request_target",
             "requests name a path (`GET /myspace-butler/…`), not a full URL",
         ));
     }
-    check(config, request.headers())?;
-    Ok(next.run(request).await)
+    // hyper's own limit on the head is approximate (a head read in one go can pass it).
+    let head = request.uri().to_string().len()
+        + request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
+    if head > super::listen::MAX_HEAD_BYTES {
+        return Err(ApiError::new(
+            axum::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            super::framing::HEAD_TOO_LARGE.as_str(),
+        ));
+    }
+    check(config, request.headers())
 }
 
 /// The gate's decision for a set of request headers.

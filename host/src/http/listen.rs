@@ -10,6 +10,8 @@
 //!   over it is answered `503 too_many_connections` and closed.
 //! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time
 //!   allowed between requests on a kept-alive connection).
+//! - **Readable refusals**: what hyper refuses by itself (a head it cannot parse, or too
+//!   large) is answered with the error envelope ([`super::framing`]).
 //!
 //! Both listeners serve the same router; requests that came over the local socket carry
 //! [`Transport::Local`] in their extensions (the CLI's operator commands need it).
@@ -27,6 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
 
+use super::framing::Enveloped;
 use super::peer;
 
 /// Connections served at once (both listeners together), at most. Each costs a file
@@ -154,7 +157,7 @@ fn admit<S>(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
         .max_buf_size(MAX_HEAD_BYTES)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(Enveloped::new(stream)), service);
     let watched = graceful.watch(connection);
     tokio::spawn(async move {
         let _permit = permit;

@@ -2,6 +2,7 @@
 //! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
 
 pub mod error;
+pub mod framing;
 pub mod gate;
 pub mod listen;
 pub mod owner;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -32,13 +33,39 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// `POST /mcp`.
-pub async fn post_main(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    post(&state.mcp, Scope::Main, &headers, &body).await
+pub async fn post_main(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => post(&state.mcp, Scope::Main, &headers, &body).await,
+        Err(rejection) => body_refused(&rejection),
+    }
 }
 
 /// `POST /mcp/butler` (the distilling agent's endpoint).
-pub async fn post_distill(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    post(&state.mcp, Scope::Distill, &headers, &body).await
+pub async fn post_distill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => post(&state.mcp, Scope::Distill, &headers, &body).await,
+        Err(rejection) => body_refused(&rejection),
+    }
+}
+
+/// A body that could not be read (too large, a malformed chunked encoding), as a JSON-RPC
+/// error with the HTTP status that says why.
+fn body_refused(rejection: &BytesRejection) -> Response {
+    let status = rejection.status();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!("Invalid Request: the body is larger than {} KiB", crate::http::error::MAX_BODY_BYTES / 1024)
+    } else {
+        format!("Invalid Request: the body could not be read: {}", rejection.body_text())
+    };
+    rpc_error(status, Value::Null, -32600, message)
 }
 
 /// `GET /mcp`.
