@@ -542,3 +542,83 @@ asyncio.run(main(sys.argv[1]))
         assert!(output.status.success() && text.contains(" 0 failed"), "{scenario}:\n{text}");
     }
 }
+
+/// With `"mcp": {"auth": "token"}` nothing answers without a credential, and `butler mcp
+/// stdio` — driven by the official Python SDK's stdio client — carries the owner's
+/// token over the local socket, and outlives a host restart without the client noticing.
+#[test]
+fn token_auth_and_the_stdio_bridge_through_a_host_restart() {
+    let tools = tools();
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), r#"{"mcp": {"auth": "token"}}"#).expect("root config");
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+
+    // No credential: the envelope on the API, a JSON-RPC error on /mcp — 401 both.
+    let (status, body) = butler.raw("GET", "/health", &[], b"");
+    crate::util::assert_error(status, &body, 401, "token_required");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    let (status, body) = butler.raw(
+        "POST",
+        "/mcp",
+        &[("content-type", "application/json"), ("accept", "application/json, text/event-stream")],
+        initialize.to_string().as_bytes(),
+    );
+    assert_eq!((status, &body["error"]["data"]["code"]), (401, &json!("token_required")), "{body}");
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    let (status, body) = butler.raw("GET", "/health", &[("authorization", "Bearer 00")], b"");
+    crate::util::assert_error(status, &body, 401, "token_required");
+    // The owner token, and the console's session, get in; the login link needs neither.
+    let bearer = format!("Bearer {}", butler.owner_token());
+    assert_eq!(butler.raw("GET", "/health", &[("authorization", &bearer)], b"").0, 200);
+    let cookie = butler.console_cookie();
+    assert_eq!(butler.raw("GET", "/catalog", &[("cookie", &cookie)], b"").0, 200);
+
+    let script = r#"
+import asyncio, sys, mcp
+from mcp.client.stdio import StdioServerParameters
+async def main(binary, workdir):
+    server = StdioServerParameters(command=binary, args=["mcp", "stdio", "--workdir", workdir])
+    async with mcp.Client(server, mode="legacy") as client:
+        tools = await client.list_tools()
+        print("TOOLS", ",".join(sorted(t.name for t in tools.tools)), flush=True)
+        result = await client.call_tool("fake__echo", {"text": "over stdio"})
+        print("ECHO", result.content[0].text, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        result = await client.call_tool("fake__echo", {"text": "after the restart"})
+        print("AGAIN", result.content[0].text, flush=True)
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"#;
+    let mut client = std::process::Command::new(tools.join("mcp-venv/bin/python"))
+        .args(["-c", script, env!("CARGO_BIN_EXE_butler")])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the Python SDK client");
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    let stdout = client.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let next = || lines.recv_timeout(LIMIT).expect("the client printed a line");
+    let tools_line = next();
+    assert!(tools_line.contains("fake__echo") && tools_line.contains("butler__search"), "{tools_line}");
+    assert_eq!(next(), "ECHO over stdio");
+
+    // The host restarts (a new session on its side); the client carries on as if nothing happened.
+    assert!(butler.stop().success());
+    let butler = Butler::start(dir.path());
+    let bearer = format!("Bearer {}", butler.owner_token());
+    wait_until(LIMIT, "the provider is registered again", || {
+        let (_, status) = butler.raw("GET", "/mcp/status", &[("authorization", &bearer)], b"");
+        status["providers"].as_array().is_some_and(|all| all.iter().any(|p| p["id"] == "fake"))
+    });
+    client.stdin.take().expect("stdin").write_all(b"go\n").expect("tell the client");
+    assert_eq!(next(), "AGAIN after the restart");
+    assert!(client.wait().expect("client exit").success());
+}

@@ -20,11 +20,18 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Serve the hub over stdin/stdout, for MCP clients that start their servers as
+    /// processes (configure the client with `butler mcp stdio`).
+    Stdio {
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 /// Runs a `butler mcp` subcommand.
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Stdio { target } => return super::stdio::run(target.workdir),
         Command::Status { json, target } => {
             let status = Client::connect(target.workdir)?.get("/mcp/status")?;
             if json {

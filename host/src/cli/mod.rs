@@ -9,6 +9,7 @@ mod mcp;
 mod pipeline;
 mod serve;
 mod settings;
+mod stdio;
 
 use std::process::ExitCode;
 

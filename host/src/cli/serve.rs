@@ -123,6 +123,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         sessions,
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
+        auth: instance.config.mcp.auth,
         started,
     };
 

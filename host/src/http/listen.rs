@@ -5,7 +5,8 @@
 //! - **Only the owner's user.** A TCP connection whose socket belongs to another uid
 //!   ([`super::peer`]) is answered `403 foreign_user` before a byte of it is read; so is a
 //!   Unix-socket peer with another uid (`SO_PEERCRED`). Where the kernel cannot say, the
-//!   connection is let through and the routes' own credentials apply.
+//!   connection is let through, marked unverified: then every API and MCP request on it
+//!   must carry the owner's credential ([`super::credential`]).
 //! - **A connection cap** (half the process's file limit, at most [`MAX_CONNECTIONS`]): one
 //!   over it is answered `503 too_many_connections` and closed.
 //! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time
@@ -29,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
 
+use super::credential::PeerVerified;
 use super::framing::Enveloped;
 use super::peer;
 
@@ -77,7 +79,10 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let own = peer::own_uid();
     let tcp_app = app.clone().layer(axum::Extension(Transport::Tcp));
-    let local_app = app.layer(axum::Extension(Transport::Local));
+    // Two variants of the TCP router, chosen per connection: built once, not per connection.
+    let tcp_verified = tcp_app.clone().layer(axum::Extension(PeerVerified(true)));
+    let tcp_unverified = tcp_app.layer(axum::Extension(PeerVerified(false)));
+    let local_app = app.layer(axum::Extension(Transport::Local)).layer(axum::Extension(PeerVerified(true)));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -92,12 +97,13 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let foreign = stream
+                let uid = stream
                     .local_addr()
                     .ok()
-                    .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten())
-                    .filter(|uid| *uid != own);
-                admit(stream, foreign, (&slots, cap), &graceful, &tcp_app);
+                    .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten());
+                let foreign = uid.filter(|uid| *uid != own);
+                let app = if uid == Some(own) { &tcp_verified } else { &tcp_unverified };
+                admit(stream, foreign, (&slots, cap), &graceful, app);
             }
             accepted = accept_local(local.as_ref()) => {
                 let Ok(stream) = accepted else { continue };

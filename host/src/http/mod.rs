@@ -1,6 +1,7 @@
 //! The HTTP surface (S-H1…S-H4): binding, the router with its two prefixes, the gate on
 //! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
 
+pub mod credential;
 pub mod error;
 pub mod framing;
 pub mod gate;
@@ -57,6 +58,8 @@ pub struct AppState {
     pub origin: Arc<str>,
     /// What the gate checks (our port).
     pub gate: GateConfig,
+    /// Who must send a credential (`mcp.auth`).
+    pub auth: credential::AuthMode,
     /// When the host started.
     pub started: Instant,
 }
@@ -112,6 +115,7 @@ pub fn router(state: AppState, gate: GateConfig) -> Router {
     app.fallback(error::unknown_route)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(error::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), credential::require))
         .layer(axum::middleware::from_fn_with_state(gate, gate::gate))
         .with_state(state)
 }

@@ -48,6 +48,9 @@ pub struct RootConfig {
     /// Pipeline routing.
     #[serde(default)]
     pub pipeline: PipelineConfig,
+    /// The MCP hub and API access.
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
@@ -82,6 +85,14 @@ pub struct Grant {
     /// Whether the faculty may write there.
     #[serde(default)]
     pub write: bool,
+}
+
+/// `mcp`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct McpConfig {
+    /// Who must send a credential (see [`crate::http::credential`]).
+    #[serde(default)]
+    pub auth: crate::http::credential::AuthMode,
 }
 
 /// `pipeline` (§8.1).

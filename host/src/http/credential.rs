@@ -1,0 +1,122 @@
+//! When a request must prove it is the owner's before any route runs.
+//!
+//! On Linux the listener knows the user behind each connection ([`super::peer`]) and
+//! refuses other users' outright, so a connection it could verify as the owner's user
+//! needs nothing more for reads and MCP. A connection whose user the kernel could **not**
+//! say — or every connection, when the root config sets `"mcp": {"auth": "token"}` — must
+//! carry a credential on every API route and on `/mcp`: the owner token
+//! (`Authorization: Bearer …`, what the CLI and `butler mcp stdio` send, and what an MCP
+//! client is configured with) or the console's session cookie. Refusals are
+//! `401 token_required` (a JSON-RPC error on the MCP routes). The login route, which
+//! redeems a one-time link, and the console's static page and assets need none.
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::AppState;
+use super::error::ApiError;
+use super::owner::has_token;
+use super::session::session_from_cookies;
+
+/// The root config's `mcp.auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// A credential only where the connection's user could not be verified (the default).
+    #[default]
+    Peer,
+    /// A credential on every API and MCP request, whoever connects.
+    Token,
+}
+
+/// Whether the listener verified that the connection belongs to the owner's user; set on
+/// every request by [`super::listen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerVerified(pub bool);
+
+/// The middleware.
+pub async fn require(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let verified = request.extensions().get::<PeerVerified>().is_some_and(|v| v.0);
+    if !needs_credential(state.auth, verified, request.uri().path()) || has_credential(&state, &request) {
+        return next.run(request).await;
+    }
+    let refusal = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "token_required",
+        if verified {
+            "this host asks every client for a credential (`mcp.auth` is \"token\"): send the owner token as `Authorization: Bearer <token>` (it is in the state directory's `owner-token`), or use `butler mcp stdio`"
+        } else {
+            "the host could not verify which user this connection belongs to, so it asks for a credential: send the owner token as `Authorization: Bearer <token>` (it is in the state directory's `owner-token`), or use `butler mcp stdio`"
+        },
+    );
+    if super::framing::is_mcp(request.uri().path()) {
+        super::framing::json_rpc_error(&refusal)
+    } else {
+        refusal.into_response()
+    }
+}
+
+/// Whether a request for `path` must carry a credential.
+#[must_use]
+pub fn needs_credential(mode: AuthMode, peer_verified: bool, path: &str) -> bool {
+    if peer_verified && mode == AuthMode::Peer {
+        return false;
+    }
+    let api = [super::API_PREFIX, super::LEGACY_PREFIX]
+        .iter()
+        .filter_map(|prefix| path.strip_prefix(prefix))
+        .find(|rest| rest.is_empty() || rest.starts_with('/'));
+    match api {
+        // The console's page and assets are the same for everyone; logging in needs the link.
+        Some(rest) => !matches!(rest, "" | "/" | "/login") && !rest.starts_with("/assets/"),
+        None => false,
+    }
+}
+
+fn has_credential(state: &AppState, request: &Request) -> bool {
+    let headers = request.headers();
+    has_token(headers, &state.owner_token)
+        || headers
+            .get_all(axum::http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(|cookies| session_from_cookies(state.gate.port, cookies))
+            .any(|session| state.sessions.is_valid(session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_verified_peer_in_peer_mode_goes_without() {
+        for path in [
+            "/myspace-butler/api/health",
+            "/myspace-butler/api/mcp",
+            "/myspace-butler/mcp",
+            "/myspace-butler/api/console/links",
+        ] {
+            assert!(!needs_credential(AuthMode::Peer, true, path), "{path}");
+            assert!(needs_credential(AuthMode::Peer, false, path), "{path}");
+            assert!(needs_credential(AuthMode::Token, true, path), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_login_link_and_the_console_page_need_none() {
+        for path in [
+            "/myspace-butler/api/login",
+            "/myspace-butler/login",
+            "/myspace-butler/",
+            "/myspace-butler/assets/app.js",
+            "/myspace-butler",
+            "/",
+        ] {
+            assert!(!needs_credential(AuthMode::Token, false, path), "{path}");
+        }
+        assert!(needs_credential(AuthMode::Token, false, "/myspace-butler/api/loginx"));
+    }
+}
