@@ -557,3 +557,47 @@ fn a_revision_of_a_card_revised_since_is_stale() {
     let (status, body) = decide(&butler, "reject", &revisions[1], "second-take-rejected");
     assert_eq!(status, 200, "{body}");
 }
+
+/// A check that does not pass tells the caller what a file does not hold, so `candidate.submit`
+/// declares `failureLimit`: ten `checks_failed` a minute per caller, then `too_many_failures`
+/// (429) whatever the next submission holds; other callers are not held back, and each
+/// counted failure is in the host log with its caller.
+#[test]
+fn failed_checks_are_limited_per_caller_and_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("host.log");
+    let butler = Butler::start_logging(&dir.path().join("instance"), "warn", &log);
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    std::fs::create_dir_all(butler.workdir.join("docs")).expect("mkdir");
+    std::fs::write(butler.workdir.join("docs/notes.md"), "the build uses cargo").expect("write");
+    observe(&butler, "the build uses cargo");
+    let batch = ok(&butler, "distill.claim", json!({"limit": 50}), false);
+    let item = batch["items"][0]["id"].clone();
+    let submit = |text: &str, owner: bool| {
+        act(
+            &butler,
+            "candidate.submit",
+            json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create",
+                "card": knowledge("Build tool", "The build uses cargo."), "evidence": [item],
+                "checks": [{"type": "quote", "path": "docs/notes.md", "text": text}]}),
+            owner,
+        )
+    };
+    for guess in 0..10 {
+        let (status, body) = submit(&format!("guess {guess}"), false);
+        assert_error(status, &body, 422, "checks_failed");
+    }
+    // The eleventh is refused before it runs: even a submission that would pass.
+    let (status, body) = submit("uses cargo", false);
+    assert_error(status, &body, 429, "too_many_failures");
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("try again in"), "{body}");
+    // The owner is another caller.
+    let (status, body) = submit("guess owner", true);
+    assert_error(status, &body, 422, "checks_failed");
+    let text = std::fs::read_to_string(&log).expect("log");
+    let recorded = text.lines().filter(|l| l.contains("a counted failure") && l.contains("anonymous")).count();
+    assert_eq!(recorded, 10, "{text}");
+    assert!(text.lines().any(|l| l.contains("a counted failure") && l.contains("caller=\"owner\"")), "{text}");
+}

@@ -256,6 +256,22 @@ pub struct Command {
     /// something about files, such as validity checks).
     #[serde(default)]
     pub private: bool,
+    /// How many of its failures with the named codes one caller may get a minute; past
+    /// that, the caller's calls are refused until the minute has passed (for commands
+    /// whose failures tell something, such as checks that did not pass).
+    #[serde(default, rename = "failureLimit")]
+    pub failure_limit: Option<CommandFailureLimit>,
+}
+
+/// `commands[].failureLimit`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandFailureLimit {
+    /// The failure codes counted.
+    pub codes: Vec<String>,
+    /// How many a caller may get a minute (at least 1).
+    #[serde(rename = "perMinute")]
+    pub per_minute: std::num::NonZeroU32,
 }
 
 /// One declared command argument.

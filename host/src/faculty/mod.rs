@@ -22,6 +22,7 @@
 pub mod args;
 pub mod components;
 pub mod engine;
+pub mod failures;
 pub mod locks;
 pub mod report;
 mod run;
@@ -79,6 +80,9 @@ pub struct CallContext {
     deadline: Option<Instant>,
     /// `faculty/command` of the call that made this one, for the call log.
     parent: Option<String>,
+    /// Who is calling, as the transport names them (`owner`, `mcp:<session>`, …), for
+    /// per-caller limits; nested calls keep their top-level caller.
+    caller: Option<Arc<str>>,
 }
 
 impl CallContext {
@@ -99,6 +103,13 @@ impl CallContext {
     #[must_use]
     pub fn until(mut self, deadline: Instant) -> Self {
         self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self
+    }
+
+    /// The same call, made by `caller` (see [`failures`]).
+    #[must_use]
+    pub fn by(mut self, caller: impl Into<Arc<str>>) -> Self {
+        self.caller = Some(caller.into());
         self
     }
 
@@ -126,6 +137,7 @@ impl CallContext {
             held: self.held.clone(),
             deadline: self.deadline,
             parent: Some(parent.to_owned()),
+            caller: self.caller.clone(),
         })
     }
 }
@@ -314,6 +326,20 @@ pub enum CallError {
     /// Nested calls went too deep.
     #[error("faculty calls nested deeper than {MAX_CALL_DEPTH} levels")]
     CallDepth,
+    /// The caller has had as many of this command's counted failures as it may a minute.
+    #[error(
+        "faculty `{faculty}`: command `{command}` failed {limit} times for this caller in the last minute, as many as it allows; try again in {retry_after} s"
+    )]
+    TooManyFailures {
+        /// Faculty id.
+        faculty: String,
+        /// Command id.
+        command: String,
+        /// The limit.
+        limit: u32,
+        /// Seconds until the caller may call it again.
+        retry_after: u64,
+    },
 }
 
 impl CallError {
@@ -341,6 +367,7 @@ impl CallError {
             Self::ShuttingDown => "shutting_down",
             Self::Internal(_) => "internal",
             Self::CallDepth => "call_depth_exceeded",
+            Self::TooManyFailures { .. } => "too_many_failures",
         }
     }
 
@@ -407,6 +434,8 @@ struct Runnable {
     stdin_arg: Option<String>,
     /// The actions it declares it may `host.call`.
     calls: Vec<String>,
+    /// Its per-caller failure limit, if it declares one.
+    failure_limit: Option<failures::FailureLimit>,
     target: Target,
 }
 
@@ -515,6 +544,8 @@ pub struct FacultyRuntime {
     stats: Mutex<HashMap<String, CallStats>>,
     /// Set by [`Self::abandon`]: every wait ends and running guests are interrupted.
     stop: Arc<AtomicBool>,
+    /// Counted failures per caller, for commands that declare a `failureLimit`.
+    failures: failures::FailureCounts,
 }
 
 impl FacultyRuntime {
@@ -571,6 +602,7 @@ impl FacultyRuntime {
             reconciled: Condvar::new(),
             stats: Mutex::new(HashMap::new()),
             stop: Arc::new(AtomicBool::new(false)),
+            failures: failures::FailureCounts::default(),
         }))
     }
 
@@ -736,12 +768,36 @@ impl FacultyRuntime {
         }
         let argv =
             runnable.args.apply(args).map_err(|e| CallError::InvalidArgs { faculty: id.to_owned(), message: e.0 })?;
-        self.observed(id, command, &context, |waited| {
+        let caller = context.caller.as_deref().unwrap_or("anonymous");
+        if let Some(limit) = &runnable.failure_limit {
+            self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
+                CallError::TooManyFailures {
+                    faculty: id.to_owned(),
+                    command: command.to_owned(),
+                    limit: limit.per_minute,
+                    retry_after,
+                }
+            })?;
+        }
+        let result = self.observed(id, command, &context, |waited| {
             let stores = self.stores_of(id, command);
             let (_guards, context) = self.lock_stores(id, &stores, &context, waited)?;
             let request = Request::Command { id: command, args: argv.args, stdin: argv.stdin.as_deref() };
             self.execute(&faculty, &runnable.target, request, &context)
-        })
+        });
+        if let (Some(limit), Err(e)) = (&runnable.failure_limit, &result)
+            && let Some(count) = self.failures.record((id, command, caller), limit, e.code(), Instant::now())
+        {
+            tracing::warn!(
+                faculty = id,
+                command,
+                caller,
+                code = e.code(),
+                "a counted failure: {count} of {} this caller may get a minute",
+                limit.per_minute
+            );
+        }
+        result
     }
 
     /// Runs a command the way the pipeline calls it: `args` (any JSON) travels as text on
@@ -1065,6 +1121,10 @@ impl FacultyRuntime {
                 args,
                 stdin_arg,
                 calls: command.calls.clone(),
+                failure_limit: command
+                    .failure_limit
+                    .as_ref()
+                    .map(|l| failures::FailureLimit { codes: l.codes.clone(), per_minute: l.per_minute.get() }),
                 target,
             };
             commands.insert(command.id.clone(), runnable);

@@ -172,6 +172,7 @@ pub fn status_for(code: &str) -> StatusCode {
         "faculty_unavailable" | "busy" | "shutting_down" => StatusCode::SERVICE_UNAVAILABLE,
         "internal" => StatusCode::INTERNAL_SERVER_ERROR,
         "timeout" => StatusCode::GATEWAY_TIMEOUT,
+        "too_many_failures" => StatusCode::TOO_MANY_REQUESTS,
         "trap" | "memory_limit" | "command_failed" | "invalid_output" | "invalid_report" | "call_depth_exceeded" => {
             StatusCode::BAD_GATEWAY
         }

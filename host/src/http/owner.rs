@@ -37,9 +37,11 @@ impl Caller {
     #[must_use]
     pub fn context(self) -> crate::faculty::CallContext {
         if self.operator {
-            crate::faculty::CallContext::operator()
+            crate::faculty::CallContext::operator().by("operator")
+        } else if self.owner {
+            crate::faculty::CallContext::top(true).by("owner")
         } else {
-            crate::faculty::CallContext::top(self.owner)
+            crate::faculty::CallContext::top(false)
         }
     }
 }

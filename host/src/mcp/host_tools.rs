@@ -197,7 +197,10 @@ impl HostTools {
         (tool.fixed)(&mut args);
         let (pipeline, action) = (Arc::clone(&self.pipeline), tool.action);
         let args = Value::Object(args);
-        let context = CallContext::top(false).until(pipeline.deadline(action));
+        // One caller per endpoint, not per session: sessions cost nothing to open, so a
+        // per-session limit would be no limit.
+        let caller = if scope == Scope::Distill { "mcp/butler" } else { "mcp" };
+        let context = CallContext::top(false).by(caller).until(pipeline.deadline(action));
         let deadline = context.deadline();
         let outcome = self.runtime.blocking(deadline, move || pipeline.call(action, &args, &context)).await;
         match outcome {
