@@ -2,9 +2,10 @@
 //! late subscribers, appended to a size-capped rotating file in `stateDir/logs/`, and
 //! broadcast to live followers.
 //!
-//! Memory stays bounded whatever the item prints: the ring holds [`RING_LINES`] lines of at
-//! most [`MAX_LINE_BYTES`] each, and a follower that cannot keep up skips lines (it is told
-//! how many) instead of queueing them.
+//! Memory stays bounded whatever the item prints: the ring holds at most [`RING_LINES`]
+//! lines and [`RING_BYTES`] of text (lines are cut at [`MAX_LINE_BYTES`]), and a follower
+//! that cannot keep up skips lines (it is told how many) instead of queueing them — so
+//! sixty-four items flooding their output at once hold a few tens of MiB, not gigabytes.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -19,6 +20,9 @@ use tokio::sync::broadcast;
 /// Lines kept in memory per item: a screenful of context several times over.
 pub const RING_LINES: usize = 1000;
 
+/// Text kept in memory per item, at most (the oldest lines go first).
+pub const RING_BYTES: usize = 256 * 1024;
+
 /// A longer line is cut into pieces of this size, so one runaway line cannot hold memory.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
 
@@ -27,7 +31,10 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024;
 pub const FILE_CAP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Lines a live follower may fall behind before it skips.
-const FOLLOW_BUFFER: usize = 1024;
+const FOLLOW_BUFFER: usize = 256;
+
+/// The read buffer of each captured pipe.
+const READ_BUFFER: usize = 16 * 1024;
 
 /// Where a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +81,8 @@ pub struct Log {
 #[derive(Debug)]
 struct Inner {
     ring: VecDeque<Arc<LogLine>>,
+    /// The text bytes the ring holds.
+    ring_bytes: usize,
     next_seq: u64,
     file: LogFile,
 }
@@ -92,7 +101,10 @@ impl Log {
     #[must_use]
     pub fn new(path: PathBuf) -> Self {
         let (live, _) = broadcast::channel(FOLLOW_BUFFER);
-        Self { inner: Mutex::new(Inner { ring: VecDeque::new(), next_seq: 1, file: LogFile::new(path) }), live }
+        Self {
+            inner: Mutex::new(Inner { ring: VecDeque::new(), ring_bytes: 0, next_seq: 1, file: LogFile::new(path) }),
+            live,
+        }
     }
 
     /// Appends one line.
@@ -102,10 +114,13 @@ impl Log {
         let line = Arc::new(LogLine { seq: inner.next_seq, at, stream, text });
         inner.next_seq += 1;
         inner.file.append(&line);
-        if inner.ring.len() == RING_LINES {
-            inner.ring.pop_front();
-        }
+        inner.ring_bytes += line.text.len();
         inner.ring.push_back(Arc::clone(&line));
+        while inner.ring.len() > RING_LINES || (inner.ring_bytes > RING_BYTES && inner.ring.len() > 1) {
+            if let Some(old) = inner.ring.pop_front() {
+                inner.ring_bytes -= old.text.len();
+            }
+        }
         // Sent under the lock, so a subscriber sees each line either in its backlog or live.
         let _ = self.live.send(line);
     }
@@ -129,7 +144,7 @@ impl Log {
 
     /// Reads `pipe` to its end, one line at a time, into this log.
     pub async fn capture(self: Arc<Self>, stream: Stream, mut pipe: impl AsyncRead + Unpin) {
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut buf = vec![0u8; READ_BUFFER];
         let mut pending: Vec<u8> = Vec::new();
         loop {
             let n = match pipe.read(&mut buf).await {
@@ -250,26 +265,43 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Arc::new(Log::new(dir.path().join("logs/x.log")));
         let long = "y".repeat(MAX_LINE_BYTES + 10);
-        let mut input = format!("one\r\ntwo\n{long}\n").into_bytes();
-        for i in 0..RING_LINES {
-            input.extend_from_slice(format!("line {i}\n").as_bytes());
-        }
-        input.extend_from_slice(b"no newline at the end");
         let early = log.follow();
-        Arc::clone(&log).capture(Stream::Stdout, &input[..]).await;
-
-        let follow = log.follow();
-        assert_eq!(follow.backlog.len(), RING_LINES, "the ring is bounded");
-        assert_eq!(follow.backlog.last().map(|l| l.text.as_str()), Some("no newline at the end"));
-        // The early subscriber saw the first lines live, cut where they were too long.
+        Arc::clone(&log).capture(Stream::Stdout, format!("one\r\ntwo\n{long}\n").as_bytes()).await;
+        // The early subscriber sees the first lines live, cut where they were too long.
         let mut live = early.live;
         let first: Vec<String> = (0..4).map(|_| live.try_recv().expect("line").text.clone()).collect();
         assert_eq!(first[..2], ["one".to_owned(), "two".to_owned()]);
         assert_eq!(first[2].len(), MAX_LINE_BYTES);
         assert_eq!(first[3], "y".repeat(10));
+        let mut input = Vec::new();
+        for i in 0..RING_LINES {
+            input.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        input.extend_from_slice(b"no newline at the end");
+        Arc::clone(&log).capture(Stream::Stdout, &input[..]).await;
+
+        let follow = log.follow();
+        assert_eq!(follow.backlog.len(), RING_LINES, "the ring is bounded");
+        assert_eq!(follow.backlog.last().map(|l| l.text.as_str()), Some("no newline at the end"));
+        // A follower that fell behind skips, and is told how many lines it missed.
+        assert!(matches!(live.try_recv(), Err(broadcast::error::TryRecvError::Lagged(_))));
         let file = std::fs::read_to_string(dir.path().join("logs/x.log")).expect("log file");
         assert_eq!(file.lines().count(), RING_LINES + 5);
         assert!(file.lines().next().is_some_and(|l| l.ends_with(" stdout one")), "{file:.80}");
+    }
+
+    #[tokio::test]
+    async fn the_ring_holds_a_bounded_number_of_bytes_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Arc::new(Log::new(dir.path().join("x.log")));
+        let line = "z".repeat(MAX_LINE_BYTES - 1);
+        let input: String = (0..RING_LINES).map(|_| format!("{line}\n")).collect();
+        Arc::clone(&log).capture(Stream::Stdout, input.as_bytes()).await;
+        let backlog = log.follow().backlog;
+        let held: usize = backlog.iter().map(|l| l.text.len()).sum();
+        assert!(held <= RING_BYTES, "{held} bytes held");
+        assert_eq!(backlog.len(), RING_BYTES / line.len(), "as many whole lines as fit");
+        assert_eq!(backlog.last().map(|l| l.seq), Some(RING_LINES as u64), "the newest are kept");
     }
 
     #[test]
