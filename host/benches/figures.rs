@@ -30,6 +30,8 @@ mod mcp;
 mod peers;
 #[path = "figures/runtime.rs"]
 mod runtime;
+#[path = "figures/soak.rs"]
+mod soak;
 #[path = "figures/supervise.rs"]
 mod supervise;
 
@@ -45,7 +47,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 16] = [
+    let figures: [(&str, fn()); 18] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -58,13 +60,17 @@ fn main() {
         ("B10", b10_validity_refresh),
         ("B12", runtime::b12_cold_start),
         ("B13", runtime::b13_mixed_load),
+        ("B14", soak::b14_peer_uid),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),
         ("C", console::c_console),
+        ("S1", soak::s1_soak),
     ];
     for (id, run) in figures {
-        if filter.is_empty() || filter.iter().any(|f| selects(f, id)) {
+        // The soak takes ten minutes: only when asked for by name.
+        let by_default = !id.starts_with('S');
+        if (filter.is_empty() && by_default) || filter.iter().any(|f| selects(f, id)) {
             run();
         }
     }

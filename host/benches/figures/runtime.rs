@@ -62,13 +62,13 @@ pub fn b12_cold_start() {
 }
 
 /// One request of the B13 mix: what it is called, its path and body.
-type MixRequest = (&'static str, String, Option<String>);
+pub type MixRequest = (&'static str, String, Option<String>);
 
 /// The B13 mix: observations, the agents' reads, the owner's listing, and the writers that
 /// nest (a refresh commits verdicts and rebuilds the context; a context build). Claims and
 /// review decisions are left out: they are one-at-a-time by design (a lease, a decision),
 /// so under a closed loop they would measure refusals; the torture test covers them.
-fn mix(i: usize) -> MixRequest {
+pub fn mix(i: usize) -> MixRequest {
     let pipeline = |action: &str, args: Value| Some(json!({"action": action, "args": args}).to_string());
     match i % 8 {
         0 | 1 | 7 => (

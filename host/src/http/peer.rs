@@ -56,7 +56,12 @@ pub fn own_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-fn sock_diag_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u32>> {
+/// The lookup through netlink `sock_diag` (what [`tcp_peer_uid`] tries first; public so
+/// that its cost per connection can be measured).
+///
+/// # Errors
+/// When the netlink socket cannot be used.
+pub fn sock_diag_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u32>> {
     let socket = rustix::net::socket_with(
         AddressFamily::NETLINK,
         SocketType::DGRAM,
@@ -132,8 +137,11 @@ fn parse_diag_answer(answer: &[u8]) -> io::Result<Option<u32>> {
     }
 }
 
-/// The same lookup through `/proc/net/tcp` and `/proc/net/tcp6`.
-fn proc_net_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u32>> {
+/// The same lookup through `/proc/net/tcp` and `/proc/net/tcp6` (the fallback).
+///
+/// # Errors
+/// When neither table can be read.
+pub fn proc_net_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u32>> {
     let mut last_error = None;
     for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
         match std::fs::read_to_string(file) {
