@@ -12,6 +12,7 @@ mod gate;
 mod knowledge_loop;
 mod lifecycle;
 mod mcp;
+mod openapi;
 mod pipeline;
 mod supervise;
 mod torture;

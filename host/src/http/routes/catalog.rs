@@ -1,10 +1,11 @@
 //! `GET /catalog` (the public catalog with diagnostics) and extension icons.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use axum::response::{IntoResponse, Response};
 
+use super::extract::ApiPath;
 use crate::catalog::icon::{self, Icon};
 use crate::catalog::public::PublicCatalog;
 use crate::http::{ApiError, AppState};
@@ -21,7 +22,7 @@ pub async fn catalog(State(state): State<AppState>) -> Response {
 /// # Errors
 /// 404 `unknown_extension` or `no_icon`; 404 `icon_unavailable` when the file can no
 /// longer be read.
-pub async fn icon(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn icon(State(state): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<Response, ApiError> {
     let snapshot = state.catalog.current();
     let ext =
         snapshot.get(&id).ok_or_else(|| ApiError::not_found("unknown_extension", format!("no extension `{id}`")))?;

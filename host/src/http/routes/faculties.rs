@@ -1,9 +1,10 @@
 //! Faculty commands and reports over HTTP (S-F6a, S-F8).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde_json::{Map, Value, json};
 
+use super::extract::ApiPath;
 use crate::faculty::CallContext;
 use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
@@ -16,7 +17,7 @@ use crate::http::{ApiError, AppState};
 /// The error envelope with the call's code (`invalid_args`, `timeout`, `trap`, …).
 pub async fn command(
     State(state): State<AppState>,
-    Path((id, command)): Path<(String, String)>,
+    ApiPath((id, command)): ApiPath<(String, String)>,
     caller: Caller,
     ApiBytes(body): ApiBytes,
 ) -> Result<Json<Value>, ApiError> {
@@ -45,7 +46,7 @@ pub async fn command(
 /// The error envelope (`unknown_report`, `invalid_report`, …).
 pub async fn report(
     State(state): State<AppState>,
-    Path((id, report)): Path<(String, String)>,
+    ApiPath((id, report)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let context = CallContext::top(false).until(state.faculties.deadline_for(&id));
     let runtime = state.faculties.clone();

@@ -2,13 +2,14 @@
 //! cookie; `POST /console/links` (owner token) makes a new link, for `butler console`.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::extract::ApiQuery;
 use crate::http::owner::Caller;
 use crate::http::session;
 use crate::http::{ApiError, AppState};
@@ -31,8 +32,9 @@ pub fn login_url(origin: &str, token: &str) -> String {
 /// `GET /login?t=TOKEN` → 303 to the console with the session cookie set.
 ///
 /// # Errors
-/// 403 `login_link_invalid` for a spent, expired or unknown link.
-pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Result<Response, ApiError> {
+/// 403 `login_link_invalid` for a spent, expired or unknown link; 400 `invalid_query` for a
+/// query that is not one (`t` given twice).
+pub async fn login(State(state): State<AppState>, ApiQuery(query): ApiQuery<LoginQuery>) -> Result<Response, ApiError> {
     let session = query.t.as_deref().and_then(|t| state.sessions.redeem(t)).ok_or_else(|| {
         ApiError::forbidden(
             "login_link_invalid",

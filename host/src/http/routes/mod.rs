@@ -1,9 +1,14 @@
 //! The API routes, one file per area. Each path here is mounted under both
 //! `/myspace-butler/api` and the legacy `/myspace-butler` (see `docs/http-api.md`).
+//!
+//! [`operations`] is the one table of what the API serves — a method on a path, and its
+//! handler — and the router is built from it, so [`table`] is exactly what the router
+//! answers. `docs/openapi.json` describes every entry (checked by the tests below).
 
 mod boards;
 mod catalog;
 mod events;
+mod extract;
 mod faculties;
 mod health;
 mod layout;
@@ -11,35 +16,283 @@ pub mod login;
 mod pipeline;
 mod supervise;
 
-use axum::routing::{MethodRouter, get, post};
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::mcp::endpoint as mcp;
 
 use super::AppState;
 
-/// Every API route as (path, handlers).
-pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
+/// One operation of the API: a method on a path (relative to the prefixes) and its handler.
+pub struct Operation {
+    /// The method (a `GET` also answers `HEAD`, without a body).
+    pub method: Method,
+    /// The path, with `{name}` for a path parameter.
+    pub path: &'static str,
+    handler: MethodRouter<AppState>,
+}
+
+/// `method` on `path`, answered by `handler` (the method is written once: it is both what
+/// the router routes and what [`table`] lists).
+fn op<H, T>(method: Method, path: &'static str, handler: H) -> Operation
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    let filter = MethodFilter::try_from(method.clone()).unwrap_or_else(|_| panic!("axum cannot route {method}"));
+    Operation { method, path, handler: on(filter, handler) }
+}
+
+/// Every operation of the API, in the order the routes are documented.
+pub fn operations() -> Vec<Operation> {
+    use Method as M;
     vec![
-        ("/health", get(health::health)),
-        ("/login", get(login::login)),
-        ("/console/links", post(login::new_link)),
-        ("/events", get(events::events)),
-        ("/catalog", get(catalog::catalog)),
-        ("/extensions/{id}/icon", get(catalog::icon)),
-        ("/overview", get(boards::overview)),
-        ("/services", get(boards::services)),
-        ("/tools/{id}/log", get(supervise::tool_log)),
-        ("/tools/{id}/{action}", post(supervise::tool_action)),
-        ("/services/{id}/log", get(supervise::service_log)),
-        ("/services/{id}/{action}", post(supervise::service_action)),
-        ("/faculties", get(boards::faculties)),
-        ("/faculties/{id}/commands/{command}", post(faculties::command)),
-        ("/faculties/{id}/reports/{report}", get(faculties::report)),
-        ("/layout", get(layout::get_layout).put(layout::put_layout)),
-        ("/pipeline", post(pipeline::pipeline)),
-        ("/observe", post(pipeline::observe)),
-        ("/mcp", post(mcp::post_main).get(mcp::get_main).delete(mcp::delete_main)),
-        ("/mcp/butler", post(mcp::post_distill).get(mcp::get_distill).delete(mcp::delete_distill)),
-        ("/mcp/status", get(mcp::status)),
+        op(M::GET, "/health", health::health),
+        op(M::GET, "/login", login::login),
+        op(M::POST, "/console/links", login::new_link),
+        op(M::GET, "/events", events::events),
+        op(M::GET, "/catalog", catalog::catalog),
+        op(M::GET, "/extensions/{id}/icon", catalog::icon),
+        op(M::GET, "/overview", boards::overview),
+        op(M::GET, "/services", boards::services),
+        op(M::GET, "/tools/{id}/log", supervise::tool_log),
+        op(M::POST, "/tools/{id}/{action}", supervise::tool_action),
+        op(M::GET, "/services/{id}/log", supervise::service_log),
+        op(M::POST, "/services/{id}/{action}", supervise::service_action),
+        op(M::GET, "/faculties", boards::faculties),
+        op(M::POST, "/faculties/{id}/commands/{command}", faculties::command),
+        op(M::GET, "/faculties/{id}/reports/{report}", faculties::report),
+        op(M::GET, "/layout", layout::get_layout),
+        op(M::PUT, "/layout", layout::put_layout),
+        op(M::POST, "/pipeline", pipeline::pipeline),
+        op(M::POST, "/observe", pipeline::observe),
+        op(M::POST, "/mcp", mcp::post_main),
+        op(M::GET, "/mcp", mcp::get_main),
+        op(M::DELETE, "/mcp", mcp::delete_main),
+        op(M::POST, "/mcp/butler", mcp::post_distill),
+        op(M::GET, "/mcp/butler", mcp::get_distill),
+        op(M::DELETE, "/mcp/butler", mcp::delete_distill),
+        op(M::GET, "/mcp/status", mcp::status),
     ]
+}
+
+/// What the router serves: (method, path) of every operation.
+#[must_use]
+pub fn table() -> Vec<(Method, &'static str)> {
+    operations().into_iter().map(|o| (o.method, o.path)).collect()
+}
+
+/// Every API route as (path, handlers): the operations, those of one path together.
+pub fn api() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    let mut routes: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
+    for Operation { path, handler, .. } in operations() {
+        match routes.iter().position(|(p, _)| *p == path) {
+            Some(i) => {
+                let (path, others) = routes.remove(i);
+                routes.insert(i, (path, others.merge(handler)));
+            }
+            None => routes.push((path, handler)),
+        }
+    }
+    routes
+}
+
+#[cfg(test)]
+mod tests {
+    //! `docs/openapi.json` against the table the router is built from (a live host is
+    //! checked against it by `tests/e2e/openapi.rs`).
+
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+
+    use super::table;
+    use crate::http::credential::AuthMode;
+
+    const OPENAPI: &str = include_str!("../../../../docs/openapi.json");
+    const LAYOUT_SCHEMA: &str = include_str!("../../../../spec/layout.schema.json");
+    const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+    fn document() -> Value {
+        serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON")
+    }
+
+    /// Every (METHOD, path) the document describes.
+    fn documented(doc: &Value) -> BTreeSet<(String, String)> {
+        let paths = doc["paths"].as_object().expect("paths");
+        paths
+            .iter()
+            .flat_map(|(path, item)| {
+                let item = item.as_object().expect("a path item");
+                METHODS.iter().filter(|m| item.contains_key(**m)).map(|m| (m.to_uppercase(), path.clone()))
+            })
+            .collect()
+    }
+
+    /// Each operation of the document with its path.
+    fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+        let mut out = Vec::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in METHODS {
+                if let Some(operation) = item.get(method) {
+                    out.push((method.to_uppercase(), path.clone(), operation));
+                }
+            }
+        }
+        out
+    }
+
+    /// `value`, or what its `$ref` (a local one) points at.
+    fn resolve<'a>(doc: &'a Value, value: &'a Value) -> &'a Value {
+        match value.get("$ref").and_then(Value::as_str) {
+            Some(pointer) => doc.pointer(pointer.trim_start_matches('#')).unwrap_or_else(|| panic!("no {pointer}")),
+            None => value,
+        }
+    }
+
+    #[test]
+    fn the_document_describes_every_operation_the_router_serves_and_no_other() {
+        let doc = document();
+        let documented = documented(&doc);
+        let served: BTreeSet<(String, String)> =
+            table().into_iter().map(|(method, path)| (method.to_string(), path.to_owned())).collect();
+        let undocumented: Vec<_> = served.difference(&documented).collect();
+        let gone: Vec<_> = documented.difference(&served).collect();
+        assert!(undocumented.is_empty(), "served but not in docs/openapi.json: {undocumented:?}");
+        assert!(gone.is_empty(), "in docs/openapi.json but not served: {gone:?}");
+        assert_eq!(served.len(), table().len(), "an operation is listed twice in the route table");
+    }
+
+    #[test]
+    fn the_document_names_both_prefixes_and_the_credentials_the_host_accepts() {
+        let doc = document();
+        assert_eq!(doc["openapi"], "3.1.0");
+        let servers: Vec<&str> =
+            doc["servers"].as_array().expect("servers").iter().filter_map(|s| s["url"].as_str()).collect();
+        for prefix in [crate::http::API_PREFIX, crate::http::LEGACY_PREFIX] {
+            assert!(servers.iter().any(|url| url.ends_with(prefix)), "no server for {prefix}: {servers:?}");
+        }
+        let schemes = &doc["components"]["securitySchemes"];
+        // `owner::has_token`: `Authorization: Bearer <token>`.
+        assert_eq!(schemes["ownerToken"]["type"], "http");
+        assert_eq!(schemes["ownerToken"]["scheme"], "bearer");
+        assert_eq!(schemes["consoleSession"]["in"], "cookie");
+        assert_eq!(
+            schemes["consoleSession"]["name"],
+            crate::http::session::cookie_name(crate::http::DEFAULT_PORT).as_str()
+        );
+        assert_eq!(schemes["consoleReview"]["in"], "header");
+        let review = schemes["consoleReview"]["name"].as_str().expect("a header name");
+        assert!(review.eq_ignore_ascii_case(crate::http::owner::REVIEW_HEADER), "{review}");
+        // Wherever the owner is named, the console counts only with its review header.
+        for (method, path, operation) in operations(&doc) {
+            for requirement in operation["security"].as_array().into_iter().flatten() {
+                let requirement = requirement.as_object().expect("a security requirement");
+                assert!(
+                    requirement.contains_key("consoleSession") || !requirement.contains_key("consoleReview"),
+                    "{method} {path}: the review header alone proves nothing"
+                );
+                for name in requirement.keys() {
+                    assert!(schemes.get(name).is_some(), "{method} {path}: no security scheme {name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_error_answer_is_the_envelope_and_the_gate_is_on_every_operation() {
+        let doc = document();
+        let envelope = "#/components/schemas/ErrorEnvelope";
+        let json_rpc = "#/components/schemas/JsonRpcErrorResponse";
+        for (method, path, operation) in operations(&doc) {
+            let responses = operation["responses"].as_object().expect("responses");
+            assert!(
+                responses.keys().any(|status| status.starts_with('2') || status.starts_with('3')),
+                "{method} {path}: no success answer"
+            );
+            // What the gate and the connection cap answer before any route runs.
+            for status in ["400", "403", "431", "503"] {
+                assert!(responses.contains_key(status), "{method} {path}: {status} (the gate) is not documented");
+            }
+            // A credential, where the connection must carry one (`credential::require`).
+            let full = format!("{}{path}", crate::http::API_PREFIX);
+            let needs = crate::http::credential::needs_credential(AuthMode::Token, false, &full);
+            assert_eq!(responses.contains_key("401"), needs, "{method} {path}: 401 token_required");
+            let security = operation["security"].as_array().expect("each operation says who may call it");
+            assert_eq!(
+                security.iter().any(|r| r == &json!({"ownerToken": []})),
+                needs,
+                "{method} {path}: the owner token is the credential where one is needed"
+            );
+            // The MCP routes answer JSON-RPC errors (their clients read those); what is
+            // refused before a request is read (`foreign_user`, the connection cap) is the
+            // envelope there too.
+            let mcp = path == "/mcp" || path.starts_with("/mcp/");
+            for (status, response) in responses {
+                assert_ne!(status, "default", "{method} {path}: list the statuses, not `default`");
+                if !status.starts_with('4') && !status.starts_with('5') {
+                    continue;
+                }
+                let response = resolve(&doc, response);
+                let content = response["content"].as_object().expect("error content");
+                assert_eq!(content.keys().collect::<Vec<_>>(), ["application/json"], "{method} {path} {status}");
+                let schema = &content["application/json"]["schema"];
+                let refs: Vec<&str> = match schema.get("anyOf") {
+                    Some(any) => any.as_array().expect("anyOf").iter().filter_map(|s| s["$ref"].as_str()).collect(),
+                    None => schema["$ref"].as_str().into_iter().collect(),
+                };
+                let allowed: &[&str] = if mcp { &[json_rpc, envelope] } else { &[envelope] };
+                assert!(
+                    !refs.is_empty() && refs.iter().all(|r| allowed.contains(r)),
+                    "{method} {path} {status}: {schema} is not {allowed:?}"
+                );
+                assert!(mcp || refs == [envelope], "{method} {path} {status}: not the envelope");
+            }
+        }
+    }
+
+    #[test]
+    fn path_parameters_are_declared_and_used() {
+        let doc = document();
+        for (method, path, operation) in operations(&doc) {
+            let in_path: BTreeSet<&str> =
+                path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}')).collect();
+            let declared: BTreeSet<&str> = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| resolve(&doc, p))
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().expect("a name"))
+                .collect();
+            assert_eq!(in_path, declared, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn the_layout_schemas_are_spec_layout_schema() {
+        let doc = document();
+        let mut spec: Value = serde_json::from_str(LAYOUT_SCHEMA).expect("layout schema");
+        let defs = spec.as_object_mut().and_then(|s| s.remove("$defs")).expect("$defs");
+        let component = |name: &str| format!("Layout{}{}", name[..1].to_uppercase(), &name[1..]);
+        let rename = |value: &Value| {
+            let mut text = value.to_string();
+            for name in defs.as_object().expect("defs").keys() {
+                text = text
+                    .replace(&format!("\"#/$defs/{name}\""), &format!("\"#/components/schemas/{}\"", component(name)));
+            }
+            serde_json::from_str::<Value>(&text).expect("json")
+        };
+        let mut layout = rename(&spec);
+        if let Some(layout) = layout.as_object_mut() {
+            layout.remove("$schema");
+            layout.remove("$id");
+        }
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(schemas["Layout"], layout, "docs/openapi.json's Layout is not spec/layout.schema.json");
+        for (name, def) in defs.as_object().expect("defs") {
+            assert_eq!(schemas[component(name)], rename(def), "{name}");
+        }
+    }
 }

@@ -5,12 +5,13 @@
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::extract::ApiPath;
 use crate::catalog::Kind;
 use crate::http::{ApiError, AppState};
 use crate::supervise::logs::LogLine;
@@ -19,7 +20,7 @@ use crate::supervise::{Action, Item, SuperviseError};
 /// `POST /tools/{id}/{action}`.
 pub async fn tool_action(
     State(state): State<AppState>,
-    Path((id, action)): Path<(String, String)>,
+    ApiPath((id, action)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     act(&state, Kind::Tool, &id, &action).await
 }
@@ -27,7 +28,7 @@ pub async fn tool_action(
 /// `POST /services/{id}/{action}`.
 pub async fn service_action(
     State(state): State<AppState>,
-    Path((id, action)): Path<(String, String)>,
+    ApiPath((id, action)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     act(&state, Kind::Service, &id, &action).await
 }
@@ -35,7 +36,7 @@ pub async fn service_action(
 /// `GET /tools/{id}/log`.
 pub async fn tool_log(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     log(&state, Kind::Tool, &id)
 }
@@ -43,7 +44,7 @@ pub async fn tool_log(
 /// `GET /services/{id}/log`.
 pub async fn service_log(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     log(&state, Kind::Service, &id)
 }
