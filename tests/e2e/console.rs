@@ -1,4 +1,4 @@
-//! The web console (SPEC §10): the page and assets as served (types, CSP, the gate), and
+//! The web console: the page and assets as served (types, CSP, the gate), and
 //! real-browser scenarios — Debian's Chromium driven by Playwright (`tests/console/drive.py`,
 //! installed by `scripts/install-console-test-tools`) — whose outcomes are checked through
 //! the API. Screenshots go to `target/console-screenshots/` (not committed).

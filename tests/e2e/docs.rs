@@ -53,3 +53,39 @@ fn every_documented_route_exists_and_every_route_is_documented() {
         assert!(code != "unknown_route" && code != "method_not_allowed", "{method} {path}: {status} {body}");
     }
 }
+
+/// The repository stands alone: no comment, doc or message names a file outside it, or
+/// a section of a specification it does not contain (spec ids, section signs).
+#[test]
+fn no_reference_points_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let section = regex::Regex::new("(^|[^A-Za-z0-9])S-[A-Z]{1,2}[0-9]|\u{a7}").expect("regex");
+    let outside = [concat!("../", "shared"), concat!("SPEC", ".md"), concat!("seeds", "/0")];
+    let mut found = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").map_while(Result::ok) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                // Built and installed things, and the WASI interfaces vendored verbatim.
+                if !name.starts_with('.') && !matches!(name.as_str(), "target" | "node_modules" | "deps") {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else { continue }; // binary
+            for (n, line) in text.lines().enumerate() {
+                if section.is_match(line) || outside.iter().any(|o| line.contains(o)) {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        path.strip_prefix(&root).unwrap_or(&path).display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "references to things outside the repository:\n{}", found.join("\n"));
+}

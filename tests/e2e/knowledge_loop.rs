@@ -463,7 +463,7 @@ fn the_cli_reviews_and_sets_checks_as_the_owner() {
 
 /// The compiled context keeps to the owner's `inject.maxChars` from the root config — in the
 /// rebuilds that follow an approval or a rejection too, not only when a caller passes a
-/// limit — and the profile is never cut (§8.6).
+/// limit — and the profile is never cut.
 #[test]
 fn the_context_keeps_to_inject_max_chars_from_the_root_config() {
     const MAX: usize = 400;

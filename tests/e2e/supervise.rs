@@ -1,4 +1,4 @@
-//! Supervision (S-P1…S-P6, §5.6) with real processes: a Python HTTP server, shells that
+//! Supervision with real processes: a Python HTTP server, shells that
 //! spawn grandchildren, programs that fail at once. Processes are found through an
 //! environment marker in `/proc/<pid>/environ`, never through the host's own answers.
 

@@ -1,4 +1,4 @@
-//! Consumption (§8.4): `cards.search` and `cards.read`. Agents see only active,
+//! Consumption: `cards.search` and `cards.read`. Agents see only active,
 //! unsuspended cards, and only what a card says — never evidence, hashes, checks, review
 //! metadata or paths.
 
@@ -159,7 +159,7 @@ pub fn search(args: SearchArgs) -> Outcome {
 /// The search on `index`; `None` when a card it would return (or pass over) changed since
 /// the index recorded it (`verify`: compare their files' stamps; an index just swept was
 /// built from the files as they are, even where their stamps are too recent to record).
-/// The hits it would return are refreshed first (§8.3); those past the limit are not
+/// The hits it would return are refreshed first; those past the limit are not
 /// looked at (a refresh that suspends one of the first may return fewer than `limit`
 /// cards, as it may when no more match).
 fn search_in(

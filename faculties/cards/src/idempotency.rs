@@ -1,4 +1,4 @@
-//! Idempotency records (§8.5): the first result of a decision, kept under
+//! Idempotency records: the first result of a decision, kept under
 //! `/data/idempotency/<sha256(key)>.json`, so that a replay returns it unchanged and never
 //! applies twice — even after its token expired.
 

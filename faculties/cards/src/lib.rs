@@ -1,4 +1,4 @@
-//! The `cards` faculty (§8.4, §8.5): the owner's approved cards — search and read for
+//! The `cards` faculty: the owner's approved cards — search and read for
 //! agents, the review queue for the owner.
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every

@@ -3,7 +3,7 @@
 //! holds it, why (which check failed, or the conflict).
 //!
 //! Unlike `cards.search` it needs no query. Like it, the cards on the returned page that
-//! have checks (or a verdict) are refreshed first (§8.3), so a reason shown is current.
+//! have checks (or a verdict) are refreshed first, so a reason shown is current.
 
 use butler_faculty_kit::{Failure, Outcome, Value, json};
 use butler_store::card::{Kind, Status};

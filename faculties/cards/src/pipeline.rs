@@ -1,6 +1,6 @@
 //! Calls into the other pipeline faculties through the host. Each is best-effort where
-//! the spec lets it be: a validity refresh that fails leaves the last verdict standing
-//! (§8.3), and a context that fails to rebuild is rebuilt by the next change (§8.6).
+//! the pipeline lets it be: a validity refresh that fails leaves the last verdict
+//! standing, and a context that fails to rebuild is rebuilt by the next change.
 
 use butler_faculty_kit::{Value, host, json};
 

@@ -1,4 +1,4 @@
-//! The owner's review (§8.5): `review.list`, `review.prepare`, `review.approve`,
+//! The owner's review: `review.list`, `review.prepare`, `review.approve`,
 //! `review.reject`.
 //!
 //! Approval is written so that a crash at any point is finished by the next attempt and a

@@ -1,4 +1,4 @@
-//! Review tokens (§8.5): short-lived, single-use proofs that the owner prepared a decision
+//! Review tokens: short-lived, single-use proofs that the owner prepared a decision
 //! on one candidate. Only a token's SHA-256 is stored, in `/data/tokens/<hash>.json`, so
 //! reading the faculty's directory does not reveal a usable token.
 

@@ -29,7 +29,7 @@ pub enum ItemKind {
     Session,
 }
 
-/// One item of a batch, as `claim` and `evidence` return it (§8.5.1).
+/// One item of a batch, as `claim` and `evidence` return it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Item {
     /// The observation's or turn's id.

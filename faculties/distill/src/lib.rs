@@ -1,5 +1,5 @@
 //! The `distill` faculty: turns observations into candidate cards: batches with leases,
-//! candidates, completion (§8.5).
+//! candidates, completion.
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).

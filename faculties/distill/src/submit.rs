@@ -3,7 +3,7 @@
 //! Everything the caller sent is validated before anything is written; checks must pass
 //! now (asked of `validity.check`); then the candidate is written, a conflict suspends its
 //! target, and the batch records the candidate. A step that fails after the lease was
-//! accepted for a reason other than bad input marks the batch failed (§8.5: a batch with a
+//! accepted for a reason other than bad input marks the batch failed (a batch with a
 //! failed step cannot be completed).
 
 use butler_faculty_kit::{Failure, Outcome, Value, host, json};
@@ -30,7 +30,7 @@ const MAX_REASON_CHARS: usize = 500;
 const BAD_INPUT: &[&str] =
     &["invalid_args", "invalid_check", "checks_failed", "not_found", "lease_invalid", "lease_expired", "batch_failed"];
 
-/// The arguments (§8.5.1).
+/// The arguments.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SubmitArgs {

@@ -3,8 +3,8 @@
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
-//! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool (§8.7);
-//! - `context-build {maxChars?}` compiles `build/context.md` (§8.6), by default within the
+//! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool;
+//! - `context-build {maxChars?}` compiles `build/context.md`, by default within the
 //!   root config's `inject.maxChars`;
 //! - report `recent`: the latest observations.
 
@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 /// Where the compiled context goes, relative to the store.
 const CONTEXT: &str = "build/context.md";
-/// `inject.maxChars` when nobody said otherwise (§8.6).
+/// `inject.maxChars` when nobody said otherwise.
 const DEFAULT_MAX_CHARS: usize = 8000;
 /// Bounds of `maxChars`.
 const MAX_CHARS_RANGE: std::ops::RangeInclusive<usize> = 200..=1_000_000;
@@ -69,7 +69,7 @@ struct IntakeArgs {
     r#ref: Option<String>,
 }
 
-/// Builds the observation `args` describe, checked by the §8.7 rules (before it gets an id).
+/// Builds the observation `args` describe, checked by the observation rules (before it gets an id).
 fn observation(args: IntakeArgs, id: String, at: String) -> Result<Observation, Failure> {
     let observation = Observation {
         id,

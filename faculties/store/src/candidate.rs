@@ -1,4 +1,4 @@
-//! Candidate cards (§8.5): `candidates/<id>.json`, proposed by the distilling agent and
+//! Candidate cards: `candidates/<id>.json`, proposed by the distilling agent and
 //! decided by the owner.
 
 use serde::{Deserialize, Serialize};

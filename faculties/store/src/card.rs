@@ -1,4 +1,4 @@
-//! Approved cards (§8.2): `rules/<id>.md`, `knowledge/<id>.md` and `profile.md`, Markdown
+//! Approved cards: `rules/<id>.md`, `knowledge/<id>.md` and `profile.md`, Markdown
 //! with front matter. A card's id is its file name; ids are unique across kinds.
 
 use std::path::PathBuf;
@@ -338,7 +338,7 @@ impl Card {
         super::write(&self.path(), self.render().as_bytes())
     }
 
-    /// The index entry consumers see (§8.5.1).
+    /// The index entry consumers see.
     #[must_use]
     pub fn index_entry(&self) -> Value {
         let c = &self.content;

@@ -1,4 +1,4 @@
-//! Validity checks (§8.3): two deterministic types, resolved against the validity root.
+//! Validity checks: two deterministic types, resolved against the validity root.
 
 use serde::{Deserialize, Serialize};
 

@@ -373,7 +373,7 @@ impl Index {
         self.checks_json(entry) != "[]"
     }
 
-    /// The index entry consumers see (§8.5.1), as [`Card::index_entry`] gives it.
+    /// The index entry consumers see, as [`Card::index_entry`] gives it.
     #[must_use]
     pub fn display(&self, entry: &Entry) -> Value {
         serde_json::from_str(&self.text[entry.display.clone()]).unwrap_or(Value::Null)

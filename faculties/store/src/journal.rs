@@ -1,4 +1,4 @@
-//! The journal spool (§8.7): observations appended to `journal/spool/<day>.jsonl`, one
+//! The journal spool: observations appended to `journal/spool/<day>.jsonl`, one
 //! JSON object per line.
 
 use std::io::Write;
@@ -34,7 +34,7 @@ pub struct Observation {
 }
 
 impl Observation {
-    /// Checks the §8.7 rules.
+    /// Checks the observation rules.
     ///
     /// # Errors
     /// `invalid_observation` naming the field.

@@ -1,4 +1,4 @@
-//! The owner's card store (§8.2), as the built-in pipeline faculties see it under `/self`.
+//! The owner's card store, as the built-in pipeline faculties see it under `/self`.
 //!
 //! One library compiled into each faculty, so the four agree on the format:
 //! - [`card`] — approved cards: Markdown with front matter, one file each;

@@ -1,4 +1,4 @@
-//! Validity verdicts (§8.3): `validity/<card id>.json`, kept apart from the card so that
+//! Validity verdicts: `validity/<card id>.json`, kept apart from the card so that
 //! checking never rewrites a card file. A verdict is bound to the revision and content
 //! hash it was computed for; a verdict for another revision does not apply.
 

@@ -1,4 +1,4 @@
-//! WebAssembly components in the catalog (S-F2, S-F3).
+//! WebAssembly components in the catalog.
 //!
 //! The catalog does not run code; it asks a [`ComponentInspector`] (the faculty runtime)
 //! what a `.wasm` file is. A bare `faculties/<name>.wasm` is registered from its

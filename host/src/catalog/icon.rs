@@ -1,4 +1,4 @@
-//! Extension icons (S-M4): how the manifest's `icon` string is interpreted, and reading
+//! Extension icons: how the manifest's `icon` string is interpreted, and reading
 //! the image bytes the console asks for.
 //!
 //! Relative image paths are opened through a capability handle on the manifest
@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-/// Largest icon file served (S-M4: 2 MB).
+/// Largest icon file served (2 MB).
 pub const MAX_ICON_BYTES: u64 = 2 * 1024 * 1024;
-/// A text icon keeps this many characters (S-M4).
+/// A text icon keeps this many characters.
 const TEXT_ICON_CHARS: usize = 8;
 /// File extensions that make an icon string an image path.
 const IMAGE_EXTENSIONS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "webp", "svg", "ico"];

@@ -1,4 +1,4 @@
-//! The catalog loader task: scan, watch, debounce, publish (S-M3).
+//! The catalog loader task: scan, watch, debounce, publish.
 //!
 //! One task owns every scan, so loads and unloads never run concurrently. It reacts to
 //! file-system events (debounced) and, as a safety net for missed events, compares a
@@ -19,7 +19,7 @@ use super::{Catalog, ScanConfig, scan, scan_confirming};
 
 /// Quiet time after the last relevant event before rescanning: long enough to take a
 /// folder copy or an editor's save-rename as one change, short enough that a new manifest
-/// is listed well within the 1 s promise (S-M3).
+/// is listed well within the 1 s promise.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// A steady stream of events still gets a rescan at least this often.
 pub const MAX_DEBOUNCE: Duration = Duration::from_millis(400);

@@ -2,7 +2,7 @@
 //!
 //! Built field by field from an allow-list, so nothing that runs (`hosted.command`,
 //! `exec` vectors, `mcp.command`), no environment value and no health probe ever appears
-//! in it (S-M6), whatever a manifest adds in the future.
+//! in it, whatever a manifest adds in the future.
 
 use serde::Serialize;
 

@@ -1,5 +1,5 @@
-//! Semantic manifest rules the JSON Schema cannot express (S-M1): ids unique within a
-//! manifest, and the MCP namespace rules of S-C3.
+//! Semantic manifest rules the JSON Schema cannot express: ids unique within a
+//! manifest, and the MCP namespace rules.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};

@@ -1,4 +1,4 @@
-//! Host settings from `$XDG_CONFIG_HOME/butler/butler.toml` (§12). Flags and environment
+//! Host settings from `$XDG_CONFIG_HOME/butler/butler.toml`. Flags and environment
 //! variables win over it; it wins over the built-in defaults.
 
 use std::net::IpAddr;
@@ -58,7 +58,7 @@ pub fn init_logging(settings: &Settings) {
 }
 
 /// The instance directory: flag or `BUTLER_WORKDIR` (clap merges those), then settings,
-/// then `~/.dsh/butler` (S-I1).
+/// then `~/.dsh/butler`.
 pub fn workdir(flag: Option<PathBuf>, settings: &Settings) -> anyhow::Result<PathBuf> {
     flag.or_else(|| settings.workdir.clone())
         .or_else(butler_host::instance::Instance::default_workdir)

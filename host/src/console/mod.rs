@@ -1,4 +1,4 @@
-//! The web console (SPEC §10): one page at `/myspace-butler/` and its assets under
+//! The web console: one page at `/myspace-butler/` and its assets under
 //! `/myspace-butler/assets/`, embedded in the binary from `assets/` so the host is the only
 //! server and the console works offline.
 //!

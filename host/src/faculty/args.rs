@@ -1,4 +1,4 @@
-//! Command arguments (S-F6): the caller's `args` object checked against the command's
+//! Command arguments: the caller's `args` object checked against the command's
 //! declarations and turned into an argument list and standard input — the same rules
 //! whatever language the faculty is written in.
 //!

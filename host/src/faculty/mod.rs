@@ -1,4 +1,4 @@
-//! The faculty runtime (§7): faculties as WebAssembly components behind a WIT interface.
+//! The faculty runtime: faculties as WebAssembly components behind a WIT interface.
 //!
 //! - [`engine`] — one engine: pooling allocator, epoch deadlines, limits;
 //! - [`components`] — read, hash, compile or load from the disk cache, pre-link, describe;
@@ -52,9 +52,9 @@ use sandbox::{Linkers, Preopen, Sandbox};
 use stats::CallStats;
 use wit::Op;
 
-/// Default deadline of one call (S-F4).
+/// Default deadline of one call.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-/// Default memory cap of one call (S-F4).
+/// Default memory cap of one call.
 pub const DEFAULT_MEMORY_MB: u64 = 64;
 /// Faculty calls executing at once. Each holds a blocking thread and an instance; on two
 /// cores more would not run faster, only add threads and their memory (~0.1 MB each). Calls

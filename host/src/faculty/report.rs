@@ -1,4 +1,4 @@
-//! Report shapes (S-F8), checked before a report is served.
+//! Report shapes, checked before a report is served.
 
 use serde_json::Value;
 

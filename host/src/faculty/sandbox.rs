@@ -1,4 +1,4 @@
-//! The sandbox one call runs in (S-F4): a fresh WASI context with only the granted
+//! The sandbox one call runs in: a fresh WASI context with only the granted
 //! directories preopened, no network, no inherited environment, captured stdio, a memory
 //! cap, and the host side of the `butler:faculty/host` imports.
 

@@ -1,4 +1,4 @@
-//! The error envelope (S-H3): `{"ok":false,"error":{"code","message"}}` with a fitting
+//! The error envelope: `{"ok":false,"error":{"code","message"}}` with a fitting
 //! status. Every error the HTTP surface returns goes through [`ApiError`]; handlers never
 //! build error JSON by hand. [`ApiJson`] and [`object_body`] read JSON bodies so that
 //! their rejections (bad JSON, wrong content type, too large) use the envelope too.

@@ -1,4 +1,4 @@
-//! The request gate (S-H2), applied to every route before anything else runs.
+//! The request gate, applied to every route before anything else runs.
 //!
 //! - `Host` must name a loopback address or `localhost` — a DNS-rebinding page reaches us
 //!   with its own domain in `Host`, so this refuses it.

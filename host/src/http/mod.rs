@@ -1,4 +1,4 @@
-//! The HTTP surface (S-H1…S-H4): binding, the router with its two prefixes, the gate on
+//! The HTTP surface: binding, the router with its two prefixes, the gate on
 //! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
 
 pub mod credential;
@@ -28,7 +28,7 @@ use crate::supervise::Supervisor;
 pub use error::{ApiError, ApiJson};
 pub use gate::GateConfig;
 
-/// Default port (S-H1).
+/// Default port.
 pub const DEFAULT_PORT: u16 = 19387;
 /// The API prefix.
 pub const API_PREFIX: &str = "/myspace-butler/api";

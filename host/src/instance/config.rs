@@ -1,4 +1,4 @@
-//! The instance's root `butler.json` (S-I3), validated against `spec/instance.schema.json`.
+//! The instance's root `butler.json`, validated against `spec/instance.schema.json`.
 //!
 //! The host keeps the whole document as read, so fields it does not know survive any
 //! rewrite; the typed fields below are the ones the host acts on.
@@ -56,7 +56,7 @@ pub struct RootConfig {
     pub raw: Map<String, Value>,
 }
 
-/// `faculties.<id>` (S-F4).
+/// `faculties.<id>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FacultySettings {
@@ -95,7 +95,7 @@ pub struct McpConfig {
     pub auth: crate::http::credential::AuthMode,
 }
 
-/// `pipeline` (§8.1).
+/// `pipeline`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct PipelineConfig {
     /// Action prefix → faculty id, over the defaults.

@@ -1,4 +1,4 @@
-//! The instance: the owner's working directory (S-I1…S-I3).
+//! The instance: the owner's working directory.
 //!
 //! Resolves where it is, creates it from the skeleton on first run (never overwriting),
 //! loads and validates the root config, and knows where every configured folder lives.
@@ -18,7 +18,7 @@ use crate::catalog::ScanConfig;
 use crate::catalog::scan::MANIFEST_FILE;
 use crate::validation::SchemaError;
 
-/// Environment variable naming the instance (S-I1).
+/// Environment variable naming the instance.
 pub const WORKDIR_ENV: &str = "BUTLER_WORKDIR";
 
 /// Problems opening or creating an instance.
@@ -81,7 +81,7 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// The default instance location, `~/.dsh/butler` (S-I1).
+    /// The default instance location, `~/.dsh/butler`.
     #[must_use]
     pub fn default_workdir() -> Option<PathBuf> {
         std::env::home_dir().map(|home| home.join(".dsh").join("butler"))

@@ -1,4 +1,4 @@
-//! The local owner token (S-H5): a random secret in `<stateDir>/owner-token`, readable
+//! The local owner token: a random secret in `<stateDir>/owner-token`, readable
 //! only by the owner (mode 0600). The CLI presents it as `Authorization: Bearer …`; a
 //! process that cannot read the owner's files cannot act as the owner.
 

@@ -1,4 +1,4 @@
-//! The host's own tools in the reserved `butler` namespace (S-C6, S-C7), each one pipeline
+//! The host's own tools in the reserved `butler` namespace, each one pipeline
 //! action behind a JSON Schema that is checked before the action runs.
 //!
 //! The main endpoint offers the consumer tools; the restricted endpoint for the distilling

@@ -1,4 +1,4 @@
-//! Public names (S-C3): `<namespace>__<tool>`, the 64-character rule, the reserved
+//! Public names: `<namespace>__<tool>`, the 64-character rule, the reserved
 //! `butler` namespace, and how namespace conflicts are settled.
 //!
 //! Routing never splits a name on `__` (a namespace made from the id `a--b` is `a__b`, and

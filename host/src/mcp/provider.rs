@@ -1,4 +1,4 @@
-//! One stdio MCP provider (S-C2, S-C4): started on first need under a keeper, spoken to in
+//! One stdio MCP provider: started on first need under a keeper, spoken to in
 //! line-delimited JSON-RPC, restarted 5 s after a crash.
 //!
 //! Requests from the hub get the provider's own ids (one counter per pipe), and so do
@@ -28,7 +28,7 @@ use crate::supervise::logs::{Log, Stream};
 /// is reported as failing, and `tools/list` answers from its cached list meanwhile.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// A crashed provider is started again this long after (S-C4).
+/// A crashed provider is started again this long after.
 pub const RESTART_AFTER: Duration = Duration::from_secs(5);
 
 /// The protocol revision the hub speaks to providers.

@@ -1,4 +1,4 @@
-//! Pipeline routing (§8.1): `<prefix>.<verb>` actions mapped to faculty commands. Pure
+//! Pipeline routing: `<prefix>.<verb>` actions mapped to faculty commands. Pure
 //! routing and gating — what a card or a lease is stays inside the faculties.
 
 pub mod observations;

@@ -1,4 +1,4 @@
-//! L0 observations (§5.6): what the host witnesses itself, recorded through
+//! L0 observations: what the host witnesses itself, recorded through
 //! `journal.intake` with `source=butler` and `ref=butler://<subject>`:
 //! - a hosted item's failure exit (`type=error`, `tool:<id>` or `service:<id>`), with its
 //!   exit code and the next restart delay;

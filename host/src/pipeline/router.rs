@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
 
-/// Routes that hold unless the root config overrides them (§8.1).
+/// Routes that hold unless the root config overrides them.
 pub const DEFAULT_ROUTES: &[(&str, &str)] = &[
     ("journal", "journal"),
     ("context", "journal"),

@@ -1,4 +1,4 @@
-//! The keeper: why nothing the host starts can outlive it (S-P4).
+//! The keeper: why nothing the host starts can outlive it.
 //!
 //! Every process the host starts runs under a keeper — the same `butler` binary, run as
 //! `butler keep --host-pid PID -- PROGRAM ARGS…`. The keeper is the leader of the item's

@@ -1,4 +1,4 @@
-//! From a manifest's `command`, `cwd` and `env` to what is executed (S-P1, S-I4).
+//! From a manifest's `command`, `cwd` and `env` to what is executed.
 //!
 //! - A string command runs through the owner's login shell, `$SHELL -lic`, so it sees the
 //!   same `PATH` as their terminal; with no `$SHELL`, `/bin/sh -c`.

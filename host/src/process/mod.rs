@@ -2,9 +2,9 @@
 //! stdio MCP providers). One toolkit so every child is started, grouped and reaped the same
 //! way:
 //! - [`launch`] turns a manifest's command line into argv, working directory and
-//!   environment (S-P1);
+//!   environment;
 //! - [`keeper`] is the small guardian every child runs under (`butler keep`), which is what
-//!   guarantees that nothing survives the host, grandchildren included (S-P4);
+//!   guarantees that nothing survives the host, grandchildren included;
 //! - [`tree`] finds a process's descendants and signals them.
 
 pub mod keeper;

@@ -1,4 +1,4 @@
-//! Health probes (S-P3): `health.url` (HTTP GET, 2xx healthy), `health.exec` (exit 0
+//! Health probes: `health.url` (HTTP GET, 2xx healthy), `health.exec` (exit 0
 //! healthy), or by default a TCP connect to `hosted.port`.
 
 use std::time::Duration;

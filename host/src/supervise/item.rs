@@ -1,6 +1,6 @@
 //! One supervised item: a task that owns its process and is the only code that starts,
 //! stops or restarts it. Requests arrive as messages, so concurrent start/stop/restart on
-//! one item are serialized (S-P6); the exit, restart timer and health probe are the other
+//! one item are serialized; the exit, restart timer and health probe are the other
 //! events it waits on.
 
 use std::future::Future;
@@ -38,7 +38,7 @@ const STARTUP_WINDOW: Duration = Duration::from_secs(30);
 /// After the process exits, how long its output pipes may still deliver the last lines.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
-/// An item's run state (S-P3).
+/// An item's run state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {

@@ -1,4 +1,4 @@
-//! An item's log (S-P5): stdout and stderr split into lines, kept in a bounded ring for
+//! An item's log: stdout and stderr split into lines, kept in a bounded ring for
 //! late subscribers, appended to a size-capped rotating file in `stateDir/logs/`, and
 //! broadcast to live followers.
 //!

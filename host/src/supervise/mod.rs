@@ -1,4 +1,4 @@
-//! Supervision of hosted tools and services (S-P1…S-P6): the reconciler that keeps one
+//! Supervision of hosted tools and services: the reconciler that keeps one
 //! [`item`] task per extension with a `hosted` block, in step with the catalog.
 //!
 //! - [`policy`]: restart policy and backoff;

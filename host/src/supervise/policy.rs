@@ -1,4 +1,4 @@
-//! When an exited item comes back (S-P2): the restart policy and the backoff between
+//! When an exited item comes back: the restart policy and the backoff between
 //! attempts.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Faculty commands and reports over HTTP (S-F6a, S-F8).
+//! Faculty commands and reports over HTTP.
 
 use axum::Json;
 use axum::extract::State;

@@ -1,4 +1,4 @@
-//! `POST /pipeline` (§8.1) and `POST /observe` (§8.7): the card pipeline's doors.
+//! `POST /pipeline` and `POST /observe`: the card pipeline's doors.
 //! Routing and gating only — the faculties do the work.
 
 use axum::Json;

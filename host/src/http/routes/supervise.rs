@@ -1,4 +1,4 @@
-//! Hosted tools and services (S-P5, S-P6): `POST /{tools|services}/{id}/{start|stop|restart}`
+//! Hosted tools and services: `POST /{tools|services}/{id}/{start|stop|restart}`
 //! and the log stream `GET /{tools|services}/{id}/log` (server-sent events: the backlog,
 //! then live lines).
 
