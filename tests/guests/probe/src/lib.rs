@@ -3,7 +3,9 @@
 //!
 //! Commands (all `exec: ["self"]`): `ok`, `fail`, `garbage`, `spin`, `hog`, `trap`,
 //! `sleep <ms>`, `env`, `read <path>`, `write <name>`, `args …`, `call <action>`, `net`,
-//! `danger` (external), `hold-read <ms>` / `hold-write <ms>` (report when they ran).
+//! `danger` (external), `hold-read <ms>` / `hold-write <ms>` (report when they ran),
+//! `log-flood <count>` (one line of 10,000 bytes, then `count` `host.log` lines as fast as
+//! it can).
 
 use std::io::Read;
 
@@ -45,7 +47,8 @@ fn describe_json() -> butler_faculty_kit::Value {
             cmd("net", "read", json!([])),
             cmd("danger", "external", json!([])),
             cmd("hold-read", "read", json!([{"name": "ms", "pattern": "[0-9]{1,5}", "positional": true, "required": true}])),
-            cmd("hold-write", "write", json!([{"name": "ms", "pattern": "[0-9]{1,5}", "positional": true, "required": true}]))
+            cmd("hold-write", "write", json!([{"name": "ms", "pattern": "[0-9]{1,5}", "positional": true, "required": true}])),
+            cmd("log-flood", "read", json!([{"name": "count", "pattern": "[0-9]{1,7}", "positional": true, "required": true}]))
         ],
         "reports": [
             {"id": "health", "name": "Health", "exec": ["self"], "shape": "status"},
@@ -109,6 +112,15 @@ impl Guest for Probe {
                 Ok(_) => json!({"connected": true}),
                 Err(e) => json!({"connected": false, "error": e.to_string()}),
             },
+            "log-flood" => {
+                let count: u64 = first.parse().unwrap_or(0);
+                let info = butler_faculty_kit::bindings::butler::faculty::types::Level::Info;
+                host::log(info, &"L".repeat(10_000));
+                for i in 0..count {
+                    host::log(info, &format!("flood line {i}"));
+                }
+                json!({"logged": count + 1})
+            }
             other => return Err(fail("unknown_command", other)),
         };
         host::log(butler_faculty_kit::bindings::butler::faculty::types::Level::Info, &format!("probe ran {command}"));
