@@ -80,6 +80,14 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     }
     // Before anything is started or written: one host per instance.
     let host_lock = HostLock::claim(&instance.root, &instance.state_dir())?;
+    // What a killed host was writing when it died, never renamed into place.
+    let state_dir = instance.state_dir();
+    for dir in [state_dir.clone(), state_dir.join("mcp"), state_dir.join("cache/components")] {
+        let swept = butler_host::instance::sweep_temps(&dir);
+        if swept > 0 {
+            tracing::info!(dir = %dir.display(), "removed {swept} temp files a previous host left");
+        }
+    }
     let addr = args.bind.or(settings.bind).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
     let listener = http::bind(addr, port).await?;
