@@ -100,13 +100,22 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, ReadError
     if bytes.len() as u64 > max_bytes {
         return Err(too_large());
     }
-    let text = std::str::from_utf8(&bytes)
+    Ok(Some(parse_bytes(&bytes, &name)?))
+}
+
+/// Parses the bytes of a file named `name` as [`read_file`] does once they are read: UTF-8
+/// (a byte-order mark is skipped), not blank, strict JSON (see the module docs).
+///
+/// # Errors
+/// A one-line reason naming the file.
+pub fn parse_bytes(bytes: &[u8], name: &str) -> Result<Value, String> {
+    let text = std::str::from_utf8(bytes)
         .map_err(|e| format!("{name} is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(format!("{name} is empty").into());
+        return Err(format!("{name} is empty"));
     }
-    Ok(Some(parse(text).map_err(|e| format!("{name} is not valid JSON: {e}"))?))
+    parse(text).map_err(|e| format!("{name} is not valid JSON: {e}"))
 }
 
 /// Parses `text` strictly (see the module docs).
@@ -184,6 +193,7 @@ impl<'de> Visitor<'de> for Strict {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
             if map.contains_key(&key) {
+                let key = crate::validation::one_line(&key);
                 return Err(A::Error::custom(format!("the field `{key}` is written twice")));
             }
             let value = access.next_value_seed(Strict)?;

@@ -48,6 +48,18 @@ impl SchemaValidator {
         Ok(Self { validator, schema })
     }
 
+    /// Compiles a schema a manifest declares (formats asserted, as for the host's own).
+    ///
+    /// # Errors
+    /// Why it is not a valid JSON Schema, in one line.
+    pub fn from_declared(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema)
+            .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
+        Ok(Self { validator, schema: schema.clone() })
+    }
+
     /// Every violation in `instance`, sorted by pointer, duplicates removed.
     #[must_use]
     pub fn errors(&self, instance: &Value) -> Vec<SchemaError> {
@@ -141,7 +153,7 @@ fn explain(pointer: &str, kind: &ValidationErrorKind, root: &Value, context: &st
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             for field in unexpected {
-                push(format!("{pointer}/{}", escape_pointer(field)), format!("unknown field `{field}`"));
+                push(format!("{pointer}/{}", escape_pointer(field)), format!("unknown field `{}`", one_line(field)));
             }
         }
         ValidationErrorKind::OneOfNotValid { context } => {
@@ -239,7 +251,10 @@ fn explain(pointer: &str, kind: &ValidationErrorKind, root: &Value, context: &st
         }
         ValidationErrorKind::PropertyNames { error } => {
             let name = error.instance().as_str().unwrap_or_default().to_owned();
-            push(format!("{pointer}/{}", escape_pointer(&name)), format!("`{name}` is not an allowed key here"));
+            push(
+                format!("{pointer}/{}", escape_pointer(&name)),
+                format!("`{}` is not an allowed key here", one_line(&name)),
+            );
         }
         ValidationErrorKind::UniqueItems => {
             push(pointer.to_owned(), "items must be unique".to_owned());
@@ -281,6 +296,13 @@ fn relative(pointer: &str, base: &str, message: &str) -> String {
         Some("") | None => message.to_owned(),
         Some(rest) => format!("{rest}: {message}"),
     }
+}
+
+/// `text` fit for a one-line message: control characters (a newline in a field name) are
+/// escaped as Rust writes them (`\n`), everything else is kept.
+#[must_use]
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 fn escape_pointer(segment: &str) -> String {

@@ -175,17 +175,11 @@ fn real_providers_are_aggregated_under_their_namespaces() {
 
     let mut client = Client::connect(&butler, "/mcp");
     let names = client.tool_names();
-    for expected in [
-        "butler__search",
-        "butler__read",
-        "butler__report_session",
-        "everything__echo",
-        "everything__get-sum",
-        "time__get_current_time",
-        "fake__echo",
-    ] {
+    for expected in ["everything__echo", "everything__get-sum", "time__get_current_time", "fake__echo"] {
         assert!(names.contains(&expected.to_owned()), "{expected} missing from {names:?}");
     }
+    // The `butler__` tools are the faculties' offers: an instance without them has none.
+    assert!(!names.iter().any(|n| n.starts_with("butler__")), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("distill") || n.contains("approve") || n.contains("review")), "{names:?}");
     assert!(
         !names.iter().any(|n| n.starts_with("fake__x") || n.contains(' ')),
@@ -526,10 +520,7 @@ asyncio.run(main(sys.argv[1]))
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("ECHO from python"), "{stdout}");
-    assert!(
-        stdout.lines().any(|l| l.starts_with("TOOLS") && l.contains("butler__search") && l.contains("fake__echo")),
-        "{stdout}"
-    );
+    assert!(stdout.lines().any(|l| l.starts_with("TOOLS") && l.contains("fake__echo")), "{stdout}");
 
     let conformance = tools.join("mcp-js/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     for scenario in ["server-initialize", "ping", "tools-list", "dns-rebinding-protection", "logging-set-level"] {
@@ -607,7 +598,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
     });
     let next = || lines.recv_timeout(LIMIT).expect("the client printed a line");
     let tools_line = next();
-    assert!(tools_line.contains("fake__echo") && tools_line.contains("butler__search"), "{tools_line}");
+    assert!(tools_line.contains("fake__echo"), "{tools_line}");
     assert_eq!(next(), "ECHO over stdio");
 
     // The host restarts (a new session on its side); the client carries on as if nothing happened.
@@ -621,4 +612,60 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
     client.stdin.take().expect("stdin").write_all(b"go\n").expect("tell the client");
     assert_eq!(next(), "AGAIN after the restart");
     assert!(client.wait().expect("client exit").success());
+}
+
+/// Any faculty can offer commands as tools: the notes example dropped into `faculties/`
+/// is listed as `notes__add` and `notes__list` (clients are told the list changed), runs
+/// sandboxed with its declared arguments checked, and goes away with its file.
+#[test]
+fn a_dropped_faculty_offers_its_commands_as_tools() {
+    let dir = instance();
+    std::fs::create_dir_all(dir.path().join("faculties")).expect("mkdir");
+    let butler = Butler::start(dir.path());
+    let mut client = Client::connect(&butler, "/mcp");
+    assert!(!client.tool_names().iter().any(|n| n.starts_with("notes__")));
+    // Follow the notification stream, then drop the component in.
+    let session = client.session.clone().expect("session");
+    let stream = butler
+        .get("/mcp")
+        .header("mcp-session-id", session)
+        .header("accept", "text/event-stream")
+        .send()
+        .expect("GET stream");
+    std::fs::copy(crate::util::guests::NOTES, dir.path().join("faculties/notes.wasm")).expect("copy");
+    let mut events = BufReader::new(stream);
+    let mut told = false;
+    for _ in 0..50 {
+        let mut line = String::new();
+        if events.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if line.contains("notifications/tools/list_changed") {
+            told = true;
+            break;
+        }
+    }
+    assert!(told, "the client was told the tool list changed");
+    let listed = client.request("tools/list", json!({}));
+    let add = listed["result"]["tools"].as_array().expect("tools").iter().find(|t| t["name"] == "notes__add").cloned();
+    let add = add.unwrap_or_else(|| panic!("notes__add listed: {listed}"));
+    assert_eq!(add["description"], "Keep a short note for later, with an optional tag.");
+    assert_eq!(add["inputSchema"]["required"], json!(["text"]), "{add}");
+
+    let added = client.call("notes__add", json!({"text": "buy milk", "tag": "home"}));
+    assert_ne!(added["isError"], true, "{added}");
+    assert_eq!(added["structuredContent"]["count"], 1, "{added}");
+    let listed = client.call("notes__list", json!({"tag": "home"}));
+    assert_eq!(listed["structuredContent"]["notes"][0]["text"], "buy milk", "{listed}");
+    // The command's own argument rules still hold (`tag` is `[a-z0-9-]{1,32}`).
+    let refused = client.call("notes__add", json!({"text": "x", "tag": "Not A Tag"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("invalid_args"), "{refused}");
+    let refused = client.call("notes__add", json!({"tag": "home"}));
+    assert!(text_of(&refused).contains("text"), "the schema names the missing argument: {refused}");
+
+    std::fs::remove_file(dir.path().join("faculties/notes.wasm")).expect("remove");
+    wait_until(LIMIT, "the tools go with the faculty", || {
+        !client.tool_names().iter().any(|n| n.starts_with("notes__"))
+    });
 }

@@ -45,6 +45,7 @@ impl Faculty for Journal {
     fn report(id: &str) -> Outcome {
         match id {
             "recent" => recent(),
+            "context" => context_report(),
             other => Err(Failure::unknown_report(other)),
         }
     }
@@ -323,6 +324,22 @@ fn recent_item(observation: &Observation) -> Value {
 fn recent() -> Outcome {
     let items: Vec<Value> = latest(RECENT)?.iter().map(recent_item).collect();
     Ok(json!({"items": items}))
+}
+
+// ---------------------------------------------------------------------------------------
+// the context report
+
+/// The compiled context as a `markdown` report (the one the host offers its MCP clients as
+/// the context resource: this report `provides` it).
+fn context_report() -> Outcome {
+    let path = butler_store::path(CONTEXT);
+    match std::fs::read_to_string(&path) {
+        Ok(markdown) => Ok(json!({"markdown": markdown})),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(json!({"markdown": "No context has been compiled yet (it is built when cards are approved)."}))
+        }
+        Err(e) => Err(Failure::io(&path, &e)),
+    }
 }
 
 #[cfg(test)]

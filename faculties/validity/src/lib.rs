@@ -1,5 +1,5 @@
 //! The `validity` faculty: path and quote checks that suspend cards whose evidence went away,
-//! and restore them when it returns (§8.3).
+//! and restore them when it returns.
 //!
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
@@ -18,7 +18,9 @@
 //! host's internals, a manifest, or a file with other hard links — no check is an oracle
 //! for a secret's contents.
 
-mod files;
+/// How check paths are resolved and refused (public for the fuzz targets only).
+#[doc(hidden)]
+pub mod files;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

@@ -75,6 +75,10 @@ pub struct Manifest {
     pub delegations: Vec<Delegation>,
     /// stdio MCP provider block.
     pub mcp: Option<Mcp>,
+    /// The pipeline action prefixes a faculty serves (`journal` for `journal.intake`, …);
+    /// the root config's `pipeline.routes` may map a prefix elsewhere.
+    #[serde(default)]
+    pub serves: Vec<String>,
 }
 
 fn one() -> u32 {
@@ -207,6 +211,9 @@ pub struct Report {
     pub shape: ReportShape,
     /// Advisory cron expression.
     pub schedule: Option<String>,
+    /// What the host offers through this report (`context`).
+    #[serde(default)]
+    pub provides: Option<ReportDoor>,
 }
 
 /// What a command may touch.
@@ -261,6 +268,76 @@ pub struct Command {
     /// whose failures tell something, such as checks that did not pass).
     #[serde(default, rename = "failureLimit")]
     pub failure_limit: Option<CommandFailureLimit>,
+    /// The command offered to the hub's clients as an MCP tool.
+    #[serde(default)]
+    pub mcp: Option<CommandTool>,
+    /// The host's door this command serves (`observations`: `POST /observe` and the host's
+    /// own observations go to it).
+    #[serde(default)]
+    pub takes: Option<CommandDoor>,
+}
+
+/// What a command can take on the host's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandDoor {
+    /// Observations (`POST /observe`, the host's own).
+    Observations,
+}
+
+/// What a report can provide on the host's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportDoor {
+    /// The owner's compiled context (the MCP context resource and prompt).
+    Context,
+}
+
+/// `commands[].mcp`: a faculty command offered as an MCP tool.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandTool {
+    /// The tool's name within its namespace.
+    pub tool: String,
+    /// The namespace (default: the faculty id, `-` as `_`); the public name is
+    /// `<namespace>__<tool>`.
+    pub namespace: Option<String>,
+    /// What the tool does, for the model (default: the command's description).
+    pub description: Option<String>,
+    /// The hub endpoints that offer it (default: the main one).
+    #[serde(default = "main_endpoint")]
+    pub endpoints: Vec<ToolEndpoint>,
+    /// The tool's input, as a JSON Schema of its arguments object (default: built from the
+    /// command's declared `args`).
+    pub input: Option<Value>,
+    /// Arguments the host sets whatever the caller sent.
+    #[serde(default)]
+    pub set: serde_json::Map<String, Value>,
+    /// Arguments the host fills when the caller left them out.
+    #[serde(default)]
+    pub default: serde_json::Map<String, Value>,
+}
+
+/// Which of the hub's endpoints offers a faculty tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolEndpoint {
+    /// `/mcp`, every client's.
+    Main,
+    /// `/mcp/butler`, the restricted endpoint (no provider tools).
+    Butler,
+}
+
+fn main_endpoint() -> Vec<ToolEndpoint> {
+    vec![ToolEndpoint::Main]
+}
+
+impl CommandTool {
+    /// The namespace in force for a command of faculty `faculty`.
+    #[must_use]
+    pub fn effective_namespace(&self, faculty: &str) -> String {
+        self.namespace.clone().unwrap_or_else(|| faculty.replace('-', "_"))
+    }
 }
 
 /// `commands[].failureLimit`.

@@ -23,7 +23,7 @@ pub use icon::Icon;
 pub use loader::{CatalogHandle, spawn_loader};
 pub use manifest::{Kind, Manifest};
 pub use rules::is_action;
-pub use scan::{ScanConfig, check_manifest, scan, scan_confirming};
+pub use scan::{ScanConfig, check_manifest, check_manifest_bytes, scan, scan_confirming};
 
 use crate::validation::SchemaError;
 

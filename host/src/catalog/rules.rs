@@ -21,7 +21,10 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
             if !is_action(action) {
                 errors.push(SchemaError {
                     pointer: format!("/commands/{index}/calls/{call_index}"),
-                    message: format!("`{action}` is not a pipeline action (`<prefix>.<verb>`, lower case)"),
+                    message: format!(
+                        "`{}` is not a pipeline action (`<prefix>.<verb>`, lower case)",
+                        crate::validation::one_line(action)
+                    ),
                 });
             }
         }
@@ -50,6 +53,12 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
                     });
                 }
             }
+        }
+    }
+    serving_rules(manifest, &mut errors);
+    for (index, command) in manifest.commands.iter().enumerate() {
+        if let Some(tool) = &command.mcp {
+            tool_rules(&manifest.id, index, tool, &mut errors);
         }
     }
     let envs = manifest
@@ -86,6 +95,49 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
         }
     }
     errors
+}
+
+/// `serves`: action prefixes, each once.
+fn serving_rules(manifest: &Manifest, errors: &mut Vec<SchemaError>) {
+    let mut seen = HashSet::new();
+    for (index, prefix) in manifest.serves.iter().enumerate() {
+        let pointer = format!("/serves/{index}");
+        if !is_action(&format!("{prefix}.x")) {
+            errors.push(SchemaError {
+                pointer,
+                message: format!(
+                    "`{prefix}` is not an action prefix (lower case letters, digits and `-`, starting with a letter)"
+                ),
+            });
+        } else if !seen.insert(prefix.as_str()) {
+            errors.push(SchemaError { pointer, message: format!("prefix `{prefix}` is listed twice") });
+        }
+    }
+}
+
+/// `commands[i].mcp`: a valid public name in a valid namespace, a schema that compiles.
+fn tool_rules(faculty: &str, index: usize, tool: &super::manifest::CommandTool, errors: &mut Vec<SchemaError>) {
+    let at = format!("/commands/{index}/mcp");
+    let namespace = tool.effective_namespace(faculty);
+    // Faculties may offer tools in the reserved namespace: they run inside the host.
+    if namespace != RESERVED_NAMESPACE && !valid_namespace(&namespace) {
+        let pointer = if tool.namespace.is_some() { format!("{at}/namespace") } else { "/id".to_owned() };
+        errors.push(SchemaError {
+            pointer,
+            message: format!("`{namespace}` is not a valid MCP namespace (^[a-z][a-z0-9_]{{0,23}}$, no `__`)"),
+        });
+    }
+    if let Err(reason) = crate::mcp::names::public(&namespace, &tool.tool) {
+        errors.push(SchemaError { pointer: format!("{at}/tool"), message: reason });
+    }
+    if let Some(input) = &tool.input
+        && let Err(reason) = crate::validation::SchemaValidator::from_declared(input)
+    {
+        errors.push(SchemaError {
+            pointer: format!("{at}/input"),
+            message: format!("not a valid JSON Schema: {reason}"),
+        });
+    }
 }
 
 /// Whether an argument's pattern compiles, memoized: a pattern such as `(?s).{1,2000}`

@@ -187,7 +187,26 @@ pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
         (path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned), path.to_owned())
     };
     let display = file.to_string_lossy().into_owned();
-    match load_manifest(&file, &dir, &display) {
+    let loaded = load_manifest(&file, &dir, &display);
+    checked(loaded, display)
+}
+
+/// Validates the bytes of a manifest as a scan does once it has read them (strict JSON,
+/// the schema, the typed view, the semantic rules; its icon resolved against `dir`), with
+/// `display` naming it in the diagnostics. Answers as [`check_manifest`] does.
+#[must_use]
+pub fn check_manifest_bytes(bytes: &[u8], dir: &Path, display: &str) -> (Option<Manifest>, Vec<Diagnostic>) {
+    let name = Path::new(display).file_name().map_or_else(|| display.to_owned(), |n| n.to_string_lossy().into_owned());
+    let loaded = match json::parse_bytes(bytes, &name) {
+        Ok(value) => validate(value, dir, display),
+        Err(message) => Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", message)),
+    };
+    checked(loaded, display.to_owned())
+}
+
+/// [`check_manifest`]'s answer for one load.
+fn checked(loaded: Loaded, display: String) -> (Option<Manifest>, Vec<Diagnostic>) {
+    match loaded {
         Loaded::NotAnExtension => {
             (None, vec![Diagnostic::single(display, None, Severity::Error, "", "file not found".to_owned())])
         }
@@ -433,7 +452,7 @@ fn unknown_fields(value: &Value) -> Vec<SchemaError> {
                 .unwrap_or_default();
             SchemaError {
                 pointer: format!("/{}", key.replace('~', "~0").replace('/', "~1")),
-                message: format!("unknown field `{key}` is ignored{hint}"),
+                message: format!("unknown field `{}` is ignored{hint}", crate::validation::one_line(key)),
             }
         })
         .collect()
@@ -473,4 +492,35 @@ fn settle_ids(loaded: Vec<Extension>, previous: Option<&Catalog>, diagnostics: &
         }
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every message of every diagnostic `bytes` gets, which must each be one line.
+    fn messages(bytes: &[u8]) -> Vec<String> {
+        let (_, diagnostics) = check_manifest_bytes(bytes, Path::new("/nonexistent"), "tools/x/butler.json");
+        let messages: Vec<String> = diagnostics.into_iter().flat_map(|d| d.errors).map(|e| e.message).collect();
+        assert!(messages.iter().all(|m| !m.contains('\n')), "{messages:?}");
+        messages
+    }
+
+    /// Found by `scripts/fuzz` (target `manifest`): a field name with a newline made a
+    /// two-line message: an unknown field inside a block, one at the top level (a warning),
+    /// a pipeline action, a key written twice.
+    #[test]
+    fn field_names_with_newlines_give_one_line_messages() {
+        let nested = br#"{"schemaVersion": 1, "kind": "tool", "id": "weather", "name": "Weather",
+            "mcp": {"transport": "stdio", "command": ["bun", "mcp.ts"], "nam\npace": "Weather-Now"}}"#;
+        assert_eq!(messages(nested), ["unknown field `nam\\npace`"]);
+        let top = br#"{"schemaVersion": 1, "kind": "tool", "id": "t", "name": "T", "x\ny": 1}"#;
+        assert_eq!(messages(top), ["unknown field `x\\ny` is ignored"]);
+        let action = br#"{"schemaVersion": 1, "kind": "faculty", "id": "f", "name": "F",
+            "commands": [{"id": "c", "exec": ["self"], "calls": ["a.b\nc"]}]}"#;
+        assert_eq!(messages(action), ["`a.b\\nc` is not a pipeline action (`<prefix>.<verb>`, lower case)"]);
+        let twice = b"{\"schemaVersi\\n\": 1, \"schemaVersi\\n\": 1}";
+        let refused = messages(twice);
+        assert!(refused[0].contains("the field `schemaVersi\\n` is written twice at line 1"), "{refused:?}");
+    }
 }

@@ -109,10 +109,10 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     faculties.set_dispatch(pipeline.clone());
 
     let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
-    observations::spawn(Arc::clone(&pipeline), Arc::clone(&faculties), &supervisor, &catalog);
+    observations::spawn(Arc::clone(&faculties), &supervisor, &catalog);
     supervisor.follow(&catalog).await;
-    let host_tools = HostTools::new(Arc::clone(&pipeline), Arc::clone(&faculties));
-    let mcp = Hub::new(HostEnv::new(&instance, &host_url), host_tools, &instance.state_dir(), instance.self_root());
+    let host_tools = HostTools::new(Arc::clone(&faculties));
+    let mcp = Hub::new(HostEnv::new(&instance, &host_url), host_tools, &instance.state_dir());
     mcp.follow(&catalog).await;
 
     let instance = Arc::new(instance);

@@ -21,6 +21,7 @@
 
 pub mod args;
 pub mod components;
+pub mod declared;
 pub mod engine;
 pub mod failures;
 pub mod locks;
@@ -326,6 +327,9 @@ pub enum CallError {
     /// Nested calls went too deep.
     #[error("faculty calls nested deeper than {MAX_CALL_DEPTH} levels")]
     CallDepth,
+    /// No registered faculty stands behind one of the host's doors.
+    #[error("no registered faculty takes {0}")]
+    NotServed(&'static str),
     /// The caller has had as many of this command's counted failures as it may a minute.
     #[error(
         "faculty `{faculty}`: command `{command}` failed {limit} times for this caller in the last minute, as many as it allows; try again in {retry_after} s"
@@ -368,6 +372,7 @@ impl CallError {
             Self::Internal(_) => "internal",
             Self::CallDepth => "call_depth_exceeded",
             Self::TooManyFailures { .. } => "too_many_failures",
+            Self::NotServed(_) => "not_served",
         }
     }
 
@@ -546,6 +551,10 @@ pub struct FacultyRuntime {
     stop: Arc<AtomicBool>,
     /// Counted failures per caller, for commands that declare a `failureLimit`.
     failures: failures::FailureCounts,
+    /// What the registered faculties declare (prefixes served, tools offered).
+    declared: RwLock<Arc<declared::Declared>>,
+    /// Bumped when [`Self::declared`] changes (the hub tells its clients).
+    declared_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl FacultyRuntime {
@@ -603,6 +612,8 @@ impl FacultyRuntime {
             stats: Mutex::new(HashMap::new()),
             stop: Arc::new(AtomicBool::new(false)),
             failures: failures::FailureCounts::default(),
+            declared: RwLock::default(),
+            declared_changes: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -713,9 +724,59 @@ impl FacultyRuntime {
             tracing::info!(faculty = %gone, "faculty runtime: unloaded");
         }
         *self.faculties.write().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        let declared = declared::Declared::from_catalog(catalog);
+        let changed = {
+            let mut current = self.declared.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let changed = current.serving != declared.serving
+                || current.offers.iter().map(|o| &o.public).ne(declared.offers.iter().map(|o| &o.public));
+            *current = Arc::new(declared);
+            changed
+        };
+        if changed {
+            self.declared_changes.send_modify(|n| *n += 1);
+        }
         let ids = pending_ids(catalog);
         lock(&self.pending).ids = ids;
         self.reconciled.notify_all();
+    }
+
+    /// What the registered faculties declare now.
+    #[must_use]
+    pub fn declared(&self) -> Arc<declared::Declared> {
+        Arc::clone(&self.declared.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Tells when [`Self::declared`] changed.
+    #[must_use]
+    pub fn declared_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.declared_changes.subscribe()
+    }
+
+    /// The faculty serving action prefix `prefix`; while faculties are still being
+    /// compiled (their manifests unknown), waits for them until `deadline`.
+    #[must_use]
+    pub fn serving(&self, prefix: &str, deadline: Instant) -> Option<String> {
+        self.declared_by(deadline, |declared| declared.serving.get(prefix).cloned())
+    }
+
+    /// What `pick` finds in the declarations; while faculties are still being compiled,
+    /// waits for them until `deadline` for it to appear.
+    pub fn declared_by<T>(&self, deadline: Instant, pick: impl Fn(&declared::Declared) -> Option<T>) -> Option<T> {
+        let mut pending = lock(&self.pending);
+        loop {
+            if let Some(found) = pick(&self.declared()) {
+                return Some(found);
+            }
+            let now = Instant::now();
+            if pending.ids.is_empty() || now >= deadline || self.stop.load(Ordering::Acquire) {
+                return None;
+            }
+            pending = self
+                .reconciled
+                .wait_timeout(pending, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
     }
 
     /// Reconciles on every published snapshot, off the async threads.

@@ -169,7 +169,7 @@ pub fn status_for(code: &str) -> StatusCode {
         "not_hosted" | "extension_removed" => StatusCode::CONFLICT,
         "invalid_args" => StatusCode::BAD_REQUEST,
         "owner_required" | "operator_only" | "forbidden" => StatusCode::FORBIDDEN,
-        "faculty_unavailable" | "busy" | "shutting_down" => StatusCode::SERVICE_UNAVAILABLE,
+        "faculty_unavailable" | "busy" | "shutting_down" | "not_served" => StatusCode::SERVICE_UNAVAILABLE,
         "internal" => StatusCode::INTERNAL_SERVER_ERROR,
         "timeout" => StatusCode::GATEWAY_TIMEOUT,
         "too_many_failures" => StatusCode::TOO_MANY_REQUESTS,

@@ -1,4 +1,4 @@
-//! MCP Streamable HTTP (S-C1): `POST` one JSON-RPC message (or a batch) and get JSON back —
+//! MCP Streamable HTTP: `POST` one JSON-RPC message (or a batch) and get JSON back —
 //! or, for a `tools/call` that asked for progress and accepts `text/event-stream`, an SSE
 //! stream of its progress notifications ending with the answer. `GET` with a session
 //! streams list-change notifications; `DELETE` ends a session.
@@ -23,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::framing::{self, ClientMessage as Message};
 use super::{Hub, RpcError, Scope, Session};
 use crate::http::AppState;
 
@@ -133,54 +134,11 @@ fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Resul
     Ok((session_id.to_owned(), session))
 }
 
-/// What one message is.
-enum Message {
-    Request { id: Value, method: String, params: Value },
-    Notification { method: String, params: Value },
-    Response,
-}
-
-fn classify(message: &mut Value) -> Result<Message, String> {
-    let object = message.as_object_mut().ok_or("a JSON-RPC message must be an object")?;
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err("`jsonrpc` must be \"2.0\"".to_owned());
-    }
-    // Taken out, not cloned: tool arguments can be large.
-    let params = object.remove("params").unwrap_or_else(|| json!({}));
-    match (object.get("method"), object.get("id")) {
-        (Some(Value::String(method)), Some(id)) if id.is_string() || id.is_i64() || id.is_u64() => {
-            Ok(Message::Request { id: id.clone(), method: method.clone(), params })
-        }
-        (Some(Value::String(_)), Some(_)) => Err("`id` must be a string or an integer".to_owned()),
-        (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone(), params }),
-        (Some(_), _) => Err("`method` must be a string".to_owned()),
-        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(Message::Response),
-        (None, _) => Err("a request needs a `method`".to_owned()),
-    }
-}
-
 async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -> Response {
-    let parsed: Value = match serde_json::from_slice(body) {
-        Ok(value) => value,
-        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, format!("Parse error: {e}")),
+    let (batch, messages) = match framing::client_messages(body) {
+        Ok(parsed) => (parsed.batch, parsed.messages),
+        Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
-    let (batch, raw) = match parsed {
-        Value::Array(items) if items.is_empty() => {
-            return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600, "Invalid Request: an empty batch");
-        }
-        Value::Array(items) => (true, items),
-        other => (false, vec![other]),
-    };
-    let mut messages = Vec::with_capacity(raw.len());
-    for mut message in raw {
-        match classify(&mut message) {
-            Ok(message) => messages.push(message),
-            Err(why) => {
-                let id = message.get("id").cloned().unwrap_or(Value::Null);
-                return rpc_error(StatusCode::BAD_REQUEST, id, -32600, format!("Invalid Request: {why}"));
-            }
-        }
-    }
     if let Some(Message::Request { id, params, .. }) =
         messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
     {

@@ -1,16 +1,18 @@
-//! The MCP hub (S-C1…S-C7): one Streamable HTTP endpoint for every stdio provider the
-//! catalog declares, plus the host's own `butler__*` tools.
+//! The MCP hub: one Streamable HTTP endpoint for every stdio provider the
+//! catalog declares, plus the tools the faculties offer.
 //!
 //! - [`names`]: public names, the reserved namespace, conflict settlement;
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
-//! - [`host_tools`]: the `butler` namespace (pipeline actions behind schemas);
-//! - [`endpoint`]: the HTTP side — sessions, protocol versions, JSON or SSE answers.
+//! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
+//! - [`endpoint`]: the HTTP side — sessions, protocol versions, JSON or SSE answers;
+//! - [`framing`]: the JSON-RPC framing both ways, as pure functions.
 //!
 //! The hub keeps no registry of its own: [`Hub::reconcile`] derives the providers from each
 //! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
 //! and mapping ids and progress tokens.
 
 pub mod endpoint;
+pub mod framing;
 pub mod host_tools;
 pub mod names;
 pub mod provider;
@@ -33,7 +35,7 @@ use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 const MAX_SESSIONS: usize = 1024;
 
-/// The compiled context (§8.6), offered as a resource and a prompt.
+/// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
 const CONTEXT_NAME: &str = "butler__context";
 
@@ -105,7 +107,6 @@ pub struct Hub {
     host: HostEnv,
     cache_dir: PathBuf,
     logs_dir: PathBuf,
-    self_root: PathBuf,
     changed: broadcast::Sender<()>,
     /// Bumped by every change to the providers or their lists.
     epoch: Arc<AtomicU64>,
@@ -120,7 +121,7 @@ pub struct Hub {
 impl Hub {
     /// A hub with no providers yet; `state_dir` holds the list cache and provider logs.
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, self_root: PathBuf) -> Arc<Self> {
+    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
@@ -128,7 +129,6 @@ impl Hub {
             host,
             cache_dir: state_dir.join("mcp"),
             logs_dir: state_dir.join("logs"),
-            self_root,
             changed,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
@@ -222,8 +222,18 @@ impl Hub {
         }
     }
 
-    /// Reconciles with the current snapshot and then with every new one.
+    /// Reconciles with the current snapshot and then with every new one; tells clients
+    /// when the faculties' tools change.
     pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
+        let mut faculty_tools = self.host_tools.changes();
+        let watcher = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while faculty_tools.changed().await.is_ok() {
+                let Some(hub) = watcher.upgrade() else { break };
+                hub.epoch.fetch_add(1, Ordering::Release);
+                let _ = hub.changed.send(());
+            }
+        });
         let this = Arc::clone(self);
         catalog
             .follow(move |snapshot| {
@@ -301,6 +311,7 @@ impl Hub {
     /// `tools/list` for `scope`: the host's tools, then every provider's (after starting
     /// them), each under its public name.
     pub async fn list_tools(&self, scope: Scope) -> Vec<Value> {
+        self.host_tools.settle().await;
         let mut tools = self.host_tools.list(scope);
         if scope == Scope::Main {
             self.start_all().await;
@@ -319,10 +330,13 @@ impl Hub {
         scope: Scope,
         session: &str,
         request_id: &Value,
-        mut params: Value,
+        params: Value,
         progress: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if !self.host_tools.has(scope, &name) && self.routes().get(&name).is_none() {
+            self.host_tools.settle().await;
+        }
         if self.host_tools.has(scope, &name) {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
             return Ok(self.host_tools.call(scope, &name, arguments).await);
@@ -341,10 +355,7 @@ impl Hub {
             }
         };
         let (provider, original) = target;
-        params["name"] = original;
-        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-            meta.remove("progressToken");
-        }
+        let params = framing::tool_call_params(params, original);
         let key = (session.to_owned(), request_id.to_string());
         let inflight = &self.inflight;
         let reply = provider
@@ -387,7 +398,7 @@ impl Hub {
     pub async fn get_prompt(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name == CONTEXT_NAME {
-            let text = self.context();
+            let text = self.host_tools.context().await;
             return Ok(
                 json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
             );
@@ -430,7 +441,7 @@ impl Hub {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI {
             return Ok(
-                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.context()}]}),
+                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
             );
         }
         let provider = (scope == Scope::Main)
@@ -444,14 +455,6 @@ impl Hub {
             .map(|e| e.provider)
             .ok_or(RpcError { code: -32002, message: format!("resource not found: {uri}"), data: None })?;
         forward(&provider, "resources/read", params).await
-    }
-
-    /// The compiled context (`<selfRoot>/build/context.md`), read through a directory
-    /// handle on the store.
-    fn context(&self) -> String {
-        let read = cap_std::fs::Dir::open_ambient_dir(&self.self_root, cap_std::ambient_authority())
-            .and_then(|dir| dir.read_to_string("build/context.md"));
-        read.unwrap_or_else(|_| "No context has been compiled yet (it is built when cards are approved).".to_owned())
     }
 
     /// `GET /mcp/status`.

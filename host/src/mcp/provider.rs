@@ -18,6 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use super::framing::{ProviderLine, ProviderRoute, provider_line};
 use super::names;
 use crate::catalog::Extension;
 use crate::lock;
@@ -183,7 +184,7 @@ impl Conn {
     async fn request(
         &self,
         method: &str,
-        mut params: Value,
+        params: Value,
         progress: Option<mpsc::UnboundedSender<Value>>,
         limit: Duration,
         started: impl FnOnce(u64),
@@ -191,19 +192,14 @@ impl Conn {
         let id = self.take_id();
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
-        if let Some(sink) = progress {
+        let token = progress.map(|sink| {
             let token = self.take_id();
-            if let Some(object) = params.as_object_mut() {
-                let meta = object.entry("_meta").or_insert_with(|| json!({}));
-                if let Some(meta) = meta.as_object_mut() {
-                    meta.insert("progressToken".into(), json!(token));
-                }
-            }
             lock(&self.progress).insert(token, sink);
-        }
+            token
+        });
         started(id);
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(e) = self.send(&message).await {
+        let line = super::framing::provider_request(id, method, params, token);
+        if let Err(e) = self.stdin.lock().await.write_all(&line).await {
             lock(&self.pending).remove(&id);
             return Err(CallFailure::Crashed(format!("cannot write to it: {e}")));
         }
@@ -238,45 +234,23 @@ impl Conn {
     }
 
     /// Routes one message from the provider.
-    async fn dispatch(&self, mut message: Value, on_list_changed: impl FnOnce()) {
-        let id = message.get("id").cloned();
-        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
-        match (id, method) {
-            (Some(id), None) => {
-                let Some(id) = id.as_u64() else { return };
+    async fn dispatch(&self, message: Value, on_list_changed: impl FnOnce()) {
+        match super::framing::provider_route(message) {
+            ProviderRoute::Reply { id, reply } => {
                 if let Some(waiting) = lock(&self.pending).remove(&id) {
-                    // Taken out, not cloned: a result can be large.
-                    let reply = match message.get_mut("error").map(Value::take) {
-                        Some(error) => Err(CallFailure::Error(error)),
-                        None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
-                    };
-                    let _ = waiting.send(reply);
+                    let _ = waiting.send(reply.map_err(CallFailure::Error));
                 }
             }
-            // The provider asks something of its client (sampling, roots, …): the hub only
-            // answers pings.
-            (Some(id), Some(method)) => {
-                let answer = if method == "ping" {
-                    json!({"jsonrpc": "2.0", "id": id, "result": {}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("the Butler hub does not offer `{method}` to providers")}})
-                };
+            ProviderRoute::Answer(answer) => {
                 let _ = self.send(&answer).await;
             }
-            (None, Some(method)) => match method.as_str() {
-                "notifications/progress" => {
-                    let params = message.get("params").cloned().unwrap_or(Value::Null);
-                    let token = params.get("progressToken").and_then(Value::as_u64);
-                    if let Some(sink) = token.and_then(|t| lock(&self.progress).get(&t).cloned()) {
-                        let _ = sink.send(params);
-                    }
+            ProviderRoute::Progress { token, params } => {
+                if let Some(sink) = lock(&self.progress).get(&token).cloned() {
+                    let _ = sink.send(params);
                 }
-                "notifications/tools/list_changed"
-                | "notifications/prompts/list_changed"
-                | "notifications/resources/list_changed" => on_list_changed(),
-                _ => {}
-            },
-            (None, None) => {}
+            }
+            ProviderRoute::ListChanged => on_list_changed(),
+            ProviderRoute::Ignored => {}
         }
     }
 
@@ -553,8 +527,8 @@ impl Provider {
                 self.stop_for(&conn, why).await;
                 break;
             }
-            match serde_json::from_slice::<Value>(&line) {
-                Ok(message) if message.get("id").is_none() && message.get("method").is_some() => {
+            match provider_line(&line) {
+                ProviderLine::Notification(message) => {
                     if window.elapsed() > FLOOD_WINDOW {
                         (window, notifications) = (Instant::now(), 0);
                     }
@@ -570,12 +544,12 @@ impl Provider {
                     let provider = Arc::clone(&self);
                     conn.dispatch(message, move || provider.relist()).await;
                 }
-                Ok(message) => {
+                ProviderLine::Message(message) => {
                     let provider = Arc::clone(&self);
                     conn.dispatch(message, move || provider.relist()).await;
                 }
-                Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Err(_) => {
+                ProviderLine::Blank => {}
+                ProviderLine::NotJson => {
                     let text = String::from_utf8_lossy(&line);
                     self.log.note(format!("not JSON-RPC on stdout (ignored): {}", text.trim_end()));
                 }

@@ -1,5 +1,6 @@
-//! L0 observations: what the host witnesses itself, recorded through
-//! `journal.intake` with `source=butler` and `ref=butler://<subject>`:
+//! Observations: the command that takes them (the one whose manifest says `"takes":
+//! "observations"`), and what the host witnesses itself, recorded through it with
+//! `source=butler` and `ref=butler://<subject>`:
 //! - a hosted item's failure exit (`type=error`, `tool:<id>` or `service:<id>`), with its
 //!   exit code and the next restart delay;
 //! - an extension added or removed by a rescan (`type=note`, `catalog:<id>`) — not the
@@ -14,30 +15,41 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::PipelineRouter;
 use crate::catalog::{Catalog, CatalogHandle, Kind, Severity};
-use crate::faculty::{CallContext, FacultyRuntime};
+use crate::faculty::{CallContext, CallError, FacultyRuntime};
 use crate::supervise::{Event, Supervisor};
 
-/// The journal action observations go through.
-pub const INTAKE: &str = "journal.intake";
+/// The deadline of an observation taken now: the taking faculty's `timeoutMs` from now.
+#[must_use]
+pub fn deadline(runtime: &FacultyRuntime) -> std::time::Instant {
+    match runtime.declared().observations.as_ref() {
+        Some((faculty, _)) => runtime.deadline_for(faculty),
+        None => std::time::Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
+    }
+}
+
+/// Hands `observation` to the command that takes observations; while faculties are still
+/// being compiled, waits for one to declare it (within the call's deadline).
+///
+/// # Errors
+/// [`CallError::NotServed`] when no faculty takes observations; the command's own errors.
+pub fn take(runtime: &FacultyRuntime, observation: &Value, context: &CallContext) -> Result<Value, CallError> {
+    let deadline = context.deadline().unwrap_or_else(|| deadline(runtime));
+    let (faculty, command) =
+        runtime.declared_by(deadline, |d| d.observations.clone()).ok_or(CallError::NotServed("observations"))?;
+    runtime.invoke_json(&faculty, &command, observation, context)
+}
 
 /// Records supervision failures and rescan changes from now on.
-pub fn spawn(
-    pipeline: Arc<PipelineRouter>,
-    runtime: Arc<FacultyRuntime>,
-    supervisor: &Supervisor,
-    catalog: &CatalogHandle,
-) {
-    // A journal still compiling on a new instance is waited for by the runtime, within
-    // the call's deadline.
+pub fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalog: &CatalogHandle) {
     let record = move |observation: Value| {
-        let (pipeline, runtime) = (Arc::clone(&pipeline), Arc::clone(&runtime));
+        let runtime = Arc::clone(&runtime);
         async move {
-            let context = CallContext::top(false).until(pipeline.deadline(INTAKE));
-            let deadline = context.deadline();
-            if let Err(e) = runtime.blocking(deadline, move || pipeline.call(INTAKE, &observation, &context)).await {
-                tracing::warn!("cannot record an observation in the journal: {e}");
+            let context = CallContext::top(false).until(deadline(&runtime));
+            let call_deadline = context.deadline();
+            let taker = Arc::clone(&runtime);
+            if let Err(e) = runtime.blocking(call_deadline, move || take(&taker, &observation, &context)).await {
+                tracing::warn!("cannot record an observation: {e}");
             }
         }
     };

@@ -1,69 +1,70 @@
 //! Maps an action to a faculty command and runs it through the faculty runtime.
 //!
-//! `pipeline.routes` in the root config maps a prefix to a faculty id, over the defaults
-//! below. The command is `<verb>` when the prefix is the faculty's own id, otherwise
-//! `<prefix>-<verb>` (`cards.search` → `cards`/`search`; `review.prepare` →
-//! `cards`/`review-prepare`). The action's `args` reach the command as JSON text on its
-//! `stdin: true` argument. This router is also what faculties reach through `host.call`.
-//! Who may run a command is the command's own property (`owner`, `operator` in its
-//! manifest), enforced by the faculty runtime whatever route led to it.
+//! A faculty declares the action prefixes it serves (`serves` in its manifest); the root
+//! config's `pipeline.routes` maps a prefix to a faculty id over those. The command is
+//! `<verb>` when the prefix is the faculty's own id, otherwise `<prefix>-<verb>`
+//! (`cards.search` → `cards`/`search`; `review.prepare` → `cards`/`review-prepare`). The
+//! action's `args` reach the command as JSON text on its `stdin: true` argument. This router
+//! is also what faculties reach through `host.call`. Who may run a command is the
+//! command's own property (`owner`, `operator` in its manifest), enforced by the faculty
+//! runtime whatever route led to it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
 
-/// Routes that hold unless the root config overrides them.
-pub const DEFAULT_ROUTES: &[(&str, &str)] = &[
-    ("journal", "journal"),
-    ("context", "journal"),
-    ("distill", "distill"),
-    ("candidate", "distill"),
-    ("validity", "validity"),
-    ("cards", "cards"),
-    ("review", "cards"),
-];
-
 /// The router.
 pub struct PipelineRouter {
-    routes: BTreeMap<String, String>,
+    /// The root config's overrides.
+    configured: BTreeMap<String, String>,
     runtime: Weak<FacultyRuntime>,
 }
 
 impl PipelineRouter {
-    /// A router with the defaults overridden by `configured`.
+    /// A router over what `runtime`'s faculties declare, with `configured` over it.
     #[must_use]
     pub fn new(configured: &BTreeMap<String, String>, runtime: &Arc<FacultyRuntime>) -> Self {
-        let mut routes: BTreeMap<String, String> =
-            DEFAULT_ROUTES.iter().map(|(p, f)| ((*p).to_owned(), (*f).to_owned())).collect();
-        routes.extend(configured.iter().map(|(p, f)| (p.clone(), f.clone())));
-        Self { routes, runtime: Arc::downgrade(runtime) }
+        Self { configured: configured.clone(), runtime: Arc::downgrade(runtime) }
     }
 
-    /// The faculty and command serving `action`.
+    /// The faculty and command serving `action`; a prefix no registered faculty declares
+    /// is waited for until `deadline` while faculties are still being compiled.
     ///
     /// # Errors
     /// [`CallError::UnknownAction`] for a malformed action or an unrouted prefix.
-    pub fn resolve(&self, action: &str) -> Result<(String, String), CallError> {
+    pub fn resolve_by(&self, action: &str, deadline: Instant) -> Result<(String, String), CallError> {
         let unknown = || CallError::UnknownAction(action.chars().take(100).collect());
         if !crate::catalog::is_action(action) {
             return Err(unknown());
         }
         let (prefix, verb) = action.split_once('.').ok_or_else(unknown)?;
-        let faculty = self.routes.get(prefix).ok_or_else(unknown)?;
+        let faculty = match self.configured.get(prefix) {
+            Some(faculty) => faculty.clone(),
+            None => self.runtime.upgrade().and_then(|r| r.serving(prefix, deadline)).ok_or_else(unknown)?,
+        };
         let command = if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") };
-        Ok((faculty.clone(), command))
+        Ok((faculty, command))
+    }
+
+    /// [`Self::resolve_by`] without waiting.
+    ///
+    /// # Errors
+    /// As [`Self::resolve_by`].
+    pub fn resolve(&self, action: &str) -> Result<(String, String), CallError> {
+        self.resolve_by(action, Instant::now())
     }
 
     /// The deadline of a call of `action` that starts now: the routed faculty's
-    /// `timeoutMs` from now (the default when `action` is not routed).
+    /// `timeoutMs` from now (the default when `action` is not routed yet).
     #[must_use]
-    pub fn deadline(&self, action: &str) -> std::time::Instant {
+    pub fn deadline(&self, action: &str) -> Instant {
         match (self.resolve(action), self.runtime.upgrade()) {
             (Ok((faculty, _)), Some(runtime)) => runtime.deadline_for(&faculty),
-            _ => std::time::Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
+            _ => Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
         }
     }
 
@@ -72,7 +73,8 @@ impl PipelineRouter {
     /// # Errors
     /// [`CallError`]; an unknown command of a routed faculty is `unknown_action` too.
     pub fn call(&self, action: &str, args: &Value, context: &CallContext) -> Result<Value, CallError> {
-        let (faculty, command) = self.resolve(action)?;
+        let deadline = context.deadline().unwrap_or_else(|| self.deadline(action));
+        let (faculty, command) = self.resolve_by(action, deadline)?;
         let runtime = self.runtime.upgrade().ok_or_else(|| CallError::UnknownAction(action.to_owned()))?;
         runtime.invoke_json(&faculty, &command, args, context).map_err(|e| match e {
             CallError::UnknownCommand { .. } | CallError::UnknownFaculty(_) => {
@@ -98,11 +100,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_are_verb_or_prefix_verb() {
-        let router = PipelineRouter {
-            routes: DEFAULT_ROUTES.iter().map(|(p, f)| ((*p).to_owned(), (*f).to_owned())).collect(),
-            runtime: Weak::new(),
-        };
+    fn commands_are_verb_or_prefix_verb_and_malformed_actions_are_unknown() {
+        let configured: BTreeMap<String, String> =
+            [("cards", "cards"), ("review", "cards"), ("context", "journal")].map(|(p, f)| (p.into(), f.into())).into();
+        let router = PipelineRouter { configured, runtime: Weak::new() };
         assert_eq!(router.resolve("cards.search").expect("routed"), ("cards".into(), "search".into()));
         assert_eq!(router.resolve("review.prepare").expect("routed"), ("cards".into(), "review-prepare".into()));
         assert_eq!(router.resolve("context.build").expect("routed"), ("journal".into(), "context-build".into()));

@@ -1,7 +1,8 @@
 //! Example faculty: short notes in the faculty's own `/data` directory.
 //!
 //! Shows the whole surface a faculty author uses: a self-describing manifest with
-//! declared arguments (positional, named, stdin), a `write` and a `read` command, a
+//! declared arguments (positional, named, stdin), a `write` and a `read` command, both
+//! offered to the hub's MCP clients as tools (`notes__add`, `notes__list`), a
 //! `list`-shaped report, typed failures, atomic writes and the host log.
 
 use std::path::Path;
@@ -33,9 +34,11 @@ impl Faculty for Notes {
             "commands": [
                 {"id": "add", "description": "Add a note (text on stdin).", "exec": ["self"], "effect": "write",
                  "args": [{"name": "tag", "pattern": "[a-z0-9-]{1,32}"},
-                          {"name": "text", "pattern": "(?s).{1,2000}", "required": true, "stdin": true}]},
+                          {"name": "text", "pattern": "(?s).{1,2000}", "required": true, "stdin": true}],
+                 "mcp": {"tool": "add", "description": "Keep a short note for later, with an optional tag."}},
                 {"id": "list", "description": "List notes, optionally by tag.", "exec": ["self"], "effect": "read",
-                 "args": [{"name": "tag", "pattern": "[a-z0-9-]{1,32}", "positional": true}]}
+                 "args": [{"name": "tag", "pattern": "[a-z0-9-]{1,32}", "positional": true}],
+                 "mcp": {"tool": "list"}}
             ],
             "reports": [{"id": "recent", "name": "Recent notes", "exec": ["self"], "shape": "list"}]
         })

@@ -10,7 +10,7 @@ use crate::faculty::CallContext;
 use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
-use crate::pipeline::observations::INTAKE;
+use crate::pipeline::observations;
 
 /// `{"action": "<prefix>.<verb>", "args": {…}}` → `{"ok":true,"data":…}`.
 ///
@@ -48,24 +48,32 @@ pub async fn pipeline(
     Ok(Json(json!({"ok": true, "data": data})))
 }
 
-/// `{source, type?, tags?, text, ref?}` → 202 `{"queued":true}` through `journal.intake`.
+/// `{source, type?, tags?, text, ref?}` → 202 `{"queued":true}` through the command that
+/// takes observations.
 ///
 /// # Errors
 /// 400 `invalid_observation`; 503 `busy` / 504 `timeout` / 503 `shutting_down` (try
-/// again); 502 `intake_failed` when the journal could not record it.
+/// again), 503 `not_served` (no faculty takes observations); 502 `intake_failed` when the
+/// command could not record it.
 pub async fn observe(
     State(state): State<AppState>,
     ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let observation = Value::Object(object_body(&body)?);
-    let context = CallContext::top(false).until(state.pipeline.deadline(INTAKE));
-    match run(&state, INTAKE.to_owned(), observation, context).await {
+    let context = CallContext::top(false).until(observations::deadline(&state.faculties));
+    let runtime = std::sync::Arc::clone(&state.faculties);
+    let taken = state
+        .faculties
+        .blocking(context.deadline(), move || observations::take(&runtime, &observation, &context))
+        .await
+        .map_err(ApiError::from);
+    match taken {
         Ok(_) => Ok((StatusCode::ACCEPTED, Json(json!({"queued": true})))),
         Err(e) if e.code.starts_with("invalid_") => {
             Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_observation", e.message))
         }
         // Worth retrying: the journal is busy, ran out of time, or the host is stopping.
-        Err(e) if matches!(e.code.as_ref(), "busy" | "timeout" | "shutting_down") => Err(e),
+        Err(e) if matches!(e.code.as_ref(), "busy" | "timeout" | "shutting_down" | "not_served") => Err(e),
         Err(e) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "intake_failed", e.message)),
     }
 }

@@ -1,0 +1,325 @@
+//! The hub's JSON-RPC framing in both directions, as pure functions (testable, and fuzzed,
+//! without a client or a provider process):
+//!
+//! - from clients: a `POST` body is one message or a non-empty batch of them, each a
+//!   request, a notification or a response ([`client_messages`]);
+//! - to providers: a `tools/call` goes out under the tool's own name, without the client's
+//!   progress token ([`tool_call_params`]); every request is one line of compact JSON
+//!   with the hub's own id and progress token ([`provider_request`]);
+//! - from providers: stdout is split into lines of at most a given length
+//!   ([`provider_lines`]); a line is a notification, another message, blank, or not
+//!   JSON-RPC ([`provider_line`]); a message is routed by its `id` and `method`
+//!   ([`provider_route`]). These are the rules the provider's reader task follows.
+
+use serde_json::{Value, json};
+
+/// What one client message is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientMessage {
+    /// A request: it gets an answer.
+    Request {
+        /// Its id: a string or an integer.
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its `params` (`{}` when absent).
+        params: Value,
+    },
+    /// A notification: no answer.
+    Notification {
+        /// The method.
+        method: String,
+        /// Its `params` (`{}` when absent).
+        params: Value,
+    },
+    /// A response (the hub asks clients nothing, so it is dropped).
+    Response,
+}
+
+/// A body refused as a whole, and the JSON-RPC error to answer it with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The id of the message refused (`null` when it has none, or the body is not JSON).
+    pub id: Value,
+    /// `-32700` (not JSON) or `-32600` (not a valid request).
+    pub code: i64,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+/// The messages of one `POST` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientBody {
+    /// The body was an array: the answers go back as one.
+    pub batch: bool,
+    /// Its messages, in order (never empty).
+    pub messages: Vec<ClientMessage>,
+}
+
+/// Splits and classifies a `POST` body: one message, or a non-empty array of them.
+///
+/// # Errors
+/// [`Refusal`]: the body is not JSON, is an empty batch, or one of its messages is not a
+/// JSON-RPC 2.0 message (the first such one is named).
+pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
+    let parsed: Value = serde_json::from_slice(body).map_err(|e| Refusal {
+        id: Value::Null,
+        code: -32700,
+        message: format!("Parse error: {e}"),
+    })?;
+    let (batch, raw) = match parsed {
+        Value::Array(items) if items.is_empty() => {
+            return Err(Refusal {
+                id: Value::Null,
+                code: -32600,
+                message: "Invalid Request: an empty batch".to_owned(),
+            });
+        }
+        Value::Array(items) => (true, items),
+        other => (false, vec![other]),
+    };
+    let mut messages = Vec::with_capacity(raw.len());
+    for mut message in raw {
+        match classify(&mut message) {
+            Ok(message) => messages.push(message),
+            Err(why) => {
+                // JSON-RPC: an id that cannot be read (neither a string nor an integer) is
+                // answered with `null`, never echoed.
+                let id = message.get("id").filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
+                let id = id.unwrap_or(Value::Null);
+                return Err(Refusal { id, code: -32600, message: format!("Invalid Request: {why}") });
+            }
+        }
+    }
+    Ok(ClientBody { batch, messages })
+}
+
+/// What one client message is; its `params` are taken out of it.
+fn classify(message: &mut Value) -> Result<ClientMessage, String> {
+    let object = message.as_object_mut().ok_or("a JSON-RPC message must be an object")?;
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err("`jsonrpc` must be \"2.0\"".to_owned());
+    }
+    // Taken out, not cloned: tool arguments can be large.
+    let params = object.remove("params").unwrap_or_else(|| json!({}));
+    match (object.get("method"), object.get("id")) {
+        (Some(Value::String(method)), Some(id)) if id.is_string() || id.is_i64() || id.is_u64() => {
+            Ok(ClientMessage::Request { id: id.clone(), method: method.clone(), params })
+        }
+        (Some(Value::String(_)), Some(_)) => Err("`id` must be a string or an integer".to_owned()),
+        (Some(Value::String(method)), None) => Ok(ClientMessage::Notification { method: method.clone(), params }),
+        (Some(_), _) => Err("`method` must be a string".to_owned()),
+        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(ClientMessage::Response),
+        (None, _) => Err("a request needs a `method`".to_owned()),
+    }
+}
+
+/// A client's `tools/call` params as they go to the provider: under the tool's own name
+/// (`original`, as the provider listed it), and without the client's progress token (the
+/// hub sets its own). Params that are not an object are left as they are.
+#[must_use]
+pub fn tool_call_params(mut params: Value, original: Value) -> Value {
+    if let Some(object) = params.as_object_mut() {
+        object.insert("name".to_owned(), original);
+        if let Some(meta) = object.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.remove("progressToken");
+        }
+    }
+    params
+}
+
+/// The line (compact JSON and `\n`) that sends request `id` to a provider; with `progress`,
+/// the hub's own progress token goes into `params._meta` (when `params` and its `_meta`
+/// are objects).
+#[must_use]
+pub fn provider_request(id: u64, method: &str, mut params: Value, progress: Option<u64>) -> Vec<u8> {
+    if let Some(token) = progress
+        && let Some(object) = params.as_object_mut()
+    {
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("progressToken".into(), json!(token));
+        }
+    }
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    // A `Value` always serializes.
+    let mut line = serde_json::to_vec(&message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// A provider's stdout, cut as its reader cuts it: each line with its `\n` (the last one may
+/// lack it), none longer than `max` bytes. `Err` carries the lines before the first one
+/// that reached `max` bytes without ending: there the provider is stopped.
+///
+/// # Errors
+/// The complete lines before an oversized one.
+pub fn provider_lines(stream: &[u8], max: usize) -> Result<Vec<&[u8]>, Vec<&[u8]>> {
+    let max = max.max(1);
+    let mut lines = Vec::new();
+    let mut rest = stream;
+    while !rest.is_empty() {
+        let window = &rest[..rest.len().min(max)];
+        let end = window.iter().position(|b| *b == b'\n').map_or(window.len(), |at| at + 1);
+        let line = &rest[..end];
+        if line.last() != Some(&b'\n') && line.len() >= max {
+            return Err(lines);
+        }
+        lines.push(line);
+        rest = &rest[end..];
+    }
+    Ok(lines)
+}
+
+/// One line from a provider.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderLine {
+    /// JSON with a `method` and no `id`: a notification, counted against the flood limit.
+    Notification(Value),
+    /// Any other JSON value: a response, or a request of the provider's own.
+    Message(Value),
+    /// Nothing but whitespace: ignored.
+    Blank,
+    /// Not JSON: noted in the provider's log and ignored.
+    NotJson,
+}
+
+/// What one line of a provider's stdout is.
+#[must_use]
+pub fn provider_line(line: &[u8]) -> ProviderLine {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(message) if message.get("id").is_none() && message.get("method").is_some() => {
+            ProviderLine::Notification(message)
+        }
+        Ok(message) => ProviderLine::Message(message),
+        Err(_) if line.iter().all(u8::is_ascii_whitespace) => ProviderLine::Blank,
+        Err(_) => ProviderLine::NotJson,
+    }
+}
+
+/// What the hub does with one message from a provider.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderRoute {
+    /// The answer to the hub's request `id`: its `result` (`null` when absent), or its
+    /// `error`.
+    Reply {
+        /// The hub's id for the request.
+        id: u64,
+        /// `result`, or `error`.
+        reply: Result<Value, Value>,
+    },
+    /// A request of the provider's own: the hub answers it with this message (it only
+    /// answers pings; everything else is "method not found").
+    Answer(Value),
+    /// Progress for the hub's token `token`.
+    Progress {
+        /// The hub's progress token.
+        token: u64,
+        /// The notification's params, passed on to the caller.
+        params: Value,
+    },
+    /// The provider's tools, prompts or resources changed: list them again.
+    ListChanged,
+    /// Nothing to do: another notification, a response with an id the hub never gives (not
+    /// an unsigned integer), progress without such a token, or neither `id` nor `method`.
+    Ignored,
+}
+
+/// Routes one message from a provider by its `id` and `method`.
+#[must_use]
+pub fn provider_route(mut message: Value) -> ProviderRoute {
+    let id = message.get("id").cloned();
+    let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+    match (id, method) {
+        (Some(id), None) => {
+            let Some(id) = id.as_u64() else { return ProviderRoute::Ignored };
+            // Taken out, not cloned: a result can be large.
+            let reply = match message.get_mut("error").map(Value::take) {
+                Some(error) => Err(error),
+                None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+            };
+            ProviderRoute::Reply { id, reply }
+        }
+        (Some(id), Some(method)) => ProviderRoute::Answer(if method == "ping" {
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("the Butler hub does not offer `{method}` to providers")}})
+        }),
+        (None, Some(method)) => match method.as_str() {
+            "notifications/progress" => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                match params.get("progressToken").and_then(Value::as_u64) {
+                    Some(token) => ProviderRoute::Progress { token, params },
+                    None => ProviderRoute::Ignored,
+                }
+            }
+            "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed" => ProviderRoute::ListChanged,
+            _ => ProviderRoute::Ignored,
+        },
+        (None, None) => ProviderRoute::Ignored,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_split_into_messages() {
+        let body =
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+        let parsed = client_messages(body).expect("a batch");
+        assert!(parsed.batch);
+        assert_eq!(
+            parsed.messages,
+            [
+                ClientMessage::Request { id: json!(1), method: "ping".into(), params: json!({}) },
+                ClientMessage::Notification { method: "notifications/initialized".into(), params: json!({}) },
+            ]
+        );
+        for (body, code) in [
+            (&b"{"[..], -32700),
+            (b"[]", -32600),
+            (br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, -32600),
+        ] {
+            assert_eq!(client_messages(body).expect_err("refused").code, code, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn forwarded_requests_carry_the_hubs_ids() {
+        let params = tool_call_params(
+            json!({"name": "ns__echo", "_meta": {"progressToken": "client"}, "arguments": {}}),
+            json!("echo"),
+        );
+        assert_eq!(params, json!({"name": "echo", "_meta": {}, "arguments": {}}));
+        let line = provider_request(7, "tools/call", params, Some(8));
+        assert_eq!(line.last(), Some(&b'\n'));
+        let ProviderLine::Message(sent) = provider_line(&line) else { panic!("a message") };
+        assert_eq!(sent["id"], 7);
+        assert_eq!(sent["params"]["_meta"]["progressToken"], 8);
+    }
+
+    #[test]
+    fn provider_output_is_cut_and_routed() {
+        assert_eq!(provider_lines(b"a\nbb\nc", 4), Ok(vec![&b"a\n"[..], b"bb\n", b"c"]));
+        assert_eq!(provider_lines(b"a\nbbbb\n", 4), Err(vec![&b"a\n"[..]]));
+        assert_eq!(provider_line(b" \r\n"), ProviderLine::Blank);
+        assert_eq!(provider_line(b"hello\n"), ProviderLine::NotJson);
+        assert_eq!(
+            provider_route(json!({"jsonrpc": "2.0", "id": 3, "result": {"x": 1}})),
+            ProviderRoute::Reply { id: 3, reply: Ok(json!({"x": 1})) }
+        );
+        assert_eq!(provider_route(json!({"id": -1, "result": 1})), ProviderRoute::Ignored);
+        assert_eq!(provider_route(json!({"method": "notifications/tools/list_changed"})), ProviderRoute::ListChanged);
+        let ProviderRoute::Answer(answer) = provider_route(json!({"id": "x", "method": "sampling/createMessage"}))
+        else {
+            panic!("answered")
+        };
+        assert_eq!(answer["error"]["code"], -32601);
+    }
+}
