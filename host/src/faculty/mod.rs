@@ -519,8 +519,8 @@ struct Setup {
     root: PathBuf,
     scan_roots: Vec<PathBuf>,
     state_dir: PathBuf,
-    self_root: PathBuf,
-    validity_root: PathBuf,
+    /// The folders a grant's `dir` may name as `${key}` (the instance says which).
+    grant_folders: Vec<(String, PathBuf)>,
     settings: BTreeMap<String, FacultySettings>,
     /// The root config as read, for the keys granted to faculties.
     config: Map<String, Value>,
@@ -596,8 +596,7 @@ impl FacultyRuntime {
                 root: instance.root.clone(),
                 scan_roots: instance.scan_config().roots,
                 state_dir,
-                self_root: instance.self_root(),
-                validity_root: instance.validity_root(),
+                grant_folders: instance.grant_folders(),
                 settings: instance.config.faculties.clone(),
                 config: instance.config.raw.clone(),
                 host,
@@ -1236,10 +1235,9 @@ impl FacultyRuntime {
             write: true,
         }];
         for grant in &settings.grants {
-            let dir = grant
-                .dir
-                .replace("${selfRoot}", &self.setup.self_root.display().to_string())
-                .replace("${validityRoot}", &self.setup.validity_root.display().to_string());
+            let dir = self.setup.grant_folders.iter().fold(grant.dir.clone(), |dir, (key, folder)| {
+                dir.replace(&format!("${{{key}}}"), &folder.display().to_string())
+            });
             preopens.push(Preopen { host: self.setup.root.join(dir), guest: grant.guest.clone(), write: grant.write });
         }
         // The root config keys granted to it, as they are (a key not set is left out: the

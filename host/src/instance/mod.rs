@@ -149,6 +149,13 @@ impl Instance {
         self.path(&self.config.validity_root)
     }
 
+    /// The configured folders a faculty grant may name as `${key}`: `selfRoot` and
+    /// `validityRoot`, resolved.
+    #[must_use]
+    pub fn grant_folders(&self) -> Vec<(String, PathBuf)> {
+        vec![("selfRoot".to_owned(), self.self_root()), ("validityRoot".to_owned(), self.validity_root())]
+    }
+
     /// `relative` resolved against the instance root.
     #[must_use]
     pub fn path(&self, relative: &str) -> PathBuf {

@@ -197,10 +197,10 @@ fn initialize(hub: &Hub, scope: Scope, id: Value, params: &Value) -> Response {
     let session_id = hub.open_session(scope, (*version).to_owned());
     let instructions = match scope {
         Scope::Main => {
-            "Butler aggregates the owner's MCP tools as <namespace>__<tool>. butler__search and butler__read give the owner's approved knowledge cards; butler__report_session records what happened in this session."
+            "Butler aggregates the owner's MCP tools as <namespace>__<tool>: those of the owner's extensions and those the owner's faculties offer (each tool's description says what it does)."
         }
         Scope::Distill => {
-            "Distilling endpoint: claim a batch (butler__distill_claim), read its evidence, submit complete candidate cards (butler__candidate_submit) and complete the batch. The owner reviews every candidate."
+            "Butler's restricted endpoint: only the tools the owner's faculties offer here, no extension tools. Nothing arriving here acts as the owner: whatever needs the owner waits for their review."
         }
     };
     let result = json!({
