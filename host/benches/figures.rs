@@ -233,7 +233,7 @@ fn b7_scan() {
         roots: ["tools", "services", "faculties"].iter().map(|r| root.join(r)).collect(),
         inspector: None,
     };
-    let files: Vec<_> = config.candidate_dirs().into_iter().map(|d| d.join("butler.json")).collect();
+    let files: Vec<_> = config.extension_dirs().into_iter().map(|d| d.join("butler.json")).collect();
 
     let mut baseline = Vec::new();
     let mut scans = Vec::new();
@@ -958,7 +958,7 @@ fn write_cards(
     rare: impl Fn(usize) -> bool,
     checks_of: impl Fn(usize) -> Value,
 ) -> Vec<String> {
-    let folder = instance.self_root().join("knowledge");
+    let folder = instance.folder("selfRoot").expect("the selfRoot folder").join("knowledge");
     std::fs::create_dir_all(&folder).expect("knowledge folder");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     (0..n)
@@ -1204,7 +1204,7 @@ fn b3_search() {
     write_cards(&instance, CARDS, rare, |_| json!([]));
     let expected = (0..CARDS).filter(|i| rare(*i)).count();
     let pipeline = Pipeline::new(&instance);
-    let knowledge = instance.self_root().join("knowledge");
+    let knowledge = instance.folder("selfRoot").expect("the selfRoot folder").join("knowledge");
 
     let search = || {
         let found = pipeline.call("cards.search", &json!({"query": RARE}));

@@ -90,6 +90,21 @@ impl SchemaValidator {
         out
     }
 
+    /// Every violation in `instance` as one readable line (`/pointer: reason; …`), or
+    /// `None` when it is valid.
+    #[must_use]
+    pub fn describe_errors(&self, instance: &Value) -> Option<String> {
+        let problems = self.errors(instance);
+        if problems.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = problems
+            .iter()
+            .map(|p| if p.pointer.is_empty() { p.message.clone() } else { format!("{}: {}", p.pointer, p.message) })
+            .collect();
+        Some(listed.join("; "))
+    }
+
     /// The names the schema defines at its root (`properties`).
     pub fn root_properties(&self) -> impl Iterator<Item = &str> {
         self.schema.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys().map(String::as_str))

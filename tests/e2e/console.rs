@@ -116,6 +116,7 @@ fn the_page_and_its_assets_are_served_with_their_types_and_a_strict_policy() {
 fn events_announce_what_changed() {
     use std::io::{BufRead, BufReader};
     let (butler, _dir) = Butler::start_fresh();
+    butler.wait_ready("cards");
     let response = butler.get("/events").send().expect("events");
     assert!(response.headers()["content-type"].to_str().unwrap_or_default().starts_with("text/event-stream"));
     let mut lines = BufReader::new(response).lines();
@@ -130,6 +131,16 @@ fn events_announce_what_changed() {
     write_manifest(&butler.workdir, "tools/fresh", &tool("fresh", "Fresh"));
     let second = next_change();
     assert_ne!(first["catalog"], second["catalog"], "{first} → {second}");
+    // A report that declares what it watches (the built-in review queue watches its
+    // folder) is announced as `report:<faculty>/<report>` when that changes.
+    let key = "report:cards/queue";
+    let before = second[key].as_u64().unwrap_or_else(|| panic!("{key} in {second}"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let queue = butler.workdir.join("self/candidates");
+    std::fs::create_dir_all(&queue).expect("mkdir");
+    std::fs::write(queue.join("touched"), "x").expect("write");
+    let changed = (0..10).map(|_| next_change()).find(|c| c[key] != before).expect("the queue's change announced");
+    assert!(changed[key].as_u64().is_some_and(|t| t > before), "{changed}");
 }
 
 #[test]

@@ -89,3 +89,41 @@ fn no_reference_points_outside_the_repository() {
     }
     assert!(found.is_empty(), "references to things outside the repository:\n{}", found.join("\n"));
 }
+
+/// The host knows no pipeline: the words of the card pipeline appear in none of the host's
+/// code (its comments, its tests and the web console aside) — what a card, a candidate or
+/// a lease is lives in the faculties and their manifests.
+#[test]
+fn the_host_code_names_no_pipeline_concept() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let word = regex::Regex::new(r"(?i)\b(cards?|candidates?|leases?|batch(es)?|journals?|distill\w*|validity)\b")
+        .expect("regex");
+    let mut found = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").map_while(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            // A file's unit tests are at its end, after `#[cfg(test)]`.
+            let code = text.split("\n#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.trim();
+                if line.starts_with("//") {
+                    continue;
+                }
+                let code = line.split(" // ").next().unwrap_or(line);
+                if word.is_match(code) {
+                    found.push(format!("{}:{}: {line}", path.strip_prefix(&src).unwrap_or(&path).display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "pipeline words in the host's code:\n{}", found.join("\n"));
+}

@@ -425,13 +425,15 @@ fn the_cli_reviews_and_sets_checks_as_the_owner() {
     let (code, out, err) = cli(&w, &["review", "list"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("pending") && out.contains("CLI card") && out.contains("Rejected card"), "{out}");
+    // `review approve` runs the confirming `review.prepare` first and carries its token.
     let (code, out, err) = cli(&w, &["review", "approve", submitted[0]["id"].as_str().expect("id")]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("approved") && out.contains("revision 1"), "{out}");
+    let approved: Value = serde_json::from_str(&out).expect("the answer as JSON");
+    assert_eq!(approved["revision"], 1, "{out}");
     let (code, out, err) =
         cli(&w, &["review", "reject", submitted[1]["id"].as_str().expect("id"), "--reason", "duplicate"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("rejected"), "{out}");
+    assert_eq!(serde_json::from_str::<Value>(&out).expect("JSON")["status"], "rejected", "{out}");
     let (code, _, err) = cli(&w, &["review", "approve", submitted[1]["id"].as_str().expect("id")]);
     assert_eq!(code, 1);
     assert!(err.contains("stale_candidate"), "{err}");
@@ -450,7 +452,11 @@ fn the_cli_reviews_and_sets_checks_as_the_owner() {
     std::fs::remove_file(w.join("notes.md")).expect("rm");
     let (code, out, err) = cli(&w, &["validity", "refresh"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 newly suspended"), "{out}");
+    assert_eq!(serde_json::from_str::<Value>(&out).expect("JSON")["suspended"], 1, "{out}");
+    // A word that is neither a subcommand nor a served prefix says so.
+    let (code, _, err) = cli(&w, &["reveiw", "list"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("neither a butler command") && err.contains("review"), "{err}");
     // The HTTP pipeline never runs the operator command, even with the owner token.
     let token = format!("Bearer {}", butler.owner_token());
     let (status, body) = butler.post_json(

@@ -140,6 +140,40 @@ fn the_pipeline_door_validates_routes_and_gates() {
     assert_error(status, &body, 403, "owner_required");
 }
 
+/// A command's declared `input` schema is the host's to check, on every path, before the
+/// command runs — and only after the owner gate, so a stranger learns nothing from it.
+#[test]
+fn a_commands_declared_input_is_checked_before_it_runs() {
+    let (butler, _dir) = Butler::start_fresh();
+    butler.wait_ready("cards");
+    let token = format!("Bearer {}", butler.owner_token());
+    let owner = [("authorization", token.as_str())];
+    let calls = |butler: &Butler| butler.faculty("cards").expect("listed")["calls"]["total"].as_u64().unwrap_or(0);
+    let before = calls(&butler);
+    for (action, args, names) in [
+        ("review.prepare", json!({"id": 5}), "/id"),
+        ("review.approve", json!({"id": "cand-x"}), "revision"),
+        ("cards.search", json!({"query": "x", "includeInactive": "yes"}), "/includeInactive"),
+        ("cards.read", json!({"id": "x", "extra": 1}), "extra"),
+    ] {
+        let (status, body) = pipeline(&butler, action, args, &owner);
+        assert_error(status, &body, 400, "invalid_args");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("invalid input") && message.contains(names), "{action}: {message}");
+    }
+    // The faculty route checks the same schema.
+    let (status, body) =
+        butler.post_json("/faculties/cards/commands/read", &json!({"args": {"args": r#"{"id": ["x"]}"#}}), &owner);
+    assert_error(status, &body, 400, "invalid_args");
+    assert_eq!(calls(&butler), before, "nothing ran: the host refused every call itself");
+    // A stranger gets the owner gate's answer, whatever the input.
+    let (status, body) = pipeline(&butler, "review.prepare", json!({"id": 5}), &[]);
+    assert_error(status, &body, 403, "owner_required");
+    // Valid input runs.
+    let (status, body) = pipeline(&butler, "cards.search", json!({"query": "x", "includeInactive": true}), &owner);
+    assert_eq!(status, 200, "{body}");
+}
+
 #[test]
 fn who_may_run_a_command_is_the_commands_own_property_whatever_the_routes_say() {
     // Routes remapped: `review.*` and `validity.*` now point at the journal. The cards

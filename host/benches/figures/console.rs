@@ -50,7 +50,7 @@ fn driver() -> Command {
 /// them: one in four revises an existing card (so the queue shows diffs against it), the
 /// rest create new cards; each with one evidence item and no checks.
 fn write_candidates(instance: &Instance, n: usize, cards: &[String]) {
-    let folder = instance.self_root().join("candidates");
+    let folder = instance.folder("selfRoot").expect("the selfRoot folder").join("candidates");
     std::fs::create_dir_all(&folder).expect("candidates folder");
     for i in 0..n {
         let title = format!("Candidate {i} about release builds");

@@ -248,12 +248,12 @@ fn fingerprint(config: &ScanConfig) -> (Fingerprint, Vec<PathBuf>) {
     let stamp = |p: &Path| std::fs::metadata(p).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
     let mut dirs = Vec::new();
     let mut print = Vec::new();
-    for candidate in config.candidate_dirs() {
-        if candidate.is_dir() {
-            print.push((candidate.join(MANIFEST_FILE), stamp(&candidate.join(MANIFEST_FILE))));
-            dirs.push(candidate);
+    for dir in config.extension_dirs() {
+        if dir.is_dir() {
+            print.push((dir.join(MANIFEST_FILE), stamp(&dir.join(MANIFEST_FILE))));
+            dirs.push(dir);
         } else {
-            print.push((candidate.clone(), stamp(&candidate)));
+            print.push((dir.clone(), stamp(&dir)));
         }
     }
     (print, dirs)

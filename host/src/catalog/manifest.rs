@@ -211,9 +211,13 @@ pub struct Report {
     pub shape: ReportShape,
     /// Advisory cron expression.
     pub schedule: Option<String>,
-    /// What the host offers through this report (`context`).
+    /// What the host offers through this report (`context`, `review-queue`).
     #[serde(default)]
     pub provides: Option<ReportDoor>,
+    /// Files or folders (relative to the instance, `${key}` for an instance folder) whose
+    /// change means the report changed: the change feed watches them.
+    #[serde(default)]
+    pub watch: Vec<String>,
 }
 
 /// What a command may touch.
@@ -244,6 +248,12 @@ pub struct Command {
     /// Arguments callers may pass.
     #[serde(default)]
     pub args: Vec<CommandArg>,
+    /// The JSON Schema every call's input is checked against before the command runs.
+    #[serde(default)]
+    pub input: Option<serde_json::Value>,
+    /// A confirming step callers run first: its answer's fields are passed back.
+    #[serde(default)]
+    pub confirm: Option<Confirm>,
     /// Pipeline actions (`<prefix>.<verb>`) this command may make through `host.call`. A
     /// call takes the store locks of everything it declares before it starts, so declared
     /// nested calls never wait behind another call (see the lock discipline in
@@ -277,6 +287,24 @@ pub struct Command {
     pub takes: Option<CommandDoor>,
 }
 
+/// `commands[].confirm`: the action a caller runs before this command (showing the owner
+/// what they decide on), whose answer's `carry` fields the command then takes back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Confirm {
+    /// The confirming action (`<prefix>.<verb>`).
+    pub action: String,
+    /// The arguments of this command the confirming action takes too.
+    #[serde(default = "default_confirm_with")]
+    pub with: Vec<String>,
+    /// The fields of the confirming action's answer this command takes.
+    pub carry: Vec<String>,
+}
+
+fn default_confirm_with() -> Vec<String> {
+    vec!["id".to_owned()]
+}
+
 /// What a command can take on the host's behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -286,11 +314,13 @@ pub enum CommandDoor {
 }
 
 /// What a report can provide on the host's behalf.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ReportDoor {
     /// The owner's compiled context (the MCP context resource and prompt).
     Context,
+    /// What awaits the owner's review (the console's Review view and its count).
+    ReviewQueue,
 }
 
 /// `commands[].mcp`: a faculty command offered as an MCP tool.

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::manifest::{Action, CommandArg, Effect, PanelSize, ReportShape, Risk};
+use super::manifest::{Action, CommandArg, Confirm, Effect, PanelSize, ReportDoor, ReportShape, Risk};
 use super::{Catalog, Diagnostic, Extension, Icon};
 
 /// URL prefix of the host API.
@@ -126,9 +126,17 @@ impl<'a> PublicExtension<'a> {
                     description: c.description.as_deref(),
                     effect: c.effect,
                     args: &c.args,
+                    input: c.input.as_ref(),
+                    confirm: c.confirm.as_ref(),
+                    owner: c.owner,
+                    operator: c.operator,
                 })
                 .collect(),
-            reports: m.reports.iter().map(|r| PublicReport { id: &r.id, name: &r.name, shape: r.shape }).collect(),
+            reports: m
+                .reports
+                .iter()
+                .map(|r| PublicReport { id: &r.id, name: &r.name, shape: r.shape, provides: r.provides })
+                .collect(),
             delegations: m
                 .delegations
                 .iter()
@@ -188,6 +196,18 @@ pub struct PublicCommand<'a> {
     pub effect: Effect,
     /// Declared arguments.
     pub args: &'a [CommandArg],
+    /// Its input schema, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<&'a serde_json::Value>,
+    /// Its confirming step, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<&'a Confirm>,
+    /// Only the owner may run it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub owner: bool,
+    /// Only the operator (the CLI) may run it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub operator: bool,
 }
 
 /// A faculty report without what it runs.
@@ -199,6 +219,9 @@ pub struct PublicReport<'a> {
     pub name: &'a str,
     /// Output shape.
     pub shape: ReportShape,
+    /// What the host offers through it (`context`, `review-queue`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provides: Option<ReportDoor>,
 }
 
 /// A delegation without its instructions.

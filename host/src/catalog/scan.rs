@@ -58,13 +58,13 @@ impl ScanConfig {
     /// Candidate extension directories, in scan order: scan-root order, then entry name
     /// in byte order, so outcomes never depend on directory-listing order.
     #[must_use]
-    pub fn candidate_dirs(&self) -> Vec<PathBuf> {
-        self.candidates().0
+    pub fn extension_dirs(&self) -> Vec<PathBuf> {
+        self.listed().0
     }
 
-    /// [`Self::candidate_dirs`], and the scan roots that could not be listed (a root that
+    /// [`Self::extension_dirs`], and the scan roots that could not be listed (a root that
     /// does not exist is not among them: it has no extensions).
-    fn candidates(&self) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
+    fn listed(&self) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
         let mut out = Vec::new();
         let mut unreadable = Vec::new();
         for root in &self.roots {
@@ -119,7 +119,7 @@ pub fn scan_confirming(
     let mut loaded: Vec<Extension> = Vec::new();
     let mut diagnostics = Vec::new();
     let incumbent = |path: &str| previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == path));
-    let (dirs, unreadable_roots) = config.candidates();
+    let (dirs, unreadable_roots) = config.listed();
     for dir in dirs {
         match load_dir(config, &dir) {
             Loaded::NotAnExtension => {}

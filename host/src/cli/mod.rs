@@ -17,7 +17,15 @@ use clap::{Parser, Subcommand};
 
 /// Butler host: keeps your AI extensions and your knowledge in one place.
 #[derive(Debug, Parser)]
-#[command(name = "butler", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "butler",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Pipeline actions: butler PREFIX VERB [ID] [--name VALUE]…, like `butler review list` or \
+                  `butler review approve ID` (the prefixes the faculties serve are in `GET /faculties`)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,12 +40,9 @@ enum Command {
     /// Call faculties on the running host, upgrade the built-in ones, or create a new one.
     #[command(subcommand)]
     Faculty(faculty::Command),
-    /// Run a pipeline action on the running host (`cards.search`, `journal.intake`, …).
+    /// Run a pipeline action on the running host with its arguments as JSON (or, shorter:
+    /// `butler PREFIX VERB [ID] [--name VALUE]…`).
     Pipeline(pipeline::Pipeline),
-    /// Review candidate cards: list, approve, reject.
-    Review(pipeline::Review),
-    /// Card validity: refresh every check, or set a card's checks.
-    Validity(pipeline::Validity),
     /// Print a one-time login link for the running host's web console.
     Console(console::Args),
     /// The MCP hub on the running host.
@@ -46,6 +51,10 @@ enum Command {
     /// The keeper a hosted process runs under (started by the host, not by hand).
     #[command(hide = true)]
     Keep(keep::Args),
+    /// `PREFIX VERB [ID] [--name VALUE]…`: any pipeline action the running host's faculties
+    /// serve (`GET /faculties` lists the prefixes).
+    #[command(external_subcommand)]
+    Action(Vec<String>),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -56,8 +65,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Faculty(command) => faculty::run(command),
         Command::Pipeline(command) => pipeline::pipeline(command),
-        Command::Review(command) => pipeline::review(command),
-        Command::Validity(command) => pipeline::validity(command),
+        Command::Action(words) => pipeline::action(&words),
         Command::Console(args) => console::run(args),
         Command::Mcp(command) => mcp::run(command),
         Command::Keep(args) => Ok(keep::run(&args)),

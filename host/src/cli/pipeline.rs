@@ -1,11 +1,18 @@
-//! `butler pipeline`, `butler review`, `butler validity`: the card pipeline from the
-//! terminal, through the running host, as the owner (the owner token).
+//! `butler pipeline ACTION --args JSON` and `butler PREFIX VERB [ID] [--name VALUE]…`:
+//! any pipeline action from the terminal, through the running host, as the owner (the
+//! owner token; over the local socket also the operator).
+//!
+//! The CLI knows no action: `GET /faculties` says which faculty serves a prefix and what
+//! its command declares. A command with a `confirm` step (`review.approve` confirms with
+//! `review.prepare`) gets that step run first, with the fields it names carried over; a
+//! command whose input schema has an `idempotencyKey` gets a fresh one.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use butler_host::pipeline::router::command_of;
+use serde_json::{Map, Value, json};
 
 use super::client::Client;
 
@@ -20,7 +27,7 @@ pub struct Target {
 /// `butler pipeline ACTION [--args JSON]`.
 #[derive(Debug, clap::Args)]
 pub struct Pipeline {
-    /// The action, like `cards.search` or `journal.intake`.
+    /// The action, `<prefix>.<verb>` (the prefixes are in `GET /faculties`'s `routes`).
     action: String,
     /// Its arguments, as a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
@@ -29,210 +36,164 @@ pub struct Pipeline {
     target: Target,
 }
 
-/// `butler review …`.
-#[derive(Debug, clap::Args)]
-pub struct Review {
-    #[command(subcommand)]
-    command: ReviewCommand,
-    #[command(flatten)]
-    target: Target,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum ReviewCommand {
-    /// The candidates awaiting review (and decided ones).
-    List {
-        /// Print the full JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Approve a candidate.
-    Approve {
-        /// Candidate id.
-        id: String,
-    },
-    /// Reject a candidate.
-    Reject {
-        /// Candidate id.
-        id: String,
-        /// Why (kept with the candidate).
-        #[arg(long)]
-        reason: Option<String>,
-    },
-}
-
-/// `butler validity …`.
-#[derive(Debug, clap::Args)]
-pub struct Validity {
-    #[command(subcommand)]
-    command: ValidityCommand,
-    #[command(flatten)]
-    target: Target,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum ValidityCommand {
-    /// Re-run every card's checks.
-    Refresh,
-    /// Set an existing card's checks (an operator command: only here, never over HTTP or MCP).
-    SetChecks {
-        /// Card id.
-        id: String,
-        /// The card's current revision.
-        #[arg(long)]
-        revision: u64,
-        /// The checks, as a JSON array: `[{"type":"path","path":"docs/x.md"}]`.
-        #[arg(long, value_name = "JSON")]
-        checks: String,
-    },
-}
-
-fn json_arg(text: &str, what: &str) -> anyhow::Result<Value> {
-    butler_host::json::parse(text).with_context(|| format!("{what} must be JSON"))
-}
-
 /// Runs `butler pipeline`.
 pub fn pipeline(command: Pipeline) -> anyhow::Result<ExitCode> {
-    let args = json_arg(&command.args, "--args")?;
-    if !args.is_object() {
-        bail!("--args must be a JSON object, like '{{\"query\": \"tests\"}}'");
-    }
-    let data =
-        Client::connect(command.target.workdir)?.post("/pipeline", &json!({"action": command.action, "args": args}))?;
-    println!("{data:#}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Runs `butler review`.
-pub fn review(command: Review) -> anyhow::Result<ExitCode> {
+    let args = json_object(&command.args, "--args")?;
     let client = Client::connect(command.target.workdir)?;
-    let action = |action: &str, args: Value| client.post("/pipeline", &json!({"action": action, "args": args}));
-    match command.command {
-        ReviewCommand::List { json } => {
-            let data = action("review.list", json!({}))?;
-            if json {
-                println!("{data:#}");
-            } else {
-                print!("{}", render_list(&data));
-            }
-        }
-        ReviewCommand::Approve { id } => {
-            let prepared = action("review.prepare", json!({"id": id}))?;
-            let result = action("review.approve", decision(&prepared, &id)?)?;
-            println!(
-                "approved {id}: card {} is at revision {}",
-                result["cardId"].as_str().unwrap_or("?"),
-                result["revision"].as_u64().unwrap_or(0)
-            );
-        }
-        ReviewCommand::Reject { id, reason } => {
-            let prepared = action("review.prepare", json!({"id": id}))?;
-            let mut args = decision(&prepared, &id)?;
-            if let (Some(reason), Some(map)) = (reason, args.as_object_mut()) {
-                map.insert("reason".into(), json!(reason));
-            }
-            action("review.reject", args)?;
-            println!("rejected {id}");
-        }
-    }
+    print_answer(&run(&client, &command.action, args)?);
     Ok(ExitCode::SUCCESS)
 }
 
-/// The approve/reject arguments for a prepared candidate, with a fresh idempotency key.
-fn decision(prepared: &Value, id: &str) -> anyhow::Result<Value> {
-    let field =
-        |name: &str| prepared.get(name).cloned().with_context(|| format!("review.prepare did not return `{name}`"));
-    let key = format!(
-        "cli-{id}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-    );
-    Ok(json!({
-        "id": id,
-        "revision": field("revision")?,
-        "contentHash": field("contentHash")?,
-        "token": field("token")?,
-        "idempotencyKey": key,
-    }))
+/// Runs `butler PREFIX VERB [ID] [--name VALUE]… [--args JSON] [--workdir DIR]`.
+pub fn action(words: &[String]) -> anyhow::Result<ExitCode> {
+    let (action, args, workdir) = parse_words(words)?;
+    let client = Client::connect(workdir)?;
+    print_answer(&run(&client, &action, args)?);
+    Ok(ExitCode::SUCCESS)
 }
 
-fn render_list(data: &Value) -> String {
-    let empty = Vec::new();
-    let candidates = data["candidates"].as_array().unwrap_or(&empty);
-    if candidates.is_empty() {
-        return "no candidates\n".to_owned();
+/// The action, its arguments and the `--workdir` of an action's words: `PREFIX VERB`, an
+/// optional bare value (the `id` argument), `--name VALUE` pairs (`--content-hash` is
+/// `contentHash`; a value that reads as JSON is taken as that JSON, anything else as
+/// text), and `--args JSON` with more of them.
+fn parse_words(words: &[String]) -> anyhow::Result<(String, Map<String, Value>, Option<PathBuf>)> {
+    let usage = "usage: butler PREFIX VERB [ID] [--name VALUE]… (like `butler review list`)";
+    let [prefix, verb, rest @ ..] = words else { bail!("{usage}") };
+    let action = format!("{prefix}.{verb}");
+    if !butler_host::catalog::is_action(&action) {
+        bail!("`{prefix} {verb}` is not an action (lowercase words, like `review list`); {usage}");
     }
-    let mut out = String::new();
-    for c in candidates {
-        let target = c["target"].as_str().map(|t| format!(" → {t}")).unwrap_or_default();
-        out.push_str(&format!(
-            "{:<10} {:<8} {}{}  {}\n",
-            c["status"].as_str().unwrap_or("?"),
-            c["op"].as_str().unwrap_or("?"),
-            c["id"].as_str().unwrap_or("?"),
-            target,
-            c["card"]["title"].as_str().unwrap_or_default()
-        ));
+    let mut args = Map::new();
+    let mut workdir = None;
+    let mut rest = rest.iter();
+    while let Some(word) = rest.next() {
+        let Some(flag) = word.strip_prefix("--") else {
+            if args.insert("id".to_owned(), json!(word)).is_some() {
+                bail!("one bare value only (the `id`): `{word}`; name the others with --name VALUE");
+            }
+            continue;
+        };
+        let value = rest.next().with_context(|| format!("--{flag} needs a value"))?;
+        match flag {
+            "workdir" => workdir = Some(PathBuf::from(value)),
+            "args" => args.extend(json_object(value, "--args")?),
+            _ => {
+                args.insert(camel_case(flag), butler_host::json::parse(value).unwrap_or_else(|_| json!(value)));
+            }
+        }
+    }
+    let workdir = workdir.or_else(|| std::env::var_os(butler_host::instance::WORKDIR_ENV).map(PathBuf::from));
+    Ok((action, args, workdir))
+}
+
+/// `content-hash` → `contentHash`.
+fn camel_case(flag: &str) -> String {
+    let mut out = String::with_capacity(flag.len());
+    let mut upper = false;
+    for c in flag.chars() {
+        if c == '-' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
     }
     out
 }
 
-/// Cards refreshed per request: small enough that the progress bar moves every second or
-/// so on a large store, large enough that the per-request cost does not add up.
-const REFRESH_CHUNK: usize = 200;
-
-/// `butler validity refresh`: every card with checks, in parts, with a progress bar on a
-/// terminal.
-fn refresh(client: &Client) -> anyhow::Result<()> {
-    use std::io::{IsTerminal, Write};
-    let action = |action: &str, args: Value| client.post("/pipeline", &json!({"action": action, "args": args}));
-    let listed = action("validity.cards", json!({}))?;
-    let ids: Vec<&str> =
-        listed["ids"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let bar = std::io::stderr().is_terminal() && ids.len() > REFRESH_CHUNK;
-    let (mut checked, mut suspended, mut restored, mut done) = (0, 0, 0, 0);
-    for part in ids.chunks(REFRESH_CHUNK) {
-        let data = action("validity.refresh", json!({"ids": part}))?;
-        if data["unavailable"] == true {
-            if bar {
-                eprintln!();
-            }
-            println!("the validity root is unavailable: every verdict is left as it was");
-            return Ok(());
-        }
-        let count = |key: &str| data[key].as_u64().unwrap_or(0);
-        (checked, suspended, restored) =
-            (checked + count("checked"), suspended + count("suspended"), restored + count("restored"));
-        done += part.len();
-        if bar {
-            let filled = done * 30 / ids.len();
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r[{}{}] {done}/{} cards", "#".repeat(filled), "-".repeat(30 - filled), ids.len());
-            let _ = err.flush();
+/// Runs `action` with `args`, its confirming step first when its command declares one.
+fn run(client: &Client, action: &str, mut args: Map<String, Value>) -> anyhow::Result<Value> {
+    let declared = declaration(client, action)?;
+    if let Some(confirm) = declared.get("confirm") {
+        let with: Map<String, Value> = confirm["with"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|key| Some((key.to_owned(), args.get(key)?.clone())))
+            .collect();
+        let step = confirm["action"].as_str().context("a confirm step without an action")?;
+        let answer = post(client, step, with)?;
+        for field in confirm["carry"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            let value = answer.get(field).with_context(|| format!("{step} did not return `{field}`"))?;
+            args.entry(field.to_owned()).or_insert_with(|| value.clone());
         }
     }
-    if bar {
-        eprintln!();
+    if declared["input"]["properties"].get("idempotencyKey").is_some() && !args.contains_key("idempotencyKey") {
+        args.insert("idempotencyKey".to_owned(), json!(fresh_key()));
     }
-    println!("{checked} cards checked, {suspended} newly suspended, {restored} restored");
-    Ok(())
+    post(client, action, args)
 }
 
-/// Runs `butler validity`.
-pub fn validity(command: Validity) -> anyhow::Result<ExitCode> {
-    let client = Client::connect(command.target.workdir)?;
-    match command.command {
-        ValidityCommand::Refresh => refresh(&client)?,
-        ValidityCommand::SetChecks { id, revision, checks } => {
-            let checks = json_arg(&checks, "--checks")?;
-            if !checks.is_array() {
-                bail!("--checks must be a JSON array of checks");
-            }
-            let args = json!({"id": id, "revision": revision, "checks": checks});
-            let data =
-                client.post("/faculties/validity/commands/set-checks", &json!({"args": {"args": args.to_string()}}))?;
-            println!("{data:#}");
+fn post(client: &Client, action: &str, args: Map<String, Value>) -> anyhow::Result<Value> {
+    client.post("/pipeline", &json!({"action": action, "args": args}))
+}
+
+/// What the command behind `action` declares (`{}` when the faculty does not list it:
+/// then the host's own answer to the call explains).
+fn declaration(client: &Client, action: &str) -> anyhow::Result<Value> {
+    let (prefix, verb) = action.split_once('.').context("an action is `<prefix>.<verb>`")?;
+    let listing = client.get("/faculties")?;
+    let Some(faculty) = listing["routes"][prefix].as_str() else {
+        let served: Vec<&str> = listing["routes"].as_object().into_iter().flatten().map(|(p, _)| p.as_str()).collect();
+        bail!(
+            "`{prefix}` is neither a butler command (see `butler --help`) nor an action prefix the host serves ({})",
+            if served.is_empty() { "none yet".to_owned() } else { served.join(", ") }
+        );
+    };
+    let command = command_of(prefix, verb, faculty);
+    let found = listing["faculties"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["id"] == faculty)
+        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
+        .find(|c| c["id"] == command.as_str());
+    Ok(found.cloned().unwrap_or_else(|| json!({})))
+}
+
+/// An idempotency key no other run of the CLI uses.
+fn fresh_key() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("cli-{}-{nanos}", std::process::id())
+}
+
+fn json_object(text: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
+    match butler_host::json::parse(text).with_context(|| format!("{what} must be JSON"))? {
+        Value::Object(map) => Ok(map),
+        _ => bail!("{what} must be a JSON object, like '{{\"query\": \"tests\"}}'"),
+    }
+}
+
+fn print_answer(data: &Value) {
+    println!("{data:#}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn words_become_an_action_and_its_arguments() {
+        let (action, args, workdir) =
+            parse_words(&words("notes add n-1 --content-hash abc --limit 5 --tags [\"a\"] --workdir /w")).expect("ok");
+        assert_eq!(action, "notes.add");
+        assert_eq!(Value::Object(args), json!({"id": "n-1", "contentHash": "abc", "limit": 5, "tags": ["a"]}));
+        assert_eq!(workdir, Some(PathBuf::from("/w")));
+        let (_, args, _) = parse_words(&words("notes add --args {\"a\":1} --b x")).expect("ok");
+        assert_eq!(Value::Object(args), json!({"a": 1, "b": "x"}));
+    }
+
+    #[test]
+    fn malformed_words_are_refused_with_the_usage() {
+        for bad in ["notes", "Notes add", "notes add a b", "notes add --limit", "notes add --args [1]"] {
+            assert!(parse_words(&words(bad)).is_err(), "{bad}");
         }
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,8 @@
 //! What the registered faculties declare to the rest of the host, read off their
 //! manifests: the pipeline action prefixes each serves (`serves`), the commands each
-//! offers to the hub's clients as MCP tools (`commands[].mcp`), and which command and
+//! offers to the hub's clients as MCP tools (`commands[].mcp`), which command and
 //! report stand behind the host's fixed doors (`takes: "observations"`, `provides:
-//! "context"`). The host names no action and no tool of its own: routing, the hub's
+//! "context"`), and what the change feed watches for a report (`reports[].watch`). The host names no action and no tool of its own: routing, the hub's
 //! faculty tools and those doors are built from this.
 //!
 //! Ties go to the faculty the catalog lists first (scan order), as for every other name
@@ -55,6 +55,8 @@ pub struct Declared {
     pub observations: Option<(String, String)>,
     /// The report that provides the compiled context: (faculty, report).
     pub context: Option<(String, String)>,
+    /// Reports that declare what they `watch`: (faculty, report, paths as declared).
+    pub watched: Vec<(String, String, Vec<String>)>,
 }
 
 impl Declared {
@@ -80,6 +82,9 @@ impl Declared {
             for report in &ext.manifest.reports {
                 if report.provides == Some(ReportDoor::Context) && declared.context.is_none() {
                     declared.context = Some((id.to_owned(), report.id.clone()));
+                }
+                if !report.watch.is_empty() {
+                    declared.watched.push((id.to_owned(), report.id.clone(), report.watch.clone()));
                 }
             }
             for command in &ext.manifest.commands {
@@ -108,7 +113,7 @@ fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &Comma
     let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or("no such command")?;
     let public = crate::mcp::names::public(&tool.effective_namespace(id), &tool.tool)?;
     let json_input = declared.args.iter().any(|a| a.stdin && a.name == "args");
-    let schema = match &tool.input {
+    let schema = match tool.input.as_ref().or(declared.input.as_ref()) {
         Some(schema) => schema.clone(),
         None if json_input => json!({"type": "object"}),
         None => schema_of_args(&declared.args),

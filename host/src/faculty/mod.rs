@@ -437,6 +437,8 @@ struct Runnable {
     private: bool,
     args: ArgSpec,
     stdin_arg: Option<String>,
+    /// The declared input schema, compiled.
+    input: Option<crate::validation::SchemaValidator>,
     /// The actions it declares it may `host.call`.
     calls: Vec<String>,
     /// Its per-caller failure limit, if it declares one.
@@ -520,7 +522,7 @@ struct Setup {
     scan_roots: Vec<PathBuf>,
     state_dir: PathBuf,
     /// The folders a grant's `dir` may name as `${key}` (the instance says which).
-    grant_folders: Vec<(String, PathBuf)>,
+    folders: Vec<(String, PathBuf)>,
     settings: BTreeMap<String, FacultySettings>,
     /// The root config as read, for the keys granted to faculties.
     config: Map<String, Value>,
@@ -596,7 +598,7 @@ impl FacultyRuntime {
                 root: instance.root.clone(),
                 scan_roots: instance.scan_config().roots,
                 state_dir,
-                grant_folders: instance.grant_folders(),
+                folders: instance.folders(),
                 settings: instance.config.faculties.clone(),
                 config: instance.config.raw.clone(),
                 host,
@@ -828,6 +830,10 @@ impl FacultyRuntime {
         }
         let argv =
             runnable.args.apply(args).map_err(|e| CallError::InvalidArgs { faculty: id.to_owned(), message: e.0 })?;
+        if let Some(input) = &runnable.input {
+            check_input(input, args, argv.stdin.as_deref())
+                .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
+        }
         let caller = context.caller.as_deref().unwrap_or("anonymous");
         if let Some(limit) = &runnable.failure_limit {
             self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
@@ -1173,6 +1179,12 @@ impl FacultyRuntime {
             runtime.get_or_insert(target.runtime());
             let args = ArgSpec::compile(&command.args)?;
             let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
+            let input = command
+                .input
+                .as_ref()
+                .map(crate::validation::SchemaValidator::from_declared)
+                .transpose()
+                .map_err(|e| format!("command `{}` has an invalid input schema: {e}", command.id))?;
             let runnable = Runnable {
                 effect: command.effect,
                 owner: command.owner || command.operator || command.effect == Effect::External,
@@ -1180,6 +1192,7 @@ impl FacultyRuntime {
                 private: command.private,
                 args,
                 stdin_arg,
+                input,
                 calls: command.calls.clone(),
                 failure_limit: command
                     .failure_limit
@@ -1235,9 +1248,7 @@ impl FacultyRuntime {
             write: true,
         }];
         for grant in &settings.grants {
-            let dir = self.setup.grant_folders.iter().fold(grant.dir.clone(), |dir, (key, folder)| {
-                dir.replace(&format!("${{{key}}}"), &folder.display().to_string())
-            });
+            let dir = crate::instance::expand_folders(&self.setup.folders, &grant.dir);
             preopens.push(Preopen { host: self.setup.root.join(dir), guest: grant.guest.clone(), write: grant.write });
         }
         // The root config keys granted to it, as they are (a key not set is left out: the
@@ -1307,6 +1318,23 @@ fn pending_ids(catalog: &Catalog) -> HashSet<String> {
             })
         })
         .collect()
+}
+
+/// Checks a call's input against the command's declared schema: the JSON document its
+/// `stdin` argument carries, or else the object of its text arguments.
+fn check_input(
+    input: &crate::validation::SchemaValidator,
+    args: &Map<String, Value>,
+    stdin: Option<&str>,
+) -> Result<(), String> {
+    let document = match stdin {
+        Some(text) => crate::json::parse(text).map_err(|e| format!("the input is not JSON: {e}"))?,
+        None => Value::Object(args.clone()),
+    };
+    match input.describe_errors(&document) {
+        Some(problems) => Err(format!("invalid input: {problems}")),
+        None => Ok(()),
+    }
 }
 
 fn millis(d: Duration) -> u64 {

@@ -17,9 +17,23 @@ use crate::validation::SchemaValidator;
 /// Root config files are small; refuse anything larger unread.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
+const INSTANCE_SCHEMA_TEXT: &str = include_str!("../../../spec/instance.schema.json");
+
 static INSTANCE_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
-    SchemaValidator::compile("spec/instance.schema.json", include_str!("../../../spec/instance.schema.json"))
+    SchemaValidator::compile("spec/instance.schema.json", INSTANCE_SCHEMA_TEXT)
         .expect("the bundled instance schema compiles (covered by the instance tests)")
+});
+
+/// The schema's `folder` properties and their defaults: which keys of the root config
+/// name folders of the instance. The host knows them from the schema, not by name.
+static FOLDER_DEFAULTS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
+    let schema: Value = serde_json::from_str(INSTANCE_SCHEMA_TEXT).unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else { return Vec::new() };
+    properties
+        .iter()
+        .filter(|(_, p)| p["$ref"] == "#/$defs/folder")
+        .filter_map(|(key, p)| Some((key.clone(), p["default"].as_str()?.to_owned())))
+        .collect()
 });
 
 /// The root config: typed fields the host uses, plus the whole document.
@@ -29,12 +43,10 @@ pub struct RootConfig {
     /// Folders scanned for extensions, in priority order.
     #[serde(default = "default_scan_roots")]
     pub scan_roots: Vec<String>,
-    /// The owner's card store.
-    #[serde(default = "default_self_root")]
-    pub self_root: String,
-    /// Root of path/quote checks.
-    #[serde(default = "default_validity_root")]
-    pub validity_root: String,
+    /// The instance's named folders (the schema's `folder` properties: key → relative
+    /// path), the configured value or the schema's default.
+    #[serde(skip)]
+    pub folders: BTreeMap<String, String>,
     /// Host state.
     #[serde(default = "default_state_dir")]
     pub state_dir: String,
@@ -76,10 +88,10 @@ pub struct FacultySettings {
 /// One directory granted to a faculty.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Grant {
-    /// Host directory, relative to the root `butler.json`; `${selfRoot}` and
-    /// `${validityRoot}` stand for those configured folders.
+    /// Host directory, relative to the root `butler.json`; `${key}` stands for the
+    /// instance folder configured under `key` (see [`RootConfig::folders`]).
     pub dir: String,
-    /// Guest path it appears at (`/self`, `/validity`, …).
+    /// Guest path it appears at (`/data` is the faculty's own).
     #[serde(rename = "as")]
     pub guest: String,
     /// Whether the faculty may write there.
@@ -105,12 +117,6 @@ pub struct PipelineConfig {
 
 fn default_scan_roots() -> Vec<String> {
     ["tools", "services", "faculties"].map(str::to_owned).to_vec()
-}
-fn default_self_root() -> String {
-    "self".to_owned()
-}
-fn default_validity_root() -> String {
-    ".".to_owned()
 }
 fn default_state_dir() -> String {
     ".butler".to_owned()
@@ -145,6 +151,13 @@ impl RootConfig {
                 path: path.to_owned(),
                 errors: vec![crate::validation::SchemaError { pointer, message }],
             })?;
+        config.folders = FOLDER_DEFAULTS
+            .iter()
+            .map(|(key, default)| {
+                let value = raw.get(key).and_then(Value::as_str).unwrap_or(default);
+                (key.clone(), value.to_owned())
+            })
+            .collect();
         config.raw = raw;
         Ok(config)
     }

@@ -137,23 +137,23 @@ impl Instance {
         self.path(&self.config.state_dir)
     }
 
-    /// The owner's card store.
+    /// The instance's named folders (key → resolved path), which a faculty grant may
+    /// name as `${key}` and a hosted process sees as `BUTLER_<KEY>`.
     #[must_use]
-    pub fn self_root(&self) -> PathBuf {
-        self.path(&self.config.self_root)
+    pub fn folders(&self) -> Vec<(String, PathBuf)> {
+        self.config.folders.iter().map(|(key, relative)| (key.clone(), self.path(relative))).collect()
     }
 
-    /// The root of validity checks.
+    /// The instance folder configured under `key`, resolved.
     #[must_use]
-    pub fn validity_root(&self) -> PathBuf {
-        self.path(&self.config.validity_root)
+    pub fn folder(&self, key: &str) -> Option<PathBuf> {
+        self.config.folders.get(key).map(|relative| self.path(relative))
     }
 
-    /// The configured folders a faculty grant may name as `${key}`: `selfRoot` and
-    /// `validityRoot`, resolved.
+    /// `text` with every `${key}` of an instance folder replaced by its path.
     #[must_use]
-    pub fn grant_folders(&self) -> Vec<(String, PathBuf)> {
-        vec![("selfRoot".to_owned(), self.self_root()), ("validityRoot".to_owned(), self.validity_root())]
+    pub fn expand_folders(&self, text: &str) -> String {
+        expand_folders(&self.folders(), text)
     }
 
     /// `relative` resolved against the instance root.
@@ -167,6 +167,28 @@ impl Instance {
         let state = self.state_dir();
         std::fs::create_dir_all(&state).map_err(|source| InstanceError::Create { path: state, source })
     }
+}
+
+/// `text` with every `${key}` of `folders` replaced by the folder's path.
+#[must_use]
+pub fn expand_folders(folders: &[(String, PathBuf)], text: &str) -> String {
+    folders.iter().fold(text.to_owned(), |text, (key, folder)| {
+        text.replace(&format!("${{{key}}}"), &folder.display().to_string())
+    })
+}
+
+/// The environment variable a hosted process finds folder `key` in: `selfRoot` →
+/// `BUTLER_SELF_ROOT`.
+#[must_use]
+pub fn folder_variable(key: &str) -> String {
+    let mut name = String::from("BUTLER_");
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
 }
 
 /// Writes `bytes` to `path` atomically: a temp file in the same folder, flushed, then

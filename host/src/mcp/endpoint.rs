@@ -46,13 +46,13 @@ pub async fn post_main(
 }
 
 /// `POST /mcp/butler` (the distilling agent's endpoint).
-pub async fn post_distill(
+pub async fn post_restricted(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match body {
-        Ok(body) => post(&state.mcp, Scope::Distill, &headers, &body).await,
+        Ok(body) => post(&state.mcp, Scope::Restricted, &headers, &body).await,
         Err(rejection) => body_refused(&rejection),
     }
 }
@@ -75,8 +75,8 @@ pub async fn get_main(State(state): State<AppState>, headers: HeaderMap) -> Resp
 }
 
 /// `GET /mcp/butler`.
-pub async fn get_distill(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    listen(&state.mcp, Scope::Distill, &headers)
+pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    listen(&state.mcp, Scope::Restricted, &headers)
 }
 
 /// `DELETE /mcp`.
@@ -85,8 +85,8 @@ pub async fn delete_main(State(state): State<AppState>, headers: HeaderMap) -> R
 }
 
 /// `DELETE /mcp/butler`.
-pub async fn delete_distill(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    end(&state.mcp, Scope::Distill, &headers)
+pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    end(&state.mcp, Scope::Restricted, &headers)
 }
 
 /// `GET /mcp/status`.
@@ -135,14 +135,14 @@ fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Resul
 }
 
 async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -> Response {
-    let (batch, messages) = match framing::client_messages(body) {
-        Ok(parsed) => (parsed.batch, parsed.messages),
+    let (array, messages) = match framing::client_messages(body) {
+        Ok(parsed) => (parsed.array, parsed.messages),
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
     if let Some(Message::Request { id, params, .. }) =
         messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
     {
-        if batch {
+        if array {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 id.clone(),
@@ -172,7 +172,7 @@ async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -
         return StatusCode::ACCEPTED.into_response();
     }
     let context = Context { hub: Arc::clone(hub), scope, session_id };
-    if !batch && let Some((id, method, params)) = requests.first() {
+    if !array && let Some((id, method, params)) = requests.first() {
         let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
         let streams = header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
         if method == "tools/call"
@@ -199,7 +199,7 @@ fn initialize(hub: &Hub, scope: Scope, id: Value, params: &Value) -> Response {
         Scope::Main => {
             "Butler aggregates the owner's MCP tools as <namespace>__<tool>: those of the owner's extensions and those the owner's faculties offer (each tool's description says what it does)."
         }
-        Scope::Distill => {
+        Scope::Restricted => {
             "Butler's restricted endpoint: only the tools the owner's faculties offer here, no extension tools. Nothing arriving here acts as the owner: whatever needs the owner waits for their review."
         }
     };

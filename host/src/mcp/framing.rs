@@ -51,7 +51,7 @@ pub struct Refusal {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientBody {
     /// The body was an array: the answers go back as one.
-    pub batch: bool,
+    pub array: bool,
     /// Its messages, in order (never empty).
     pub messages: Vec<ClientMessage>,
 }
@@ -67,12 +67,12 @@ pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
         code: -32700,
         message: format!("Parse error: {e}"),
     })?;
-    let (batch, raw) = match parsed {
+    let (array, raw) = match parsed {
         Value::Array(items) if items.is_empty() => {
             return Err(Refusal {
                 id: Value::Null,
                 code: -32600,
-                message: "Invalid Request: an empty batch".to_owned(),
+                message: "Invalid Request: an empty array".to_owned(),
             });
         }
         Value::Array(items) => (true, items),
@@ -91,7 +91,7 @@ pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
             }
         }
     }
-    Ok(ClientBody { batch, messages })
+    Ok(ClientBody { array, messages })
 }
 
 /// What one client message is; its `params` are taken out of it.
@@ -271,7 +271,7 @@ mod tests {
         let body =
             br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
         let parsed = client_messages(body).expect("a batch");
-        assert!(parsed.batch);
+        assert!(parsed.array);
         assert_eq!(
             parsed.messages,
             [

@@ -18,15 +18,16 @@ use crate::faculty::{CallContext, FacultyRuntime};
 pub enum Scope {
     /// `/mcp`: every provider, plus the faculties' tools offered there.
     Main,
-    /// `/mcp/butler`: only the faculties' tools offered there, no providers.
-    Distill,
+    /// `/mcp/butler`, the restricted endpoint: only the faculties' tools offered there, no
+    /// providers.
+    Restricted,
 }
 
 impl Scope {
     fn endpoint(self) -> ToolEndpoint {
         match self {
             Self::Main => ToolEndpoint::Main,
-            Self::Distill => ToolEndpoint::Butler,
+            Self::Restricted => ToolEndpoint::Butler,
         }
     }
 
@@ -35,7 +36,7 @@ impl Scope {
     fn caller(self) -> &'static str {
         match self {
             Self::Main => "mcp",
-            Self::Distill => "mcp/butler",
+            Self::Restricted => "mcp/butler",
         }
     }
 }
@@ -112,13 +113,8 @@ impl HostTools {
             return error_result(format!("no tool `{name}`"));
         };
         let arguments = if arguments.is_null() { json!({}) } else { arguments };
-        let problems = offer.validator.errors(&arguments);
-        if !problems.is_empty() {
-            let listed: Vec<String> = problems
-                .iter()
-                .map(|p| if p.pointer.is_empty() { p.message.clone() } else { format!("{}: {}", p.pointer, p.message) })
-                .collect();
-            return error_result(format!("invalid arguments: {}", listed.join("; ")));
+        if let Some(problems) = offer.validator.describe_errors(&arguments) {
+            return error_result(format!("invalid arguments: {problems}"));
         }
         let Value::Object(mut args) = arguments else { return error_result("arguments must be an object".to_owned()) };
         for (key, value) in &offer.default {

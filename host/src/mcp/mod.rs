@@ -257,7 +257,7 @@ impl Hub {
             .host_tools
             .list(Scope::Main)
             .iter()
-            .chain(&self.host_tools.list(Scope::Distill))
+            .chain(&self.host_tools.list(Scope::Restricted))
             .filter_map(|t| t["name"].as_str().map(str::to_owned))
             .collect();
         seen.insert(CONTEXT_NAME.to_owned());
@@ -382,7 +382,7 @@ impl Hub {
     /// `prompts/list`: the compiled context, then the providers' prompts.
     pub async fn list_prompts(&self, scope: Scope) -> Vec<Value> {
         let mut prompts = vec![
-            json!({"name": CONTEXT_NAME, "description": "The owner's compiled context: their profile and an index of their active cards."}),
+            json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
         ];
         if scope == Scope::Main {
             self.start_all().await;
@@ -478,7 +478,7 @@ impl Hub {
         json!({
             "providers": providers,
             "conflicts": conflicts,
-            "host": {"tools": host, "distillTools": self.host_tools.list(Scope::Distill).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
+            "host": {"tools": host, "restrictedTools": self.host_tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
             "sessions": lock(&self.sessions).by_id.len(),
         })
     }

@@ -60,7 +60,9 @@ pub fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalog: &Ca
         loop {
             match events.recv().await {
                 Ok(event) => on_event(failure(&event)).await,
-                Err(RecvError::Lagged(n)) => tracing::warn!("{n} supervision events were not recorded in the journal"),
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!("{n} supervision events were not recorded (the observer fell behind)")
+                }
                 Err(RecvError::Closed) => break,
             }
         }

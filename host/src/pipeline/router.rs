@@ -46,8 +46,17 @@ impl PipelineRouter {
             Some(faculty) => faculty.clone(),
             None => self.runtime.upgrade().and_then(|r| r.serving(prefix, deadline)).ok_or_else(unknown)?,
         };
-        let command = if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") };
+        let command = command_of(prefix, verb, &faculty);
         Ok((faculty, command))
+    }
+
+    /// Every routed prefix and the faculty serving it: the declarations with the root
+    /// config's overrides over them.
+    #[must_use]
+    pub fn routes(&self) -> BTreeMap<String, String> {
+        let mut routes = self.runtime.upgrade().map(|r| r.declared().serving.clone()).unwrap_or_default();
+        routes.extend(self.configured.clone());
+        routes
     }
 
     /// [`Self::resolve_by`] without waiting.
@@ -83,6 +92,13 @@ impl PipelineRouter {
             other => other,
         })
     }
+}
+
+/// The command of `faculty` that serves `<prefix>.<verb>`: `<verb>` when the prefix is
+/// the faculty's own id, otherwise `<prefix>-<verb>`.
+#[must_use]
+pub fn command_of(prefix: &str, verb: &str, faculty: &str) -> String {
+    if prefix == faculty { verb.to_owned() } else { format!("{prefix}-{verb}") }
 }
 
 impl Dispatch for PipelineRouter {

@@ -45,12 +45,17 @@ impl HostEnv {
                 Some((name.to_owned(), resolved))
             })
             .collect();
-        let vars = vec![
+        let mut vars = vec![
             ("BUTLER_HOST_URL".to_owned(), host_url.to_owned()),
             ("BUTLER_GUARDIAN_URL".to_owned(), host_url.to_owned()),
             ("BUTLER_WORKDIR".to_owned(), root.display().to_string()),
-            ("BUTLER_VALIDITY_ROOT".to_owned(), instance.validity_root().display().to_string()),
         ];
+        vars.extend(
+            instance
+                .folders()
+                .into_iter()
+                .map(|(key, path)| (crate::instance::folder_variable(&key), path.display().to_string())),
+        );
         Self { interpreters, vars }
     }
 
@@ -61,7 +66,7 @@ impl HostEnv {
     }
 
     /// The host's own variables (`BUTLER_HOST_URL`, its legacy alias, `BUTLER_WORKDIR`,
-    /// `BUTLER_VALIDITY_ROOT`).
+    /// and one per instance folder, like `BUTLER_SELF_ROOT`).
     #[must_use]
     pub fn vars(&self) -> &[(String, String)] {
         &self.vars
@@ -81,9 +86,9 @@ impl HostEnv {
             argv[0] = dir.join(&first).display().to_string();
         }
         if interpreted && let Some(script) = argv.get_mut(1) {
-            let candidate = dir.join(script.as_str());
-            if !script.starts_with('-') && Path::new(script.as_str()).is_relative() && candidate.is_file() {
-                *script = candidate.display().to_string();
+            let beside = dir.join(script.as_str());
+            if !script.starts_with('-') && Path::new(script.as_str()).is_relative() && beside.is_file() {
+                *script = beside.display().to_string();
             }
         }
         argv

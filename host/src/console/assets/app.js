@@ -12,11 +12,11 @@ import { butlerView } from './butler.js';
 import { diagnosticsView, mcpView } from './status.js';
 
 const VIEWS = {
-  review: { key: 'nav_review', render: reviewView, watches: ['candidates'] },
+  review: { key: 'nav_review', render: reviewView, watches: ['queue'] },
   library: { key: 'nav_library', render: libraryView, watches: [] },
   tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
   services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
-  butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'candidates'] },
+  butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
   mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog'] },
   diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
 };
@@ -139,16 +139,44 @@ function listen() {
     }
     if (last) {
       const what = new Set(Object.keys(now).filter((k) => now[k] !== last[k]));
-      if (what.has('candidates') && current && current.name !== 'review') updatePending();
+      // `report:<faculty>/<report>`: a watched report changed; the review queue is the one
+      // the manifests say provides it.
+      for (const k of [...what]) {
+        if (!k.startsWith('report:')) continue;
+        what.add('reports');
+        if (queueReport && k === `report:${queueReport}`) what.add('queue');
+      }
+      if (what.has('catalog')) queueReport = undefined;
+      if (what.has('queue') && current && current.name !== 'review') updatePending();
       if (what.size) refresh(what);
     }
     last = now;
   });
 }
 
+/** `<faculty>/<report>` of the report that provides the review queue (null: none). */
+let queueReport;
+
+async function findQueueReport() {
+  if (queueReport !== undefined) return queueReport;
+  const data = await get('/faculties');
+  queueReport = null;
+  for (const faculty of data.faculties || []) {
+    const report = (faculty.reports || []).find((r) => r.provides === 'review-queue');
+    if (report) {
+      queueReport = `${faculty.id}/${report.id}`;
+      break;
+    }
+  }
+  return queueReport;
+}
+
 async function updatePending() {
   try {
-    const report = await get('/faculties/cards/reports/queue');
+    const found = await findQueueReport();
+    if (!found) return ctx.setPending(0);
+    const [faculty, id] = found.split('/');
+    const report = await get(`/faculties/${encodeURIComponent(faculty)}/reports/${encodeURIComponent(id)}`);
     ctx.setPending((report.items || []).length);
   } catch {
     /* the queue report is optional */
@@ -169,7 +197,8 @@ document.getElementById('lang').addEventListener('click', () => {
 });
 window.addEventListener('hashchange', () => show(true));
 setLang(lang());
-show().then(() => {
+show().then(async () => {
+  await findQueueReport().catch(() => null);
   listen();
   if (route() !== 'review') updatePending();
 });

@@ -58,8 +58,9 @@ pub async fn services(State(state): State<AppState>) -> Json<Value> {
     Json(json!({ "services": items(&state, Kind::Service) }))
 }
 
-/// `{"faculties":[…], "runtime":{…}}` — registered faculties with their run state
-/// (`ready`, `failed` with the reason, or `registered` until the runtime has them).
+/// `{"faculties":[…], "routes":{…}, "runtime":{…}}` — registered faculties with their run
+/// state (`ready`, `failed` with the reason, or `registered` until the runtime has them),
+/// and which faculty serves each pipeline action prefix.
 pub async fn faculties(State(state): State<AppState>) -> Json<Value> {
     let snapshot = state.catalog.current();
     let faculties: Vec<Value> = snapshot
@@ -75,5 +76,5 @@ pub async fn faculties(State(state): State<AppState>) -> Json<Value> {
             item
         })
         .collect();
-    Json(json!({ "faculties": faculties, "runtime": state.faculties.stats() }))
+    Json(json!({ "faculties": faculties, "routes": state.pipeline.routes(), "runtime": state.faculties.stats() }))
 }

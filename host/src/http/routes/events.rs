@@ -3,9 +3,10 @@
 //!
 //! The stream sends one `change` event at once and another whenever one of its parts
 //! changes: `catalog` (the catalog generation), `supervised` (a fingerprint of every
-//! hosted item's state, pid, restarts and pending restart), `candidates` and `layout` (the
-//! modification times of the review queue's folder and of `stateDir/layout.json`). The
-//! host compares them every [`CHECK_INTERVAL`] — in memory and two `stat`s, so an idle
+//! hosted item's state, pid, restarts and pending restart), `layout` (the modification
+//! time of `stateDir/layout.json`) and one `report:<faculty>/<report>` per report that
+//! declares what it `watch`es (the latest modification time among those paths). The
+//! host compares them every [`CHECK_INTERVAL`] — in memory and a few `stat`s, so an idle
 //! console costs next to nothing and sends nothing but keep-alives.
 
 use std::convert::Infallible;
@@ -57,12 +58,21 @@ fn parts(state: &AppState) -> Value {
             }
         }
     }
-    json!({
+    let mut parts = json!({
         "catalog": catalog.generation,
         "supervised": format!("{:016x}", hasher.finish()),
-        "candidates": modified(&state.instance.self_root().join("candidates")),
         "layout": modified(&state.instance.state_dir().join(super::layout::LAYOUT_FILE)),
-    })
+    });
+    let folders = state.instance.folders();
+    for (faculty, report, paths) in &state.faculties.declared().watched {
+        let latest = paths
+            .iter()
+            .map(|p| modified(&state.instance.path(&crate::instance::expand_folders(&folders, p))))
+            .max()
+            .unwrap_or(0);
+        parts[format!("report:{faculty}/{report}")] = json!(latest);
+    }
+    parts
 }
 
 /// Modification time in milliseconds, 0 when the file is missing.

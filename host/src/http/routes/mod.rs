@@ -70,9 +70,9 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/mcp", mcp::post_main),
         op(M::GET, "/mcp", mcp::get_main),
         op(M::DELETE, "/mcp", mcp::delete_main),
-        op(M::POST, "/mcp/butler", mcp::post_distill),
-        op(M::GET, "/mcp/butler", mcp::get_distill),
-        op(M::DELETE, "/mcp/butler", mcp::delete_distill),
+        op(M::POST, "/mcp/butler", mcp::post_restricted),
+        op(M::GET, "/mcp/butler", mcp::get_restricted),
+        op(M::DELETE, "/mcp/butler", mcp::delete_restricted),
         op(M::GET, "/mcp/status", mcp::status),
     ]
 }

@@ -28,7 +28,7 @@ pub async fn pipeline(
         _ => {
             return Err(ApiError::bad_request(
                 "invalid_args",
-                "the body needs a string `action`, like \"cards.search\"",
+                "the body needs a string `action`, `<prefix>.<verb>` (the prefixes are in GET /faculties)",
             ));
         }
     };
