@@ -263,8 +263,11 @@ fn b7_scan() {
 }
 
 /// B1: one faculty call through the runtime (a fresh instance from the pre-linked
-/// component, pooling allocator, on the current thread): the probe's `read` of a small
-/// file in its `/data`, against the same logic in native Rust with `cap-std`.
+/// component, pooling allocator, on the current thread), for each WIT version: the
+/// probe's `read` of a small file in its `/data` (`butler:faculty@0.1.0`: argv in, the
+/// argument checker) and the notes example's `list` of a file of the same size
+/// (`@0.2.0`: JSON in, the input schema), against the same logic in native Rust with
+/// `cap-std`, interleaved call by call.
 fn b1_faculty_call() {
     const WARM_UP: usize = 500;
     const CALLS: usize = 5000;
@@ -273,63 +276,86 @@ fn b1_faculty_call() {
     std::fs::write(root.join("butler.json"), "{}").expect("root config");
     std::fs::create_dir_all(root.join("faculties")).expect("mkdir");
     std::fs::copy(guests::PROBE, root.join("faculties/probe.wasm")).expect("copy probe");
+    std::fs::copy(guests::NOTES, root.join("faculties/notes.wasm")).expect("copy notes");
     let (instance, _) = Instance::open_or_create(root).expect("instance");
     let runtime = FacultyRuntime::new(&instance, "http://127.0.0.1:9").expect("runtime");
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
-    // New components compile in the background: rescan until the probe is registered.
+    // New components compile in the background: rescan until both are registered.
     // (A quick version registers first; B1 measures the optimized code.)
+    let optimized = |catalog: &butler_host::catalog::Catalog, id: &str| {
+        catalog.get(id).is_some_and(|p| p.components.iter().all(|c| c.optimized))
+    };
     let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {
         let catalog = scan(&config, None);
-        catalog.get("probe").is_some_and(|p| p.components.iter().all(|c| c.optimized)).then_some(catalog)
+        (optimized(&catalog, "probe") && optimized(&catalog, "notes")).then_some(catalog)
     })
-    .expect("the probe compiles and registers");
+    .expect("the probe and notes compile and register");
     runtime.reconcile(&catalog);
     if !runtime.stats().pooling {
         note("B1: the pooling allocator is NOT in effect (on-demand allocation)");
     }
 
-    let data_dir = instance.state_dir().join("faculties").join("probe");
-    std::fs::create_dir_all(&data_dir).expect("data dir");
+    let data_of = |id: &str| {
+        let dir = instance.state_dir().join("faculties").join(id);
+        std::fs::create_dir_all(&dir).expect("data dir");
+        dir
+    };
     let text = "A small file in the faculty's own data folder: one line of notes, read whole.\n".repeat(3);
-    std::fs::write(data_dir.join("note.txt"), &text).expect("note");
+    std::fs::write(data_of("probe").join("note.txt"), &text).expect("note");
+    let notes = json!([{"at": 1, "tag": null, "text": text.trim_end()}]);
+    std::fs::write(data_of("notes").join("notes.json"), notes.to_string()).expect("notes");
     let expected = json!({"read": true, "text": text});
 
     let mut args = Map::new();
     args.insert("path".into(), json!("/data/note.txt"));
     let context = CallContext::top(false);
-    let faculty = || runtime.invoke("probe", "read", &args, &context).expect("faculty call");
+    let v0_1 = || runtime.invoke("probe", "read", &args, &context).expect("0.1.0 call");
+    let no_input = json!({});
+    let v0_2 = || runtime.invoke_json("notes", "list", &no_input, &context).expect("0.2.0 call");
 
-    let data = cap_std::fs::Dir::open_ambient_dir(&data_dir, cap_std::ambient_authority()).expect("open data dir");
+    let data = cap_std::fs::Dir::open_ambient_dir(data_of("probe"), cap_std::ambient_authority()).expect("open data");
     let native = || {
         // What the guest does (read, print JSON) and what the host does (parse it).
         let text = data.read_to_string("note.txt").expect("native read");
         let out = json!({"read": true, "text": text}).to_string();
         serde_json::from_str::<Value>(&out).expect("json")
     };
-    assert_eq!(faculty(), expected);
+    assert_eq!(v0_1(), expected);
     assert_eq!(native(), expected);
+    assert_eq!(v0_2()["notes"], notes);
 
     for _ in 0..WARM_UP {
         std::hint::black_box(native());
-        std::hint::black_box(faculty());
+        std::hint::black_box(v0_1());
+        std::hint::black_box(v0_2());
     }
-    // Interleaved, so both see the same machine.
-    let mut baseline = Vec::with_capacity(CALLS);
-    let mut calls = Vec::with_capacity(CALLS);
+    // Interleaved, so all three see the same machine.
+    let (mut baseline, mut first, mut second) =
+        (Vec::with_capacity(CALLS), Vec::with_capacity(CALLS), Vec::with_capacity(CALLS));
+    let timed = |f: &dyn Fn() -> Value, into: &mut Vec<Duration>| {
+        let start = Instant::now();
+        std::hint::black_box(f());
+        into.push(start.elapsed());
+    };
     for _ in 0..CALLS {
-        let start = Instant::now();
-        std::hint::black_box(native());
-        baseline.push(start.elapsed());
-        let start = Instant::now();
-        std::hint::black_box(faculty());
-        calls.push(start.elapsed());
+        timed(&native, &mut baseline);
+        timed(&v0_1, &mut first);
+        timed(&v0_2, &mut second);
     }
     let (base50, base99) = percentiles(baseline);
-    let (p50, p99) = percentiles(calls);
-    line_us("B1 faculty call, fresh instance, read of a file in /data (p50)", p50, base50);
-    line_us("B1 faculty call, fresh instance, read of a file in /data (p99)", p99, base99);
-    note(&format!("B1: p99/p50 = {:.2} (target ≤ 2)", p99.as_secs_f64() / p50.as_secs_f64()));
+    let (p50, p99) = percentiles(first);
+    let (json50, json99) = percentiles(second);
+    line_us("B1 faculty call @0.1.0, fresh instance, read of a file in /data (p50)", p50, base50);
+    line_us("B1 faculty call @0.1.0, fresh instance, read of a file in /data (p99)", p99, base99);
+    line_us("B1 faculty call @0.2.0, fresh instance, read of a file in /data (p50)", json50, base50);
+    line_us("B1 faculty call @0.2.0, fresh instance, read of a file in /data (p99)", json99, base99);
+    note(&format!(
+        "B1: p99/p50 = {:.2} @0.1.0, {:.2} @0.2.0 (target ≤ 2); p50 @0.2.0 / @0.1.0 = {:.2}",
+        p99.as_secs_f64() / p50.as_secs_f64(),
+        json99.as_secs_f64() / json50.as_secs_f64(),
+        json50.as_secs_f64() / p50.as_secs_f64()
+    ));
 }
 
 /// Calls `probe` every `interval` until it returns something, for at most `limit`.

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod process;
 pub mod supervise;
+pub mod text;
 pub mod time;
 pub mod validation;
 

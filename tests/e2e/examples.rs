@@ -42,7 +42,7 @@ fn python_and_javascript_faculties_run_through_the_host() {
         butler.wait_ready_within(id, Duration::from_secs(180));
     }
 
-    // Python: a read command with stdin, writes to /data, typed failures, a status report.
+    // Python: JSON input, writes to /data, typed failures, a status report.
     let (status, body) = butler.command("py-words", "count", &json!({"text": "the cat and the hat and the bat"}));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["words"], 8);
@@ -52,19 +52,40 @@ fn python_and_javascript_faculties_run_through_the_host() {
     assert!(dir.path().join(".butler/faculties/py-words/memory.json").is_file(), "written to its own /data");
     let (_, body) = butler.command("py-words", "recall", &json!({"key": "motto"}));
     assert_eq!(body["data"]["text"], "measure twice");
+    // The faculty's failure, kind `not-found`: 404.
     let (status, body) = butler.command("py-words", "recall", &json!({"key": "unknown"}));
     assert_error(status, &body, 404, "not_found");
+    // The host checks the input against the command's `input` schema before the call.
     let (status, body) = butler.command("py-words", "recall", &json!({"key": "Bad Key"}));
+    assert_error(status, &body, 400, "invalid_args");
+    let (status, body) = butler.command("py-words", "recall", &json!({"key": "motto", "extra": 1}));
     assert_error(status, &body, 400, "invalid_args");
     let (status, report) = butler.get_json("/faculties/py-words/reports/summary");
     assert_eq!(status, 200, "{report}");
     assert!(report["summary"].as_str().is_some_and(|s| s.contains('1')), "{report}");
+    // The status comes from the failure's kind, whatever its code's spelling suggests: a
+    // damaged memory file is `invalid_json` of kind `failed` (422, not the 400 of
+    // `invalid_*`), one it cannot read is `io_error` of kind `unavailable` (503, not 422).
+    let memory = dir.path().join(".butler/faculties/py-words/memory.json");
+    std::fs::write(&memory, "not json").expect("damage memory.json");
+    let (status, body) = butler.command("py-words", "recall", &json!({"key": "motto"}));
+    assert_error(status, &body, 422, "invalid_json");
+    std::fs::remove_file(&memory).expect("remove memory.json");
+    std::fs::create_dir(&memory).expect("a folder in memory.json's place");
+    let (status, body) = butler.command("py-words", "recall", &json!({"key": "motto"}));
+    assert_error(status, &body, 503, "io_error");
 
     // JavaScript: the host clock, a template written through the WASI filesystem.
     let (status, body) = butler.command("js-greeter", "greet", &json!({"name": "Ada"}));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["greeting"], "Hello, Ada!");
     assert!(body["data"]["at"].as_u64().is_some_and(|at| at > 1_700_000_000_000), "{body}");
+    let (status, body) = butler.command("js-greeter", "greet", &json!({"name": "4da"}));
+    assert_error(status, &body, 400, "invalid_args");
+    // The schema lets it through; the guest refuses it (kind `invalid-input`).
+    let (status, body) = butler.command("js-greeter", "set-template", &json!({"template": "Welcome back."}));
+    assert_error(status, &body, 400, "invalid_args");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("{name}")), "{body}");
     let (status, body) = butler.command("js-greeter", "set-template", &json!({"template": "Welcome back, {name}."}));
     assert_eq!(status, 200, "{body}");
     let (_, body) = butler.command("js-greeter", "greet", &json!({"name": "Ada"}));
@@ -75,5 +96,7 @@ fn python_and_javascript_faculties_run_through_the_host() {
     let (_, list) = butler.get_json("/faculties");
     let runtimes: Vec<_> =
         list["faculties"].as_array().expect("faculties").iter().map(|f| (f["id"].clone(), f["wit"].clone())).collect();
-    assert!(runtimes.contains(&(json!("py-words"), json!("0.1.0"))), "{runtimes:?}");
+    for id in ["py-words", "js-greeter"] {
+        assert!(runtimes.contains(&(json!(id), json!("0.2.0"))), "{runtimes:?}");
+    }
 }

@@ -507,6 +507,10 @@ fn a_scaffolded_faculty_builds_and_runs() {
     let (status, body) = butler.command("hello-world", "greet", &json!({"who": "Ada"}));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["greeting"], "Hello, Ada!");
+    // It targets butler:faculty@0.2.0: the host checks its declared input schema.
+    assert_eq!(butler.faculty("hello-world").expect("listed")["wit"], "0.2.0");
+    let (status, body) = butler.command("hello-world", "greet", &json!({"who": 5}));
+    assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_args")), "{body}");
     let (status, body) = butler.get_json("/faculties/hello-world/reports/status");
     assert_eq!((status, &body["status"]), (200, &json!("ok")));
 }

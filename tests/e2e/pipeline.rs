@@ -196,3 +196,74 @@ fn who_may_run_a_command_is_the_commands_own_property_whatever_the_routes_say() 
         assert_error(status, &body, 403, "operator_only");
     }
 }
+
+/// An instance made before `butler:faculty@0.2.0`: its built-ins on disk are the 0.1.0
+/// components an earlier host installed (kept in `tests/fixtures/wit-0.1-builtins`). The
+/// pipeline keeps working on them, and `butler faculty upgrade --apply` moves them to
+/// 0.2.0 with the owner's data as it was.
+#[test]
+fn an_instance_of_wit_0_1_built_ins_keeps_working_and_upgrades_to_0_2() {
+    const IDS: [&str; 4] = ["journal", "distill", "validity", "cards"];
+    let (butler, _dir) = Butler::start_fresh();
+    for id in IDS {
+        butler.wait_ready(id);
+    }
+    let workdir = butler.workdir.clone();
+    assert!(butler.stop().success());
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/wit-0.1-builtins");
+    let mut record = json!({});
+    for id in IDS {
+        let bytes = std::fs::read(fixtures.join(format!("{id}.wasm"))).expect("fixture");
+        std::fs::write(workdir.join(format!("faculties/{id}.wasm")), &bytes).expect("install the old built-in");
+        record[id] = json!(sha256(&bytes));
+    }
+    std::fs::write(workdir.join(".butler/builtins.json"), record.to_string()).expect("the old host's record");
+
+    let butler = Butler::start(&workdir);
+    let token = format!("Bearer {}", butler.owner_token());
+    let owner = [("authorization", token.as_str())];
+    for id in IDS {
+        butler.wait_ready(id);
+        assert_eq!(butler.faculty(id).expect("listed")["wit"], "0.1.0", "{id}");
+    }
+    let (status, body) = butler.post_json("/observe", &json!({"source": "me", "text": "kept across the upgrade"}), &[]);
+    assert_eq!(status, 202, "{body}");
+    for (action, args) in [
+        ("cards.search", json!({"query": "anything"})),
+        ("review.list", json!({})),
+        ("validity.refresh", json!({})),
+        ("distill.claim", json!({})),
+    ] {
+        let (status, body) = pipeline(&butler, action, args, &owner);
+        assert_eq!(status, 200, "{action} on 0.1.0: {body}");
+    }
+    assert!(butler.stop().success());
+
+    let home = tempfile::tempdir().expect("home");
+    let out = butler_command(home.path())
+        .args(["faculty", "upgrade", "--apply", "--workdir"])
+        .arg(&workdir)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches("upgraded").count(), 4, "{text}");
+
+    let butler = Butler::start(&workdir);
+    let token = format!("Bearer {}", butler.owner_token());
+    let owner = [("authorization", token.as_str())];
+    for id in IDS {
+        butler.wait_ready(id);
+        assert_eq!(butler.faculty(id).expect("listed")["wit"], "0.2.0", "{id}");
+    }
+    let (status, recent) = butler.get_json("/faculties/journal/reports/recent");
+    assert_eq!(status, 200, "{recent}");
+    assert!(
+        recent.to_string().contains("kept across the upgrade"),
+        "the 0.1.0 journal's data is read by 0.2.0: {recent}"
+    );
+    let (status, body) = pipeline(&butler, "cards.search", json!({"query": "anything"}), &owner);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = pipeline(&butler, "cards.search", json!({"query": 5}), &owner);
+    assert_error(status, &body, 400, "invalid_args");
+}

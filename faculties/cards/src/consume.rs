@@ -2,7 +2,7 @@
 //! unsuspended cards, and only what a card says — never evidence, hashes, checks, review
 //! metadata or paths.
 
-use butler_faculty_kit::{Failure, Outcome, Value, json};
+use butler_faculty_kit::{Failure, Kind, Outcome, Value, clip, json};
 use butler_store::card::{Card, Status};
 use butler_store::index::{Entry, Index, Mark};
 use butler_store::verdict;
@@ -222,9 +222,10 @@ fn search_in(
 /// # Errors
 /// `not_found`, `card_unavailable`; store errors.
 pub fn read(args: &ReadArgs) -> Outcome {
-    let missing = || Failure::not_found(format!("no card `{}`", clip(&args.id)));
+    let missing = || Failure::not_found(format!("no card `{}`", clip(&args.id, 80)));
     let card = Card::load(&args.id)?.ok_or_else(missing)?;
-    let unavailable = || Failure::new("card_unavailable", format!("card `{}` is archived or suspended", card.id));
+    let unavailable =
+        || Failure::of_kind(Kind::NotFound, "card_unavailable", format!("card `{}` is archived or suspended", card.id));
     if card.status != Status::Active {
         return Err(unavailable());
     }
@@ -261,11 +262,6 @@ fn reading(card: &Card) -> Value {
         "revision": card.revision,
         "related": c.related,
     })
-}
-
-/// At most 80 characters of caller text, for messages.
-pub fn clip(text: &str) -> String {
-    text.chars().take(80).collect()
 }
 
 #[cfg(test)]
@@ -344,9 +340,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused() {
-        let parsed = butler_store::args::parse::<SearchArgs>(Some(r#"{"query":"x","evil":1}"#.into()));
+        let parsed = butler_store::args::parse_text::<SearchArgs>(r#"{"query":"x","evil":1}"#);
         assert_eq!(parsed.map(|_| ()).map_err(|f| f.code), Err("invalid_args".into()));
-        let parsed = butler_store::args::parse::<SearchArgs>(Some(r#"{"query":"x","includeInactive":true}"#.into()));
+        let parsed = butler_store::args::parse_text::<SearchArgs>(r#"{"query":"x","includeInactive":true}"#);
         assert!(parsed.is_ok_and(|a| a.include_inactive));
     }
 }

@@ -23,7 +23,7 @@ pub mod reports;
 pub mod review;
 pub mod tokens;
 
-use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty};
+use butler_faculty_kit::{Faculty, Failure, Outcome, Value, faculty};
 use butler_store::args::parse;
 
 struct Cards;
@@ -33,15 +33,15 @@ impl Faculty for Cards {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+    fn invoke(command: &str, input: Value) -> Outcome {
         match command {
-            "search" => consume::search(parse(stdin)?),
-            "read" => consume::read(&parse(stdin)?),
-            "list" => list::list(&parse(stdin)?),
-            "review-list" => review::list(&parse(stdin)?),
-            "review-prepare" => review::prepare(&parse(stdin)?),
-            "review-approve" => review::approve(&parse(stdin)?),
-            "review-reject" => review::reject(&parse(stdin)?),
+            "search" => consume::search(parse(input)?),
+            "read" => consume::read(&parse(input)?),
+            "list" => list::list(&parse(input)?),
+            "review-list" => review::list(&parse(input)?),
+            "review-prepare" => review::prepare(&parse(input)?),
+            "review-approve" => review::approve(&parse(input)?),
+            "review-reject" => review::reject(&parse(input)?),
             other => Err(Failure::unknown_command(other)),
         }
     }

@@ -5,13 +5,13 @@
 //! Unlike `cards.search` it needs no query. Like it, the cards on the returned page that
 //! have checks (or a verdict) are refreshed first, so a reason shown is current.
 
-use butler_faculty_kit::{Failure, Outcome, Value, json};
+use butler_faculty_kit::{Failure, Outcome, Value, clip, json};
 use butler_store::card::{Kind, Status};
 use butler_store::index::{Entry, Index, Mark};
 use butler_store::verdict::Verdict;
 use serde::Deserialize;
 
-use crate::consume::{clip, limit};
+use crate::consume::limit;
 use crate::pipeline;
 
 /// `cards.list` arguments.
@@ -33,7 +33,9 @@ fn kind_of(name: &str) -> Result<Kind, Failure> {
         "rule" => Ok(Kind::Rule),
         "knowledge" => Ok(Kind::Knowledge),
         "profile" => Ok(Kind::Profile),
-        other => Err(Failure::invalid_args(format!("kind must be rule, knowledge or profile, not `{}`", clip(other)))),
+        other => {
+            Err(Failure::invalid_args(format!("kind must be rule, knowledge or profile, not `{}`", clip(other, 80))))
+        }
     }
 }
 
@@ -114,7 +116,7 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        let parse = |text: &str| butler_store::args::parse::<ListArgs>(Some(text.to_owned()));
+        let parse = |text: &str| butler_store::args::parse_text::<ListArgs>(text);
         assert!(parse("{}").is_ok());
         assert!(parse(r#"{"kind":"rule","includeInactive":true,"limit":5,"offset":10}"#).is_ok());
         assert_eq!(parse(r#"{"query":"x"}"#).map(|_| ()).map_err(|f| f.code), Err("invalid_args".into()));

@@ -19,14 +19,13 @@
 //! `stale_candidate`). The host serializes write commands on a store, so these steps never
 //! interleave.
 
-use butler_faculty_kit::{Failure, Outcome, Value, json};
+use butler_faculty_kit::{Failure, Outcome, Value, clip, json};
 use butler_store::candidate::{Applied, Candidate, Op, Status as CandidateStatus};
 use butler_store::card::{self, Card, Kind, Status as CardStatus};
 use butler_store::time;
 use butler_store::verdict::Verdict;
 use serde::Deserialize;
 
-use crate::consume::clip;
 use crate::idempotency::{self, Decision};
 use crate::{pipeline, tokens};
 
@@ -70,7 +69,7 @@ pub struct RejectArgs {
 }
 
 fn not_found(id: &str) -> Failure {
-    Failure::not_found(format!("no candidate `{}`", clip(id)))
+    Failure::not_found(format!("no candidate `{}`", clip(id, 80)))
 }
 
 fn stale(message: impl Into<String>) -> Failure {
@@ -309,7 +308,8 @@ fn plan(candidate: &Candidate) -> Result<Applied, Failure> {
 /// candidate was written against.
 fn target_of(candidate: &Candidate) -> Result<Card, Failure> {
     let id = candidate.target.as_deref().unwrap_or_default();
-    let target = Card::load(id)?.ok_or_else(|| stale(format!("the target card `{}` no longer exists", clip(id))))?;
+    let target =
+        Card::load(id)?.ok_or_else(|| stale(format!("the target card `{}` no longer exists", clip(id, 80))))?;
     moved_on(candidate, &target).map_or(Ok(target), |message| Err(stale(message)))
 }
 
@@ -321,7 +321,7 @@ fn moved_on(candidate: &Candidate, target: &Card) -> Option<String> {
             "candidate `{}` was written against revision {base} of card `{}`, which is now at revision {}: \
              reject it and submit one against the current card",
             candidate.id,
-            clip(&target.id),
+            clip(&target.id, 80),
             target.revision
         )
     })
@@ -590,12 +590,12 @@ mod tests {
     #[test]
     fn decision_args_refuse_unknown_fields() {
         let text = r#"{"id":"c","revision":1,"contentHash":"h","token":"t","idempotencyKey":"k","lease":"x"}"#;
-        let parsed = butler_store::args::parse::<ApproveArgs>(Some(text.into()));
+        let parsed = butler_store::args::parse_text::<ApproveArgs>(text);
         assert_eq!(parsed.map(|_| ()).map_err(|f| f.code), Err("invalid_args".into()));
         let text = r#"{"id":"c","revision":1,"contentHash":"h","token":"t","idempotencyKey":"k","reason":"r"}"#;
-        assert!(butler_store::args::parse::<RejectArgs>(Some(text.into())).is_ok());
-        assert!(butler_store::args::parse::<ListArgs>(Some("{}".into())).is_ok());
-        assert!(butler_store::args::parse::<ListArgs>(None).is_ok());
-        assert!(butler_store::args::parse::<ListArgs>(Some(r#"{"x":1}"#.into())).is_err());
+        assert!(butler_store::args::parse_text::<RejectArgs>(text).is_ok());
+        assert!(butler_store::args::parse_text::<ListArgs>("{}").is_ok());
+        assert!(butler_store::args::parse_text::<ListArgs>("").is_ok());
+        assert!(butler_store::args::parse_text::<ListArgs>(r#"{"x":1}"#).is_err());
     }
 }

@@ -227,11 +227,7 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// At most `max` characters of `text` (for echoing caller input in messages).
-#[must_use]
-pub fn clip(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
-}
+pub use butler_faculty_kit::clip;
 
 /// The ids of items already distilled.
 pub struct Covered;

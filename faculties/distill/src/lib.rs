@@ -21,7 +21,7 @@ mod submit;
 
 use std::collections::BTreeSet;
 
-use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
+use butler_faculty_kit::{Faculty, Failure, Outcome, Value, faculty, host, json};
 use butler_store::card::{Card, Status as CardStatus};
 use butler_store::{ids, time, verdict};
 use serde::Deserialize;
@@ -44,12 +44,12 @@ impl Faculty for Distill {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+    fn invoke(command: &str, input: Value) -> Outcome {
         match command {
-            "claim" => claim(stdin),
-            "evidence" => evidence(stdin),
-            "candidate-submit" => submit::run(stdin),
-            "complete" => complete(stdin),
+            "claim" => claim(input),
+            "evidence" => evidence(input),
+            "candidate-submit" => submit::run(input),
+            "complete" => complete(input),
             other => Err(Failure::unknown_command(other)),
         }
     }
@@ -88,8 +88,8 @@ impl ClaimArgs {
     }
 }
 
-fn claim(stdin: Option<String>) -> Outcome {
-    let args: ClaimArgs = butler_store::args::parse(stdin)?;
+fn claim(input: Value) -> Outcome {
+    let args: ClaimArgs = butler_store::args::parse(input)?;
     let (limit, lease_ms) = args.resolve()?;
     if let Err(f) = host::call("validity.refresh", &json!({})) {
         host::warn(&format!("validity.refresh failed before claim ({}): {}", f.code, clip(&f.message, 200)));
@@ -157,8 +157,8 @@ struct EvidenceArgs {
     item_id: String,
 }
 
-fn evidence(stdin: Option<String>) -> Outcome {
-    let args: EvidenceArgs = butler_store::args::parse(stdin)?;
+fn evidence(input: Value) -> Outcome {
+    let args: EvidenceArgs = butler_store::args::parse(input)?;
     let batch = Batch::load(&args.batch_id)?;
     batch.authorize(&args.lease, time::now_ms())?;
     let item = batch.item(&args.item_id).ok_or_else(|| {
@@ -180,8 +180,8 @@ struct CompleteArgs {
 /// The reason a batch produced nothing is for the owner to read, not a document.
 const MAX_ZERO_REASON_CHARS: usize = 1000;
 
-fn complete(stdin: Option<String>) -> Outcome {
-    let args: CompleteArgs = butler_store::args::parse(stdin)?;
+fn complete(input: Value) -> Outcome {
+    let args: CompleteArgs = butler_store::args::parse(input)?;
     let mut batch = Batch::load(&args.batch_id)?;
     let now = time::now_ms();
     batch.authorize(&args.lease, now)?;
@@ -300,7 +300,7 @@ mod tests {
     }
 
     fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-        butler_store::args::parse(Some(text.to_owned())).map_err(|f| f.code)
+        butler_store::args::parse_text(text).map_err(|f| f.code)
     }
 
     #[test]

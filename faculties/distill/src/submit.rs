@@ -68,8 +68,8 @@ struct Accepted {
 /// # Errors
 /// `invalid_args`, `not_found`, `lease_invalid`, `lease_expired`, `batch_failed`,
 /// `invalid_check`, `checks_failed`, or a storage failure (which fails the batch).
-pub fn run(stdin: Option<String>) -> Outcome {
-    let args: SubmitArgs = butler_store::args::parse(stdin)?;
+pub fn run(input: Value) -> Outcome {
+    let args: SubmitArgs = butler_store::args::parse(input)?;
     let mut batch = Batch::load(&args.batch_id)?;
     batch.authorize(&args.lease, time::now_ms())?;
     batch.require_not_failed()?;
@@ -437,7 +437,7 @@ mod tests {
                 base.insert(k.clone(), v.clone());
             }
         }
-        butler_store::args::parse(Some(base.to_string())).expect("valid args")
+        butler_store::args::parse(base).expect("valid args")
     }
 
     fn card(kind: Kind, status: CardStatus) -> Card {
@@ -473,11 +473,11 @@ mod tests {
     fn unknown_fields_are_refused() {
         let text = json!({"batchId": "b", "lease": "l", "op": "create", "card": {"kind": "rule", "title": "T", "summary": "S", "body": "B"}, "evidence": ["x"], "extra": 1}).to_string();
         assert_eq!(
-            butler_store::args::parse::<SubmitArgs>(Some(text)).map(|_| ()).map_err(|f| f.code),
+            butler_store::args::parse_text::<SubmitArgs>(&text).map(|_| ()).map_err(|f| f.code),
             Err("invalid_args".into())
         );
         let text = json!({"batchId": "b", "lease": "l", "op": "create", "card": {"kind": "rule", "title": "T", "summary": "S"}, "evidence": ["x"]}).to_string();
-        assert!(butler_store::args::parse::<SubmitArgs>(Some(text)).is_err(), "a card without a body is incomplete");
+        assert!(butler_store::args::parse_text::<SubmitArgs>(&text).is_err(), "a card without a body is incomplete");
     }
 
     #[test]

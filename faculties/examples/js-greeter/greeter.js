@@ -5,11 +5,11 @@
 // the WASI filesystem imports of the `faculty-wasi` world (`getDirectories()` yields the
 // preopened `/data`).
 
-import { log, nowMs } from 'butler:faculty/host@0.1.0';
+import { log, nowMs } from 'butler:faculty/host@0.2.0';
 import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 
 const NAME_PATTERN = '[A-Za-z][A-Za-z -]{0,40}';
-const TEMPLATE_PATTERN = '(?s).{1,500}';
+const TEMPLATE_MAX = 500;
 const TEMPLATE_FILE = 'template.txt';
 const DEFAULT_TEMPLATE = 'Hello, {name}!';
 
@@ -27,41 +27,67 @@ export const MANIFEST = {
       description: 'Greet someone by name.',
       exec: ['self'],
       effect: 'read',
-      args: [{ name: 'name', pattern: NAME_PATTERN, required: true, positional: true }],
+      input: {
+        type: 'object',
+        properties: { name: { type: 'string', pattern: `^${NAME_PATTERN}$` } },
+        required: ['name'],
+        additionalProperties: false,
+      },
     },
     {
       id: 'set-template',
-      description: 'Set the greeting template (on stdin); `{name}` marks where the name goes.',
+      description: 'Set the greeting template; `{name}` marks where the name goes.',
       exec: ['self'],
       effect: 'write',
-      args: [{ name: 'template', pattern: TEMPLATE_PATTERN, required: true, stdin: true }],
+      input: {
+        type: 'object',
+        properties: { template: { type: 'string', minLength: 1, maxLength: TEMPLATE_MAX } },
+        required: ['template'],
+        additionalProperties: false,
+      },
     },
   ],
   reports: [{ id: 'about', name: 'About the greeter', exec: ['self'], shape: 'markdown' }],
 };
 
 // A typed failure. Thrown from an export that returns `result<_, failure>`, the bindings
-// pass `payload` to the host as the `err` case.
+// pass `payload` to the host as the `err` case: the WIT record `failure`, its `kind` a
+// `failure-kind` case as a string ('invalid-input', 'not-found', 'unavailable', …) and its
+// `details` an `option<string>` (`undefined` for none). The kind decides the caller's status.
 class Failure extends Error {
-  constructor(code, message) {
+  constructor(kind, code, message) {
     super(`${code}: ${message}`);
-    this.payload = { code, message };
+    this.payload = { kind, code, message, details: undefined };
   }
 }
 
-// The manifest's patterns are Rust `regex` syntax, matched whole. JS has no inline `(?s)`:
-// turn it into the `s` flag; `u` makes `.` count characters as Rust does, not UTF-16 units.
-function fullMatch(pattern, value) {
-  const dotAll = pattern.startsWith('(?s)');
-  const body = dotAll ? pattern.slice(4) : pattern;
-  return new RegExp(`^(?:${body})$`, dotAll ? 'su' : 'u').test(value);
+const invalid = (message) => new Failure('invalid-input', 'invalid_args', message);
+
+// The host has checked the input against the command's `input` schema; the guest checks
+// again. `u` makes `.` and lengths count characters, as JSON Schema does, not UTF-16 units.
+const fullMatch = (pattern, value) => new RegExp(`^(?:${pattern})$`, 'u').test(value);
+const charCount = (text) => [...text].length;
+
+// The command's input document: a JSON object.
+function parseInput(text) {
+  let input;
+  try {
+    input = JSON.parse(text);
+  } catch (e) {
+    throw invalid(`the input is not JSON: ${e && e.message ? e.message : e}`);
+  }
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw invalid('the input must be a JSON object');
+  }
+  return input;
 }
+
 // Host errors from the WASI bindings carry the `error-code` (e.g. `no-entry`) as `payload`.
 const errorCode = (e) => (e && typeof e.payload === 'string' ? e.payload : String(e));
 
 function dataDir() {
   const found = getDirectories().find(([, path]) => path === '/data');
-  if (!found) throw new Failure('io_error', '/data is not available');
+  if (!found) throw new Failure('unavailable', 'io_error', '/data is not available');
   return found[0];
 }
 
@@ -80,7 +106,7 @@ function readText(dir, name) {
     fd = dir.openAt({}, name, {}, { read: true });
   } catch (e) {
     if (errorCode(e) === 'no-entry') return null;
-    throw new Failure('io_error', `/data/${name}: ${errorCode(e)}`);
+    throw new Failure('unavailable', 'io_error', `/data/${name}: ${errorCode(e)}`);
   }
   try {
     const chunks = [];
@@ -96,7 +122,7 @@ function readText(dir, name) {
     for (const c of chunks) { all.set(c, at); at += c.length; }
     return new TextDecoder().decode(all);
   } catch (e) {
-    throw new Failure('io_error', `/data/${name}: ${errorCode(e)}`);
+    throw new Failure('unavailable', 'io_error', `/data/${name}: ${errorCode(e)}`);
   } finally {
     close(fd);
   }
@@ -120,7 +146,7 @@ function writeAtomic(dir, name, text) {
   } catch (e) {
     close(fd);
     try { dir.unlinkFileAt(tmp); } catch { /* already gone */ }
-    throw new Failure('io_error', `/data/${name}: ${errorCode(e)}`);
+    throw new Failure('unavailable', 'io_error', `/data/${name}: ${errorCode(e)}`);
   }
 }
 
@@ -129,21 +155,24 @@ function currentTemplate(dir) {
   return text === null ? null : text.replace(/\r?\n$/, '');
 }
 
-function greet(args) {
-  const name = args.find((a) => !a.startsWith('--'));
-  if (name === undefined) throw new Failure('invalid_args', 'missing argument `name`');
-  if (!fullMatch(NAME_PATTERN, name)) throw new Failure('invalid_args', `\`name\` must match ${NAME_PATTERN}`);
+function greet(input) {
+  const { name } = input;
+  if (name === undefined) throw invalid('missing field `name`');
+  if (typeof name !== 'string' || !fullMatch(NAME_PATTERN, name)) throw invalid(`\`name\` must match ${NAME_PATTERN}`);
   const template = currentTemplate(dataDir()) ?? DEFAULT_TEMPLATE;
   return { greeting: template.split('{name}').join(name), at: Number(nowMs()) };
 }
 
-function setTemplate(stdin) {
-  if (stdin === undefined || stdin === null) throw new Failure('invalid_args', 'the template comes on stdin');
-  if (!fullMatch(TEMPLATE_PATTERN, stdin)) throw new Failure('invalid_args', `the template must match ${TEMPLATE_PATTERN}`);
-  if (!stdin.includes('{name}')) throw new Failure('invalid_args', 'the template must contain `{name}`');
-  writeAtomic(dataDir(), TEMPLATE_FILE, stdin);
-  log('info', `template set (${stdin.length} characters)`);
-  return { template: stdin };
+function setTemplate(input) {
+  const { template } = input;
+  if (template === undefined) throw invalid('missing field `template`');
+  if (typeof template !== 'string' || charCount(template) < 1 || charCount(template) > TEMPLATE_MAX) {
+    throw invalid(`\`template\` must be 1 to ${TEMPLATE_MAX} characters`);
+  }
+  if (!template.includes('{name}')) throw invalid('the template must contain `{name}`');
+  writeAtomic(dataDir(), TEMPLATE_FILE, template);
+  log('info', `template set (${charCount(template)} characters)`);
+  return { template };
 }
 
 function about() {
@@ -151,7 +180,7 @@ function about() {
   const lines = [
     '# Greeter',
     '',
-    'Greets people by name: `greet <name>`.',
+    'Greets people by name: `greet {"name": …}`.',
     '',
     template === null
       ? `No template set; the default is \`${DEFAULT_TEMPLATE}\`. Set one with \`set-template\`.`
@@ -166,7 +195,7 @@ function run(thunk) {
     return JSON.stringify(thunk());
   } catch (e) {
     if (e instanceof Failure) throw e;
-    throw new Failure('internal_error', String(e && e.message ? e.message : e));
+    throw new Failure('internal', 'internal_error', String(e && e.message ? e.message : e));
   }
 }
 
@@ -174,15 +203,15 @@ export const guest = {
   describe() {
     return JSON.stringify(MANIFEST);
   },
-  invoke(command, args, stdin) {
+  invoke(command, input) {
     switch (command) {
-      case 'greet': return run(() => greet(args));
-      case 'set-template': return run(() => setTemplate(stdin));
-      default: throw new Failure('unknown_command', `no command \`${command}\``);
+      case 'greet': return run(() => greet(parseInput(input)));
+      case 'set-template': return run(() => setTemplate(parseInput(input)));
+      default: throw new Failure('not-found', 'unknown_command', `no command \`${command}\``);
     }
   },
   report(id) {
     if (id === 'about') return run(about);
-    throw new Failure('unknown_report', `no report \`${id}\``);
+    throw new Failure('not-found', 'unknown_report', `no report \`${id}\``);
   },
 };

@@ -8,7 +8,7 @@
 //!   root config's `inject.maxChars`;
 //! - report `recent`: the latest observations.
 
-use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
+use butler_faculty_kit::{Faculty, Failure, Outcome, Value, faculty, host, json};
 use butler_store::card::{Card, Kind, Status};
 use butler_store::journal::Observation;
 use serde::Deserialize;
@@ -34,10 +34,10 @@ impl Faculty for Journal {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+    fn invoke(command: &str, input: Value) -> Outcome {
         match command {
-            "intake" => intake(stdin),
-            "context-build" => context_build(stdin),
+            "intake" => intake(input),
+            "context-build" => context_build(input),
             other => Err(Failure::unknown_command(other)),
         }
     }
@@ -85,12 +85,12 @@ fn observation(args: IntakeArgs, id: String, at: String) -> Result<Observation, 
     Ok(observation)
 }
 
-fn parse_intake(stdin: Option<String>) -> Result<IntakeArgs, Failure> {
-    butler_store::args::parse::<IntakeArgs>(stdin).map_err(|f| Failure::new("invalid_observation", f.message))
+fn parse_intake(input: Value) -> Result<IntakeArgs, Failure> {
+    butler_store::args::parse::<IntakeArgs>(input).map_err(|f| Failure::new("invalid_observation", f.message))
 }
 
-fn intake(stdin: Option<String>) -> Outcome {
-    let args = parse_intake(stdin)?;
+fn intake(input: Value) -> Outcome {
+    let args = parse_intake(input)?;
     // Validate before spending an id on it: the id and time are filled in afterwards.
     let mut observation = observation(args, String::new(), String::new())?;
     observation.id = butler_store::ids::new_id("obs", &observation.text);
@@ -267,8 +267,8 @@ fn configured_max_chars(config: Option<&str>) -> usize {
     }
 }
 
-fn context_build(stdin: Option<String>) -> Outcome {
-    let args: ContextArgs = butler_store::args::parse(stdin)?;
+fn context_build(input: Value) -> Outcome {
+    let args: ContextArgs = butler_store::args::parse(input)?;
     let max = max_chars(args.max_chars)?;
     let profile = profile_body()?;
     let compiled = compile(profile.as_deref(), index_entries()?, max);
@@ -368,12 +368,11 @@ mod tests {
             r#"{"source":"me"}"#,
             r#"{"source":"me","text":"x","tags":"a,b"}"#,
             "[]",
-            "not json",
         ] {
-            let failure = parse_intake(Some(bad.into())).expect_err(bad);
+            let failure = parse_intake(serde_json::from_str(bad).expect("JSON")).expect_err(bad);
             assert_eq!(failure.code, "invalid_observation", "{bad}");
         }
-        let args = parse_intake(Some(r#"{"source":"me","text":"hi","ref":"r","type":null}"#.into())).expect("parses");
+        let args = parse_intake(json!({"source": "me", "text": "hi", "ref": "r", "type": null})).expect("parses");
         let obs = observation(args, "obs-1".into(), "2026-01-01T00:00:00.000Z".into()).expect("valid");
         assert_eq!(obs.kind, "note");
         assert_eq!(obs.r#ref.as_deref(), Some("r"));
@@ -382,7 +381,8 @@ mod tests {
     #[test]
     fn intake_applies_the_observation_rules() {
         let check = |json: &str| {
-            parse_intake(Some(json.into())).and_then(|a| observation(a, "obs-1".into(), "2026-01-01".into()))
+            parse_intake(serde_json::from_str(json).expect("JSON"))
+                .and_then(|a| observation(a, "obs-1".into(), "2026-01-01".into()))
         };
         assert!(check(r#"{"source":"Me","text":"x"}"#).is_err());
         assert!(check(r#"{"source":"me","text":"x","type":"gossip"}"#).is_err());

@@ -1,16 +1,24 @@
-//! Pipeline arguments: actions receive their `args` object as JSON text on the command's
-//! standard-input argument.
+//! Pipeline input: actions receive their input as one JSON document (checked by the
+//! host against the command's declared `input` schema first).
 
 use serde::de::DeserializeOwned;
 
-use super::Failure;
+use super::{Failure, Value};
 
-/// Parses a command's JSON arguments into `T` (unknown fields refused by `T`'s serde
-/// attributes). An absent or blank stdin is `{}`.
+/// A command's JSON input as `T` (unknown fields refused by `T`'s serde attributes).
 ///
 /// # Errors
 /// `invalid_args` naming the field and the problem.
-pub fn parse<T: DeserializeOwned>(stdin: Option<String>) -> Result<T, Failure> {
-    let text = stdin.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "{}".to_owned());
-    serde_json::from_str(&text).map_err(|e| Failure::invalid_args(e.to_string()))
+pub fn parse<T: DeserializeOwned>(input: Value) -> Result<T, Failure> {
+    butler_faculty_kit::input(input)
+}
+
+/// [`parse`] of JSON text (blank text is `{}`).
+///
+/// # Errors
+/// `invalid_args` for text that is not JSON or does not fit `T`.
+pub fn parse_text<T: DeserializeOwned>(text: &str) -> Result<T, Failure> {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let value = serde_json::from_str(text).map_err(|e| Failure::invalid_args(e.to_string()))?;
+    parse(value)
 }

@@ -39,7 +39,9 @@ impl Check {
     /// `invalid_check` naming the problem.
     pub fn validate(&self) -> Result<(), Failure> {
         let path = self.path();
-        let bad = |why: &str| Err(Failure::new("invalid_check", format!("check path `{}`: {why}", clip(path))));
+        let bad = |why: &str| {
+            Err(Failure::new("invalid_check", format!("check path `{}`: {why}", butler_faculty_kit::clip(path, 80))))
+        };
         if path.is_empty() || path.len() > 1024 {
             return bad("must be 1 to 1024 characters");
         }
@@ -71,10 +73,6 @@ impl Check {
 #[must_use]
 pub fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn clip(text: &str) -> String {
-    text.chars().take(80).collect()
 }
 
 #[cfg(test)]

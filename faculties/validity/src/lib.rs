@@ -25,7 +25,7 @@ pub mod files;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use butler_faculty_kit::{Args, Faculty, Failure, Outcome, Value, faculty, host, json};
+use butler_faculty_kit::{Faculty, Failure, Outcome, Value, clip, faculty, host, json};
 use butler_store::card::{Card, Kind, Status};
 use butler_store::check::{Check, normalize};
 use butler_store::index::Index;
@@ -46,13 +46,13 @@ impl Faculty for Validity {
         serde_json::from_str(include_str!("../manifest.json")).unwrap_or_default()
     }
 
-    fn invoke(command: &str, _args: Args, stdin: Option<String>) -> Outcome {
+    fn invoke(command: &str, input: Value) -> Outcome {
         match command {
-            "check" => check(stdin),
-            "refresh" => refresh(stdin),
+            "check" => check(input),
+            "refresh" => refresh(input),
             "cards" => cards(),
-            "commit" => commit(stdin),
-            "set-checks" => set_checks(stdin),
+            "commit" => commit(input),
+            "set-checks" => set_checks(input),
             other => Err(Failure::unknown_command(other)),
         }
     }
@@ -116,14 +116,6 @@ fn io_reason(error: &std::io::Error) -> String {
         ErrorKind::PermissionDenied => "leaves the validity root".to_owned(),
         _ => format!("cannot be read: {error}"),
     }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    let mut out: String = text.chars().take(max).collect();
-    if text.chars().count() > max {
-        out.push('…');
-    }
-    out
 }
 
 /// Evaluates a spelling-checked `check` against `root`. Only regular files count: a
@@ -248,8 +240,8 @@ struct CheckArgs {
     checks: Vec<Value>,
 }
 
-fn check(stdin: Option<String>) -> Outcome {
-    let args: CheckArgs = butler_store::args::parse(stdin)?;
+fn check(input: Value) -> Outcome {
+    let args: CheckArgs = butler_store::args::parse(input)?;
     let checks = parse_checks(args.checks)?;
     if checks.is_empty() {
         return Ok(json!({"ok": true, "results": []}));
@@ -375,8 +367,8 @@ fn unavailable_answer() -> Outcome {
 /// `refresh` evaluates every check without the store's write lock (it is a read command)
 /// and hands only the cards whose verdict changes to `commit`, which evaluates them again
 /// under the lock and writes. An unchanged refresh reads and writes nothing else.
-fn refresh(stdin: Option<String>) -> Outcome {
-    let args: RefreshArgs = butler_store::args::parse(stdin)?;
+fn refresh(input: Value) -> Outcome {
+    let args: RefreshArgs = butler_store::args::parse(input)?;
     let wanted = parse_ids(args.ids)?;
     let Some(root) = root() else {
         return unavailable_answer();
@@ -457,8 +449,8 @@ fn cards() -> Outcome {
 
 /// `commit {ids}`: re-evaluates the named cards under the store's write lock and writes the
 /// verdicts that changed (what `refresh` found changing may have changed again since).
-fn commit(stdin: Option<String>) -> Outcome {
-    let args: RefreshArgs = butler_store::args::parse(stdin)?;
+fn commit(input: Value) -> Outcome {
+    let args: RefreshArgs = butler_store::args::parse(input)?;
     let ids = parse_ids(args.ids)?.unwrap_or_default();
     let Some(root) = root() else {
         return unavailable_answer();
@@ -505,8 +497,8 @@ struct SetChecksArgs {
     checks: Vec<Value>,
 }
 
-fn set_checks(stdin: Option<String>) -> Outcome {
-    let args: SetChecksArgs = butler_store::args::parse(stdin)?;
+fn set_checks(input: Value) -> Outcome {
+    let args: SetChecksArgs = butler_store::args::parse(input)?;
     let mut card =
         Card::load(&args.id)?.ok_or_else(|| Failure::not_found(format!("no card `{}`", clip(&args.id, 80))))?;
     if card.id != args.id {

@@ -163,10 +163,4 @@ impl Catalog {
     pub fn same_content(&self, other: &Self) -> bool {
         self.extensions == other.extensions && self.diagnostics == other.diagnostics
     }
-
-    /// Whether any diagnostic rejected a manifest.
-    #[must_use]
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
-    }
 }

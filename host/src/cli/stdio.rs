@@ -200,7 +200,10 @@ impl Bridge {
                                     self.write(&rpc_error(
                                         id,
                                         -32603,
-                                        format!("the host answered HTTP {status}: {}", clip(&text)),
+                                        format!(
+                                            "the host answered HTTP {status}: {}",
+                                            butler_host::text::clip(&text, 200)
+                                        ),
                                     ));
                                 }
                             }
@@ -470,9 +473,4 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn rpc_error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
-}
-
-fn clip(text: &str) -> &str {
-    let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
-    &text[..end]
 }

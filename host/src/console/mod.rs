@@ -53,9 +53,11 @@ async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
     let found = content_type(&file).and_then(|_| ASSETS.get_file(&file)).filter(|_| !file.contains(['/', '\\']));
     match found {
         Some(asset) => serve(&file, asset.contents(), &headers),
-        None => {
-            ApiError::not_found("unknown_asset", format!("the console has no asset `{}`", clip(&file))).into_response()
-        }
+        None => ApiError::not_found(
+            "unknown_asset",
+            format!("the console has no asset `{}`", crate::text::clip(&file, 100)),
+        )
+        .into_response(),
     }
 }
 
@@ -102,10 +104,6 @@ fn content_type(name: &str) -> Option<&'static str> {
         "json" => "application/json",
         _ => return None,
     })
-}
-
-fn clip(text: &str) -> String {
-    text.chars().take(100).collect()
 }
 
 #[cfg(test)]

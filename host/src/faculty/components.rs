@@ -436,7 +436,7 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
     super::run::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
-        Ok(Err((code, message))) => return Err(format!("describe() failed: {code}: {message}")),
+        Ok(Err(f)) => return Err(format!("describe() failed: {}: {}", f.code, f.message)),
         Err(e) => return Err(format!("describe() trapped: {}", super::run::trap_summary(&e))),
     };
     crate::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
@@ -459,7 +459,7 @@ fn link(
             (Prepared::Faculty(pre), Some(describe))
         }
         Flavor::Command => {
-            let pre = linkers.faculty_v0_1_0.instantiate_pre(&component).map_err(|e| link_error(&e))?;
+            let pre = linkers.linker.instantiate_pre(&component).map_err(|e| link_error(&e))?;
             (Prepared::Command(CommandPre::new(pre).map_err(|e| link_error(&e))?), None)
         }
     };

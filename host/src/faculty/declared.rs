@@ -38,7 +38,7 @@ pub struct Offer {
     pub set: Map<String, Value>,
     /// Arguments filled when the caller left them out.
     pub default: Map<String, Value>,
-    /// The command takes its arguments as one JSON document on standard input (its only
+    /// The command takes its arguments as one JSON document (a 0.2.0 command, or one whose
     /// `stdin` argument is named `args`); otherwise each argument is one declared `args`
     /// entry, as text.
     pub json_input: bool,
@@ -112,7 +112,7 @@ fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &Comma
     let id = ext.id();
     let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or("no such command")?;
     let public = crate::mcp::names::public(&tool.effective_namespace(id), &tool.tool)?;
-    let json_input = declared.args.iter().any(|a| a.stdin && a.name == "args");
+    let json_input = declared.args.is_empty() || declared.args.iter().any(|a| a.stdin && a.name == "args");
     let schema = match tool.input.as_ref().or(declared.input.as_ref()) {
         Some(schema) => schema.clone(),
         None if json_input => json!({"type": "object"}),

@@ -216,15 +216,13 @@ pub enum CallError {
         /// Command id.
         command: String,
     },
-    /// The faculty's own typed failure.
-    #[error("faculty `{faculty}`: {message}")]
+    /// The faculty's own failure.
+    #[error("faculty `{faculty}`: {}", failure.message)]
     Guest {
         /// Faculty id.
         faculty: String,
-        /// Its code.
-        code: String,
-        /// Its message.
-        message: String,
+        /// What it said.
+        failure: wit::GuestFailure,
     },
     /// The deadline passed.
     #[error("faculty `{faculty}` did not finish within {ms} ms")]
@@ -359,7 +357,7 @@ impl CallError {
             Self::InvalidArgs { .. } => "invalid_args",
             Self::OwnerRequired { .. } => "owner_required",
             Self::OperatorOnly { .. } => "operator_only",
-            Self::Guest { code, .. } => code,
+            Self::Guest { failure, .. } => &failure.code,
             Self::Timeout { .. } => "timeout",
             Self::MemoryLimit { .. } => "memory_limit",
             Self::Trap { .. } => "trap",
@@ -378,14 +376,25 @@ impl CallError {
 
     /// A faculty's own failure; a code that is not `snake_case` becomes `command_failed`.
     #[must_use]
-    pub fn guest(faculty: &str, code: String, message: String) -> Self {
+    pub fn guest(faculty: &str, failure: wit::GuestFailure) -> Self {
+        let code = &failure.code;
         let valid = code.len() <= 64
             && code.starts_with(|c: char| c.is_ascii_lowercase())
             && code.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if valid {
-            Self::Guest { faculty: faculty.to_owned(), code, message }
+            Self::Guest { faculty: faculty.to_owned(), failure }
         } else {
-            Self::CommandFailed { faculty: faculty.to_owned(), message: format!("{code:?}: {message}") }
+            Self::CommandFailed { faculty: faculty.to_owned(), message: format!("{code:?}: {}", failure.message) }
+        }
+    }
+
+    /// This error as a faculty sees it when its `host.call` failed: the faculty's own
+    /// failure as it was, anything else with the kind its code suggests.
+    #[must_use]
+    pub fn failure(&self) -> wit::GuestFailure {
+        match self {
+            Self::Guest { failure, .. } => wit::GuestFailure { message: self.to_string(), ..failure.clone() },
+            other => wit::GuestFailure::untyped(other.code().to_owned(), other.to_string()),
         }
     }
 }
@@ -404,10 +413,22 @@ pub enum Runtime {
 
 /// One thing asked of a faculty.
 enum Request<'a> {
-    /// A command with validated arguments.
-    Command { id: &'a str, args: Vec<String>, stdin: Option<&'a str> },
+    /// A command with its checked input.
+    Command { id: &'a str, input: Input },
     /// A report.
     Report(&'a str),
+}
+
+impl Request<'_> {
+    /// The argument list and standard input of a command that takes them (a JSON input
+    /// travels on standard input; a report takes nothing).
+    fn into_argv(self) -> (Vec<String>, Option<String>) {
+        match self {
+            Request::Command { input: Input::Argv(argv), .. } => (argv.args, argv.stdin),
+            Request::Command { input: Input::Json(text), .. } => (Vec::new(), Some(text)),
+            Request::Report(_) => (Vec::new(), None),
+        }
+    }
 }
 
 /// What a command or report runs.
@@ -427,6 +448,64 @@ impl Target {
     }
 }
 
+/// What a caller gave a command.
+#[derive(Clone, Copy)]
+enum Given<'a> {
+    /// Named arguments (a faculty route's `args`).
+    Args(&'a Map<String, Value>),
+    /// A JSON document (the pipeline, MCP, `host.call`).
+    Json(&'a Value),
+}
+
+/// A command's input, checked, as the command takes it.
+enum Input {
+    /// An argument list and standard input (0.1.0 components, commands, native).
+    Argv(args::Argv),
+    /// A JSON document as text (0.2.0).
+    Json(String),
+}
+
+impl Runnable {
+    /// Checks what the caller gave against the command's declarations and shapes it the
+    /// way the command takes it.
+    fn input_of(&self, command: &str, given: Given<'_>) -> Result<Input, String> {
+        if self.json_native {
+            let document = match given {
+                Given::Args(map) => Value::Object(map.clone()),
+                Given::Json(Value::Null) => Value::Object(Map::new()),
+                Given::Json(value) => value.clone(),
+            };
+            if let Some(problems) = self.input.as_ref().and_then(|schema| schema.describe_errors(&document)) {
+                return Err(format!("invalid input: {problems}"));
+            }
+            return Ok(Input::Json(document.to_string()));
+        }
+        let wrapped;
+        let map = match given {
+            Given::Args(map) => map,
+            Given::Json(value) => {
+                let empty = value.is_null() || value.as_object().is_some_and(Map::is_empty);
+                let mut map = Map::new();
+                match &self.stdin_arg {
+                    Some(name) => {
+                        let text = if value.is_null() { "{}".to_owned() } else { value.to_string() };
+                        map.insert(name.clone(), Value::String(text));
+                    }
+                    None if empty => {}
+                    None => return Err(format!("command `{command}` takes no arguments")),
+                }
+                wrapped = map;
+                &wrapped
+            }
+        };
+        let argv = self.args.apply(map).map_err(|e| e.0)?;
+        if let Some(input) = &self.input {
+            check_input(input, map, argv.stdin.as_deref())?;
+        }
+        Ok(Input::Argv(argv))
+    }
+}
+
 struct Runnable {
     effect: Effect,
     /// Owner only (declared, or `external`).
@@ -439,6 +518,8 @@ struct Runnable {
     stdin_arg: Option<String>,
     /// The declared input schema, compiled.
     input: Option<crate::validation::SchemaValidator>,
+    /// It takes a JSON document (a 0.2.0 component), not an argument list.
+    json_native: bool,
     /// The actions it declares it may `host.call`.
     calls: Vec<String>,
     /// Its per-caller failure limit, if it declares one.
@@ -803,7 +884,8 @@ impl FacultyRuntime {
         Readiness { ready: pending.is_empty(), pending }
     }
 
-    /// Runs command `command` of faculty `id` with the caller's `args` object.
+    /// Runs command `command` of faculty `id` with the caller's `args` object: a 0.2.0
+    /// command's input document, a 0.1.0 command's named arguments.
     ///
     /// # Errors
     /// [`CallError`] for this call only.
@@ -812,6 +894,32 @@ impl FacultyRuntime {
         id: &str,
         command: &str,
         args: &Map<String, Value>,
+        context: &CallContext,
+    ) -> Result<Value, CallError> {
+        self.run_command(id, command, Given::Args(args), context)
+    }
+
+    /// Runs a command the way the pipeline calls it, with `input` (any JSON): a 0.2.0
+    /// command takes it as it is; a 0.1.0 one as text on its `stdin: true` argument.
+    ///
+    /// # Errors
+    /// [`CallError`]; `invalid_args` when a 0.1.0 command takes no standard input but
+    /// `input` is not empty.
+    pub fn invoke_json(
+        &self,
+        id: &str,
+        command: &str,
+        input: &Value,
+        context: &CallContext,
+    ) -> Result<Value, CallError> {
+        self.run_command(id, command, Given::Json(input), context)
+    }
+
+    fn run_command(
+        &self,
+        id: &str,
+        command: &str,
+        given: Given<'_>,
         context: &CallContext,
     ) -> Result<Value, CallError> {
         let context = self.bound(id, context);
@@ -828,12 +936,9 @@ impl FacultyRuntime {
         if (runnable.owner || (runnable.private && context.depth == 0)) && !context.owner {
             return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
         }
-        let argv =
-            runnable.args.apply(args).map_err(|e| CallError::InvalidArgs { faculty: id.to_owned(), message: e.0 })?;
-        if let Some(input) = &runnable.input {
-            check_input(input, args, argv.stdin.as_deref())
-                .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
-        }
+        let input = runnable
+            .input_of(command, given)
+            .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
         let caller = context.caller.as_deref().unwrap_or("anonymous");
         if let Some(limit) = &runnable.failure_limit {
             self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
@@ -848,8 +953,7 @@ impl FacultyRuntime {
         let result = self.observed(id, command, &context, |waited| {
             let stores = self.stores_of(id, command);
             let (_guards, context) = self.lock_stores(id, &stores, &context, waited)?;
-            let request = Request::Command { id: command, args: argv.args, stdin: argv.stdin.as_deref() };
-            self.execute(&faculty, &runnable.target, request, &context)
+            self.execute(&faculty, &runnable.target, Request::Command { id: command, input }, &context)
         });
         if let (Some(limit), Err(e)) = (&runnable.failure_limit, &result)
             && let Some(count) = self.failures.record((id, command, caller), limit, e.code(), Instant::now())
@@ -864,49 +968,6 @@ impl FacultyRuntime {
             );
         }
         result
-    }
-
-    /// Runs a command the way the pipeline calls it: `args` (any JSON) travels as text on
-    /// the command's `stdin: true` argument.
-    ///
-    /// # Errors
-    /// [`CallError`]; `invalid_args` when the command takes no standard input but `args`
-    /// is not empty.
-    pub fn invoke_json(
-        &self,
-        id: &str,
-        command: &str,
-        args: &Value,
-        context: &CallContext,
-    ) -> Result<Value, CallError> {
-        let context = self.bound(id, context);
-        let stdin_arg = {
-            let faculty = self.ready_faculty(id, &context)?;
-            let ready = faculty
-                .ready
-                .as_ref()
-                .map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
-            let runnable = ready
-                .commands
-                .get(command)
-                .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
-            runnable.stdin_arg.clone()
-        };
-        let mut map = Map::new();
-        let empty = args.is_null() || args.as_object().is_some_and(Map::is_empty);
-        match stdin_arg {
-            Some(name) => {
-                map.insert(name, Value::String(if args.is_null() { "{}".to_owned() } else { args.to_string() }));
-            }
-            None if empty => {}
-            None => {
-                return Err(CallError::InvalidArgs {
-                    faculty: id.to_owned(),
-                    message: format!("command `{command}` takes no arguments"),
-                });
-            }
-        }
-        self.invoke(id, command, &map, &context)
     }
 
     /// Renders report `report` of faculty `id`, checked against its declared shape.
@@ -1066,16 +1127,16 @@ impl FacultyRuntime {
         match target {
             Target::Component { prepared, engine, argv0, leading } => {
                 let call = match (prepared, request) {
-                    (Prepared::Faculty(_), Request::Command { id, args, stdin }) => {
-                        let args = leading.iter().cloned().chain(args).collect();
-                        run::Call::Guest(Op::Invoke { command: id.to_owned(), args, stdin: stdin.map(str::to_owned) })
+                    (Prepared::Faculty(_), Request::Command { id, input: Input::Json(input) }) => {
+                        run::Call::Guest(Op::Call { command: id.to_owned(), input })
+                    }
+                    (Prepared::Faculty(_), Request::Command { id, input: Input::Argv(argv) }) => {
+                        let args = leading.iter().cloned().chain(argv.args).collect();
+                        run::Call::Guest(Op::Invoke { command: id.to_owned(), args, stdin: argv.stdin })
                     }
                     (Prepared::Faculty(_), Request::Report(id)) => run::Call::Guest(Op::Report(id.to_owned())),
                     (Prepared::Command(_), request) => {
-                        let (args, stdin) = match request {
-                            Request::Command { args, stdin, .. } => (args, stdin),
-                            Request::Report(_) => (Vec::new(), None),
-                        };
+                        let (args, stdin) = request.into_argv();
                         let argv = std::iter::once(argv0.clone()).chain(leading.iter().cloned()).chain(args).collect();
                         run::Call::Command { argv, stdin }
                     }
@@ -1083,12 +1144,9 @@ impl FacultyRuntime {
                 run::component(engine, &faculty.sandbox, prepared, &call, &frame)
             }
             Target::Native { argv } => {
-                let (args, stdin) = match request {
-                    Request::Command { args, stdin, .. } => (args, stdin),
-                    Request::Report(_) => (Vec::new(), None),
-                };
+                let (args, stdin) = request.into_argv();
                 let argv: Vec<String> = argv.iter().cloned().chain(args).collect();
-                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin, &frame)
+                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin.as_deref(), &frame)
             }
         }
     }
@@ -1177,6 +1235,14 @@ impl FacultyRuntime {
         for command in &ext.manifest.commands {
             let target = self.target(ext, &command.exec)?;
             runtime.get_or_insert(target.runtime());
+            let json_native =
+                matches!(&target, Target::Component { prepared: Prepared::Faculty(pre), .. } if pre.json_native());
+            if json_native && !command.args.is_empty() {
+                return Err(format!(
+                    "command `{}` declares `args`, but a butler:faculty@0.2.0 command takes JSON: declare its `input` schema instead",
+                    command.id
+                ));
+            }
             let args = ArgSpec::compile(&command.args)?;
             let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
             let input = command
@@ -1193,6 +1259,7 @@ impl FacultyRuntime {
                 args,
                 stdin_arg,
                 input,
+                json_native,
                 calls: command.calls.clone(),
                 failure_limit: command
                     .failure_limit

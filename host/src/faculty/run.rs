@@ -13,11 +13,12 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::components::Prepared;
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
-use super::wit::Op;
+use super::wit::{GuestFailure, Op};
 use super::{CallContext, CallError, Dispatch};
+use crate::text::clip;
 
 /// What to run in a component.
-pub(super) enum Call<'a> {
+pub(super) enum Call {
     /// An export of a `butler:faculty` component.
     Guest(Op),
     /// `wasi:cli/run` of a plain command, with its argv and standard input.
@@ -25,7 +26,7 @@ pub(super) enum Call<'a> {
         /// argv, `argv[0]` included.
         argv: Vec<String>,
         /// Standard input.
-        stdin: Option<&'a str>,
+        stdin: Option<String>,
     },
 }
 
@@ -75,13 +76,13 @@ pub(super) fn component(
     engine: &Engine,
     sandbox: &Sandbox,
     prepared: &Prepared,
-    call: &Call<'_>,
+    call: &Call,
     frame: &Frame<'_>,
 ) -> Result<Value, CallError> {
     let faculty = sandbox.faculty.clone();
     let (argv, stdin): (&[String], Option<&str>) = match call {
         Call::Guest(_) => (&[], None),
-        Call::Command { argv, stdin } => (argv, *stdin),
+        Call::Command { argv, stdin } => (argv, stdin.as_deref()),
     };
     let state =
         CallState::new(sandbox, argv, stdin, frame.dispatch.clone(), frame.context.clone(), frame.caller.clone())
@@ -101,7 +102,9 @@ pub(super) fn component(
             .and_then(|command| command.wasi_cli_run().call_run(&mut store))
             .map(|status| match status {
                 Ok(()) => Ok(None),
-                Err(()) => Err(("command_failed".to_owned(), "exited with a failure status".to_owned())),
+                Err(()) => {
+                    Err(GuestFailure::untyped("command_failed".to_owned(), "exited with a failure status".to_owned()))
+                }
             }),
         _ => {
             return Err(CallError::Unavailable {
@@ -117,10 +120,10 @@ pub(super) fn component(
     let text = match outcome {
         Ok(Ok(Some(text))) => text,
         Ok(Ok(None)) => String::from_utf8_lossy(&stdout).into_owned(),
-        Ok(Err((code, message))) if code == "command_failed" && matches!(prepared, Prepared::Command(_)) => {
-            return Err(CallError::CommandFailed { faculty, message: with_tail(message, &stderr) });
+        Ok(Err(failure)) if failure.code == "command_failed" && matches!(prepared, Prepared::Command(_)) => {
+            return Err(CallError::CommandFailed { faculty, message: with_tail(failure.message, &stderr) });
         }
-        Ok(Err((code, message))) => return Err(CallError::guest(&faculty, code, message)),
+        Ok(Err(failure)) => return Err(CallError::guest(&faculty, failure)),
         Err(error) => {
             if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
                 if exit.0 == 0 {
@@ -232,7 +235,7 @@ fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {
     }
     serde_json::from_str(trimmed).map_err(|e| CallError::InvalidOutput {
         faculty: faculty.to_owned(),
-        message: format!("output is not one JSON value ({e}): {}", clip(trimmed)),
+        message: format!("output is not one JSON value ({e}): {}", clip(trimmed, 200)),
     })
 }
 
@@ -271,7 +274,7 @@ pub fn trap_summary(error: &wasmtime::Error) -> String {
 fn with_tail(message: String, stderr: &str) -> String {
     let meaningful = |l: &&str| !l.trim().is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE");
     match stderr.lines().rev().find(meaningful) {
-        Some(last) => format!("{message}; stderr: {}", clip(last.trim())),
+        Some(last) => format!("{message}; stderr: {}", clip(last.trim(), 200)),
         None => message,
     }
 }
@@ -279,14 +282,5 @@ fn with_tail(message: String, stderr: &str) -> String {
 fn log_stderr(faculty: &str, stderr: &str) {
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
         super::stats::emit(log::Level::Info, faculty, &format!("stderr: {line}"));
-    }
-}
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.chars().count() <= MAX {
-        text.to_owned()
-    } else {
-        format!("{}…", text.chars().take(MAX).collect::<String>())
     }
 }

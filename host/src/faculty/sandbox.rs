@@ -11,6 +11,7 @@ use wasmtime::{Engine, ResourceLimiter};
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::wit::GuestFailure;
 use super::{CallContext, Dispatch};
 
 /// Guest path of the faculty's own data directory.
@@ -32,8 +33,9 @@ pub const MAX_STDERR_BYTES: usize = 256 << 10;
 /// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
 /// and the `butler:faculty/host` imports of every supported version.
 pub struct Linkers {
-    /// Linker for 0.1.0 faculties and plain commands alike.
-    pub faculty_v0_1_0: Linker<CallState>,
+    /// Linker for faculties of every supported version and plain commands alike: WASI
+    /// and each version's `butler:faculty/host` (distinct interface names, one linker).
+    pub linker: Linker<CallState>,
 }
 
 impl Linkers {
@@ -45,7 +47,8 @@ impl Linkers {
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         super::wit::v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
-        Ok(Self { faculty_v0_1_0: linker })
+        super::wit::v0_2_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        Ok(Self { linker })
     }
 }
 
@@ -221,16 +224,16 @@ impl CallState {
     ///
     /// # Errors
     /// `(code, message)` of the action's failure.
-    pub fn host_call(&self, action: &str, args: &str) -> Result<String, (String, String)> {
+    pub fn host_call(&self, action: &str, args: &str) -> Result<String, GuestFailure> {
         let dispatch = self.dispatch.as_ref().ok_or_else(|| {
-            ("call_unavailable".to_owned(), "host.call is not available while a faculty describes itself".to_owned())
+            GuestFailure::untyped(
+                "call_unavailable".to_owned(),
+                "host.call is not available while a faculty describes itself".to_owned(),
+            )
         })?;
-        let args: Value =
-            serde_json::from_str(args).map_err(|e| ("invalid_json".to_owned(), format!("call arguments: {e}")))?;
-        let nested = self.context.nested(&self.caller).map_err(|e| (e.code().to_owned(), e.to_string()))?;
-        dispatch
-            .dispatch(action, args, &nested)
-            .map(|data| data.to_string())
-            .map_err(|e| (e.code().to_owned(), e.to_string()))
+        let args: Value = serde_json::from_str(args)
+            .map_err(|e| GuestFailure::untyped("invalid_json".to_owned(), format!("call arguments: {e}")))?;
+        let nested = self.context.nested(&self.caller).map_err(|e| e.failure())?;
+        dispatch.dispatch(action, args, &nested).map(|data| data.to_string()).map_err(|e| e.failure())
     }
 }

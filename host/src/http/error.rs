@@ -25,12 +25,14 @@ pub struct ApiError {
     pub code: Cow<'static, str>,
     /// What went wrong, for a person.
     pub message: String,
+    /// More, for programs (a faculty's failure `details`), when there is more.
+    pub details: Option<Box<Value>>,
 }
 
 impl ApiError {
     /// An error with any status.
     pub fn new(status: StatusCode, code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self { status, code: code.into(), message: message.into() }
+        Self { status, code: code.into(), message: message.into(), details: None }
     }
 
     /// 400: the request is malformed.
@@ -64,7 +66,11 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"ok": false, "error": {"code": self.code, "message": self.message}});
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(details) = self.details {
+            error["details"] = *details;
+        }
+        let body = json!({"ok": false, "error": error});
         (self.status, axum::Json(body)).into_response()
     }
 }
@@ -155,12 +161,37 @@ pub fn object_body(bytes: &Bytes) -> Result<Map<String, Value>, ApiError> {
 impl From<crate::faculty::CallError> for ApiError {
     fn from(error: crate::faculty::CallError) -> Self {
         let code = error.code().to_owned();
-        Self::new(status_for(&code), code, error.to_string())
+        match &error {
+            // A faculty that says what kind of failure it is gets that kind's status.
+            crate::faculty::CallError::Guest { failure, .. } if failure.typed => Self {
+                status: status_of_kind(failure.kind),
+                details: failure.details.clone(),
+                ..Self::new(StatusCode::OK, code, error.to_string())
+            },
+            _ => Self::new(status_for(&code), code, error.to_string()),
+        }
     }
 }
 
-/// The HTTP status of a call error code. Host codes are listed; a faculty's own codes
-/// follow the naming conventions in `docs/http-api.md`.
+/// The HTTP status of a failure's kind (`butler:faculty@0.2.0` says the kind).
+#[must_use]
+pub fn status_of_kind(kind: crate::faculty::wit::FailureKind) -> StatusCode {
+    use crate::faculty::wit::FailureKind as K;
+    match kind {
+        K::InvalidInput => StatusCode::BAD_REQUEST,
+        K::NotFound => StatusCode::NOT_FOUND,
+        K::Conflict => StatusCode::CONFLICT,
+        K::Forbidden => StatusCode::FORBIDDEN,
+        K::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        K::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        K::Failed => StatusCode::UNPROCESSABLE_ENTITY,
+        K::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The HTTP status of a call error code. Host codes are listed; the codes of a
+/// `butler:faculty@0.1.0` faculty (which says no kind) follow the naming conventions in
+/// `docs/http-api.md`.
 #[must_use]
 pub fn status_for(code: &str) -> StatusCode {
     match code {

@@ -18,6 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+use crate::text::clip;
 
 /// What the gate needs to know about the listener.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +81,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
             "host_not_allowed",
             format!(
                 "Host `{}` is not a loopback address; Butler only answers requests addressed to this machine",
-                clip(host)
+                clip(host, 100)
             ),
         ));
     }
@@ -89,7 +90,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
     {
         return Err(ApiError::forbidden(
             "cross_site_request",
-            format!("requests from other sites are refused (Sec-Fetch-Site: {})", clip(site)),
+            format!("requests from other sites are refused (Sec-Fetch-Site: {})", clip(site, 100)),
         ));
     }
     if let Some(origin) = headers.get(ORIGIN) {
@@ -97,7 +98,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
         if !is_own_origin(config, origin) {
             return Err(ApiError::forbidden(
                 "origin_not_allowed",
-                format!("Origin `{}` is not this host's origin", clip(origin)),
+                format!("Origin `{}` is not this host's origin", clip(origin, 100)),
             ));
         }
     }
@@ -152,11 +153,6 @@ fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
 fn is_loopback_name(name: &str) -> bool {
     let name = name.strip_suffix('.').unwrap_or(name);
     name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Header values echoed in messages are cut short.
-fn clip(text: &str) -> String {
-    text.chars().take(100).collect()
 }
 
 #[cfg(test)]

@@ -114,7 +114,7 @@ impl HostTools {
         };
         let arguments = if arguments.is_null() { json!({}) } else { arguments };
         if let Some(problems) = offer.validator.describe_errors(&arguments) {
-            return error_result(format!("invalid arguments: {problems}"));
+            return error_result(format!("invalid_args: {problems}"));
         }
         let Value::Object(mut args) = arguments else { return error_result("arguments must be an object".to_owned()) };
         for (key, value) in &offer.default {

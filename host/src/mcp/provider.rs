@@ -19,7 +19,6 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::framing::{ProviderLine, ProviderRoute, provider_line};
-use super::names;
 use crate::catalog::Extension;
 use crate::lock;
 use crate::process::{HostEnv, Kept, Launch, LaunchError, keeper};
@@ -681,23 +680,6 @@ impl Provider {
             stats.latencies_us.pop_front();
         }
         stats.latencies_us.push_back(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
-    }
-
-    /// Public names of its tools and the tools left out: `(public, original)` pairs in the
-    /// provider's order, and the rejected ones.
-    #[must_use]
-    pub fn exposed(&self) -> (Vec<(String, Value)>, Vec<Rejected>) {
-        let lists = self.lists();
-        let mut exposed = Vec::new();
-        let mut rejected = Vec::new();
-        for tool in lists.tools {
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-            match names::public(&self.spec.namespace, &name) {
-                Ok(public) => exposed.push((public, tool)),
-                Err(reason) => rejected.push(Rejected { tool: name, reason }),
-            }
-        }
-        (exposed, rejected)
     }
 
     /// Its status, with the public tool names and rejections the hub settled.

@@ -35,6 +35,6 @@ impl butler::faculty::host::Host for CallState {
     }
 
     fn call(&mut self, action: String, args: String) -> Result<String, Failure> {
-        self.host_call(&action, &args).map_err(|(code, message)| Failure { code, message })
+        self.host_call(&action, &args).map_err(|f| Failure { code: f.code, message: f.message })
     }
 }

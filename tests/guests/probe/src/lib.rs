@@ -9,11 +9,18 @@
 
 use std::io::Read;
 
-use butler_faculty_kit::bindings::butler::faculty::host;
-use butler_faculty_kit::bindings::butler::faculty::types::Failure;
-use butler_faculty_kit::bindings::export_component;
-use butler_faculty_kit::bindings::exports::butler::faculty::guest::Guest;
-use butler_faculty_kit::json;
+#[allow(missing_docs, clippy::all, clippy::pedantic, unsafe_code)]
+mod bindings {
+    wit_bindgen::generate!({
+        world: "faculty",
+        path: "../../../wit/butler-faculty@0.1.0",
+    });
+}
+
+use bindings::butler::faculty::host;
+use bindings::butler::faculty::types::{Failure, Level};
+use bindings::exports::butler::faculty::guest::Guest;
+use serde_json::json;
 
 struct Probe;
 
@@ -21,8 +28,8 @@ fn fail(code: &str, message: &str) -> Failure {
     Failure { code: code.into(), message: message.into() }
 }
 
-fn describe_json() -> butler_faculty_kit::Value {
-    let cmd = |id: &str, effect: &str, args: butler_faculty_kit::Value| json!({"id": id, "exec": ["self"], "effect": effect, "args": args});
+fn describe_json() -> serde_json::Value {
+    let cmd = |id: &str, effect: &str, args: serde_json::Value| json!({"id": id, "exec": ["self"], "effect": effect, "args": args});
     let path = json!([{"name": "path", "pattern": ".+", "positional": true, "required": true}]);
     json!({
         "schemaVersion": 1, "kind": "faculty", "id": "probe", "name": "Probe",
@@ -114,7 +121,7 @@ impl Guest for Probe {
             },
             "log-flood" => {
                 let count: u64 = first.parse().unwrap_or(0);
-                let info = butler_faculty_kit::bindings::butler::faculty::types::Level::Info;
+                let info = Level::Info;
                 host::log(info, &"L".repeat(10_000));
                 for i in 0..count {
                     host::log(info, &format!("flood line {i}"));
@@ -123,7 +130,7 @@ impl Guest for Probe {
             }
             other => return Err(fail("unknown_command", other)),
         };
-        host::log(butler_faculty_kit::bindings::butler::faculty::types::Level::Info, &format!("probe ran {command}"));
+        host::log(Level::Info, &format!("probe ran {command}"));
         Ok(data.to_string())
     }
 
@@ -137,4 +144,9 @@ impl Guest for Probe {
     }
 }
 
-export_component!(Probe with_types_in butler_faculty_kit::bindings);
+/// The generated export glue (unsafe by nature: it is the component ABI).
+#[allow(unsafe_code)]
+mod export {
+    use crate::Probe;
+    crate::bindings::export!(Probe with_types_in crate::bindings);
+}

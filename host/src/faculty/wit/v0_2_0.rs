@@ -1,0 +1,77 @@
+//! `butler:faculty@0.2.0` — host bindings and the host side of its imports: JSON in and
+//! out, failures with a typed kind.
+
+use super::super::sandbox::CallState;
+use super::{FailureKind, GuestFailure};
+
+/// Generated bindings (`bindgen!` output).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+mod generated {
+    wasmtime::component::bindgen!({
+        world: "faculty",
+        path: "../wit/butler-faculty@0.2.0",
+    });
+}
+
+pub use generated::{Faculty, FacultyPre};
+
+use generated::butler;
+use generated::butler::faculty::types::{Failure, FailureKind as Kind, Level};
+
+impl butler::faculty::types::Host for CallState {}
+
+impl butler::faculty::host::Host for CallState {
+    fn log(&mut self, level: Level, message: String) {
+        let level = match level {
+            Level::Trace => log::Level::Trace,
+            Level::Debug => log::Level::Debug,
+            Level::Info => log::Level::Info,
+            Level::Warn => log::Level::Warn,
+            Level::Error => log::Level::Error,
+        };
+        self.write_log(level, &message);
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        CallState::clock_ms()
+    }
+
+    fn call(&mut self, action: String, input: String) -> Result<String, Failure> {
+        self.host_call(&action, &input).map_err(|f| Failure {
+            kind: to_wit(f.kind),
+            code: f.code,
+            message: f.message,
+            details: f.details.map(|d| d.to_string()),
+        })
+    }
+}
+
+/// The guest's failure in the host's terms; `details` that are not JSON are kept as text.
+pub(super) fn from_wit(failure: Failure) -> GuestFailure {
+    let kind = match failure.kind {
+        Kind::InvalidInput => FailureKind::InvalidInput,
+        Kind::NotFound => FailureKind::NotFound,
+        Kind::Conflict => FailureKind::Conflict,
+        Kind::Forbidden => FailureKind::Forbidden,
+        Kind::Unavailable => FailureKind::Unavailable,
+        Kind::TooLarge => FailureKind::TooLarge,
+        Kind::Failed => FailureKind::Failed,
+        Kind::Internal => FailureKind::Internal,
+    };
+    let details =
+        failure.details.map(|text| Box::new(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))));
+    GuestFailure { kind, code: failure.code, message: failure.message, details, typed: true }
+}
+
+fn to_wit(kind: FailureKind) -> Kind {
+    match kind {
+        FailureKind::InvalidInput => Kind::InvalidInput,
+        FailureKind::NotFound => Kind::NotFound,
+        FailureKind::Conflict => Kind::Conflict,
+        FailureKind::Forbidden => Kind::Forbidden,
+        FailureKind::Unavailable => Kind::Unavailable,
+        FailureKind::TooLarge => Kind::TooLarge,
+        FailureKind::Failed => Kind::Failed,
+        FailureKind::Internal => Kind::Internal,
+    }
+}
