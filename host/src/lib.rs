@@ -16,7 +16,6 @@
 //! - [`time`] — wall-clock time as the API and logs show it.
 
 pub mod catalog;
-pub mod console;
 pub mod faculty;
 pub mod http;
 pub mod instance;

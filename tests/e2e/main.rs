@@ -12,6 +12,7 @@ mod exhaustion;
 mod faculty;
 mod gate;
 mod knowledge_loop;
+mod layers;
 mod lifecycle;
 mod mcp;
 mod openapi;

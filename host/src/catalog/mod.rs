@@ -9,6 +9,7 @@ pub mod component;
 pub mod icon;
 pub mod loader;
 pub mod manifest;
+pub mod names;
 pub mod public;
 mod rules;
 pub mod scan;

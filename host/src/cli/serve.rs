@@ -139,7 +139,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     // One write: a reader that takes the first line and closes the pipe (`| head -1`)
     // cannot make a later line fail.
     let console = login.map_or_else(
-        || format!("{host_url}{} (run `butler console` for a login link)", butler_host::console::PAGE_PATH),
+        || format!("{host_url}{} (run `butler console` for a login link)", butler_host::http::console::PAGE_PATH),
         |url| format!("{url} (a one-time login link; `butler console` makes another)"),
     );
     let announcement = format!(

@@ -33,7 +33,8 @@ use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 
 use super::CallContext;
-use super::sandbox::{CallState, Linkers, Sandbox};
+use super::sandbox::{CallState, Sandbox};
+use super::wit::Linkers;
 use super::wit::{self, FacultyPre, Flavor, Op};
 use crate::catalog::{ComponentInfo, ComponentInspector, ComponentKind};
 use crate::lock;
@@ -433,11 +434,11 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DESCRIBE_TIMEOUT_MS);
-    super::run::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    super::engine::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
         Ok(Err(f)) => return Err(format!("describe() failed: {}: {}", f.code, f.message)),
-        Err(e) => return Err(format!("describe() trapped: {}", super::run::trap_summary(&e))),
+        Err(e) => return Err(format!("describe() trapped: {}", super::engine::trap_summary(&e))),
     };
     crate::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
 }

@@ -111,7 +111,7 @@ impl Declared {
 fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &CommandTool) -> Result<Offer, String> {
     let id = ext.id();
     let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or("no such command")?;
-    let public = crate::mcp::names::public(&tool.effective_namespace(id), &tool.tool)?;
+    let public = crate::catalog::names::public(&tool.effective_namespace(id), &tool.tool)?;
     let json_input = declared.args.is_empty() || declared.args.iter().any(|a| a.stdin && a.name == "args");
     let schema = match tool.input.as_ref().or(declared.input.as_ref()) {
         Some(schema) => schema.clone(),

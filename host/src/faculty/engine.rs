@@ -1,9 +1,12 @@
 //! Engine policy, in one place: how faculty code is compiled, how much an instance may
-//! use, and how deadlines tick. Every number is a named constant with its reason.
+//! use, and how deadlines tick and stop a guest. Every number is a named constant with its
+//! reason.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline};
 
 /// How often the epoch advances. A running guest is checked against its deadline (and
 /// for shutdown) at every tick, so this is the granularity of `timeoutMs`; 20 ms keeps the
@@ -137,4 +140,42 @@ fn start_ticker(engine: &Engine) {
     if let Err(e) = spawned {
         tracing::error!("faculty runtime: cannot start the epoch ticker, deadlines will not fire: {e}");
     }
+}
+
+/// The guest was interrupted because the runtime is shutting down.
+#[derive(Debug)]
+pub(super) struct Abandoned;
+
+impl std::fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("abandoned at shutdown")
+    }
+}
+
+impl std::error::Error for Abandoned {}
+
+/// Arms `store` to stop at `deadline`, or as soon as `stop` is set: the epoch ticks every
+/// [`EPOCH_TICK`], and at each tick the guest is checked.
+pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if stop.load(Ordering::Acquire) {
+            return Err(wasmtime::Error::new(Abandoned));
+        }
+        if Instant::now() >= deadline {
+            return Err(Trap::Interrupt.into());
+        }
+        Ok(UpdateDeadline::Continue(1))
+    });
+}
+
+/// What trapped, in one line: the trap kind when there is one, else the error's first
+/// line (wasm backtraces are left out).
+#[must_use]
+pub fn trap_summary(error: &wasmtime::Error) -> String {
+    if let Some(trap) = error.downcast_ref::<Trap>() {
+        return trap.to_string();
+    }
+    let full = format!("{error:#}");
+    full.lines().next().unwrap_or("trapped").to_owned()
 }

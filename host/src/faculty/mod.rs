@@ -23,6 +23,7 @@ pub mod args;
 pub mod components;
 pub mod declared;
 pub mod engine;
+pub mod failure;
 pub mod failures;
 pub mod locks;
 pub mod report;
@@ -49,8 +50,9 @@ use args::ArgSpec;
 use components::{Components, Prepared};
 use engine::FacultyEngine;
 use locks::{LockFailure, StoreLocks, TreeId};
-use sandbox::{Linkers, Preopen, Sandbox};
+use sandbox::{Preopen, Sandbox};
 use stats::CallStats;
+use wit::Linkers;
 use wit::Op;
 
 /// Default deadline of one call.

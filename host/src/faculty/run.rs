@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Engine, Store, Trap};
 
 use super::components::Prepared;
+use super::engine::{Abandoned, arm, trap_summary};
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
 use super::wit::{GuestFailure, Op};
 use super::{CallContext, CallError, Dispatch};
@@ -42,33 +43,6 @@ pub(super) struct Frame<'a> {
     pub stop: Arc<AtomicBool>,
     /// What `host.call` goes through.
     pub dispatch: Option<Arc<dyn Dispatch>>,
-}
-
-/// The guest was interrupted because the runtime is shutting down.
-#[derive(Debug)]
-struct Abandoned;
-
-impl std::fmt::Display for Abandoned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("abandoned at shutdown")
-    }
-}
-
-impl std::error::Error for Abandoned {}
-
-/// Arms `store` to stop at `deadline`, or as soon as `stop` is set: the epoch ticks every
-/// [`super::engine::EPOCH_TICK`], and at each tick the guest is checked.
-pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) {
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if stop.load(Ordering::Acquire) {
-            return Err(wasmtime::Error::new(Abandoned));
-        }
-        if Instant::now() >= deadline {
-            return Err(Trap::Interrupt.into());
-        }
-        Ok(UpdateDeadline::Continue(1))
-    });
 }
 
 /// Runs `call` in a fresh instance of `prepared`.
@@ -256,17 +230,6 @@ fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory
         return CallError::Busy { faculty: faculty.to_owned() };
     }
     CallError::Trap { faculty: faculty.to_owned(), message: with_tail(trap_summary(error), stderr) }
-}
-
-/// What trapped, in one line: the trap kind when there is one, else the error's first
-/// line (wasm backtraces are left out).
-#[must_use]
-pub fn trap_summary(error: &wasmtime::Error) -> String {
-    if let Some(trap) = error.downcast_ref::<Trap>() {
-        return trap.to_string();
-    }
-    let full = format!("{error:#}");
-    full.lines().next().unwrap_or("trapped").to_owned()
 }
 
 /// `message`, plus the last meaningful line the guest wrote on stderr (for a Rust guest,

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{Engine, ResourceLimiter};
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::wit::GuestFailure;
+use super::failure::GuestFailure;
 use super::{CallContext, Dispatch};
 
 /// Guest path of the faculty's own data directory.
@@ -29,28 +29,6 @@ pub const INTERNAL_ENV: &str = "BUTLER_INTERNAL";
 pub const MAX_STDOUT_BYTES: usize = 16 << 20;
 /// Most stderr kept per call (it goes to the faculty's log).
 pub const MAX_STDERR_BYTES: usize = 256 << 10;
-
-/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
-/// and the `butler:faculty/host` imports of every supported version.
-pub struct Linkers {
-    /// Linker for faculties of every supported version and plain commands alike: WASI
-    /// and each version's `butler:faculty/host` (distinct interface names, one linker).
-    pub linker: Linker<CallState>,
-}
-
-impl Linkers {
-    /// Builds the linkers for `engine`.
-    ///
-    /// # Errors
-    /// Only if the bindings conflict (a build defect).
-    pub fn new(engine: &Engine) -> wasmtime::Result<Self> {
-        let mut linker = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        super::wit::v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
-        super::wit::v0_2_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
-        Ok(Self { linker })
-    }
-}
 
 /// One directory a call sees.
 #[derive(Debug, Clone, PartialEq, Eq)]

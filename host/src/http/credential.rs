@@ -14,28 +14,15 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
 use super::AppState;
 use super::error::ApiError;
 use super::owner::has_token;
 use super::session::session_from_cookies;
 
-/// The root config's `mcp.auth`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthMode {
-    /// A credential only where the connection's user could not be verified (the default).
-    #[default]
-    Peer,
-    /// A credential on every API and MCP request, whoever connects.
-    Token,
-}
+pub use crate::instance::config::AuthMode;
 
-/// Whether the listener verified that the connection belongs to the owner's user; set on
-/// every request by [`super::listen`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerVerified(pub bool);
+pub use super::connection::PeerVerified;
 
 /// The middleware.
 pub async fn require(State(state): State<AppState>, request: Request, next: Next) -> Response {

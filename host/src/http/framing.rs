@@ -1,5 +1,5 @@
 //! Errors hyper answers by itself, before any route sees the request: a head it cannot
-//! parse (400), one larger than [`super::listen::MAX_HEAD_BYTES`] or with too many
+//! parse (400), one larger than [`MAX_HEAD_BYTES`] or with too many
 //! headers (431), a target too long (414), an unknown HTTP version (505). hyper writes
 //! them with an empty body; [`Enveloped`] wraps each connection and writes them as the
 //! error envelope instead — or, on the MCP routes, as a JSON-RPC error — so that every
@@ -16,6 +16,9 @@ use std::task::{Context, Poll};
 
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Largest request head accepted (request line and headers).
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
 
 /// How much of a request's start is kept to tell which route it was for.
 const REQUEST_START: usize = 128;
@@ -189,7 +192,7 @@ pub(crate) fn json_rpc_error(refusal: &super::error::ApiError) -> axum::response
 
 /// What a client is told when its request head is too large.
 pub(crate) static HEAD_TOO_LARGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("the request head is larger than {} KiB, or has too many headers", super::listen::MAX_HEAD_BYTES >> 10)
+    format!("the request head is larger than {} KiB, or has too many headers", MAX_HEAD_BYTES >> 10)
 });
 
 fn describe(status: u16) -> (&'static str, String) {

@@ -7,7 +7,7 @@
 //!
 //! Requests without `Origin` (local SDKs, the CLI, curl) pass. Refusals are 403 with the
 //! error envelope (a JSON-RPC error on the MCP routes); so is a head larger than
-//! [`super::listen::MAX_HEAD_BYTES`] (431).
+//! [`super::framing::MAX_HEAD_BYTES`] (431).
 
 use std::net::IpAddr;
 
@@ -49,7 +49,7 @@ fn admit(config: GateConfig, request: &Request) -> Result<(), ApiError> {
     // hyper's own limit on the head is approximate (a head read in one go can pass it).
     let head = request.uri().to_string().len()
         + request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
-    if head > super::listen::MAX_HEAD_BYTES {
+    if head > super::framing::MAX_HEAD_BYTES {
         return Err(ApiError::new(
             axum::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "headers_too_large",

@@ -30,7 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
 
-use super::credential::PeerVerified;
+pub use super::connection::{PeerVerified, Transport};
 use super::framing::Enveloped;
 use super::peer;
 
@@ -48,19 +48,9 @@ pub fn connection_cap(open_files: u64) -> usize {
 /// Time a client has to send a request head, and to start the next one on a kept-alive
 /// connection, before the connection is closed.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest request head accepted (request line and headers).
-pub const MAX_HEAD_BYTES: usize = 64 << 10;
+pub use super::framing::MAX_HEAD_BYTES;
 /// How long a refusal may take to write before the connection is dropped.
 const REFUSAL_WRITE: Duration = Duration::from_secs(1);
-
-/// Which listener a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// Loopback TCP.
-    Tcp,
-    /// The host's Unix-domain socket in its state directory.
-    Local,
-}
 
 /// Accepts and serves connections on the loopback TCP listener and (if any) the local
 /// socket until `shutdown` resolves; then lets the open ones finish for `grace` at most.

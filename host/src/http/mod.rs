@@ -1,11 +1,14 @@
 //! The HTTP surface: binding, the router with its two prefixes, the gate on
 //! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
 
+pub mod connection;
+pub mod console;
 pub mod credential;
 pub mod error;
 pub mod framing;
 pub mod gate;
 pub mod listen;
+pub mod mcp;
 pub mod owner;
 pub mod peer;
 pub mod routes;
@@ -59,7 +62,7 @@ pub struct AppState {
     /// What the gate checks (our port).
     pub gate: GateConfig,
     /// Who must send a credential (`mcp.auth`).
-    pub auth: credential::AuthMode,
+    pub auth: crate::instance::config::AuthMode,
     /// When the host started.
     pub started: Instant,
 }
@@ -108,7 +111,7 @@ pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, Bi
 /// The whole application: the console, every API route under both prefixes, the
 /// error-envelope fallbacks, the body limit and the gate.
 pub fn router(state: AppState, gate: GateConfig) -> Router {
-    let mut app = crate::console::routes();
+    let mut app = crate::http::console::routes();
     for (path, route) in routes::api() {
         app = app.route(&format!("{API_PREFIX}{path}"), route.clone()).route(&format!("{LEGACY_PREFIX}{path}"), route);
     }

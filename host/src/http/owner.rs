@@ -15,8 +15,8 @@ use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
 
 use super::AppState;
+use super::connection::Transport;
 use super::gate::{GateConfig, is_own_origin};
-use super::listen::Transport;
 use super::session::{Sessions, session_from_cookies};
 use crate::instance::owner::same_secret;
 

@@ -102,9 +102,21 @@ pub struct Grant {
 /// `mcp`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct McpConfig {
-    /// Who must send a credential (see [`crate::http::credential`]).
+    /// Who must send a credential.
     #[serde(default)]
-    pub auth: crate::http::credential::AuthMode,
+    pub auth: AuthMode,
+}
+
+/// The root config's `mcp.auth`: who must send a credential (see
+/// `crate::http::credential`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// A credential only where the connection's user could not be verified (the default).
+    #[default]
+    Peer,
+    /// A credential on every API and MCP request, whoever connects.
+    Token,
 }
 
 /// `pipeline`.

@@ -11,12 +11,11 @@
 //! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
 //! and mapping ids and progress tokens.
 
-pub mod endpoint;
 pub mod framing;
 pub mod host_tools;
-pub mod names;
 pub mod provider;
 
+use crate::catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

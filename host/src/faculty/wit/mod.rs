@@ -10,7 +10,10 @@
 pub mod v0_1_0;
 pub mod v0_2_0;
 
+pub use super::failure::{FailureKind, GuestFailure};
+
 use wasmtime::component::{Component, types::ComponentItem};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use super::sandbox::CallState;
@@ -22,82 +25,6 @@ const COMMAND_EXPORT: &str = "wasi:cli/run@0.2";
 
 /// WIT versions this host accepts, newest first.
 pub const SUPPORTED: &[&str] = &["0.2.0", "0.1.0"];
-
-/// What kind of failure a faculty reports (0.2.0 says so; for 0.1.0 failures and the
-/// host's own errors it is read off the code's spelling, see [`FailureKind::of_code`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureKind {
-    /// The input is wrong.
-    InvalidInput,
-    /// Something the input names does not exist.
-    NotFound,
-    /// The state moved on (stale, expired, taken).
-    Conflict,
-    /// The caller may not do this.
-    Forbidden,
-    /// Something needed is unavailable right now.
-    Unavailable,
-    /// Too large.
-    TooLarge,
-    /// The faculty could not do it, for a reason of its own.
-    Failed,
-    /// A defect in the faculty.
-    Internal,
-}
-
-impl FailureKind {
-    /// The kind a code's spelling suggests — the convention for failures that carry no
-    /// kind (`invalid_*` → invalid input, `*_not_found` → not found, `stale_*`,
-    /// `*_expired`, `*_conflict`, `*_not_active` → conflict, `*_required`, `*_invalid` →
-    /// forbidden, `*_unavailable`, `busy` → unavailable, `*_too_large` → too large).
-    #[must_use]
-    pub fn of_code(code: &str) -> Self {
-        match code {
-            "not_found" | "unknown_command" | "unknown_report" | "unknown_action" | "unknown_faculty" => Self::NotFound,
-            "forbidden" => Self::Forbidden,
-            "busy" | "timeout" | "shutting_down" => Self::Unavailable,
-            "internal" | "trap" => Self::Internal,
-            c if c.starts_with("invalid_") => Self::InvalidInput,
-            c if c.ends_with("_not_found") => Self::NotFound,
-            c if c.starts_with("stale_")
-                || c.ends_with("_expired")
-                || c.ends_with("_conflict")
-                || c.ends_with("_not_active") =>
-            {
-                Self::Conflict
-            }
-            c if c.ends_with("_invalid") || c.ends_with("_required") || c.ends_with("_only") => Self::Forbidden,
-            c if c.ends_with("_unavailable") => Self::Unavailable,
-            c if c.ends_with("_too_large") => Self::TooLarge,
-            _ => Self::Failed,
-        }
-    }
-}
-
-/// A faculty's failure, whatever its WIT version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuestFailure {
-    /// Its kind.
-    pub kind: FailureKind,
-    /// Its stable code.
-    pub code: String,
-    /// For people.
-    pub message: String,
-    /// More, for programs (0.2.0; boxed, so that errors stay small).
-    pub details: Option<Box<serde_json::Value>>,
-    /// Whether the faculty said the kind (0.2.0) rather than the host reading it off the
-    /// code (0.1.0).
-    pub typed: bool,
-}
-
-impl GuestFailure {
-    /// A failure without a declared kind (0.1.0, the host's own errors).
-    #[must_use]
-    pub fn untyped(code: String, message: String) -> Self {
-        Self { kind: FailureKind::of_code(&code), code, message, details: None, typed: false }
-    }
-}
 
 /// What a component is, read from its exports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +61,28 @@ pub fn flavor(engine: &Engine, component: &Component) -> Result<Flavor, String> 
         "it exports neither butler:faculty/guest nor wasi:cli/run (exports: {})",
         if exports.is_empty() { "none".to_owned() } else { exports.join(", ") }
     ))
+}
+
+/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
+/// and the `butler:faculty/host` imports of every supported version.
+pub struct Linkers {
+    /// Linker for faculties of every supported version and plain commands alike: WASI
+    /// and each version's `butler:faculty/host` (distinct interface names, one linker).
+    pub linker: Linker<CallState>,
+}
+
+impl Linkers {
+    /// Builds the linkers for `engine`.
+    ///
+    /// # Errors
+    /// Only if the bindings conflict (a build defect).
+    pub fn new(engine: &Engine) -> wasmtime::Result<Self> {
+        let mut linker = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        v0_2_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        Ok(Self { linker })
+    }
 }
 
 /// A faculty component, pre-linked for one WIT version.
@@ -178,7 +127,7 @@ impl FacultyPre {
     ///
     /// # Errors
     /// When the component imports something the host does not provide.
-    pub fn new(version: &str, linker: &super::sandbox::Linkers, component: &Component) -> wasmtime::Result<Self> {
+    pub fn new(version: &str, linker: &Linkers, component: &Component) -> wasmtime::Result<Self> {
         match version {
             "0.1.0" => Ok(Self::V0_1_0(v0_1_0::FacultyPre::new(linker.linker.instantiate_pre(component)?)?)),
             "0.2.0" => Ok(Self::V0_2_0(v0_2_0::FacultyPre::new(linker.linker.instantiate_pre(component)?)?)),

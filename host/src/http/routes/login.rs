@@ -45,7 +45,7 @@ pub async fn login(State(state): State<AppState>, ApiQuery(query): ApiQuery<Logi
         .map_err(|e| ApiError::internal(format!("cannot set the session cookie: {e}")))?;
     let mut response = StatusCode::SEE_OTHER.into_response();
     response.headers_mut().insert(SET_COOKIE, cookie);
-    response.headers_mut().insert(LOCATION, HeaderValue::from_static(crate::console::PAGE_PATH));
+    response.headers_mut().insert(LOCATION, HeaderValue::from_static(crate::http::console::PAGE_PATH));
     Ok(response)
 }
 

@@ -20,7 +20,7 @@ use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
-use crate::mcp::endpoint as mcp;
+use crate::http::mcp;
 
 use super::AppState;
 
@@ -108,7 +108,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::table;
-    use crate::http::credential::AuthMode;
+    use crate::instance::config::AuthMode;
 
     const OPENAPI: &str = include_str!("../../../../docs/openapi.json");
     const LAYOUT_SCHEMA: &str = include_str!("../../../../spec/layout.schema.json");

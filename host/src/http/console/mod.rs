@@ -20,7 +20,7 @@ use include_dir::{Dir, include_dir};
 
 use crate::http::ApiError;
 
-static ASSETS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/src/console/assets");
+static ASSETS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/src/http/console/assets");
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/myspace-butler/";

@@ -23,9 +23,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::framing::{self, ClientMessage as Message};
-use super::{Hub, RpcError, Scope, Session};
 use crate::http::AppState;
+use crate::mcp::framing::{self, ClientMessage as Message};
+use crate::mcp::{Hub, RpcError, Scope, Session};
 
 /// The revisions this endpoint speaks, newest first.
 pub const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
