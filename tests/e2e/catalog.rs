@@ -376,6 +376,9 @@ fn layout_round_trips_and_rejects_bad_input_without_losing_the_saved_one() {
     assert!(body["error"]["message"].as_str().expect("message").contains("/display/tools/mode"), "{body}");
     let (status, body) = put("{\"version\": 1,".to_owned());
     assert_error(status, &body, 400, "invalid_json");
+    // A key written twice: which one was meant? Refused, not guessed.
+    let (status, body) = put(r#"{"version": 1, "order": {"tools": ["a"]}, "order": {"tools": ["b"]}}"#.to_owned());
+    assert_error(status, &body, 400, "invalid_json");
     let oversized = format!("{{\"version\":1,\"pad\":\"{}\"}}", "x".repeat(2 * 1024 * 1024));
     let (status, body) = butler.raw("PUT", "/layout", &[("content-type", "application/json")], oversized.as_bytes());
     assert_error(status, &body, 413, "payload_too_large");

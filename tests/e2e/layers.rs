@@ -24,8 +24,8 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// Each `.rs` file under `dir`, with its code lines (comment lines dropped, a file's unit
-/// tests after `#[cfg(test)]` kept: they may use what their module uses).
+/// Each `.rs` file under `dir`, with its code lines (comment lines and trailing comments
+/// dropped; a file's unit tests after `#[cfg(test)]` kept).
 fn sources(dir: &Path) -> Vec<(PathBuf, Vec<String>)> {
     let mut out = Vec::new();
     let mut dirs = vec![dir.to_owned()];
@@ -141,4 +141,22 @@ fn the_parts_of_each_module_use_one_another_without_cycles() {
     }
     assert!(graphs.len() >= 8, "the modules were found: {:?}", graphs.keys());
     assert!(cycles.is_empty(), "cycles between the parts of a module:\n{}", cycles.join("\n"));
+}
+
+/// The host knows no pipeline: the words of the card pipeline appear in none of the host's
+/// code (its comments, its unit tests and the web console aside) — what a card, a
+/// candidate or a lease is lives in the faculties and their manifests.
+#[test]
+fn the_host_code_names_no_pipeline_concept() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let word = regex::Regex::new(r"(?i)\b(cards?|candidates?|leases?|batch(es)?|journals?|distill\w*|validity)\b")
+        .expect("regex");
+    let mut found = Vec::new();
+    for (file, lines) in sources(&src) {
+        let code = lines.iter().take_while(|l| l.as_str() != "#[cfg(test)]");
+        for line in code.filter(|l| word.is_match(l)) {
+            found.push(format!("{}: {line}", file.strip_prefix(&src).unwrap_or(&file).display()));
+        }
+    }
+    assert!(found.is_empty(), "pipeline words in the host's code:\n{}", found.join("\n"));
 }

@@ -101,15 +101,12 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     scan.inspector = Some(faculties.inspector());
     let catalog = spawn_loader(scan).await?;
     faculties.rescan_when_compiled(&catalog);
-    let first = catalog.current();
-    let runtime = Arc::clone(&faculties);
-    tokio::task::spawn_blocking(move || runtime.reconcile(&first)).await?;
-    faculties.spawn_reconciler(&catalog);
+    faculties.follow(&catalog).await;
     let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
     faculties.set_dispatch(pipeline.clone());
 
     let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
-    observations::spawn(Arc::clone(&faculties), &supervisor, &catalog);
+    observations::spawn(Arc::clone(&faculties), &supervisor, &catalog).await;
     supervisor.follow(&catalog).await;
     let host_tools = HostTools::new(Arc::clone(&faculties));
     let mcp = Hub::new(HostEnv::new(&instance, &host_url), host_tools, &instance.state_dir());

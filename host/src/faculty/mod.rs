@@ -640,6 +640,8 @@ pub struct FacultyRuntime {
     declared: RwLock<Arc<declared::Declared>>,
     /// Bumped when [`Self::declared`] changes (the hub tells its clients).
     declared_changes: tokio::sync::watch::Sender<u64>,
+    /// Bumped by every reconcile (and at shutdown): async waiters for readiness wake on it.
+    reconciles: tokio::sync::watch::Sender<u64>,
 }
 
 impl FacultyRuntime {
@@ -698,6 +700,7 @@ impl FacultyRuntime {
             failures: failures::FailureCounts::default(),
             declared: RwLock::default(),
             declared_changes: tokio::sync::watch::Sender::new(0),
+            reconciles: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -777,6 +780,7 @@ impl FacultyRuntime {
         self.store_locks.wake_all();
         let _pending = lock(&self.pending);
         self.reconciled.notify_all();
+        self.reconciles.send_modify(|n| *n += 1);
     }
 
     /// Installs the router behind `host.call` (once, at start).
@@ -811,8 +815,12 @@ impl FacultyRuntime {
         let declared = declared::Declared::from_catalog(catalog);
         let changed = {
             let mut current = self.declared.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // What a client of the hub sees of a tool: its name, description, schema and endpoints.
+            let seen = |o: &Arc<declared::Offer>| {
+                (o.public.clone(), o.description.clone(), o.schema.clone(), o.endpoints.clone())
+            };
             let changed = current.serving != declared.serving
-                || current.offers.iter().map(|o| &o.public).ne(declared.offers.iter().map(|o| &o.public));
+                || current.offers.iter().map(seen).ne(declared.offers.iter().map(seen));
             *current = Arc::new(declared);
             changed
         };
@@ -822,6 +830,13 @@ impl FacultyRuntime {
         let ids = pending_ids(catalog);
         lock(&self.pending).ids = ids;
         self.reconciled.notify_all();
+        self.reconciles.send_modify(|n| *n += 1);
+    }
+
+    /// Tells when a reconcile ran (the readiness may have changed), for async waiters.
+    #[must_use]
+    pub fn reconciles(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reconciles.subscribe()
     }
 
     /// What the registered faculties declare now.
@@ -863,19 +878,20 @@ impl FacultyRuntime {
         }
     }
 
-    /// Reconciles on every published snapshot, off the async threads.
-    pub fn spawn_reconciler(self: &Arc<Self>, catalog: &CatalogHandle) {
+    /// Reconciles with the current snapshot now and then with every new one, off the
+    /// async threads — through [`CatalogHandle::follow`], like every reconciler.
+    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
         let runtime = Arc::clone(self);
-        let mut snapshots = catalog.subscribe();
-        tokio::spawn(async move {
-            while snapshots.changed().await.is_ok() {
-                let snapshot = snapshots.borrow_and_update().clone();
+        catalog
+            .follow(move |snapshot| {
                 let runtime = Arc::clone(&runtime);
-                if tokio::task::spawn_blocking(move || runtime.reconcile(&snapshot)).await.is_err() {
-                    tracing::error!("faculty runtime: a reconcile panicked");
+                async move {
+                    if tokio::task::spawn_blocking(move || runtime.reconcile(&snapshot)).await.is_err() {
+                        tracing::error!("faculty runtime: a reconcile panicked");
+                    }
                 }
-            }
-        });
+            })
+            .await;
     }
 
     /// Whether every faculty the catalog found can be called.

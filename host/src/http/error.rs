@@ -107,7 +107,9 @@ fn body_rejection(status: StatusCode, text: String) -> ApiError {
     ApiError::new(status, code, message)
 }
 
-/// A JSON request body whose rejections use the error envelope.
+/// A JSON request body (`Content-Type: application/json`, else 415), read strictly — a key
+/// written twice is refused, since which one was meant cannot be known — whose rejections
+/// use the error envelope.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
@@ -119,8 +121,28 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
-        Ok(Self(value))
+        let json = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(str::trim)
+            .is_some_and(|mime| mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json"));
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the body must be JSON, sent with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await?;
+        let text =
+            std::str::from_utf8(&bytes).map_err(|_| ApiError::bad_request("invalid_json", "the body is not UTF-8"))?;
+        let value = crate::json::parse(text)
+            .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+        let typed = serde_json::from_value(value)
+            .map_err(|e| ApiError::bad_request("invalid_json", format!("the body does not fit: {e}")))?;
+        Ok(Self(typed))
     }
 }
 

@@ -60,8 +60,13 @@ impl HostTools {
     /// client that lists or calls at the host's start sees the tools they will offer.
     pub async fn settle(&self) {
         let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
-        while !self.runtime.readiness().ready && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let mut reconciles = self.runtime.reconciles();
+        while !self.runtime.readiness().ready {
+            // Woken by the next reconcile; the deadline bounds the wait either way.
+            match tokio::time::timeout_at(deadline, reconciles.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
         }
     }
 

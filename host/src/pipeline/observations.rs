@@ -41,7 +41,7 @@ pub fn take(runtime: &FacultyRuntime, observation: &Value, context: &CallContext
 }
 
 /// Records supervision failures and rescan changes from now on.
-pub fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalog: &CatalogHandle) {
+pub async fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalog: &CatalogHandle) {
     let record = move |observation: Value| {
         let runtime = Arc::clone(&runtime);
         async move {
@@ -68,17 +68,23 @@ pub fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalog: &Ca
         }
     });
 
-    let mut snapshots = catalog.subscribe();
-    tokio::spawn(async move {
-        let mut seen = Seen::of(&snapshots.borrow_and_update());
-        while snapshots.changed().await.is_ok() {
-            let next = Seen::of(&snapshots.borrow_and_update());
-            for observation in seen.changes(&next) {
-                record(observation).await;
+    // What the previous snapshot registered; the first one only sets it.
+    let seen: Arc<tokio::sync::Mutex<Option<Seen>>> = Arc::default();
+    catalog
+        .follow(move |snapshot| {
+            let (seen, record) = (Arc::clone(&seen), record.clone());
+            async move {
+                let next = Seen::of(&snapshot);
+                let mut seen = seen.lock().await;
+                if let Some(before) = seen.as_ref() {
+                    for observation in before.changes(&next) {
+                        record(observation).await;
+                    }
+                }
+                *seen = Some(next);
             }
-            seen = next;
-        }
-    });
+        })
+        .await;
 }
 
 /// The observation of a failure exit.
