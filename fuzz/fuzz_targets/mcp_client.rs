@@ -8,11 +8,11 @@
 //! the hub's id and token.
 #![no_main]
 
+use butler_host::catalog::names;
 use butler_host::mcp::framing::{
     ClientMessage, ProviderLine, ProviderRoute, client_messages, provider_line, provider_lines, provider_request,
     tool_call_params,
 };
-use butler_host::mcp::names;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         Value::Array(items) => items.clone(),
         other => vec![other.clone()],
     };
-    assert_eq!(body.batch, parsed.is_array());
+    assert_eq!(body.array, parsed.is_array());
     assert!(!body.messages.is_empty());
     assert_eq!(body.messages.len(), items.len());
     for (index, (message, raw)) in body.messages.iter().zip(&items).enumerate() {
