@@ -16,17 +16,16 @@
 //! - [`time`] — wall-clock time as the API and logs show it.
 
 pub mod catalog;
+pub use butler_catalog::{json, validation};
 pub mod faculty;
 pub mod http;
 pub mod instance;
-pub mod json;
 pub mod mcp;
 pub mod pipeline;
 pub mod process;
 pub mod supervise;
 pub mod text;
 pub mod time;
-pub mod validation;
 
 /// Locks `mutex`, carrying on past a panic in another holder: every value kept behind one
 /// of the host's mutexes stays consistent between statements.

@@ -160,3 +160,21 @@ fn the_host_code_names_no_pipeline_concept() {
     }
     assert!(found.is_empty(), "pipeline words in the host's code:\n{}", found.join("\n"));
 }
+
+/// The manifest/catalog crate stands alone: types, validation and the scan, built and
+/// tested without the host, and without an async runtime, an HTTP stack or WebAssembly.
+#[test]
+fn the_catalog_crate_needs_no_async_runtime_http_or_wasm() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "-p", "butler-catalog", "-e", "normal", "--prefix", "none", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let crates: BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(crates.contains("butler-catalog") && crates.contains("jsonschema"), "{tree}");
+    for heavy in ["tokio", "axum", "hyper", "wasmtime", "notify", "butler-host"] {
+        assert!(!crates.contains(heavy), "butler-catalog depends on {heavy}:\n{tree}");
+    }
+}

@@ -1,18 +1,20 @@
 //! The catalog: every extension found under the instance's scan roots, plus a diagnostic
-//! for every manifest that could not be registered.
-//!
-//! The [`loader`] task is the only code that reads manifests. It publishes immutable
-//! [`Catalog`] snapshots; the other subsystems subscribe and reconcile against them.
-//! [`public`] is the only view of a snapshot that leaves the host.
+//! for every manifest that could not be registered — the manifests' types, their
+//! validation against `spec/butler.schema.json` and the host's own rules, and the scan.
+//! Synchronous and free of any async runtime: the host's loader task runs [`scan`] and
+//! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
+//! a snapshot that leaves the host. [`json`] and [`validation`] are the strict JSON reading
+//! and schema checking the rest of the host uses too.
 
 pub mod component;
 pub mod icon;
-pub mod loader;
+pub mod json;
 pub mod manifest;
 pub mod names;
 pub mod public;
 mod rules;
 pub mod scan;
+pub mod validation;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +23,6 @@ use serde::Serialize;
 
 pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentRef, InspectError};
 pub use icon::Icon;
-pub use loader::{CatalogHandle, spawn_loader};
 pub use manifest::{Kind, Manifest};
 pub use rules::is_action;
 pub use scan::{ScanConfig, check_manifest, check_manifest_bytes, scan, scan_confirming};

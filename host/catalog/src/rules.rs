@@ -127,7 +127,7 @@ fn tool_rules(faculty: &str, index: usize, tool: &super::manifest::CommandTool, 
             message: format!("`{namespace}` is not a valid MCP namespace (^[a-z][a-z0-9_]{{0,23}}$, no `__`)"),
         });
     }
-    if let Err(reason) = crate::catalog::names::public(&namespace, &tool.tool) {
+    if let Err(reason) = crate::names::public(&namespace, &tool.tool) {
         errors.push(SchemaError { pointer: format!("{at}/tool"), message: reason });
     }
     if let Some(input) = &tool.input
