@@ -75,7 +75,12 @@ pub fn resolve(spec: Option<&str>, name: &str, dir: &Path) -> (Icon, Option<Stri
     };
     match check(&source) {
         Ok(()) => (Icon::Image { source, media_type }, None),
-        Err(why) => (letter(), Some(format!("icon `{spec}` cannot be used ({why}); showing a letter instead"))),
+        Err(why) => {
+            // The path is the manifest author's text: a control character in it must not
+            // break the message into lines.
+            let (spec, why) = (crate::validation::one_line(spec), crate::validation::one_line(&why));
+            (letter(), Some(format!("icon `{spec}` cannot be used ({why}); showing a letter instead")))
+        }
     }
 }
 
@@ -169,6 +174,14 @@ mod tests {
             resolve(Some("data:image/png;base64,AAAA"), "x", dir).0,
             Icon::Url("data:image/png;base64,AAAA".into())
         );
+    }
+
+    #[test]
+    fn a_path_with_a_newline_gives_a_one_line_warning() {
+        let (icon, warning) = resolve(Some("/nonexist\nt/icon.png"), "x", Path::new("/nonexistent"));
+        assert_eq!(icon, Icon::Letter("X".into()));
+        let warning = warning.expect("a warning");
+        assert!(!warning.contains('\n') && warning.contains("/nonexist\\nt/icon.png"), "{warning}");
     }
 
     #[test]

@@ -25,10 +25,13 @@ pub fn public(namespace: &str, name: &str) -> Result<String, String> {
         return Err("the tool has an empty name".to_owned());
     }
     if full.len() > MAX_NAME {
-        return Err(format!("`{full}` is longer than {MAX_NAME} characters"));
+        return Err(format!("`{}` is longer than {MAX_NAME} characters", crate::validation::one_line(&full)));
     }
     if let Some(bad) = full.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        return Err(format!("`{full}` contains {bad:?}; public names are letters, digits, `_` and `-`"));
+        return Err(format!(
+            "`{}` contains {bad:?}; public names are letters, digits, `_` and `-`",
+            crate::validation::one_line(&full)
+        ));
     }
     Ok(full)
 }

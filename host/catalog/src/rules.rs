@@ -124,7 +124,10 @@ fn tool_rules(faculty: &str, index: usize, tool: &super::manifest::CommandTool, 
         let pointer = if tool.namespace.is_some() { format!("{at}/namespace") } else { "/id".to_owned() };
         errors.push(SchemaError {
             pointer,
-            message: format!("`{namespace}` is not a valid MCP namespace (^[a-z][a-z0-9_]{{0,23}}$, no `__`)"),
+            message: format!(
+                "`{}` is not a valid MCP namespace (^[a-z][a-z0-9_]{{0,23}}$, no `__`)",
+                crate::validation::one_line(&namespace)
+            ),
         });
     }
     if let Err(reason) = crate::names::public(&namespace, &tool.tool) {
@@ -173,7 +176,7 @@ fn unique<'a>(errors: &mut Vec<SchemaError>, field: &str, ids: impl Iterator<Ite
         if !seen.insert(id) {
             errors.push(SchemaError {
                 pointer: format!("/{field}/{index}/id"),
-                message: format!("id `{id}` is used twice in `{field}`"),
+                message: format!("id `{}` is used twice in `{field}`", crate::validation::one_line(id)),
             });
         }
     }

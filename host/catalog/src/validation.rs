@@ -158,7 +158,10 @@ fn explain(pointer: &str, kind: &ValidationErrorKind, root: &Value, context: &st
                 push(pointer.to_owned(), not_message(schema));
             } else {
                 for field in present {
-                    push(format!("{pointer}/{}", escape_pointer(field)), format!("`{field}` is not allowed{context}"));
+                    push(
+                        format!("{pointer}/{}", escape_pointer(field)),
+                        format!("`{}` is not allowed{context}", one_line(field)),
+                    );
                 }
             }
         }
