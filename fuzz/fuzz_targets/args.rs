@@ -9,8 +9,8 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
+use butler_faculty::args::{ArgSpec, Argv};
 use butler_host::catalog::manifest::CommandArg;
-use butler_host::faculty::args::{ArgSpec, Argv};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 

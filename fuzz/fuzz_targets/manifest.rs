@@ -10,8 +10,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use butler_faculty::args::ArgSpec;
 use butler_host::catalog::{Manifest, Severity, check_manifest_bytes, is_action};
-use butler_host::faculty::args::ArgSpec;
 use libfuzzer_sys::fuzz_target;
 
 /// A folder that does not exist: image icons resolve to a letter, nothing is read.

@@ -9,7 +9,7 @@
 #![no_main]
 
 use butler_host::catalog::names;
-use butler_host::mcp::framing::{
+use butler_mcp::framing::{
     ClientMessage, ProviderLine, ProviderRoute, client_messages, provider_line, provider_lines, provider_request,
     tool_call_params,
 };
@@ -100,7 +100,7 @@ fn forwarded(id: u64, method: &str, params: Value) {
         assert_eq!(sent["params"], params);
     }
     // The provider would see a request of the hub's: were it echoed back, the hub answers.
-    let ProviderRoute::Answer(answer) = butler_host::mcp::framing::provider_route(sent) else {
+    let ProviderRoute::Answer(answer) = butler_mcp::framing::provider_route(sent) else {
         panic!("a request is answered")
     };
     assert_eq!(answer["id"], id);

@@ -8,7 +8,7 @@
 //! well-formed JSON-RPC response to the same id, sendable as one line.
 #![no_main]
 
-use butler_host::mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_route};
+use butler_mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_route};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use butler_faculty::{CallContext, FacultyRuntime};
 use butler_host::catalog::loader::DEBOUNCE;
 use butler_host::catalog::{ScanConfig, scan};
-use butler_host::faculty::{CallContext, FacultyRuntime};
 use butler_host::instance::Instance;
 use butler_host::pipeline::PipelineRouter;
 use serde_json::{Map, Value, json};
@@ -278,7 +278,7 @@ fn b1_faculty_call() {
     std::fs::copy(guests::PROBE, root.join("faculties/probe.wasm")).expect("copy probe");
     std::fs::copy(guests::NOTES, root.join("faculties/notes.wasm")).expect("copy notes");
     let (instance, _) = Instance::open_or_create(root).expect("instance");
-    let runtime = FacultyRuntime::new(&instance, "http://127.0.0.1:9").expect("runtime");
+    let runtime = FacultyRuntime::new(instance.faculty_setup("http://127.0.0.1:9")).expect("runtime");
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
     // New components compile in the background: rescan until both are registered.
@@ -527,7 +527,7 @@ fn b8_live_reload() {
     let baseline_dir = tempfile::tempdir().expect("temp");
     std::fs::write(baseline_dir.path().join("butler.json"), "{}").expect("root config");
     let (baseline_instance, _) = Instance::open_or_create(baseline_dir.path()).expect("instance");
-    let checker = FacultyRuntime::for_check(&baseline_instance).expect("runtime");
+    let checker = FacultyRuntime::for_check(baseline_instance.faculty_setup("")).expect("runtime");
     let inspector = checker.inspector();
     let target = root.join("faculties").join("probe.wasm");
     let compiles_before = host.faculties()["runtime"]["compiles"].as_u64().unwrap_or(0);
@@ -685,7 +685,7 @@ fn b9_memory() {
             .collect();
         // The host executes at most MAX_CONCURRENT_CALLS at once; the rest wait their turn
         // without a thread. Wait until every executing slot is blocked on the FIFO.
-        let executing = CONCURRENT.min(butler_host::faculty::MAX_CONCURRENT_CALLS);
+        let executing = CONCURRENT.min(butler_faculty::MAX_CONCURRENT_CALLS);
         let blocked = poll(Duration::from_secs(60), Duration::from_millis(1), || {
             let blocked = blocked_on_fifo(pid);
             (blocked >= executing).then_some(blocked)
@@ -730,7 +730,7 @@ fn b9_memory() {
     line_in(
         &format!(
             "B9 RSS growth with 100 faculty calls in flight, {} executing at once (baseline = idle RSS)",
-            butler_host::faculty::MAX_CONCURRENT_CALLS
+            butler_faculty::MAX_CONCURRENT_CALLS
         ),
         mib(peak.saturating_sub(idle)),
         mib(idle),
@@ -1006,7 +1006,7 @@ struct Pipeline {
 
 impl Pipeline {
     fn new(instance: &Instance) -> Self {
-        let runtime = FacultyRuntime::new(instance, "http://127.0.0.1:9").expect("runtime");
+        let runtime = FacultyRuntime::new(instance.faculty_setup("http://127.0.0.1:9")).expect("runtime");
         let mut config = instance.scan_config();
         config.inspector = Some(runtime.inspector());
         let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {

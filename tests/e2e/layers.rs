@@ -1,24 +1,38 @@
-//! The host's modules form layers: each uses only the ones below it, and inside a module
-//! its parts use one another without cycles — so that each layer can become a crate of
-//! its own and be tested alone. Read off the source: every `crate::<module>` a file's code
+//! The host is crates in layers, and the `butler-host` crate's own modules are layers
+//! too: each uses only what lies below it, and inside a crate or a module the parts use
+//! one another without cycles — so each part can be changed and tested alone. Crates are
+//! read off `cargo tree`; modules off the source: every `crate::<module>` a file's code
 //! names (comments and doc links aside), and every `super::<part>` inside a module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Bottom to top. The first layer holds the small shared helpers of `lib.rs` and its
-/// single-file modules.
+/// The host's crates, bottom to top, with their folders under `host/`: each may depend
+/// only on crates before it.
+const CRATES: &[(&str, &str)] = &[
+    ("butler-catalog", "catalog"),
+    ("butler-process", "process"),
+    ("butler-faculty", "faculty"),
+    ("butler-mcp", "mcp"),
+    ("butler-host", ""),
+];
+
+/// The `butler-host` crate's modules, bottom to top. The first layer holds what `lib.rs`
+/// re-exports of the shared helpers.
 const LAYERS: &[&[&str]] = &[
     &["json", "text", "time", "validation", "lock", "VERSION"],
     &["catalog"],
     &["instance"],
-    &["process"],
     &["supervise"],
-    &["faculty"],
     &["pipeline"],
-    &["mcp"],
     &["http"],
 ];
+
+/// The `src` folder of each crate, by name.
+fn crate_sources() -> Vec<(&'static str, PathBuf)> {
+    let host = Path::new(env!("CARGO_MANIFEST_DIR"));
+    CRATES.iter().map(|(name, dir)| (*name, host.join(dir).join("src"))).collect()
+}
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
@@ -49,7 +63,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, Vec<String>)> {
     out
 }
 
-/// The top-level module a file of `src` belongs to (`faculty` for `src/faculty/run.rs`).
+/// The top-level module a file of `src` belongs to (`supervise` for `src/supervise/item.rs`).
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let relative = file.strip_prefix(src).ok()?;
     let first = relative.components().next()?.as_os_str().to_str()?;
@@ -85,52 +99,66 @@ fn each_module_uses_only_the_layers_below_it() {
             }
         }
     }
-    assert!(seen.len() >= 8, "the modules were found: {seen:?}");
+    assert!(seen.len() >= 5, "the modules were found: {seen:?}");
     assert!(wrong.is_empty(), "uses against the layers:\n{}", wrong.into_iter().collect::<Vec<_>>().join("\n"));
 }
 
-#[test]
-fn the_parts_of_each_module_use_one_another_without_cycles() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let part = regex::Regex::new(r"\bsuper::(super::)?([a-z_]+)").expect("regex");
-    // module → part → the parts it uses
+/// Part → the parts it uses, for every library crate (its top-level files and folders
+/// are its parts) and every module of `butler-host`.
+fn part_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let sibling_of_part = regex::Regex::new(r"\b(crate|super)::(super::)?([a-z_]+)").expect("regex");
     let mut graphs: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for (file, lines) in sources(&src) {
-        let Some(module) = module_of(&src, &file) else { continue };
-        let relative = file.strip_prefix(&src).expect("under src");
-        let parts: Vec<&str> = relative.iter().filter_map(|c| c.to_str()).collect();
-        // `faculty/run.rs` is part `run`; `faculty/wit/v0_1_0.rs` belongs to part `wit`;
-        // `faculty/mod.rs` is the module itself.
-        let (name, depth) = match parts.as_slice() {
-            [_, file] => (file.trim_end_matches(".rs").to_owned(), 1),
-            [_, sub, _, ..] => ((*sub).to_owned(), 2),
-            _ => continue,
-        };
-        if name == "mod" {
-            continue;
-        }
-        let uses = graphs.entry(module).or_default().entry(name.clone()).or_default();
-        for line in &lines {
-            for found in part.captures_iter(line) {
-                // `super::x` from a part is its sibling `x`; from a part's own sub-file,
-                // `super::super::x` is.
-                let sibling = found.get(1).is_some() == (depth == 2);
-                let used = &found[2];
-                if sibling && used != name && used != "super" {
-                    uses.insert(used.to_owned());
+    for (krate, src) in crate_sources() {
+        let library = krate != "butler-host";
+        for (file, lines) in sources(&src) {
+            let relative = file.strip_prefix(&src).expect("under src");
+            let path: Vec<&str> = relative.iter().filter_map(|c| c.to_str()).collect();
+            // In a library crate, `run.rs` is part `run` and `wit/v0_1_0.rs` belongs to
+            // part `wit`. In `butler-host`, `supervise/item.rs` is part `item` of module
+            // `supervise`; `supervise/mod.rs` is the module itself.
+            let parts: &[&str] = if library { &path } else { path.get(1..).unwrap_or_default() };
+            let unit = if library { krate.to_owned() } else { format!("{krate}::{}", path[0].trim_end_matches(".rs")) };
+            let (name, depth) = match parts {
+                [file] => (file.trim_end_matches(".rs").to_owned(), 1),
+                [sub, _, ..] => ((*sub).to_owned(), 2),
+                _ => continue,
+            };
+            if name == "mod" || name == "lib" || name == "main" {
+                continue;
+            }
+            let uses = graphs.entry(unit).or_default().entry(name.clone()).or_default();
+            for line in &lines {
+                for found in sibling_of_part.captures_iter(line) {
+                    // From a part, `super::x` is its sibling `x`; from a part's own
+                    // sub-file, `super::super::x` is. In a library crate, `crate::x` is
+                    // always a part.
+                    let sibling = match &found[1] {
+                        "crate" => library && found.get(2).is_none(),
+                        _ => found.get(2).is_some() == (depth == 2),
+                    };
+                    let used = &found[3];
+                    if sibling && used != name && used != "super" {
+                        uses.insert(used.to_owned());
+                    }
                 }
             }
         }
     }
+    graphs
+}
+
+#[test]
+fn the_parts_of_each_crate_and_module_use_one_another_without_cycles() {
+    let graphs = part_graphs();
     let mut cycles = Vec::new();
-    for (module, graph) in &graphs {
+    for (unit, graph) in &graphs {
         for start in graph.keys() {
             // Is `start` reachable from what it uses?
             let mut stack: Vec<&String> = graph[start].iter().collect();
             let mut visited = BTreeSet::new();
             while let Some(next) = stack.pop() {
                 if next == start {
-                    cycles.push(format!("{module}: `{start}` reaches itself"));
+                    cycles.push(format!("{unit}: `{start}` reaches itself"));
                     break;
                 }
                 if visited.insert(next.clone()) {
@@ -139,8 +167,10 @@ fn the_parts_of_each_module_use_one_another_without_cycles() {
             }
         }
     }
-    assert!(graphs.len() >= 8, "the modules were found: {:?}", graphs.keys());
-    assert!(cycles.is_empty(), "cycles between the parts of a module:\n{}", cycles.join("\n"));
+    for krate in ["butler-catalog", "butler-process", "butler-faculty", "butler-mcp", "butler-host::http"] {
+        assert!(graphs.get(krate).is_some_and(|g| g.len() >= 3), "the parts of {krate} were found: {graphs:?}");
+    }
+    assert!(cycles.is_empty(), "cycles between the parts of a crate or module:\n{}", cycles.join("\n"));
 }
 
 /// The host knows no pipeline: the words of the card pipeline appear in none of the host's
@@ -148,33 +178,66 @@ fn the_parts_of_each_module_use_one_another_without_cycles() {
 /// candidate or a lease is lives in the faculties and their manifests.
 #[test]
 fn the_host_code_names_no_pipeline_concept() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let word = regex::Regex::new(r"(?i)\b(cards?|candidates?|leases?|batch(es)?|journals?|distill\w*|validity)\b")
         .expect("regex");
+    let host = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
-    for (file, lines) in sources(&src) {
-        let code = lines.iter().take_while(|l| l.as_str() != "#[cfg(test)]");
-        for line in code.filter(|l| word.is_match(l)) {
-            found.push(format!("{}: {line}", file.strip_prefix(&src).unwrap_or(&file).display()));
+    let mut files = 0;
+    for (_, src) in crate_sources() {
+        for (file, lines) in sources(&src) {
+            files += 1;
+            let code = lines.iter().take_while(|l| l.as_str() != "#[cfg(test)]");
+            for line in code.filter(|l| word.is_match(l)) {
+                found.push(format!("{}: {line}", file.strip_prefix(host).unwrap_or(&file).display()));
+            }
         }
     }
+    assert!(files > 60, "the host's sources were found ({files} files)");
     assert!(found.is_empty(), "pipeline words in the host's code:\n{}", found.join("\n"));
 }
 
-/// The manifest/catalog crate stands alone: types, validation and the scan, built and
-/// tested without the host, and without an async runtime, an HTTP stack or WebAssembly.
-#[test]
-fn the_catalog_crate_needs_no_async_runtime_http_or_wasm() {
+/// What `cargo tree` says crate `name` depends on (normal dependencies, transitively).
+fn dependencies_of(name: &str) -> BTreeSet<String> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["tree", "-p", "butler-catalog", "-e", "normal", "--prefix", "none", "--offline"])
+        .args(["tree", "-p", name, "-e", "normal", "--prefix", "none", "--offline"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let tree = String::from_utf8_lossy(&out.stdout);
-    let crates: BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    assert!(crates.contains("butler-catalog") && crates.contains("jsonschema"), "{tree}");
-    for heavy in ["tokio", "axum", "hyper", "wasmtime", "notify", "butler-host"] {
-        assert!(!crates.contains(heavy), "butler-catalog depends on {heavy}:\n{tree}");
+    let crates: BTreeSet<String> =
+        tree.lines().filter_map(|l| l.split_whitespace().next()).filter(|c| *c != name).map(str::to_owned).collect();
+    assert!(!crates.is_empty(), "cargo tree listed nothing for {name}");
+    crates
+}
+
+/// Each crate depends only on the host's crates below it, and each part of the host is
+/// built without what it has no business with: the manifests without an async runtime,
+/// the faculty runtime and the MCP hub without an HTTP stack, nothing but the binary with
+/// the file watcher.
+#[test]
+fn the_crates_form_layers_and_carry_only_what_they_need() {
+    let heavy: &[(&str, &[&str])] = &[
+        ("butler-catalog", &["tokio", "axum", "hyper", "wasmtime", "notify"]),
+        ("butler-process", &["axum", "hyper", "wasmtime", "notify"]),
+        ("butler-faculty", &["axum", "hyper", "notify"]),
+        ("butler-mcp", &["axum", "hyper", "notify"]),
+    ];
+    for (at, (name, _)) in CRATES.iter().enumerate() {
+        let deps = dependencies_of(name);
+        for (above, _) in &CRATES[at..] {
+            assert!(!deps.contains(*above), "{name} depends on {above}, which is not below it");
+        }
+        if *name == "butler-host" {
+            for (below, _) in &CRATES[..at] {
+                assert!(deps.contains(*below), "butler-host does not use {below}: is it still a layer?");
+            }
+        }
+        if let Some((_, avoid)) = heavy.iter().find(|(n, _)| n == name) {
+            for crate_name in *avoid {
+                assert!(!deps.contains(*crate_name), "{name} depends on {crate_name}:\n{deps:?}");
+            }
+        }
     }
+    assert!(dependencies_of("butler-faculty").contains("wasmtime"), "the faculty runtime runs on wasmtime");
 }

@@ -49,7 +49,7 @@ impl Drop for Proxy {
 fn tree_rss(pid: u32) -> (u64, u64) {
     let Some(root) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return (0, 0) };
     let (mut total, mut provider) = (status_kib(pid, "VmRSS"), 0);
-    for child in butler_host::process::tree::descendants(root) {
+    for child in butler_process::tree::descendants(root) {
         let raw = u32::try_from(child.as_raw_nonzero().get()).unwrap_or(0);
         if std::fs::metadata(format!("/proc/{raw}/status")).is_ok() {
             let rss = status_kib(raw, "VmRSS");

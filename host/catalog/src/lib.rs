@@ -3,10 +3,16 @@
 //! validation against `spec/butler.schema.json` and the host's own rules, and the scan.
 //! Synchronous and free of any async runtime: the host's loader task runs [`scan`] and
 //! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
-//! a snapshot that leaves the host. [`json`] and [`validation`] are the strict JSON reading
-//! and schema checking the rest of the host uses too.
+//! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
+//! snapshots implements.
+//!
+//! The bottom of the host's layers, so it also holds the few helpers every layer shares:
+//! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
+//! checks with readable messages), [`files`] (atomic writes), [`text`] (clipping echoed
+//! text), [`time`] (wall-clock time as the API shows it) and [`lock`].
 
 pub mod component;
+pub mod files;
 pub mod icon;
 pub mod json;
 pub mod manifest;
@@ -14,6 +20,8 @@ pub mod names;
 pub mod public;
 mod rules;
 pub mod scan;
+pub mod text;
+pub mod time;
 pub mod validation;
 
 use std::path::PathBuf;
@@ -28,6 +36,20 @@ pub use rules::is_action;
 pub use scan::{ScanConfig, check_manifest, check_manifest_bytes, scan, scan_confirming};
 
 use crate::validation::SchemaError;
+
+/// Locks `mutex`, carrying on past a panic in another holder: every value kept behind one
+/// of the host's mutexes stays consistent between statements.
+pub fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A subsystem that follows the catalog (a reconciler): the host's loader calls
+/// [`Follow::on_snapshot`] with the current snapshot, then with every new one, in order
+/// and one at a time, so a follower never sees two snapshots at once.
+pub trait Follow: Send + Sync + 'static {
+    /// Brings the subsystem in line with `snapshot`.
+    fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) -> impl Future<Output = ()> + Send;
+}
 
 /// A registered extension.
 #[derive(Debug, Clone, PartialEq)]

@@ -58,9 +58,16 @@ impl CatalogHandle {
         self.snapshots.clone()
     }
 
+    /// Hands `follower` the current snapshot now, then every new one, in order, on a task
+    /// of its own: how every reconciler (the faculty runtime, supervision, the MCP hub)
+    /// follows the catalog.
+    pub async fn follow<F: super::Follow>(&self, follower: Arc<F>) {
+        self.follow_with(move |snapshot| Arc::clone(&follower).on_snapshot(snapshot)).await;
+    }
+
     /// Runs `reconcile` on the current snapshot now, then on every new one, in order, on a
-    /// task of its own: the shape every reconciler (supervision, the MCP hub) follows.
-    pub async fn follow<F, Fut>(&self, reconcile: F)
+    /// task of its own ([`Self::follow`] for a closure).
+    pub async fn follow_with<F, Fut>(&self, reconcile: F)
     where
         F: Fn(Arc<Catalog>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send,

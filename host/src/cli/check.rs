@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use butler_faculty::FacultyRuntime;
 use butler_host::catalog::scan::MANIFEST_FILE;
 use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan};
-use butler_host::faculty::FacultyRuntime;
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -109,8 +109,8 @@ fn check_extension(path: &Path) -> Outcome {
 
 fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let instance = Instance::open(path)?;
-    let runtime =
-        FacultyRuntime::for_check(&instance).map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
+    let runtime = FacultyRuntime::for_check(instance.faculty_setup(""))
+        .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
     let catalog = scan(&config, None);

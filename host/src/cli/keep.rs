@@ -1,5 +1,5 @@
 //! `butler keep` (hidden): the keeper every hosted process runs under. Started by the host
-//! itself, never by hand; see `butler_host::process::keeper`.
+//! itself, never by hand; see `butler_process::keeper`.
 
 use std::process::ExitCode;
 
@@ -16,5 +16,5 @@ pub struct Args {
 
 /// Runs the keeper.
 pub fn run(args: &Args) -> ExitCode {
-    butler_host::process::keeper::run(args.host_pid, &args.argv)
+    butler_process::keeper::run(args.host_pid, &args.argv)
 }

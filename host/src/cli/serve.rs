@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use butler_faculty::FacultyRuntime;
 use butler_host::catalog::spawn_loader;
-use butler_host::faculty::FacultyRuntime;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
 use butler_host::instance::{HostLock, Instance, owner};
-use butler_host::mcp::{HostTools, Hub};
 use butler_host::pipeline::{PipelineRouter, observations};
-use butler_host::process::HostEnv;
 use butler_host::supervise::Supervisor;
+use butler_mcp::{HostTools, Hub};
 
 use super::settings::{self, Settings};
 
@@ -95,22 +94,24 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let host_url = format!("http://{local}");
     let owner_token = owner::ensure(&instance.state_dir()).context("cannot create the owner token")?;
 
-    let faculties = FacultyRuntime::new(&instance, &host_url)
+    let faculties = FacultyRuntime::new(instance.faculty_setup(&host_url))
         .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
     let mut scan = instance.scan_config();
     scan.inspector = Some(faculties.inspector());
     let catalog = spawn_loader(scan).await?;
-    faculties.rescan_when_compiled(&catalog);
-    faculties.follow(&catalog).await;
+    let rescan = catalog.clone();
+    faculties.when_compiled(move || rescan.request_rescan());
+    catalog.follow(Arc::clone(&faculties)).await;
     let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
     faculties.set_dispatch(pipeline.clone());
 
-    let supervisor = Supervisor::new(HostEnv::new(&instance, &host_url), &instance.state_dir());
+    let supervisor = Supervisor::new(instance.host_env(&host_url), &instance.state_dir());
     observations::spawn(Arc::clone(&faculties), &supervisor, &catalog).await;
-    supervisor.follow(&catalog).await;
+    catalog.follow(Arc::clone(&supervisor)).await;
     let host_tools = HostTools::new(Arc::clone(&faculties));
-    let mcp = Hub::new(HostEnv::new(&instance, &host_url), host_tools, &instance.state_dir());
-    mcp.follow(&catalog).await;
+    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir());
+    mcp.relay_faculty_changes();
+    catalog.follow(Arc::clone(&mcp)).await;
 
     let instance = Arc::new(instance);
     let local_socket = http::bind_local(&instance.state_dir());
@@ -163,7 +164,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     mcp.shutdown().await;
     faculties.drain(Duration::ZERO).await;
     // A safety net under the supervisor: nothing the host started outlives a clean exit.
-    let stray = butler_host::process::keeper::stop_all_below_host().await;
+    let stray = butler_process::keeper::stop_all_below_host().await;
     if stray > 0 {
         tracing::warn!("stopped {stray} process(es) still running below the host at exit");
     }

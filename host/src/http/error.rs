@@ -180,12 +180,12 @@ pub fn object_body(bytes: &Bytes) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-impl From<crate::faculty::CallError> for ApiError {
-    fn from(error: crate::faculty::CallError) -> Self {
+impl From<butler_faculty::CallError> for ApiError {
+    fn from(error: butler_faculty::CallError) -> Self {
         let code = error.code().to_owned();
         match &error {
             // A faculty that says what kind of failure it is gets that kind's status.
-            crate::faculty::CallError::Guest { failure, .. } if failure.typed => Self {
+            butler_faculty::CallError::Guest { failure, .. } if failure.typed => Self {
                 status: status_of_kind(failure.kind),
                 details: failure.details.clone(),
                 ..Self::new(StatusCode::OK, code, error.to_string())
@@ -197,8 +197,8 @@ impl From<crate::faculty::CallError> for ApiError {
 
 /// The HTTP status of a failure's kind (`butler:faculty@0.2.0` says the kind).
 #[must_use]
-pub fn status_of_kind(kind: crate::faculty::wit::FailureKind) -> StatusCode {
-    use crate::faculty::wit::FailureKind as K;
+pub fn status_of_kind(kind: butler_faculty::wit::FailureKind) -> StatusCode {
+    use butler_faculty::wit::FailureKind as K;
     match kind {
         K::InvalidInput => StatusCode::BAD_REQUEST,
         K::NotFound => StatusCode::NOT_FOUND,

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::http::AppState;
-use crate::mcp::framing::{self, ClientMessage as Message};
-use crate::mcp::{Hub, RpcError, Scope, Session};
+use butler_mcp::framing::{self, ClientMessage as Message};
+use butler_mcp::{Hub, RpcError, Scope, Session};
 
 /// The revisions this endpoint speaks, newest first.
 pub const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];

@@ -23,11 +23,11 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 
 use crate::catalog::CatalogHandle;
-use crate::faculty::FacultyRuntime;
 use crate::instance::Instance;
-use crate::mcp::Hub;
 use crate::pipeline::PipelineRouter;
 use crate::supervise::Supervisor;
+use butler_faculty::FacultyRuntime;
+use butler_mcp::Hub;
 pub use error::{ApiError, ApiJson};
 pub use gate::GateConfig;
 

@@ -35,13 +35,13 @@ pub struct Caller {
 impl Caller {
     /// A top-level faculty call made by this caller.
     #[must_use]
-    pub fn context(self) -> crate::faculty::CallContext {
+    pub fn context(self) -> butler_faculty::CallContext {
         if self.operator {
-            crate::faculty::CallContext::operator().by("operator")
+            butler_faculty::CallContext::operator().by("operator")
         } else if self.owner {
-            crate::faculty::CallContext::top(true).by("owner")
+            butler_faculty::CallContext::top(true).by("owner")
         } else {
-            crate::faculty::CallContext::top(false)
+            butler_faculty::CallContext::top(false)
         }
     }
 }

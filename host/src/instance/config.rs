@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+pub use butler_faculty::settings::{FacultySettings, Grant};
+
 use super::InstanceError;
 use crate::json;
 use crate::validation::SchemaValidator;
@@ -66,37 +68,6 @@ pub struct RootConfig {
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
-}
-
-/// `faculties.<id>`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FacultySettings {
-    /// Deadline of one call (default 30000).
-    pub timeout_ms: Option<u64>,
-    /// Memory cap of one call's instance (default 64).
-    pub memory_mb: Option<u64>,
-    /// Directories preopened for the faculty besides its own `/data`.
-    #[serde(default)]
-    pub grants: Vec<Grant>,
-    /// Top-level keys of the root config the faculty reads, passed to it read-only (see
-    /// [`crate::faculty::sandbox::CONFIG_ENV`]).
-    #[serde(default)]
-    pub config: Vec<String>,
-}
-
-/// One directory granted to a faculty.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Grant {
-    /// Host directory, relative to the root `butler.json`; `${key}` stands for the
-    /// instance folder configured under `key` (see [`RootConfig::folders`]).
-    pub dir: String,
-    /// Guest path it appears at (`/data` is the faculty's own).
-    #[serde(rename = "as")]
-    pub guest: String,
-    /// Whether the faculty may write there.
-    #[serde(default)]
-    pub write: bool,
 }
 
 /// `mcp`.

@@ -16,15 +16,15 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::catalog::{Catalog, CatalogHandle, Kind, Severity};
-use crate::faculty::{CallContext, CallError, FacultyRuntime};
 use crate::supervise::{Event, Supervisor};
+use butler_faculty::{CallContext, CallError, FacultyRuntime};
 
 /// The deadline of an observation taken now: the taking faculty's `timeoutMs` from now.
 #[must_use]
 pub fn deadline(runtime: &FacultyRuntime) -> std::time::Instant {
     match runtime.declared().observations.as_ref() {
         Some((faculty, _)) => runtime.deadline_for(faculty),
-        None => std::time::Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
+        None => std::time::Instant::now() + std::time::Duration::from_millis(butler_faculty::DEFAULT_TIMEOUT_MS),
     }
 }
 
@@ -71,7 +71,7 @@ pub async fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalo
     // What the previous snapshot registered; the first one only sets it.
     let seen: Arc<tokio::sync::Mutex<Option<Seen>>> = Arc::default();
     catalog
-        .follow(move |snapshot| {
+        .follow_with(move |snapshot| {
             let (seen, record) = (Arc::clone(&seen), record.clone());
             async move {
                 let next = Seen::of(&snapshot);

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
+use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
 
 /// The router.
 pub struct PipelineRouter {
@@ -73,7 +73,7 @@ impl PipelineRouter {
     pub fn deadline(&self, action: &str) -> Instant {
         match (self.resolve(action), self.runtime.upgrade()) {
             (Ok((faculty, _)), Some(runtime)) => runtime.deadline_for(&faculty),
-            _ => Instant::now() + std::time::Duration::from_millis(crate::faculty::DEFAULT_TIMEOUT_MS),
+            _ => Instant::now() + std::time::Duration::from_millis(butler_faculty::DEFAULT_TIMEOUT_MS),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::catalog::Extension;
-use crate::process::{HostEnv, Launch, LaunchError, keeper};
+use butler_process::{HostEnv, Launch, LaunchError, keeper};
 
 /// Between probes of a healthy or unhealthy item, unless `health.intervalMs` says otherwise.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(8000);
@@ -151,7 +151,7 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(group) = self.0 {
-            crate::process::tree::signal_group(group, rustix::process::Signal::KILL);
+            butler_process::tree::signal_group(group, rustix::process::Signal::KILL);
         }
     }
 }

@@ -15,14 +15,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::health::Outcome;
-use super::logs::{Log, Stream};
 use super::policy::{self, Backoff};
 use super::{Event, Spec};
 use crate::catalog::Kind;
 use crate::catalog::manifest::RestartPolicy;
 use crate::lock;
-use crate::process::{Kept, keeper};
 use crate::time::now_ms;
+use butler_process::logs::{Log, Stream};
+use butler_process::{Kept, keeper};
 
 /// Before its first healthy answer, a starting item is probed this often, so it shows
 /// healthy soon after it is.
@@ -184,7 +184,7 @@ impl Item {
         if record.status.pid.is_none()
             && let Some(group) = record.status.pgid
         {
-            record.status.pid = crate::process::tree::first_child(group);
+            record.status.pid = butler_process::tree::first_child(group);
         }
         let mut status = record.status.clone();
         status.uptime_ms = record.since.map(|s| u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX));

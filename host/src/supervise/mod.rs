@@ -3,7 +3,6 @@
 //!
 //! - [`policy`]: restart policy and backoff;
 //! - [`health`]: url / exec / port probes;
-//! - [`logs`]: per-item ring, rotating file, live followers;
 //! - [`item`]: the task that owns one item's process.
 //!
 //! What supervision witnesses (an item failing) goes out as an [`Event`] on a broadcast
@@ -11,7 +10,6 @@
 
 pub mod health;
 pub mod item;
-pub mod logs;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -22,9 +20,9 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use crate::catalog::manifest::{Health, Hosted, RestartPolicy};
-use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
+use crate::catalog::{Catalog, Extension, Kind};
 use crate::lock;
-use crate::process::{HostEnv, Launch, LaunchError};
+use butler_process::{HostEnv, Launch, LaunchError};
 pub use item::{Item, State, Status};
 
 /// What an item runs, derived from its manifest.
@@ -210,17 +208,6 @@ impl Supervisor {
         }
     }
 
-    /// Reconciles with the current snapshot and then with every new one.
-    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
-        let this = Arc::clone(self);
-        catalog
-            .follow(move |snapshot| {
-                let this = Arc::clone(&this);
-                async move { this.reconcile(&snapshot).await }
-            })
-            .await;
-    }
-
     /// The status of item `id`, if it is supervised.
     #[must_use]
     pub fn status(&self, id: &str) -> Option<Status> {
@@ -262,5 +249,11 @@ impl Supervisor {
         let items: Vec<Arc<Item>> = std::mem::take(&mut *lock(&self.items)).into_values().collect();
         let stops = items.iter().map(|item| item.remove());
         futures_util::future::join_all(stops).await;
+    }
+}
+
+impl butler_catalog::Follow for Supervisor {
+    async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
+        self.reconcile(&snapshot).await;
     }
 }

@@ -67,7 +67,7 @@ fn parts(state: &AppState) -> Value {
     for (faculty, report, paths) in &state.faculties.declared().watched {
         let latest = paths
             .iter()
-            .map(|p| modified(&state.instance.path(&crate::instance::expand_folders(&folders, p))))
+            .map(|p| modified(&state.instance.path(&butler_faculty::expand_folders(&folders, p))))
             .max()
             .unwrap_or(0);
         parts[format!("report:{faculty}/{report}")] = json!(latest);

@@ -5,10 +5,10 @@ use axum::extract::State;
 use serde_json::{Map, Value, json};
 
 use super::extract::ApiPath;
-use crate::faculty::CallContext;
 use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
+use butler_faculty::CallContext;
 
 /// `POST /faculties/{id}/commands/{cmd}` with `{"args": {…}}` (or no body) →
 /// `{"ok":true,"data":…}`.

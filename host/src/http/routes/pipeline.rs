@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::faculty::CallContext;
 use crate::http::error::{ApiBytes, object_body};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
 use crate::pipeline::observations;
+use butler_faculty::CallContext;
 
 /// `{"action": "<prefix>.<verb>", "args": {…}}` → `{"ok":true,"data":…}`.
 ///

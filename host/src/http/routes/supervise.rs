@@ -14,8 +14,8 @@ use tokio::sync::broadcast::error::RecvError;
 use super::extract::ApiPath;
 use crate::catalog::Kind;
 use crate::http::{ApiError, AppState};
-use crate::supervise::logs::LogLine;
 use crate::supervise::{Action, Item, SuperviseError};
+use butler_process::logs::LogLine;
 
 /// `POST /tools/{id}/{action}`.
 pub async fn tool_action(

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::catalog::manifest::ReportShape;
+use butler_catalog::manifest::ReportShape;
 
 /// Checks `data` against `shape`.
 ///

@@ -16,7 +16,7 @@ use super::engine::{Abandoned, arm, trap_summary};
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
 use super::wit::{GuestFailure, Op};
 use super::{CallContext, CallError, Dispatch};
-use crate::text::clip;
+use butler_catalog::text::clip;
 
 /// What to run in a component.
 pub(super) enum Call {
@@ -132,7 +132,7 @@ pub(super) fn native(
         return Err(CallError::Unavailable { faculty, reason: "empty exec".to_owned() });
     };
     // Under a keeper, in its own process group: a host killed mid-call leaves nothing behind.
-    let mut child = crate::process::keeper::command(argv)
+    let mut child = butler_process::keeper::command(argv)
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().chain(&sandbox.env).map(|(k, v)| (k.as_str(), v.as_str())))
@@ -196,7 +196,7 @@ pub(super) fn native(
 
 /// The keeper leads the call's process group; kill the whole group (grandchildren too).
 fn kill_group(pid: u32) {
-    crate::process::tree::signal_group(pid, rustix::process::Signal::KILL);
+    butler_process::tree::signal_group(pid, rustix::process::Signal::KILL);
 }
 
 fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {

@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::lock;
+use butler_catalog::lock;
 
 /// The window failures are counted in.
 pub const WINDOW: Duration = Duration::from_secs(60);

@@ -13,8 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::manifest::CommandLine;
-use crate::instance::Instance;
+use butler_catalog::manifest::CommandLine;
 
 /// The commands whose `argv[0]` is replaced by a configured interpreter.
 const INTERPRETED: [&str; 2] = ["python", "bun"];
@@ -28,34 +27,10 @@ pub struct HostEnv {
 }
 
 impl HostEnv {
-    /// The environment of `instance` served at `host_url`.
+    /// An environment of configured `interpreters` (`("python", "/usr/bin/python3")`)
+    /// and the host's `vars`, set last on every process.
     #[must_use]
-    pub fn new(instance: &Instance, host_url: &str) -> Self {
-        let root = &instance.root;
-        let interpreters = [("python", &instance.config.python), ("bun", &instance.config.bun)]
-            .into_iter()
-            .filter_map(|(name, path)| {
-                let path = path.as_ref()?;
-                // A relative interpreter path is relative to the root config's folder.
-                let resolved = if path.contains('/') && Path::new(path).is_relative() {
-                    root.join(path).display().to_string()
-                } else {
-                    path.clone()
-                };
-                Some((name.to_owned(), resolved))
-            })
-            .collect();
-        let mut vars = vec![
-            ("BUTLER_HOST_URL".to_owned(), host_url.to_owned()),
-            ("BUTLER_GUARDIAN_URL".to_owned(), host_url.to_owned()),
-            ("BUTLER_WORKDIR".to_owned(), root.display().to_string()),
-        ];
-        vars.extend(
-            instance
-                .folders()
-                .into_iter()
-                .map(|(key, path)| (crate::instance::folder_variable(&key), path.display().to_string())),
-        );
+    pub fn new(interpreters: Vec<(String, String)>, vars: Vec<(String, String)>) -> Self {
         Self { interpreters, vars }
     }
 

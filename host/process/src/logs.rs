@@ -109,7 +109,7 @@ impl Log {
 
     /// Appends one line.
     pub fn push(&self, stream: Stream, text: String) {
-        let at = crate::time::now_ms();
+        let at = butler_catalog::time::now_ms();
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let line = Arc::new(LogLine { seq: inner.next_seq, at, stream, text });
         inner.next_seq += 1;
@@ -217,7 +217,7 @@ impl LogFile {
         if self.file.is_none() || self.size >= FILE_CAP_BYTES {
             self.open()?;
         }
-        let text = format!("{} {} {}\n", crate::time::rfc3339(line.at), line.stream.as_str(), line.text);
+        let text = format!("{} {} {}\n", butler_catalog::time::rfc3339(line.at), line.stream.as_str(), line.text);
         if let Some(file) = self.file.as_mut() {
             file.write_all(text.as_bytes())?;
         }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::manifest::ToolEndpoint;
-use crate::faculty::declared::Offer;
-use crate::faculty::{CallContext, FacultyRuntime};
+use butler_catalog::manifest::ToolEndpoint;
+use butler_faculty::declared::Offer;
+use butler_faculty::{CallContext, FacultyRuntime};
 
 /// Which endpoint a session came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +147,7 @@ fn run(
     offer: &Offer,
     args: Map<String, Value>,
     context: &CallContext,
-) -> Result<Value, crate::faculty::CallError> {
+) -> Result<Value, butler_faculty::CallError> {
     if offer.json_input {
         return runtime.invoke_json(&offer.faculty, &offer.command, &Value::Object(args), context);
     }

@@ -19,10 +19,10 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::framing::{ProviderLine, ProviderRoute, provider_line};
-use crate::catalog::Extension;
-use crate::lock;
-use crate::process::{HostEnv, Kept, Launch, LaunchError, keeper};
-use crate::supervise::logs::{Log, Stream};
+use butler_catalog::Extension;
+use butler_catalog::lock;
+use butler_process::logs::{Log, Stream};
+use butler_process::{HostEnv, Kept, Launch, LaunchError, keeper};
 
 /// Spawn, `initialize` and the first lists must fit in this: a provider slower than that
 /// is reported as failing, and `tools/list` answers from its cached list meanwhile.
@@ -66,7 +66,7 @@ pub struct ProviderSpec {
     pub launch: Result<Launch, LaunchError>,
     /// Per-call limit.
     pub timeout: Duration,
-    source: (crate::catalog::manifest::Mcp, PathBuf),
+    source: (butler_catalog::manifest::Mcp, PathBuf),
 }
 
 impl ProviderSpec {
@@ -475,7 +475,7 @@ impl Provider {
         let init = json!({
             "protocolVersion": PROVIDER_PROTOCOL,
             "capabilities": {},
-            "clientInfo": {"name": "butler", "version": crate::VERSION},
+            "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
         });
         let answer = conn
             .request("initialize", init, None, START_TIMEOUT, |_| {})
@@ -500,7 +500,7 @@ impl Provider {
             if let Some(dir) = self.cache.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            if let Err(e) = crate::instance::write_atomic(&self.cache, &bytes) {
+            if let Err(e) = butler_catalog::files::write_atomic(&self.cache, &bytes) {
                 tracing::warn!(provider = %self.spec.id, "cannot cache its lists: {e}");
             }
         }
@@ -686,7 +686,7 @@ impl Provider {
     #[must_use]
     pub fn status(&self, tools: Vec<String>, rejected: Vec<Rejected>) -> Status {
         let inner = lock(&self.inner);
-        let pid = inner.conn.as_ref().and_then(|c| crate::process::tree::first_child(c.group));
+        let pid = inner.conn.as_ref().and_then(|c| butler_process::tree::first_child(c.group));
         let stats = lock(&self.stats);
         let mut sorted: Vec<u64> = stats.latencies_us.iter().copied().collect();
         sorted.sort_unstable();

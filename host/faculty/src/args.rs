@@ -11,7 +11,7 @@
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::catalog::manifest::CommandArg;
+use butler_catalog::manifest::CommandArg;
 
 /// A command's declarations with compiled patterns.
 #[derive(Debug, Clone)]

@@ -29,6 +29,7 @@ pub mod locks;
 pub mod report;
 mod run;
 pub mod sandbox;
+pub mod settings;
 pub mod stats;
 pub mod wit;
 
@@ -41,16 +42,16 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::catalog::manifest::{Effect, ReportShape};
-use crate::catalog::{Catalog, CatalogHandle, Extension, Kind};
-use crate::instance::{Instance, config::FacultySettings};
-use crate::lock;
-use crate::process::HostEnv;
 use args::ArgSpec;
+use butler_catalog::lock;
+use butler_catalog::manifest::{Effect, ReportShape};
+use butler_catalog::{Catalog, Extension, Follow, Kind};
+use butler_process::HostEnv;
 use components::{Components, Prepared};
 use engine::FacultyEngine;
 use locks::{LockFailure, StoreLocks, TreeId};
 use sandbox::{Preopen, Sandbox};
+pub use settings::{FacultySettings, Grant};
 use stats::CallStats;
 use wit::Linkers;
 use wit::Op;
@@ -519,7 +520,7 @@ struct Runnable {
     args: ArgSpec,
     stdin_arg: Option<String>,
     /// The declared input schema, compiled.
-    input: Option<crate::validation::SchemaValidator>,
+    input: Option<butler_catalog::validation::SchemaValidator>,
     /// It takes a JSON document (a 0.2.0 component), not an argument list.
     json_native: bool,
     /// The actions it declares it may `host.call`.
@@ -599,18 +600,32 @@ pub struct Readiness {
     pub pending: Vec<String>,
 }
 
-/// Instance paths and settings the runtime needs.
-struct Setup {
-    root: PathBuf,
-    scan_roots: Vec<PathBuf>,
-    state_dir: PathBuf,
+/// The instance paths and settings a runtime needs — what the host reads from its root
+/// config, handed over as plain values so the runtime knows nothing of how they are kept.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// The instance root (grants' `dir` is relative to it).
+    pub root: PathBuf,
+    /// The folders the catalog scans (a grant may not cover one).
+    pub scan_roots: Vec<PathBuf>,
+    /// The host's state directory: compile cache, each faculty's own `/data`.
+    pub state_dir: PathBuf,
     /// The folders a grant's `dir` may name as `${key}` (the instance says which).
-    folders: Vec<(String, PathBuf)>,
-    settings: BTreeMap<String, FacultySettings>,
+    pub folders: Vec<(String, PathBuf)>,
+    /// `faculties.<id>` of the root config.
+    pub settings: BTreeMap<String, FacultySettings>,
     /// The root config as read, for the keys granted to faculties.
-    config: Map<String, Value>,
-    host: HostEnv,
-    native_env: Vec<(String, String)>,
+    pub config: Map<String, Value>,
+    /// What native faculties' processes see.
+    pub host: HostEnv,
+}
+
+/// `text` with every `${key}` of `folders` replaced by the folder's path.
+#[must_use]
+pub fn expand_folders(folders: &[(String, PathBuf)], text: &str) -> String {
+    folders.iter().fold(text.to_owned(), |text, (key, folder)| {
+        text.replace(&format!("${{{key}}}"), &folder.display().to_string())
+    })
 }
 
 /// Faculties the catalog found whose component is still compiling; calls waiting for one
@@ -625,6 +640,8 @@ pub struct FacultyRuntime {
     engine: FacultyEngine,
     components: Arc<Components>,
     setup: Setup,
+    /// The environment of native faculties: a few of the host's variables, then its own.
+    native_env: Vec<(String, String)>,
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
     dispatch: OnceLock<Arc<dyn Dispatch>>,
     store_locks: StoreLocks,
@@ -645,13 +662,13 @@ pub struct FacultyRuntime {
 }
 
 impl FacultyRuntime {
-    /// Builds the engine and linkers for `instance`. `host_url` is what native faculties
-    /// see as `BUTLER_HOST_URL`.
+    /// Builds the engine and linkers for an instance set up as `setup`; components compile
+    /// on background threads.
     ///
     /// # Errors
     /// When the engine cannot be built.
-    pub fn new(instance: &Instance, host_url: &str) -> wasmtime::Result<Arc<Self>> {
-        Self::build_runtime(instance, host_url, true)
+    pub fn new(setup: Setup) -> wasmtime::Result<Arc<Self>> {
+        Self::build_runtime(setup, true)
     }
 
     /// A runtime that compiles on the caller's thread (for one-shot checks, where waiting
@@ -659,36 +676,26 @@ impl FacultyRuntime {
     ///
     /// # Errors
     /// When the engine cannot be built.
-    pub fn for_check(instance: &Instance) -> wasmtime::Result<Arc<Self>> {
-        Self::build_runtime(instance, "", false)
+    pub fn for_check(setup: Setup) -> wasmtime::Result<Arc<Self>> {
+        Self::build_runtime(setup, false)
     }
 
-    fn build_runtime(instance: &Instance, host_url: &str, background: bool) -> wasmtime::Result<Arc<Self>> {
+    fn build_runtime(setup: Setup, background: bool) -> wasmtime::Result<Arc<Self>> {
         let engine = FacultyEngine::new()?;
         let linkers = Arc::new(Linkers::new(&engine.engine)?);
-        let state_dir = instance.state_dir();
-        let cache = state_dir.join("cache").join("components");
+        let cache = setup.state_dir.join("cache").join("components");
         let quick = engine.quick.as_ref().and_then(|quick| Some((quick.clone(), Arc::new(Linkers::new(quick).ok()?))));
         let components = Arc::new(Components::new(engine.engine.clone(), linkers, quick, cache, background));
-        let host = HostEnv::new(instance, host_url);
         let mut native_env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
             .iter()
             .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
             .collect();
-        native_env.extend(host.vars().iter().cloned());
+        native_env.extend(setup.host.vars().iter().cloned());
         Ok(Arc::new(Self {
             engine,
             components,
-            setup: Setup {
-                root: instance.root.clone(),
-                scan_roots: instance.scan_config().roots,
-                state_dir,
-                folders: instance.folders(),
-                settings: instance.config.faculties.clone(),
-                config: instance.config.raw.clone(),
-                host,
-                native_env,
-            },
+            setup,
+            native_env,
             faculties: RwLock::new(HashMap::new()),
             dispatch: OnceLock::new(),
             store_locks: StoreLocks::default(),
@@ -706,14 +713,14 @@ impl FacultyRuntime {
 
     /// What the catalog uses to inspect `.wasm` files.
     #[must_use]
-    pub fn inspector(&self) -> Arc<dyn crate::catalog::ComponentInspector> {
+    pub fn inspector(&self) -> Arc<dyn butler_catalog::ComponentInspector> {
         Arc::new(components::Inspector(Arc::clone(&self.components)))
     }
 
-    /// Asks the catalog to rescan whenever a background compile finishes.
-    pub fn rescan_when_compiled(&self, catalog: &CatalogHandle) {
-        let catalog = catalog.clone();
-        self.components.on_ready(move || catalog.request_rescan());
+    /// Runs `then` whenever a background compile finishes (the host rescans, so a
+    /// component's `describe()` registers it).
+    pub fn when_compiled(&self, then: impl Fn() + Send + Sync + 'static) {
+        self.components.on_ready(then);
     }
 
     /// The deadline of a top-level call that starts now and runs faculty `id` first: its
@@ -876,22 +883,6 @@ impl FacultyRuntime {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
-    }
-
-    /// Reconciles with the current snapshot now and then with every new one, off the
-    /// async threads — through [`CatalogHandle::follow`], like every reconciler.
-    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
-        let runtime = Arc::clone(self);
-        catalog
-            .follow(move |snapshot| {
-                let runtime = Arc::clone(&runtime);
-                async move {
-                    if tokio::task::spawn_blocking(move || runtime.reconcile(&snapshot)).await.is_err() {
-                        tracing::error!("faculty runtime: a reconcile panicked");
-                    }
-                }
-            })
-            .await;
     }
 
     /// Whether every faculty the catalog found can be called.
@@ -1164,7 +1155,7 @@ impl FacultyRuntime {
             Target::Native { argv } => {
                 let (args, stdin) = request.into_argv();
                 let argv: Vec<String> = argv.iter().cloned().chain(args).collect();
-                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.setup.native_env, stdin.as_deref(), &frame)
+                run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.native_env, stdin.as_deref(), &frame)
             }
         }
     }
@@ -1266,7 +1257,7 @@ impl FacultyRuntime {
             let input = command
                 .input
                 .as_ref()
-                .map(crate::validation::SchemaValidator::from_declared)
+                .map(butler_catalog::validation::SchemaValidator::from_declared)
                 .transpose()
                 .map_err(|e| format!("command `{}` has an invalid input schema: {e}", command.id))?;
             let runnable = Runnable {
@@ -1294,8 +1285,8 @@ impl FacultyRuntime {
             reports.insert(report.id.clone(), (report.shape, target));
         }
         let wit = ext.components.iter().find_map(|c| match &c.kind {
-            crate::catalog::ComponentKind::Faculty { wit_version } => Some(wit_version.clone()),
-            crate::catalog::ComponentKind::Command => None,
+            butler_catalog::ComponentKind::Faculty { wit_version } => Some(wit_version.clone()),
+            butler_catalog::ComponentKind::Command => None,
         });
         Ok(Ready { commands, reports, write_stores: sandbox.write_stores(), runtime, wit })
     }
@@ -1318,7 +1309,7 @@ impl FacultyRuntime {
                 leading: exec[1..].to_vec(),
             });
         }
-        if crate::catalog::component::is_wasm(exec0) {
+        if butler_catalog::component::is_wasm(exec0) {
             return Err(format!("component `{exec0}` is not loaded"));
         }
         Ok(Target::Native { argv: self.setup.host.resolve_argv(&ext.dir, exec) })
@@ -1333,7 +1324,7 @@ impl FacultyRuntime {
             write: true,
         }];
         for grant in &settings.grants {
-            let dir = crate::instance::expand_folders(&self.setup.folders, &grant.dir);
+            let dir = expand_folders(&self.setup.folders, &grant.dir);
             preopens.push(Preopen { host: self.setup.root.join(dir), guest: grant.guest.clone(), write: grant.write });
         }
         // The root config keys granted to it, as they are (a key not set is left out: the
@@ -1383,7 +1374,7 @@ impl FacultyRuntime {
         if paths.is_empty() && !manifests {
             return None;
         }
-        let names: Vec<&str> = if manifests { vec![crate::catalog::scan::MANIFEST_FILE] } else { Vec::new() };
+        let names: Vec<&str> = if manifests { vec![butler_catalog::scan::MANIFEST_FILE] } else { Vec::new() };
         Some((sandbox::INTERNAL_ENV.to_owned(), serde_json::json!({"paths": paths, "names": names}).to_string()))
     }
 }
@@ -1394,7 +1385,7 @@ fn pending_ids(catalog: &Catalog) -> HashSet<String> {
     catalog
         .diagnostics
         .iter()
-        .filter(|d| d.severity == crate::catalog::Severity::Pending)
+        .filter(|d| d.severity == butler_catalog::Severity::Pending)
         .filter_map(|d| {
             d.id.clone().or_else(|| {
                 let path = std::path::Path::new(&d.path);
@@ -1408,12 +1399,12 @@ fn pending_ids(catalog: &Catalog) -> HashSet<String> {
 /// Checks a call's input against the command's declared schema: the JSON document its
 /// `stdin` argument carries, or else the object of its text arguments.
 fn check_input(
-    input: &crate::validation::SchemaValidator,
+    input: &butler_catalog::validation::SchemaValidator,
     args: &Map<String, Value>,
     stdin: Option<&str>,
 ) -> Result<(), String> {
     let document = match stdin {
-        Some(text) => crate::json::parse(text).map_err(|e| format!("the input is not JSON: {e}"))?,
+        Some(text) => butler_catalog::json::parse(text).map_err(|e| format!("the input is not JSON: {e}"))?,
         None => Value::Object(args.clone()),
     };
     match input.describe_errors(&document) {
@@ -1424,4 +1415,13 @@ fn check_input(
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Reconciles off the async threads: a reconcile compiles and describes components.
+impl Follow for FacultyRuntime {
+    async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
+        if tokio::task::spawn_blocking(move || self.reconcile(&snapshot)).await.is_err() {
+            tracing::error!("faculty runtime: a reconcile panicked");
+        }
+    }
 }

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::lock;
+use butler_catalog::lock;
 
 /// How often a waiter re-checks whether the runtime is shutting down.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(50);

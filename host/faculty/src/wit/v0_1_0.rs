@@ -7,7 +7,7 @@ use super::super::sandbox::CallState;
 mod generated {
     wasmtime::component::bindgen!({
         world: "faculty",
-        path: "../wit/butler-faculty@0.1.0",
+        path: "../../wit/butler-faculty@0.1.0",
     });
 }
 

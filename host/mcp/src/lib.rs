@@ -1,11 +1,15 @@
-//! The MCP hub: one Streamable HTTP endpoint for every stdio provider the
-//! catalog declares, plus the tools the faculties offer.
+//! The MCP hub: one MCP server for every stdio provider the catalog declares, plus the
+//! tools the faculties offer.
 //!
-//! - [`names`]: public names, the reserved namespace, conflict settlement;
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
-//! - [`endpoint`]: the HTTP side — sessions, protocol versions, JSON or SSE answers;
-//! - [`framing`]: the JSON-RPC framing both ways, as pure functions.
+//! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - public names and conflict settlement come from [`butler_catalog::names`].
+//!
+//! The hub knows no transport: it answers typed calls (list, call, read, cancel), keeps
+//! the [`Session`]s and tells who listens when its lists change. The JSON-RPC methods and
+//! Streamable HTTP live in the host above it, so the hub runs the same behind HTTP, the
+//! local socket and in-process tests.
 //!
 //! The hub keeps no registry of its own: [`Hub::reconcile`] derives the providers from each
 //! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
@@ -15,7 +19,7 @@ pub mod framing;
 pub mod host_tools;
 pub mod provider;
 
-use crate::catalog::names;
+use butler_catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,9 +29,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::catalog::{Catalog, CatalogHandle, Kind};
-use crate::lock;
-use crate::process::HostEnv;
+use butler_catalog::lock;
+use butler_catalog::{Catalog, Follow, Kind};
+use butler_process::HostEnv;
 pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 
@@ -221,9 +225,9 @@ impl Hub {
         }
     }
 
-    /// Reconciles with the current snapshot and then with every new one; tells clients
-    /// when the faculties' tools change.
-    pub async fn follow(self: &Arc<Self>, catalog: &CatalogHandle) {
+    /// Tells clients whenever the faculties' tools change (from now on, for as long as the
+    /// hub lives).
+    pub fn relay_faculty_changes(self: &Arc<Self>) {
         let mut faculty_tools = self.host_tools.changes();
         let watcher = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -233,13 +237,6 @@ impl Hub {
                 let _ = hub.changed.send(());
             }
         });
-        let this = Arc::clone(self);
-        catalog
-            .follow(move |snapshot| {
-                let this = Arc::clone(&this);
-                async move { this.reconcile(&snapshot).await }
-            })
-            .await;
     }
 
     /// Starts every provider not running yet, concurrently; each start is bounded by
@@ -562,4 +559,10 @@ fn session_id() -> String {
         }
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Follow for Hub {
+    async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
+        self.reconcile(&snapshot).await;
+    }
 }

@@ -9,7 +9,7 @@ use super::{FailureKind, GuestFailure};
 mod generated {
     wasmtime::component::bindgen!({
         world: "faculty",
-        path: "../wit/butler-faculty@0.2.0",
+        path: "../../wit/butler-faculty@0.2.0",
     });
 }
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::manifest::{CommandDoor, CommandTool, ReportDoor, ToolEndpoint};
-use crate::catalog::{Catalog, Extension, Kind};
-use crate::validation::SchemaValidator;
+use butler_catalog::manifest::{CommandDoor, CommandTool, ReportDoor, ToolEndpoint};
+use butler_catalog::validation::SchemaValidator;
+use butler_catalog::{Catalog, Extension, Kind};
 
 /// One command offered as an MCP tool.
 pub struct Offer {
@@ -111,7 +111,7 @@ impl Declared {
 fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &CommandTool) -> Result<Offer, String> {
     let id = ext.id();
     let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or("no such command")?;
-    let public = crate::catalog::names::public(&tool.effective_namespace(id), &tool.tool)?;
+    let public = butler_catalog::names::public(&tool.effective_namespace(id), &tool.tool)?;
     let json_input = declared.args.is_empty() || declared.args.iter().any(|a| a.stdin && a.name == "args");
     let schema = match tool.input.as_ref().or(declared.input.as_ref()) {
         Some(schema) => schema.clone(),
@@ -136,7 +136,7 @@ fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &Comma
 /// The input schema of a command's declared arguments: each a string. Their patterns are
 /// the host's to check (when the command runs), not the client's: they are in the
 /// `regex` crate's syntax, which a client's JSON Schema validator need not speak.
-fn schema_of_args(args: &[crate::catalog::manifest::CommandArg]) -> Value {
+fn schema_of_args(args: &[butler_catalog::manifest::CommandArg]) -> Value {
     let properties: Map<String, Value> = args.iter().map(|a| (a.name.clone(), json!({"type": "string"}))).collect();
     let required: Vec<&str> = args.iter().filter(|a| a.required).map(|a| a.name.as_str()).collect();
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})

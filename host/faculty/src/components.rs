@@ -36,8 +36,8 @@ use super::CallContext;
 use super::sandbox::{CallState, Sandbox};
 use super::wit::Linkers;
 use super::wit::{self, FacultyPre, Flavor, Op};
-use crate::catalog::{ComponentInfo, ComponentInspector, ComponentKind};
-use crate::lock;
+use butler_catalog::lock;
+use butler_catalog::{ComponentInfo, ComponentInspector, ComponentKind};
 
 /// Largest component file accepted (language runtimes compiled to components are tens of
 /// megabytes; anything far beyond is not a faculty).
@@ -86,7 +86,7 @@ enum Slot {
 }
 
 /// Why [`Components::load`] returned no component.
-pub use crate::catalog::InspectError as LoadError;
+pub use butler_catalog::InspectError as LoadError;
 
 /// The loader and its caches.
 pub struct Components {
@@ -154,7 +154,7 @@ impl Components {
         let failed = LoadError::Failed;
         let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => failed("file not found".to_owned()),
-            _ if crate::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
+            _ if butler_catalog::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
             _ => failed(format!("cannot read it: {e}")),
         })?;
         if !meta.is_file() {
@@ -170,7 +170,7 @@ impl Components {
         }
         let bytes = std::fs::read(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => failed("file not found".to_owned()),
-            _ if crate::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
+            _ if butler_catalog::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
             _ => failed(format!("cannot read it: {e}")),
         })?;
         let hash = hex(&Sha256::digest(&bytes));
@@ -337,7 +337,7 @@ impl Components {
         match component.serialize() {
             Ok(artifact) => {
                 let written = std::fs::create_dir_all(&self.cache_dir)
-                    .and_then(|()| crate::instance::write_atomic(&cached, &artifact));
+                    .and_then(|()| butler_catalog::files::write_atomic(&cached, &artifact));
                 if let Err(e) = written {
                     tracing::warn!(cache = %cached.display(), "faculty runtime: cannot write the compile cache: {e}");
                 }
@@ -440,7 +440,7 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
         Ok(Err(f)) => return Err(format!("describe() failed: {}: {}", f.code, f.message)),
         Err(e) => return Err(format!("describe() trapped: {}", super::engine::trap_summary(&e))),
     };
-    crate::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
+    butler_catalog::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
 }
 
 /// Classifies, pre-links and (for faculties) describes a compiled component.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::lock;
+use butler_catalog::lock;
 
 /// Durations kept per faculty for the p50: the most recent calls.
 const RECENT_CALLS: usize = 512;
