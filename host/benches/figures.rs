@@ -4,10 +4,9 @@
 //! figure is measured beside a baseline taken in the same run, because absolute times on
 //! a shared machine are noise; see `docs/benchmarks.md` for what each one means.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,6 +20,16 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 const BUTLER: &str = env!("CARGO_BIN_EXE_butler");
+
+/// The host under measurement: the harness the end-to-end tests use.
+type Host = butler_test_support::Butler;
+use butler_test_support::http::{Client, header, read_head, request as http};
+use butler_test_support::poll;
+
+/// Whether `/health` answers 200.
+fn health_ok(authority: &str) -> bool {
+    std::panic::catch_unwind(|| http(authority, "GET", "/health", None)).is_ok_and(|(status, _)| status == 200)
+}
 
 #[path = "figures/console.rs"]
 mod console;
@@ -153,8 +162,6 @@ fn b6_startup() {
     instance_with(&root, 100);
     // (It exits non-zero: the bench's faculty manifests name components that do not exist.)
     let _ = Command::new(BUTLER).arg("check").arg(&root).stdout(Stdio::null()).status().expect("butler check");
-    let home = tempfile::tempdir().expect("home");
-
     let mut baseline = Vec::new();
     let mut startup = Vec::new();
     for run in 0..=RUNS {
@@ -164,13 +171,12 @@ fn b6_startup() {
         let version = start.elapsed();
 
         let start = Instant::now();
-        let (mut child, authority, _stdout) = spawn_serve(&root, home.path());
-        while !health_ok(&authority) {
+        let mut host = Host::start_quiet(&root);
+        while !health_ok(host.authority()) {
             std::thread::sleep(Duration::from_micros(200));
         }
         let ready = start.elapsed();
-        let _ = child.kill();
-        let _ = child.wait();
+        host.kill();
         if run > 0 {
             // The first run warms the page cache; it is not counted.
             baseline.push(version);
@@ -180,46 +186,6 @@ fn b6_startup() {
     let (base, _) = percentiles(baseline);
     let (p50, _) = percentiles(startup);
     line("B6 start-up to /health, 4 built-in faculties + 100 extensions, cache warm (p50)", p50, base);
-}
-
-/// Spawns `butler serve --port 0` on `root` with its settings under `home`: the child, the
-/// `ADDR:PORT` it announced, and its stdout (keep it open: the host writes to it).
-fn spawn_serve(root: &Path, home: &Path) -> (Child, String, BufReader<ChildStdout>) {
-    let mut child = Command::new(BUTLER)
-        .args(["serve", "--port", "0", "--workdir"])
-        .arg(root)
-        .env("XDG_CONFIG_HOME", home)
-        .env("RUST_LOG", "warn")
-        .env_remove("BUTLER_WORKDIR")
-        .env_remove("BUTLER_PORT")
-        .env_remove("BUTLER_BIND")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("url line");
-    let authority = first
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|r| r.split('/').next())
-        .expect("url")
-        .to_owned();
-    (child, authority, stdout)
-}
-
-fn health_ok(authority: &str) -> bool {
-    let Ok(mut stream) = TcpStream::connect(authority) else {
-        return false;
-    };
-    let request = format!("GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response.starts_with("HTTP/1.1 200")
 }
 
 /// B7: scan + validate 1,000 manifests, against parsing the same files as JSON only.
@@ -358,99 +324,6 @@ fn b1_faculty_call() {
     ));
 }
 
-/// Calls `probe` every `interval` until it returns something, for at most `limit`.
-fn poll<T>(limit: Duration, interval: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
-    let start = Instant::now();
-    loop {
-        if let Some(found) = probe() {
-            return Some(found);
-        }
-        if start.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(interval);
-    }
-}
-
-/// A running `butler serve` on `--port 0`, stopped when dropped.
-struct Host {
-    child: Child,
-    authority: String,
-    _stdout: BufReader<ChildStdout>,
-    _home: tempfile::TempDir,
-}
-
-impl Host {
-    /// Starts the host on `root` and waits until `/health` answers.
-    fn start(root: &Path) -> Self {
-        let home = tempfile::tempdir().expect("home");
-        let (child, authority, stdout) = spawn_serve(root, home.path());
-        poll(Duration::from_secs(30), Duration::from_millis(1), || health_ok(&authority).then_some(()))
-            .expect("the host answers /health");
-        Self { child, authority, _stdout: stdout, _home: home }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `GET /myspace-butler/api<path>`: status and body.
-    fn get(&self, path: &str) -> (u16, String) {
-        http(&self.authority, "GET", path, None)
-    }
-
-    /// Runs a faculty command over HTTP: status and body.
-    fn command(&self, faculty: &str, command: &str, args: &Value) -> (u16, String) {
-        let body = json!({ "args": args }).to_string();
-        http(&self.authority, "POST", &format!("/faculties/{faculty}/commands/{command}"), Some(&body))
-    }
-
-    /// `GET /faculties` as JSON.
-    fn faculties(&self) -> Value {
-        let (status, body) = self.get("/faculties");
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str(&body).expect("faculties JSON")
-    }
-
-    /// Waits until every faculty in `ids` is listed as ready.
-    fn wait_ready(&self, ids: &[&str]) {
-        poll(Duration::from_secs(120), Duration::from_millis(10), || {
-            let listed = self.faculties();
-            let ready = |id: &str| {
-                listed["faculties"]
-                    .as_array()
-                    .is_some_and(|all| all.iter().any(|f| f["id"] == id && f["state"] == "ready"))
-            };
-            ids.iter().all(|id| ready(id)).then_some(())
-        })
-        .unwrap_or_else(|| panic!("faculties {ids:?} ready"));
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One HTTP/1.1 request over a fresh loopback connection: status and body.
-fn http(authority: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(authority).expect("connect");
-    let body = body.unwrap_or_default();
-    let request = format!(
-        "{method} /myspace-butler/api{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("receive");
-    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
-    (status, body)
-}
-
 /// `bytes` (a component) with a custom section appended, so its content is new and it
 /// must be compiled; a custom section may appear anywhere, so it stays a valid component.
 fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
@@ -497,7 +370,7 @@ fn b8_live_reload() {
         std::fs::create_dir_all(root.join(folder)).expect("mkdir");
     }
     std::fs::write(root.join("butler.json"), "{}").expect("root config");
-    let host = Host::start(&root);
+    let host = Host::start_quiet(&root);
 
     // (a) a new manifest folder → listed in the catalog.
     let mut listed = Vec::new();
@@ -513,7 +386,7 @@ fn b8_live_reload() {
             json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": format!("Tool {run}")}).to_string(),
         )
         .expect("manifest");
-        poll(Duration::from_secs(10), POLL, || host.get("/catalog").1.contains(&needle).then_some(()))
+        poll(Duration::from_secs(10), POLL, || host.http("GET", "/catalog", None).1.contains(&needle).then_some(()))
             .unwrap_or_else(|| panic!("{id} listed"));
         if run > 0 {
             // The first drop warms the watcher and the page cache; it is not counted.
@@ -536,8 +409,10 @@ fn b8_live_reload() {
     for run in 0..=WASM_RUNS {
         if target.exists() {
             std::fs::remove_file(&target).expect("rm");
-            poll(Duration::from_secs(10), POLL, || (host.command("probe", "ok", &json!({})).0 == 404).then_some(()))
-                .expect("the previous probe unloaded");
+            poll(Duration::from_secs(10), POLL, || {
+                (host.http("POST", "/faculties/probe/commands/ok", Some(r#"{"args":{}}"#)).0 == 404).then_some(())
+            })
+            .expect("the previous probe unloaded");
         }
         let copy = baseline_dir.path().join(format!("probe-{run}.wasm"));
         std::fs::write(&copy, with_custom_section(&probe, "butler-bench", &unique_payload(run))).expect("write");
@@ -550,8 +425,10 @@ fn b8_live_reload() {
         std::thread::sleep(SETTLE);
         let start = Instant::now();
         std::fs::write(&target, &bytes).expect("drop component");
-        poll(Duration::from_secs(30), POLL, || (host.command("probe", "ok", &json!({})).0 == 200).then_some(()))
-            .expect("the new probe answers");
+        poll(Duration::from_secs(30), POLL, || {
+            (host.http("POST", "/faculties/probe/commands/ok", Some(r#"{"args":{}}"#)).0 == 200).then_some(())
+        })
+        .expect("the new probe answers");
         if run > 0 {
             callable.push(start.elapsed());
             compiled.push(in_process);
@@ -628,7 +505,7 @@ fn b9_memory() {
 
     // Baseline: the same host, idle, with no faculties installed.
     let empty = instance("empty");
-    let host = Host::start(&empty);
+    let host = Host::start_quiet(&empty);
     std::thread::sleep(IDLE);
     let baseline = status_kib(host.pid(), "VmRSS");
     drop(host);
@@ -648,13 +525,13 @@ fn b9_memory() {
     std::fs::copy(guests::NOTES, faculties.join("notes.wasm")).expect("copy notes");
     ids.extend(["probe".to_owned(), "notes".to_owned()]);
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let host = Host::start(&loaded);
-    host.wait_ready(&ids);
+    let host = Host::start_quiet(&loaded);
+    host.wait_all_ready(&ids, Duration::from_secs(120));
     std::thread::sleep(IDLE);
     let after_compile = status_kib(host.pid(), "VmRSS");
     drop(host);
-    let host = Host::start(&loaded);
-    host.wait_ready(&ids);
+    let host = Host::start_quiet(&loaded);
+    host.wait_all_ready(&ids, Duration::from_secs(120));
     let runtime = host.faculties()["runtime"].clone();
     if runtime["pooling"] != true {
         note("B9: the pooling allocator is NOT in effect (on-demand allocation)");
@@ -681,7 +558,11 @@ fn b9_memory() {
             }
         });
         let calls: Vec<_> = (0..CONCURRENT)
-            .map(|_| scope.spawn(|| host.command("probe", "read", &json!({"path": "/data/hold.fifo"}))))
+            .map(|_| {
+                scope.spawn(|| {
+                    host.http("POST", "/faculties/probe/commands/read", Some(r#"{"args":{"path":"/data/hold.fifo"}}"#))
+                })
+            })
             .collect();
         // The host executes at most MAX_CONCURRENT_CALLS at once; the rest wait their turn
         // without a thread. Wait until every executing slot is blocked on the FIFO.
@@ -1033,60 +914,6 @@ impl Pipeline {
     }
 }
 
-/// A keep-alive HTTP/1.1 client on one loopback connection.
-struct Client {
-    stream: BufReader<TcpStream>,
-    authority: String,
-}
-
-impl Client {
-    fn connect(authority: &str) -> Self {
-        let stream = TcpStream::connect(authority).expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        Self { stream: BufReader::new(stream), authority: authority.to_owned() }
-    }
-
-    /// One request on the open connection (`/myspace-butler/api<path>`): status and body.
-    fn send(&mut self, method: &str, path: &str, body: &str) -> (u16, Vec<u8>) {
-        let request = format!(
-            "{method} /myspace-butler/api{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            self.authority,
-            body.len()
-        );
-        self.stream.get_mut().write_all(request.as_bytes()).expect("send");
-        let (status, headers) = read_head(&mut self.stream);
-        let length = header(&headers, "content-length").and_then(|v| v.parse().ok());
-        let mut body = vec![0; length.expect("a Content-Length header")];
-        self.stream.read_exact(&mut body).expect("body");
-        (status, body)
-    }
-}
-
-/// A response's status and headers (names lowercased), read up to the blank line.
-fn read_head(stream: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
-    let mut line = String::new();
-    stream.read_line(&mut line).expect("status line");
-    let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        stream.read_line(&mut line).expect("header");
-        let text = line.trim_end();
-        if text.is_empty() {
-            return (status, headers);
-        }
-        if let Some((name, value)) = text.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
-}
-
-/// The value of header `name` (lowercase).
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-}
-
 /// Requests per second that `clients` keep-alive connections complete in `window`, each
 /// sending the next request as soon as the previous one is answered; `request(client,
 /// n)` sends request `n` of a client.
@@ -1147,8 +974,8 @@ fn b2_pipeline_read() {
     let root = dir.path().join("instance");
     let (instance, _) = Instance::open_or_create(&root).expect("new instance");
     let ids = write_cards(&instance, CARDS, |_| false, |_| json!([]));
-    let host = Host::start(&root);
-    host.wait_ready(BUILTINS);
+    let host = Host::start_quiet(&root);
+    host.wait_all_ready(BUILTINS, Duration::from_secs(120));
 
     let read_body =
         |n: usize| json!({"action": "cards.read", "args": {"id": ids[n.wrapping_mul(7919) % CARDS]}}).to_string();
@@ -1160,7 +987,7 @@ fn b2_pipeline_read() {
         let (status, body) = client.send("GET", "/health", "");
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     };
-    let mut client = Client::connect(&host.authority);
+    let mut client = Client::connect(host.authority());
     let (_, first) = client.send("POST", "/pipeline", &read_body(0));
     let first: Value = serde_json::from_slice(&first).expect("JSON");
     assert_eq!(first["data"]["card"]["id"], ids[0], "{first}");
@@ -1182,8 +1009,8 @@ fn b2_pipeline_read() {
         calls.push(start.elapsed());
     }
     drop(client);
-    let base_rate = throughput(&host.authority, CLIENTS, WINDOW, health);
-    let rate = throughput(&host.authority, CLIENTS, WINDOW, read);
+    let base_rate = throughput(host.authority(), CLIENTS, WINDOW, health);
+    let rate = throughput(host.authority(), CLIENTS, WINDOW, read);
     drop(host);
 
     // Where the time goes: the same read in-process (no HTTP), and the validity refresh it

@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
-use crate::util::{Butler, wait_until, write_manifest};
+use crate::stores::{self, front_matter};
+use crate::util::{Butler, marked, marker, wait_until, write_manifest};
 
 /// Times the host is started, loaded and killed.
 const ROUNDS: usize = 30;
@@ -73,30 +74,6 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
     }
-}
-
-/// A marker unique to this run, in the environment of every process the host starts.
-fn marker() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("crash-{}-{nanos}", std::process::id())
-}
-
-/// Pids of live (not zombie) processes whose environment holds `BUTLER_TEST_MARKER=<marker>`.
-fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("BUTLER_TEST_MARKER={marker}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
-            .unwrap_or(true);
-        if !zombie && environ.split(|&b| b == 0).any(|var| var == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// What the load sent and what the host acknowledged, across rounds.
@@ -436,95 +413,6 @@ fn wait_ready(butler: &Butler) -> Duration {
     })
 }
 
-/// Every regular file below `dir`.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => walk(&path, out),
-            Ok(t) if t.is_file() => out.push(path),
-            _ => {}
-        }
-    }
-}
-
-/// `key: <JSON>` front matter between `---` lines, as the pipeline writes cards.
-fn front_matter(text: &str) -> Result<serde_json::Map<String, Value>, String> {
-    let rest = text.strip_prefix("---\n").ok_or("no front matter")?;
-    let (block, _) = rest.split_once("\n---\n").ok_or("the front matter is not closed")?;
-    let mut fields = serde_json::Map::new();
-    for line in block.lines() {
-        let (key, value) = line.split_once(": ").ok_or_else(|| format!("not `key: value`: {line}"))?;
-        fields.insert(key.to_owned(), serde_json::from_str(value).map_err(|e| format!("`{key}`: {e}"))?);
-    }
-    Ok(fields)
-}
-
-/// Checks every store file the host or its faculties wrote; returns (files checked, temp
-/// files found). Torn files are failures.
-fn check_files(workdir: &Path, failures: &mut Vec<String>) -> (usize, usize) {
-    let mut files = Vec::new();
-    walk(&workdir.join("self"), &mut files);
-    walk(&workdir.join(".butler"), &mut files);
-    let (mut checked, mut temps) = (0, 0);
-    for path in &files {
-        let shown = path.strip_prefix(workdir).unwrap_or(path).display().to_string();
-        if shown.starts_with(".butler/cache/") || shown.starts_with(".butler/logs/") {
-            continue;
-        }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if name.starts_with('.') {
-            temps += 1;
-            continue;
-        }
-        let Some(extension) = path.extension().and_then(|e| e.to_str()) else { continue };
-        if !["json", "jsonl", "md"].contains(&extension) {
-            continue;
-        }
-        checked += 1;
-        let text = match std::fs::read(path).map(String::from_utf8) {
-            Ok(Ok(text)) => text,
-            other => {
-                failures.push(format!("{shown}: unreadable or not UTF-8: {:?}", other.map(|_| ())));
-                continue;
-            }
-        };
-        let problem = match extension {
-            "json" => serde_json::from_str::<Value>(&text).err().map(|e| format!("not JSON: {e}")),
-            "jsonl" => text
-                .lines()
-                .position(|line| serde_json::from_str::<Value>(line).is_err())
-                .map(|n| format!("line {} is not JSON", n + 1))
-                .or_else(|| (!text.is_empty() && !text.ends_with('\n')).then(|| "its last line is cut".to_owned())),
-            _ if text.trim().is_empty() => Some("empty".to_owned()),
-            _ if matches!(
-                path.parent().and_then(Path::file_name).and_then(|n| n.to_str()),
-                Some("rules" | "knowledge")
-            ) =>
-            {
-                front_matter(&text).err()
-            }
-            _ => None,
-        };
-        if let Some(problem) = problem {
-            failures.push(format!("torn file {shown}: {problem}"));
-        }
-    }
-    (checked, temps)
-}
-
-/// The temp files (`.<name>…`) left in the store and the state directory.
-fn temp_files(workdir: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    walk(&workdir.join("self"), &mut files);
-    walk(&workdir.join(".butler"), &mut files);
-    files
-        .iter()
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
-        .map(|p| p.strip_prefix(workdir).unwrap_or(p).display().to_string())
-        .collect()
-}
-
 /// The cards of the store: title → ids (a title applied twice has two).
 fn cards_by_title(workdir: &Path) -> BTreeMap<String, Vec<String>> {
     let mut cards: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -562,7 +450,7 @@ fn journal_markers(workdir: &Path) -> BTreeMap<String, usize> {
 fn verify(butler: &Butler, ledger: &mut Ledger, expected_ids: &BTreeSet<String>, round: usize) -> Vec<String> {
     let mut failures = Vec::new();
     let workdir = &butler.workdir;
-    check_files(workdir, &mut failures);
+    failures.extend(stores::check(workdir, &["self", ".butler"]).torn);
 
     // Approvals in flight at the kill: the replay finishes them (or returns their answer).
     let client = Client::builder().timeout(REQUEST_TIMEOUT).build().expect("client");
@@ -695,7 +583,7 @@ fn verify(butler: &Butler, ledger: &mut Ledger, expected_ids: &BTreeSet<String>,
 fn thirty_sigkills_under_load_lose_nothing_acknowledged_and_apply_nothing_twice() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("temp dir");
-    let marker = marker();
+    let marker = marker("crash");
     let (workdir, seeded) = prepare(dir.path(), &marker);
     let submitted = seeded.iter().cloned().collect();
     let ledger = Mutex::new(Ledger { layout: json!({"version": 1}), pool: seeded, submitted, ..Ledger::default() });
@@ -769,7 +657,7 @@ fn thirty_sigkills_under_load_lose_nothing_acknowledged_and_apply_nothing_twice(
         ledger.in_flight_seen,
         ledger.observing_seen,
         ledger.layout_seen,
-        temp_files(&workdir)
+        stores::check(&workdir, &["self", ".butler"]).temps
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The load really ran into the kills: approvals, observations and calls happened, and

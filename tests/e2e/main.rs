@@ -17,6 +17,7 @@ mod lifecycle;
 mod mcp;
 mod openapi;
 mod pipeline;
+mod stores;
 mod supervise;
 mod torture;
 mod trust;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::util::{Butler, assert_error, wait_until, write_manifest};
+use crate::util::{Butler, assert_error, marked, marker, wait_until, write_manifest};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -24,30 +24,6 @@ fn sh(script: &str) -> Value {
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-/// A marker value unique to one test run.
-fn marker(name: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("{name}-{}-{nanos}", std::process::id())
-}
-
-/// Pids of live processes whose environment holds `BUTLER_TEST_MARKER=<marker>`.
-fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("BUTLER_TEST_MARKER={marker}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
-            .unwrap_or(true);
-        if !zombie && environ.split(|&b| b == 0).any(|var| var == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// The board item `id` from `/overview` (tools) or `/services`.

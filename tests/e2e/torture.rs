@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{Value, json};
 
+use crate::stores::{self, front_matter};
 use crate::util::{Butler, butler_command, write_manifest};
 
 /// How long the clients fire requests.
@@ -1199,48 +1200,16 @@ impl Ctx {
     /// `.jsonl` line parses, every `.md` is UTF-8 and not empty, and every card's front
     /// matter is `key: <JSON>` lines the pipeline writes.
     fn check_store_files(&self) -> String {
-        let mut files = Vec::new();
-        walk(&self.workdir.join("self"), &mut files);
-        walk(&self.workdir.join(".butler/faculties"), &mut files);
-        let (mut checked, mut temps) = (0, Vec::new());
-        for path in &files {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name.starts_with('.') {
-                temps.push(path.strip_prefix(&self.workdir).unwrap_or(path).display().to_string());
-                continue;
-            }
-            let shown = path.strip_prefix(&self.workdir).unwrap_or(path).display().to_string();
-            let Some(extension) = path.extension().and_then(|e| e.to_str()) else { continue };
-            if !["json", "jsonl", "md"].contains(&extension) {
-                continue;
-            }
-            checked += 1;
-            let text = match std::fs::read(path).map(String::from_utf8) {
-                Ok(Ok(text)) => text,
-                Ok(Err(_)) => {
-                    self.fail(format!("torn file: {shown} is not UTF-8"));
-                    continue;
-                }
-                Err(e) => {
-                    self.fail(format!("unreadable file: {shown}: {e}"));
-                    continue;
-                }
-            };
-            let problem = match extension {
-                "json" => serde_json::from_str::<Value>(&text).err().map(|e| format!("not JSON: {e}")),
-                "jsonl" => text
-                    .lines()
-                    .position(|line| serde_json::from_str::<Value>(line).is_err())
-                    .map(|n| format!("line {} is not JSON", n + 1)),
-                _ if text.trim().is_empty() => Some("empty".to_owned()),
-                _ if is_card_file(path) => front_matter(&text).err(),
-                _ => None,
-            };
-            if let Some(problem) = problem {
-                self.fail(format!("torn file: {shown}: {problem}"));
-            }
+        let checked = stores::check(&self.workdir, &["self", ".butler/faculties"]);
+        for torn in checked.torn {
+            self.fail(torn);
         }
-        format!("files: {checked} checked, {} temp files left: {:?}", temps.len(), clip(&temps.join(", "), 300))
+        format!(
+            "files: {} checked, {} temp files left: {:?}",
+            checked.files,
+            checked.temps.len(),
+            clip(&checked.temps.join(", "), 300)
+        )
     }
 
     /// Every observation answered 202 (or `journal.intake` 200) is in the spool exactly
@@ -1335,38 +1304,6 @@ fn p99(latencies: &mut [u64]) -> u64 {
     latencies.sort_unstable();
     let n = latencies.len();
     if n == 0 { 0 } else { latencies[(n * 99).div_ceil(100).saturating_sub(1).min(n - 1)] }
-}
-
-/// Every regular file below `dir` (none if it does not exist).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => walk(&path, out),
-            Ok(t) if t.is_file() => out.push(path),
-            _ => {}
-        }
-    }
-}
-
-/// Whether `path` is a card file: `rules/*.md`, `knowledge/*.md` or `profile.md`.
-fn is_card_file(path: &Path) -> bool {
-    let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
-    matches!(parent, Some("rules" | "knowledge")) || path.file_name().is_some_and(|n| n == "profile.md")
-}
-
-/// The front matter of a card as the pipeline writes it: a `---` line, `key: <JSON>`
-/// lines, a `---` line.
-fn front_matter(text: &str) -> Result<serde_json::Map<String, Value>, String> {
-    let rest = text.strip_prefix("---\n").ok_or("no front matter")?;
-    let (block, _body) = rest.split_once("\n---\n").ok_or("the front matter is not closed")?;
-    let mut fields = serde_json::Map::new();
-    for line in block.lines() {
-        let (key, value) = line.split_once(": ").ok_or_else(|| format!("not `key: value`: {line}"))?;
-        let value = serde_json::from_str(value).map_err(|e| format!("`{key}` is not JSON: {e}"))?;
-        fields.insert(key.to_owned(), value);
-    }
-    Ok(fields)
 }
 
 /// The cards of the store: id → title.

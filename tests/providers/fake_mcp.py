@@ -8,28 +8,10 @@ and every cancellation is appended to the file named by $FAKE_MCP_LOG.
 
 import json
 import os
-import sys
 
-LOG = os.environ.get("FAKE_MCP_LOG")
+from stdio_provider import Log, error, result, send, serve, text
 
-
-def log(line):
-    if LOG:
-        with open(LOG, "a") as f:
-            f.write(line + "\n")
-
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def result(id, value):
-    send({"jsonrpc": "2.0", "id": id, "result": value})
-
-
-def text(value):
-    return {"content": [{"type": "text", "text": value}]}
+log = Log("FAKE_MCP_LOG")
 
 
 TOOLS = [
@@ -42,22 +24,9 @@ TOOLS = [
     {"name": "x" * 70, "description": "Too long", "inputSchema": {"type": "object"}},
 ]
 
-log("started %d" % os.getpid())
-for raw in sys.stdin:
-    raw = raw.strip()
-    if not raw:
-        continue
-    message = json.loads(raw)
-    method = message.get("method")
-    id = message.get("id")
-    params = message.get("params") or {}
-    if method == "initialize":
-        result(id, {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "resources": {}},
-            "serverInfo": {"name": "fake", "version": "1"},
-        })
-    elif method == "tools/list":
+
+def handle(method, id, params):
+    if method == "tools/list":
         result(id, {"tools": TOOLS})
     elif method == "prompts/list":
         result(id, {"prompts": [{"name": "greet", "description": "A greeting"}]})
@@ -72,24 +41,33 @@ for raw in sys.stdin:
     elif method == "notifications/cancelled":
         log("cancelled %s %s" % (params.get("requestId"), params.get("reason", "")))
     elif method == "tools/call":
-        name = params.get("name")
-        args = params.get("arguments") or {}
-        if name == "echo":
-            result(id, text(args.get("text", "")))
-        elif name == "crash":
-            os._exit(3)
-        elif name == "hang":
-            log("hanging %s" % id)
-        elif name == "progress":
-            token = (params.get("_meta") or {}).get("progressToken")
-            for step in range(1, 4):
-                if token is not None:
-                    send({"jsonrpc": "2.0", "method": "notifications/progress",
-                          "params": {"progressToken": token, "progress": step, "total": 3}})
-            result(id, text("done"))
-        elif name == "env":
-            result(id, text(json.dumps(sorted(os.environ.keys()))))
-        else:
-            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool " + str(name)}})
-    elif id is not None:
-        send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no " + str(method)}})
+        call(id, params)
+    else:
+        return False
+    return True
+
+
+def call(id, params):
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    if name == "echo":
+        result(id, text(args.get("text", "")))
+    elif name == "crash":
+        os._exit(3)
+    elif name == "hang":
+        log("hanging %s" % id)
+    elif name == "progress":
+        token = (params.get("_meta") or {}).get("progressToken")
+        for step in range(1, 4):
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": step, "total": 3}})
+        result(id, text("done"))
+    elif name == "env":
+        result(id, text(json.dumps(sorted(os.environ.keys()))))
+    else:
+        error(id, -32602, "unknown tool " + str(name))
+
+
+log("started %d" % os.getpid())
+serve("fake", {"tools": {"listChanged": True}, "prompts": {}, "resources": {}}, handle)

@@ -9,24 +9,11 @@ can tell how many relists the storm cost.
 
 import json
 import os
-import sys
 import threading
 
-LOG = os.environ.get("STORM_MCP_LOG")
-OUT = threading.Lock()
+from stdio_provider import Log, result, serve, text, write
 
-
-def log(line):
-    if LOG:
-        with open(LOG, "a") as f:
-            f.write(line + "\n")
-
-
-def send(message):
-    line = json.dumps(message) + "\n"
-    with OUT:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+log = Log("STORM_MCP_LOG")
 
 
 TOOLS = [
@@ -41,41 +28,29 @@ def storm(id, count, pad):
     sent = 0
     try:
         for _ in range(count):
-            with OUT:
-                sys.stdout.write(notification)
+            write(notification)
             sent += 1
-        with OUT:
-            sys.stdout.flush()
     except (BrokenPipeError, OSError):
         pass
     log("stormed %d" % sent)
     try:
-        send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "sent %d" % sent}]}})
+        result(id, text("sent %d" % sent))
     except (BrokenPipeError, OSError):
         pass
 
 
-log("started %d" % os.getpid())
-for raw in sys.stdin:
-    raw = raw.strip()
-    if not raw:
-        continue
-    message = json.loads(raw)
-    method = message.get("method")
-    id = message.get("id")
-    params = message.get("params") or {}
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": id, "result": {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "storm", "version": "1"},
-        }})
-    elif method == "tools/list":
+def handle(method, id, params):
+    if method == "tools/list":
         log("tools/list")
-        send({"jsonrpc": "2.0", "id": id, "result": {"tools": TOOLS}})
+        result(id, {"tools": TOOLS})
     elif method == "tools/call" and params.get("name") == "storm":
         args = params.get("arguments") or {}
         threading.Thread(target=storm, args=(id, int(args.get("count", 100000)), int(args.get("padBytes", 0))),
                          daemon=True).start()
-    elif id is not None:
-        send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no " + str(method)}})
+    else:
+        return False
+    return True
+
+
+log("started %d" % os.getpid())
+serve("storm", {"tools": {"listChanged": True}}, handle)

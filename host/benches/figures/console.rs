@@ -123,18 +123,18 @@ pub fn c_console() {
     write_candidates(&instance, CANDIDATES, &cards);
     let empty = dir.path().join("empty");
     Instance::open_or_create(&empty).expect("new instance");
-    let host = Host::start(&full);
-    host.wait_ready(BUILTINS);
-    let bare = Host::start(&empty);
-    bare.wait_ready(BUILTINS);
-    let (status, body) = http(&host.authority, "POST", "/pipeline", Some(r#"{"action":"review.list","args":{}}"#));
+    let host = Host::start_quiet(&full);
+    host.wait_all_ready(BUILTINS, Duration::from_secs(120));
+    let bare = Host::start_quiet(&empty);
+    bare.wait_all_ready(BUILTINS, Duration::from_secs(120));
+    let (status, body) = http(host.authority(), "POST", "/pipeline", Some(r#"{"action":"review.list","args":{}}"#));
     assert!(status == 200 && body.contains("cand-00199"), "review.list: {status} {}", &body[..body.len().min(400)]);
     note(&format!("C1: review.list answer for {CANDIDATES} candidates: {} KiB", body.len() / 1024));
 
     // C1, C2: cold loads, interleaved with the empty console and about:blank.
     let output = driver()
-        .args(["load", &format!("http://{}", host.authority), &CANDIDATES.to_string()])
-        .arg(format!("http://{}", bare.authority))
+        .args(["load", &format!("http://{}", host.authority()), &CANDIDATES.to_string()])
+        .arg(format!("http://{}", bare.authority()))
         .arg(RUNS.to_string())
         .output()
         .expect("run console.py");
@@ -175,7 +175,7 @@ pub fn c_console() {
     std::thread::sleep(Duration::from_secs(1));
     let quiet = cpu_over(host.pid(), IDLE);
     let mut idle = driver()
-        .args(["idle", &format!("http://{}", host.authority), &CANDIDATES.to_string()])
+        .args(["idle", &format!("http://{}", host.authority()), &CANDIDATES.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -252,7 +252,7 @@ pub(super) fn hub_with_everything(argv: &[String]) -> (Host, tempfile::TempDir) 
     let mcp = json!({"transport": "stdio", "command": argv});
     let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": mcp});
     std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
-    (Host::start(&root), dir)
+    (Host::start_quiet(&root), dir)
 }
 
 /// Samples of `N` kinds of call measured in turns of [`TURN`] calls of one kind, round
@@ -292,7 +292,7 @@ pub fn b4_hub_call() {
 
     // In turns: direct stdio, the hub, and the two floors on the same connection —
     // `GET /health` (HTTP alone) and an MCP `ping` (HTTP, session, JSON-RPC).
-    let mut session = Session::open(&host.authority);
+    let mut session = Session::open(host.authority());
     let samples = in_turns::<4>(RUNS, 200, |kind| match kind {
         0 => lone.call(),
         1 => session.echo(),
@@ -319,7 +319,7 @@ pub fn b4_hub_call() {
     ));
 
     for callers in [8usize, 32] {
-        let authority = host.authority.clone();
+        let authority = host.authority().to_owned();
         let through_hub = rate(callers, WINDOW, |_| {
             let mut session = Session::open(&authority);
             Box::new(move || session.echo())

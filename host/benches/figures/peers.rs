@@ -86,7 +86,7 @@ pub fn b5_peers() {
     let mut direct = Lone::start(&argv);
 
     // Added p50 at one session, the four measured in turns.
-    let mut hub = Session::open_at(&host.authority, "/myspace-butler/api/mcp");
+    let mut hub = Session::open_at(host.authority(), "/myspace-butler/api/mcp");
     let mut by_proxy = Session::open_at(&proxy.authority, "/mcp");
     let mut by_hub = LegacySession::open(&peer_hub.authority);
     let samples = in_turns::<4>(RUNS, 100, |kind| match kind {
@@ -108,7 +108,8 @@ pub fn b5_peers() {
     ));
 
     // Throughput at 32 sessions, and each tree's RSS right after its run.
-    let (ours_at, proxy_at, hub_at) = (host.authority.clone(), proxy.authority.clone(), peer_hub.authority.clone());
+    let (ours_at, proxy_at, hub_at) =
+        (host.authority().to_owned(), proxy.authority.clone(), peer_hub.authority.clone());
     let ours_rate = rate(SESSIONS, WINDOW, |_| {
         let mut s = Session::open_at(&ours_at, "/myspace-butler/api/mcp");
         Box::new(move || s.call("everything__echo"))

@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Host, http, line, line_in, note, percentiles, poll, spawn_serve};
+use super::{Host, http, line, line_in, note, percentiles, poll};
 
 /// Spawns `butler serve` on `root` and returns how long it took until `/health` said every
 /// faculty is ready; with `optimized`, waits on (untimed) until every faculty runs its
 /// optimized code, so that the compile cache is complete when the host is stopped.
 fn spawn_until_ready(root: &Path, optimized: bool) -> Duration {
-    let home = tempfile::tempdir().expect("home");
     let start = Instant::now();
-    let (mut child, authority, _stdout) = spawn_serve(root, home.path());
+    let mut host = Host::start_quiet(root);
+    let authority = host.authority().to_owned();
     let ready = poll(Duration::from_secs(60), Duration::from_micros(500), || {
         let (status, body) = std::panic::catch_unwind(|| http(&authority, "GET", "/health", None)).ok()?;
         let health: Value = serde_json::from_str(&body).ok()?;
@@ -32,8 +32,7 @@ fn spawn_until_ready(root: &Path, optimized: bool) -> Duration {
         })
         .expect("every faculty optimized");
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    host.kill();
     ready
 }
 
@@ -91,8 +90,8 @@ pub fn b13_mixed_load() {
     const WINDOW: Duration = Duration::from_secs(10);
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path().join("instance");
-    let host = Host::start(&root);
-    host.wait_ready(&["journal", "distill", "validity", "cards"]);
+    let host = Host::start_quiet(&root);
+    host.wait_all_ready(&["journal", "distill", "validity", "cards"], Duration::from_secs(120));
     let run = |request: &(dyn Fn(usize) -> MixRequest + Sync)| {
         let latencies = Mutex::new(Vec::new());
         let failures = AtomicUsize::new(0);
@@ -100,7 +99,7 @@ pub fn b13_mixed_load() {
         std::thread::scope(|scope| {
             for client in 0..CLIENTS {
                 let (latencies, failures) = (&latencies, &failures);
-                let authority = host.authority.clone();
+                let authority = host.authority().to_owned();
                 scope.spawn(move || {
                     let mut own = Vec::new();
                     let mut i = client;

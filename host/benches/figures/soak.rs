@@ -81,13 +81,13 @@ pub fn s1_soak() {
     let total = Duration::from_secs(std::env::var("BUTLER_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600));
     let warm_up = (total / 10).max(Duration::from_secs(10));
     let dir = tempfile::tempdir().expect("temp");
-    let host = Host::start(&dir.path().join("instance"));
-    host.wait_ready(&["journal", "distill", "validity", "cards"]);
-    load(&host.authority, warm_up);
+    let host = Host::start_quiet(&dir.path().join("instance"));
+    host.wait_all_ready(&["journal", "distill", "validity", "cards"], Duration::from_secs(120));
+    load(host.authority(), warm_up);
     std::thread::sleep(SETTLE);
     let start = holding(host.pid());
     let measured = total.saturating_sub(warm_up);
-    let (requests, errors) = load(&host.authority, measured);
+    let (requests, errors) = load(host.authority(), measured);
     std::thread::sleep(SETTLE);
     let end = holding(host.pid());
     #[allow(clippy::cast_precision_loss)]

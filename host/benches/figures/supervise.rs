@@ -31,7 +31,7 @@ fn exec_done(group: u32, comm: &str) -> Option<u32> {
 }
 
 fn services(host: &Host) -> Vec<Value> {
-    let (status, body) = host.get("/services");
+    let (status, body) = host.http("GET", "/services", None);
     assert_eq!(status, 200, "{body}");
     serde_json::from_str::<Value>(&body).expect("json")["services"].as_array().cloned().unwrap_or_default()
 }
@@ -43,19 +43,19 @@ pub fn p1_start_to_running() {
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path().join("instance");
     write_service(&root, "trivial", &json!({"command": ["sleep", "300"]}));
-    let host = Host::start(&root);
+    let host = Host::start_quiet(&root);
     poll(Duration::from_secs(30), Duration::from_millis(5), || (!services(&host).is_empty()).then_some(()))
         .expect("the service is listed");
     let (mut took, mut base) = (Vec::new(), Vec::new());
     for run in 0..RUNS + 3 {
         let start = Instant::now();
-        let (status, body) = http(&host.authority, "POST", "/services/trivial/start", Some("{}"));
+        let (status, body) = http(host.authority(), "POST", "/services/trivial/start", Some("{}"));
         assert_eq!(status, 200, "{body}");
         let answer: Value = serde_json::from_str(&body).expect("json");
         let group = u32::try_from(answer["data"]["status"]["pgid"].as_u64().expect("pgid")).expect("pid");
         poll(Duration::from_secs(10), Duration::from_micros(50), || exec_done(group, "sleep")).expect("sleep runs");
         let elapsed = start.elapsed();
-        let (status, body) = http(&host.authority, "POST", "/services/trivial/stop", Some("{}"));
+        let (status, body) = http(host.authority(), "POST", "/services/trivial/stop", Some("{}"));
         assert_eq!(status, 200, "{body}");
 
         let start = Instant::now();
@@ -89,7 +89,7 @@ pub fn p2_memory_with_50() {
     let idle_root = idle_dir.path().join("instance");
     std::fs::create_dir_all(&idle_root).expect("mkdir");
     std::fs::write(idle_root.join("butler.json"), "{}").expect("root");
-    let idle = Host::start(&idle_root);
+    let idle = Host::start_quiet(&idle_root);
     std::thread::sleep(Duration::from_secs(2));
     let idle_rss = status_kib(idle.pid(), "VmRSS");
     drop(idle);
@@ -99,7 +99,7 @@ pub fn p2_memory_with_50() {
     for i in 0..ITEMS {
         write_service(&root, &format!("s{i:02}"), &json!({"command": ["sleep", "300"], "autoStart": true}));
     }
-    let host = Host::start(&root);
+    let host = Host::start_quiet(&root);
     poll(Duration::from_secs(60), Duration::from_millis(20), || {
         let listed = services(&host);
         (listed.len() == ITEMS && listed.iter().all(|s| s["state"] == "running" && s["pid"].is_u64())).then_some(())
@@ -140,7 +140,7 @@ pub fn p3_log_throughput() {
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path().join("instance");
     write_service(&root, "chatty", &json!({"command": ["yes", TEXT], "autoStart": true}));
-    let host = Host::start(&root);
+    let host = Host::start_quiet(&root);
     poll(Duration::from_secs(30), Duration::from_millis(5), || {
         services(&host).first().is_some_and(|s| s["state"] == "running").then_some(())
     })
@@ -188,8 +188,8 @@ pub fn p3_log_throughput() {
 
 /// Reads the log stream of `chatty` for `window`: (log lines, skipped lines, peak host RSS).
 fn follow_for(host: &Host, window: Duration) -> (u64, u64, u64) {
-    let mut stream = TcpStream::connect(&host.authority).expect("connect");
-    write!(stream, "GET /myspace-butler/api/services/chatty/log HTTP/1.1\r\nHost: {}\r\n\r\n", host.authority)
+    let mut stream = TcpStream::connect(host.authority()).expect("connect");
+    write!(stream, "GET /myspace-butler/api/services/chatty/log HTTP/1.1\r\nHost: {}\r\n\r\n", host.authority())
         .expect("request");
     stream.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
     let mut reader = BufReader::with_capacity(256 * 1024, stream);

@@ -428,6 +428,7 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
         timeout_ms: DESCRIBE_TIMEOUT_MS,
         memory_mb: DESCRIBE_MEMORY_MB,
         env: Vec::new(),
+        clock: crate::Clock::system(),
     };
     let state = CallState::new(&sandbox, &[], None, None, CallContext::default(), "describe".to_owned())
         .map_err(|e| format!("{e:#}"))?;

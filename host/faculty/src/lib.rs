@@ -5,6 +5,7 @@
 //! - [`wit`] — the accepted WIT versions and dispatch over them;
 //! - [`sandbox`] — what one call sees: preopens only, no network, no environment;
 //! - [`args`] — the command-argument rules;
+//! - [`clock`] — the wall clock faculties read (the system's, or a hand-moved one);
 //! - [`locks`] — the store-lock discipline that keeps concurrent calls deadlock-free;
 //! - [`run`] — one call from instantiation to JSON or a clean error;
 //! - [`stats`] — per-faculty call counters and each call's debug line;
@@ -20,6 +21,7 @@
 //! ([`FacultyRuntime::abandon`]) running guests are interrupted within one epoch tick.
 
 pub mod args;
+pub mod clock;
 pub mod components;
 pub mod declared;
 pub mod engine;
@@ -47,6 +49,7 @@ use butler_catalog::lock;
 use butler_catalog::manifest::{Effect, ReportShape};
 use butler_catalog::{Catalog, Extension, Follow, Kind};
 use butler_process::HostEnv;
+pub use clock::Clock;
 use components::{Components, Prepared};
 use engine::FacultyEngine;
 use locks::{LockFailure, StoreLocks, TreeId};
@@ -618,6 +621,8 @@ pub struct Setup {
     pub config: Map<String, Value>,
     /// What native faculties' processes see.
     pub host: HostEnv,
+    /// The clock faculties read through `host.now-ms`.
+    pub clock: Clock,
 }
 
 /// `text` with every `${key}` of `folders` replaced by the folder's path.
@@ -1346,6 +1351,7 @@ impl FacultyRuntime {
             timeout_ms: settings.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
             memory_mb: settings.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(engine::MAX_MEMORY_MB),
             env,
+            clock: self.setup.clock.clone(),
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct Sandbox {
     pub memory_mb: u64,
     /// Environment variables the faculty sees (only what was granted: [`CONFIG_ENV`]).
     pub env: Vec<(String, String)>,
+    /// What `host.now-ms` answers.
+    pub clock: super::Clock,
 }
 
 impl Sandbox {
@@ -119,6 +121,7 @@ pub struct CallState {
     pub stdout: MemoryOutputPipe,
     /// What the guest printed on stderr.
     pub stderr: MemoryOutputPipe,
+    clock: super::Clock,
 }
 
 impl WasiView for CallState {
@@ -182,6 +185,7 @@ impl CallState {
             caller,
             stdout,
             stderr,
+            clock: sandbox.clock.clone(),
         })
     }
 
@@ -190,12 +194,10 @@ impl CallState {
         super::stats::emit(level, &self.faculty, message);
     }
 
-    /// `host.now-ms`.
+    /// `host.now-ms`: the runtime's clock.
     #[must_use]
-    pub fn clock_ms() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
     }
 
     /// `host.call`: a pipeline action through the dispatcher, as a nested call of this one.

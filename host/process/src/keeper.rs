@@ -89,13 +89,27 @@ pub fn spawn_kept(launch: &Launch, input: Input) -> std::io::Result<Kept> {
     Ok(Kept { child, group })
 }
 
+/// The program that runs `keep` when it is not this process's own executable, set once by
+/// [`use_keeper`].
+static KEEPER_PROGRAM: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Makes every child of this process run under `butler` at `program` rather than under
+/// this process's own executable — for a process that is not `butler` itself but hosts
+/// its parts (a test that builds the supervisor or the MCP hub in-process). Only the first
+/// call counts; it returns whether it was that one.
+pub fn use_keeper(program: std::path::PathBuf) -> bool {
+    KEEPER_PROGRAM.set(program).is_ok()
+}
+
 /// `butler keep --host-pid <this process> -- ARGV…`, in a new process group: the command
-/// that runs `argv` under a keeper. The host is this same binary (`/proc/self/exe`, which
-/// still works if the file was replaced since it started).
+/// that runs `argv` under a keeper. The keeper is this same binary (`/proc/self/exe`,
+/// which still works if the file was replaced since it started), unless [`use_keeper`]
+/// named another.
 #[must_use]
 pub fn command(argv: &[String]) -> std::process::Command {
     use std::os::unix::process::CommandExt;
-    let mut command = std::process::Command::new("/proc/self/exe");
+    let program = KEEPER_PROGRAM.get().map_or_else(|| std::path::Path::new("/proc/self/exe"), |p| p.as_path());
+    let mut command = std::process::Command::new(program);
     command
         .arg0(KEEPER_ARG0)
         .arg("keep")

@@ -169,6 +169,7 @@ impl Instance {
             settings: self.config.faculties.clone(),
             config: self.config.raw.clone(),
             host: self.host_env(host_url),
+            clock: butler_faculty::Clock::system(),
         }
     }
 

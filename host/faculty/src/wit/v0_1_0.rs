@@ -31,7 +31,7 @@ impl butler::faculty::host::Host for CallState {
     }
 
     fn now_ms(&mut self) -> u64 {
-        CallState::clock_ms()
+        CallState::now_ms(self)
     }
 
     fn call(&mut self, action: String, args: String) -> Result<String, Failure> {
