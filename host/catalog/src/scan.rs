@@ -64,6 +64,17 @@ impl ScanConfig {
 
     /// [`Self::extension_dirs`], and the scan roots that could not be listed (a root that
     /// does not exist is not among them: it has no extensions).
+    /// Where `extension` stands in a scan: its root's position among the roots, then its
+    /// folder's (or component file's) name, byte by byte — the order [`Self::listed`] visits.
+    fn scan_order(&self, extension: &Extension) -> (usize, Vec<u8>) {
+        let folder = match &extension.source {
+            Source::Component(file) => file.as_path(),
+            Source::Manifest => extension.dir.as_path(),
+        };
+        let root = self.roots.iter().position(|r| folder.parent() == Some(r.as_path())).unwrap_or(usize::MAX);
+        (root, folder.file_name().map(|n| n.as_bytes().to_vec()).unwrap_or_default())
+    }
+
     fn listed(&self) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
         let mut out = Vec::new();
         let mut unreadable = Vec::new();
@@ -173,6 +184,9 @@ pub fn scan_confirming(
             }
         }
     }
+    // What was kept (a folder gone once, an unreadable root's extensions) goes back to its
+    // place: extensions are always in scan order.
+    loaded.sort_by_cached_key(|e| config.scan_order(e));
     let extensions = settle_ids(loaded, previous, &mut diagnostics);
     (Catalog { generation: 0, extensions: extensions.into_iter().map(Arc::new).collect(), diagnostics }, gone_now)
 }

@@ -175,7 +175,10 @@ impl Loader {
                     let config = self.config.clone();
                     let Ok((now, _)) = tokio::task::spawn_blocking(move || fingerprint(&config)).await else { continue };
                     if now != self.fingerprint {
+                        // A write may be under way whose events have not arrived yet:
+                        // the same quiet time as after an event, then the rescan.
                         tracing::debug!("catalog: fingerprint changed without an event; rescanning");
+                        debounce(&mut events).await;
                         self.rescan().await;
                     }
                 }

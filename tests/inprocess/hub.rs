@@ -1,0 +1,359 @@
+//! The MCP hub in-process: a [`Hub`] (with a faculty runtime that has no faculties)
+//! reconciled from scanned temp instances whose providers are `tests/providers/fake_mcp.py`,
+//! run under the real keeper and called as the HTTP layer calls them. Covered: colliding
+//! tool names are told apart by namespace, and a taken namespace is a conflict settled
+//! exactly as [`names::settle`] settles it (scan order, incumbents first); two sessions'
+//! calls with the same request id, and their progress, stay apart; a cancellation reaches
+//! the provider, for the right call; a crash is an `isError` result that costs only its
+//! provider, which comes back by itself.
+//!
+//! Real time: the provider's restart is timed by `std::time::Instant` as well as by tokio,
+//! so a paused clock would not drive it. Each test shuts its hub down at the end.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use butler_catalog::Catalog;
+use butler_catalog::names::{self, Conflict};
+use butler_faculty::{FacultyRuntime, Setup};
+use butler_mcp::{HostTools, Hub, Scope};
+use butler_process::HostEnv;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::{scan, until, use_real_keeper, within, write_manifest};
+
+/// The tools of `fake_mcp.py` that can be public, in its order (it also lists `bad name!`
+/// and a 70-character name, which cannot).
+const PUBLIC_TOOLS: [&str; 5] = ["echo", "crash", "hang", "progress", "env"];
+
+/// The python interpreter itself (not a version manager's shim, which a provider's
+/// scrubbed environment may not satisfy, and which costs a start each time).
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 runs (the fake provider needs it)");
+        String::from_utf8(out.stdout).expect("a UTF-8 path").trim().to_owned()
+    })
+}
+
+/// Where provider `id` of the instance at `root` logs its starts, hangs and cancellations.
+fn log_of(root: &Path, id: &str) -> PathBuf {
+    root.join(format!("{id}.log"))
+}
+
+/// The environment variable only provider `id` gets, to tell which provider answered.
+fn marker(id: &str) -> String {
+    format!("ONLY_{}", id.to_uppercase().replace('-', "_"))
+}
+
+/// A tool manifest whose `mcp` block runs `fake_mcp.py`, logging to [`log_of`], with
+/// `namespace` if given (else the id's).
+fn provider(root: &Path, id: &str, namespace: Option<&str>) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/providers/fake_mcp.py");
+    let log = log_of(root, id).display().to_string();
+    let mut mcp = json!({
+        "transport": "stdio",
+        "command": [python(), script],
+        "env": {"FAKE_MCP_LOG": log, marker(id): "1"},
+        "timeoutSec": 120,
+    });
+    if let Some(namespace) = namespace {
+        mcp["namespace"] = json!(namespace);
+    }
+    json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id, "mcp": mcp})
+}
+
+/// Writes a [`provider`] per `(id, namespace)` into the instance at `root`.
+fn write_providers(root: &Path, providers: &[(&str, Option<&str>)]) {
+    for (id, namespace) in providers {
+        write_manifest(root, &format!("tools/{id}"), &provider(root, id, *namespace));
+    }
+}
+
+/// A hub for the instance at `root` (state under `root/state`), reconciled with
+/// `catalog`.
+async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
+    let state = root.join("state");
+    let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
+        .expect("a faculty runtime without faculties");
+    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state);
+    hub.reconcile(catalog).await;
+    hub
+}
+
+/// `(id, namespace)` of every provider of `catalog`, in scan order: what the hub settles.
+fn wanted(catalog: &Catalog) -> Vec<(String, String)> {
+    catalog
+        .extensions
+        .iter()
+        .filter_map(|e| e.manifest.mcp.as_ref().map(|mcp| (e.id().to_owned(), mcp.effective_namespace(e.id()))))
+        .collect()
+}
+
+/// The lines provider `id` logged so far.
+fn log_lines(root: &Path, id: &str) -> Vec<String> {
+    std::fs::read_to_string(log_of(root, id)).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// Waits until provider `id` has logged `count` lines starting with `prefix`; returns
+/// the rest of each such line.
+async fn logged(root: &Path, id: &str, prefix: &str, count: usize) -> Vec<String> {
+    let (log, want) = (log_of(root, id), prefix.to_owned());
+    let found = move || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines().filter_map(|l| l.strip_prefix(want.as_str()).map(str::to_owned)).collect::<Vec<_>>()
+    };
+    let seen = found.clone();
+    until(&format!("{id} to log {count} `{prefix}` lines"), move || seen().len() >= count).await;
+    found()
+}
+
+/// The first text item of a `tools/call` result.
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// `tools/call` of `name` with `arguments` as request `id` of `session`; the call must
+/// be answered (a provider's failure is an `isError` result, still an answer).
+async fn call(hub: &Hub, session: &str, id: Value, name: &str, arguments: Value) -> Value {
+    let params = json!({"name": name, "arguments": arguments});
+    within(&format!("{name} to answer"), hub.call_tool(Scope::Main, session, &id, params, None))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"))
+}
+
+/// Which providers' [`marker`]s the environment of whoever answers `<namespace>__env`
+/// holds: who the public name routes to.
+async fn routed_to(hub: &Hub, namespace: &str) -> Vec<String> {
+    let result = call(hub, "routing", json!(1), &format!("{namespace}__env"), json!({})).await;
+    let names: Vec<String> = serde_json::from_str(&text_of(&result)).expect("env answers a JSON list");
+    names.into_iter().filter(|n| n.starts_with("ONLY_")).collect()
+}
+
+/// The public tool names `tools/list` shows.
+async fn tool_names(hub: &Hub) -> Vec<String> {
+    within("tools/list", hub.list_tools(Scope::Main))
+        .await
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool has a name").to_owned())
+        .collect()
+}
+
+/// The hub's status of provider `id`.
+fn provider_status(hub: &Hub, id: &str) -> Value {
+    let status = hub.status();
+    status["providers"].as_array().and_then(|all| all.iter().find(|p| p["id"] == id).cloned()).unwrap_or(Value::Null)
+}
+
+/// Whether process `pid` is gone (or a zombie, dead but not yet reaped).
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// A conflict, as [`names::settle`] reports it.
+fn conflict(id: &str, namespace: &str, held_by: &str) -> Conflict {
+    Conflict { id: id.to_owned(), namespace: namespace.to_owned(), held_by: held_by.to_owned() }
+}
+
+#[tokio::test]
+async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_names_settles_it() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    // Every provider offers `echo`, `hang`, …; `zeta` asks for the namespace `my-tools`
+    // derives from its id.
+    write_providers(r, &[("alpha", None), ("beta", None), ("my-tools", None), ("zeta", Some("my_tools"))]);
+    let catalog = scan(r, None);
+    assert_eq!(catalog.extensions.len(), 4, "{:?}", catalog.diagnostics);
+    let hub = hub(r, &catalog).await;
+
+    let (accepted, conflicts) = names::settle(&wanted(&catalog), &BTreeMap::new());
+    assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
+    assert_eq!(conflicts, [conflict("zeta", "my_tools", "my-tools")]);
+    assert_eq!(hub.status()["conflicts"], json!(conflicts), "the hub reports what settle decides");
+
+    let expected: Vec<String> =
+        ["alpha", "beta", "my_tools"].iter().flat_map(|ns| PUBLIC_TOOLS.map(|t| format!("{ns}__{t}"))).collect();
+    assert_eq!(tool_names(&hub).await, expected, "each provider's tools under its namespace, in scan order");
+    for (namespace, id) in [("alpha", "alpha"), ("beta", "beta"), ("my_tools", "my-tools")] {
+        assert_eq!(routed_to(&hub, namespace).await, [marker(id)], "{namespace}__env");
+    }
+    assert!(!log_of(r, "zeta").exists(), "a provider left out is never started");
+    let alpha = provider_status(&hub, "alpha");
+    let rejected: Vec<&str> =
+        alpha["rejected"].as_array().expect("rejected").iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert_eq!(rejected, ["bad name!", "x".repeat(70).as_str()], "{alpha}");
+    let registered: BTreeMap<String, String> = hub.status()["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| {
+            (p["namespace"].as_str().unwrap_or_default().to_owned(), p["id"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(registered.len(), 3, "{registered:?}");
+
+    // A newcomer that sorts first asks for `alpha`: fresh, it would win; against the
+    // incumbent, it is left out.
+    write_providers(r, &[("aaa", Some("alpha"))]);
+    let next = scan(r, Some(&catalog));
+    assert!(names::settle(&wanted(&next), &BTreeMap::new()).0.contains(&"aaa".to_owned()));
+    hub.reconcile(&next).await;
+    let (accepted, conflicts) = names::settle(&wanted(&next), &registered);
+    assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
+    assert_eq!(conflicts, [conflict("aaa", "alpha", "alpha"), conflict("zeta", "my_tools", "my-tools")]);
+    assert_eq!(hub.status()["conflicts"], json!(conflicts));
+    assert_eq!(routed_to(&hub, "alpha").await, [marker("alpha")]);
+    assert!(!log_of(r, "aaa").exists(), "the newcomer left out is never started");
+
+    // The incumbent goes: the namespace is free for the newcomer, and the old process stops.
+    let alpha_pid: u32 = logged(r, "alpha", "started ", 1).await[0].parse().expect("a pid");
+    std::fs::remove_dir_all(r.join("tools/alpha")).expect("remove alpha");
+    let last = scan(r, Some(&next));
+    hub.reconcile(&last).await;
+    assert_eq!(hub.status()["conflicts"], json!([conflict("zeta", "my_tools", "my-tools")]));
+    assert_eq!(routed_to(&hub, "alpha").await, [marker("aaa")]);
+    until("the removed provider to stop", move || gone(alpha_pid)).await;
+    hub.shutdown().await;
+}
+
+/// `progress` called as request `id` of `session` with a client token of its own: the
+/// answer's text and the progress notifications its sink got.
+async fn progress(hub: &Hub, session: &str, id: Value) -> (String, Vec<Value>) {
+    let (sink, mut got) = mpsc::unbounded_channel();
+    let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
+    let result = hub.call_tool(Scope::Main, session, &id, params, Some(sink)).await.expect("progress answers");
+    let mut notifications = Vec::new();
+    while let Ok(n) = got.try_recv() {
+        notifications.push(n);
+    }
+    (text_of(&result), notifications)
+}
+
+#[tokio::test]
+async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let hub = hub(r, &scan(r, None)).await;
+    let one = hub.open_session(Scope::Main, "2025-06-18".to_owned());
+    let two = hub.open_session(Scope::Main, "2025-06-18".to_owned());
+
+    // Session one's request 7 hangs on the provider; session two's request 7 is answered
+    // meanwhile, on the same pipe.
+    let hanging = tokio::spawn({
+        let (hub, one) = (Arc::clone(&hub), one.clone());
+        async move {
+            hub.call_tool(Scope::Main, &one, &json!(7), json!({"name": "alpha__hang", "arguments": {}}), None).await
+        }
+    });
+    let hang_id = logged(r, "alpha", "hanging ", 1).await.remove(0);
+    let echoed = call(&hub, &two, json!(7), "alpha__echo", json!({"text": "two's seven"})).await;
+    assert_eq!(text_of(&echoed), "two's seven");
+
+    // Both sessions' request 8 at once.
+    let (eight_one, eight_two) = tokio::join!(
+        call(&hub, &one, json!(8), "alpha__echo", json!({"text": "one's eight"})),
+        call(&hub, &two, json!(8), "alpha__echo", json!({"text": "two's eight"})),
+    );
+    assert_eq!((text_of(&eight_one).as_str(), text_of(&eight_two).as_str()), ("one's eight", "two's eight"));
+
+    // And request 9 at once, with the same client progress token.
+    let ((text_one, progress_one), (text_two, progress_two)) = within("two progress calls", async {
+        tokio::join!(progress(&hub, &one, json!(9)), progress(&hub, &two, json!(9)))
+    })
+    .await;
+    assert_eq!((text_one.as_str(), text_two.as_str()), ("done", "done"));
+    for got in [&progress_one, &progress_two] {
+        let steps: Vec<&Value> = got.iter().map(|n| &n["progress"]).collect();
+        assert_eq!(steps, [&json!(1), &json!(2), &json!(3)], "each call gets its own three steps: {got:?}");
+    }
+    assert_ne!(progress_one[0]["progressToken"], progress_two[0]["progressToken"], "the hub's tokens differ");
+
+    // Session one's 7 still waits; cancelling it ends it.
+    assert!(!hanging.is_finished(), "session two's answer did not end session one's call");
+    hub.cancel(&one, &json!(7), Some("one cancels".to_owned())).await;
+    let ended = within("the cancelled hang", hanging).await.expect("the task").expect("an answer");
+    assert_eq!(ended["isError"], true, "{ended}");
+    assert_eq!(logged(r, "alpha", "cancelled ", 1).await, [format!("{hang_id} one cancels")]);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancellation_reaches_the_provider_for_the_call_it_names() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let hub = hub(r, &scan(r, None)).await;
+    let hang = |session: &'static str| {
+        let hub = Arc::clone(&hub);
+        tokio::spawn(async move {
+            hub.call_tool(Scope::Main, session, &json!(5), json!({"name": "alpha__hang", "arguments": {}}), None).await
+        })
+    };
+    // Both sessions' request 5 hangs; the provider knows them by ids of the hub's own.
+    let first = hang("first");
+    let first_id = logged(r, "alpha", "hanging ", 1).await.remove(0);
+    let second = hang("second");
+    let second_id = logged(r, "alpha", "hanging ", 2).await.remove(1);
+    assert_ne!(first_id, second_id);
+
+    // A request nobody made is nothing to cancel.
+    hub.cancel("second", &json!(6), Some("not a request".to_owned())).await;
+    hub.cancel("second", &json!(5), Some("second cancels".to_owned())).await;
+    let ended = within("the second call", second).await.expect("the task").expect("an answer");
+    assert_eq!(ended["isError"], true, "{ended}");
+    assert!(text_of(&ended).contains("cancelled"), "{ended}");
+    assert_eq!(logged(r, "alpha", "cancelled ", 1).await, [format!("{second_id} second cancels")]);
+    assert!(!first.is_finished(), "the other session's request 5 was not cancelled");
+
+    hub.cancel("first", &json!(5), None).await;
+    let ended = within("the first call", first).await.expect("the task").expect("an answer");
+    assert_eq!(ended["isError"], true, "{ended}");
+    let cancelled = logged(r, "alpha", "cancelled ", 2).await;
+    assert_eq!(cancelled, [format!("{second_id} second cancels"), format!("{first_id} ")], "in order, each once");
+    // Cancelling again, or after the answer, reaches nobody.
+    hub.cancel("first", &json!(5), Some("again".to_owned())).await;
+    assert_eq!(
+        text_of(&call(&hub, "first", json!(9), "alpha__echo", json!({"text": "still here"})).await),
+        "still here"
+    );
+    assert_eq!(log_lines(r, "alpha").iter().filter(|l| l.starts_with("cancelled")).count(), 2);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crashing_provider_answers_is_error_costs_only_itself_and_comes_back() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None), ("beta", None)]);
+    let hub = hub(r, &scan(r, None)).await;
+    assert_eq!(tool_names(&hub).await.len(), 2 * PUBLIC_TOOLS.len());
+
+    let crashed = call(&hub, "s", json!(1), "alpha__crash", json!({})).await;
+    assert_eq!(crashed["isError"], true, "{crashed}");
+    assert!(text_of(&crashed).starts_with("alpha__crash: "), "{crashed}");
+    assert_eq!(text_of(&call(&hub, "s", json!(2), "beta__echo", json!({"text": "unharmed"})).await), "unharmed");
+    let alpha = provider_status(&hub, "alpha");
+    assert_eq!(alpha["state"], "crashed", "{alpha}");
+    assert_eq!(alpha["lastError"], "exited (exit code 3)", "{alpha}");
+
+    // It is started again by itself (after `provider::RESTART_AFTER`), and answers.
+    let watched = Arc::clone(&hub);
+    until("alpha to be back", move || provider_status(&watched, "alpha")["state"] == "ready").await;
+    assert_eq!(text_of(&call(&hub, "s", json!(3), "alpha__echo", json!({"text": "back"})).await), "back");
+    assert_eq!(logged(r, "alpha", "started ", 2).await.len(), 2, "started twice");
+    assert_eq!(logged(r, "beta", "started ", 1).await.len(), 1, "beta ran on undisturbed");
+    hub.shutdown().await;
+}
