@@ -130,12 +130,18 @@ impl Failure {
     }
 }
 
-fn kind_of(code: &str) -> Kind {
+/// The kind a failure code's spelling suggests, for a failure made without one — the
+/// host's convention, kept identical to it (a test of the host's faculty runtime compares
+/// the two): `invalid_*` → invalid input, `*_not_found` → not found, `stale_*`,
+/// `*_expired`, `*_conflict`, `*_not_active` → conflict, `*_invalid`, `*_required`,
+/// `*_only` → forbidden, `*_unavailable`, `busy` → unavailable, `*_too_large` → too large.
+#[must_use]
+pub fn kind_of(code: &str) -> Kind {
     match code {
-        "not_found" | "unknown_command" | "unknown_report" => Kind::NotFound,
+        "not_found" | "unknown_command" | "unknown_report" | "unknown_action" | "unknown_faculty" => Kind::NotFound,
         "forbidden" => Kind::Forbidden,
-        "busy" | "timeout" => Kind::Unavailable,
-        "internal" => Kind::Internal,
+        "busy" | "timeout" | "shutting_down" => Kind::Unavailable,
+        "internal" | "trap" => Kind::Internal,
         c if c.starts_with("invalid_") => Kind::InvalidInput,
         c if c.ends_with("_not_found") => Kind::NotFound,
         c if c.starts_with("stale_")
@@ -145,7 +151,7 @@ fn kind_of(code: &str) -> Kind {
         {
             Kind::Conflict
         }
-        c if c.ends_with("_invalid") || c.ends_with("_required") => Kind::Forbidden,
+        c if c.ends_with("_invalid") || c.ends_with("_required") || c.ends_with("_only") => Kind::Forbidden,
         c if c.ends_with("_unavailable") => Kind::Unavailable,
         c if c.ends_with("_too_large") => Kind::TooLarge,
         _ => Kind::Failed,
@@ -162,7 +168,7 @@ impl From<serde_json::Error> for Failure {
 pub type Outcome = Result<Value, Failure>;
 
 /// At most `max` characters of `text`, with `…` when it was cut: caller text echoed in
-/// messages and logs stays short.
+/// messages and logs stays short (the host clips the same way; a test compares them).
 #[must_use]
 pub fn clip(text: &str, max: usize) -> String {
     let mut chars = text.chars();

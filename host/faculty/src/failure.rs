@@ -28,8 +28,9 @@ pub enum FailureKind {
 impl FailureKind {
     /// The kind a code's spelling suggests — the convention for failures that carry no
     /// kind (`invalid_*` → invalid input, `*_not_found` → not found, `stale_*`,
-    /// `*_expired`, `*_conflict`, `*_not_active` → conflict, `*_required`, `*_invalid` →
-    /// forbidden, `*_unavailable`, `busy` → unavailable, `*_too_large` → too large).
+    /// `*_expired`, `*_conflict`, `*_not_active` → conflict, `*_required`, `*_invalid`, `*_only` →
+    /// forbidden, `*_unavailable`, `busy` → unavailable, `*_too_large` → too large). The
+    /// Rust guest kit keeps the same table (`tests/kit.rs` compares them).
     #[must_use]
     pub fn of_code(code: &str) -> Self {
         match code {

@@ -1082,6 +1082,7 @@ impl FacultyRuntime {
 
     /// Runs `call` as one observed call of `id`/`what`: counted, timed, and logged at
     /// debug under the faculty's target. `call` reports its lock wait through its argument.
+    /// After [`Self::abandon`] nothing runs: [`CallError::ShuttingDown`].
     fn observed(
         &self,
         id: &str,
@@ -1089,6 +1090,10 @@ impl FacultyRuntime {
         context: &CallContext,
         call: impl FnOnce(&mut Duration) -> Result<Value, CallError>,
     ) -> Result<Value, CallError> {
+        // Once abandoned, no call starts a guest — a read as little as a write.
+        if self.stop.load(Ordering::Acquire) {
+            return Err(CallError::ShuttingDown);
+        }
         lock(&self.stats).entry(id.to_owned()).or_default().started();
         let started = Instant::now();
         let mut waited = Duration::ZERO;

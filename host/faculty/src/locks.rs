@@ -126,7 +126,7 @@ enum Taken {
     Stopped,
 }
 
-/// Takes one lock for `tree`; returns how long it waited.
+/// Takes one lock for `tree`; returns how long it waited (zero when the store was free).
 fn take(
     store: &StoreLock,
     tree: TreeId,
@@ -134,7 +134,7 @@ fn take(
     deadline: Instant,
     stop: &AtomicBool,
 ) -> Result<Duration, Taken> {
-    let started = Instant::now();
+    let mut waiting_since: Option<Instant> = None;
     let mut holder = lock(&store.holder);
     loop {
         if stop.load(Ordering::Acquire) {
@@ -143,13 +143,14 @@ fn take(
         match *holder {
             None => {
                 *holder = Some(tree);
-                return Ok(started.elapsed());
+                return Ok(waiting_since.map_or(Duration::ZERO, |since| since.elapsed()));
             }
             // A tree passes what it holds down to its nested calls, which never ask for it
             // again; asking twice would be a runtime defect, refused rather than waited on.
             Some(owner) if owner == tree || !may_wait => return Err(Taken::Busy),
             Some(_) => {
                 let now = Instant::now();
+                waiting_since.get_or_insert(now);
                 if now >= deadline {
                     return Err(Taken::Timeout);
                 }
