@@ -13,14 +13,14 @@ use serde_json::{Value, json};
 
 use crate::util::{Butler, wait_until, write_manifest};
 
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// Installs the pinned MCP tools once per test run; returns `target/test-tools`.
-fn tools() -> PathBuf {
+pub(crate) fn tools() -> PathBuf {
     static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
     INSTALLED
         .get_or_init(|| {
@@ -42,7 +42,7 @@ fn provider(id: &str, command: Value, extra: Value) -> Value {
     json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id, "mcp": mcp})
 }
 
-fn fake(id: &str, log: &Path, extra: Value) -> Value {
+pub(crate) fn fake(id: &str, log: &Path, extra: Value) -> Value {
     let script = root().join("tests/providers/fake_mcp.py").display().to_string();
     let mut settings = json!({"env": {"FAKE_MCP_LOG": log.display().to_string()}, "timeoutSec": 5});
     if let (Some(s), Some(e)) = (settings.as_object_mut(), extra.as_object()) {
@@ -52,14 +52,14 @@ fn fake(id: &str, log: &Path, extra: Value) -> Value {
 }
 
 /// An instance with a root config and nothing else.
-fn instance() -> tempfile::TempDir {
+pub(crate) fn instance() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp");
     std::fs::write(dir.path().join("butler.json"), "{}").expect("root config");
     dir
 }
 
 /// A minimal Streamable HTTP client.
-struct Client<'a> {
+pub(crate) struct Client<'a> {
     butler: &'a Butler,
     path: String,
     session: Option<String>,
@@ -67,7 +67,7 @@ struct Client<'a> {
 }
 
 impl<'a> Client<'a> {
-    fn connect(butler: &'a Butler, path: &str) -> Self {
+    pub(crate) fn connect(butler: &'a Butler, path: &str) -> Self {
         let mut client = Self { butler, path: path.to_owned(), session: None, next: 1 };
         let (status, headers, body) = client.post(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -82,7 +82,7 @@ impl<'a> Client<'a> {
         client
     }
 
-    fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Value) {
+    pub(crate) fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Value) {
         let mut request = self
             .butler
             .request(reqwest::Method::POST, &self.butler.api(&self.path))
@@ -128,7 +128,7 @@ impl<'a> Client<'a> {
     }
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -138,14 +138,14 @@ fn status(butler: &Butler) -> Value {
     body
 }
 
-fn provider_status(butler: &Butler, id: &str) -> Value {
+pub(crate) fn provider_status(butler: &Butler, id: &str) -> Value {
     status(butler)["providers"]
         .as_array()
         .and_then(|all| all.iter().find(|p| p["id"] == id).cloned())
         .unwrap_or(Value::Null)
 }
 
-fn log_lines(log: &Path) -> Vec<String> {
+pub(crate) fn log_lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_owned).collect()
 }
 

@@ -19,6 +19,9 @@ pub mod framing;
 pub mod host_tools;
 pub mod provider;
 
+mod changes;
+pub use changes::Changed;
+
 use butler_catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -54,7 +57,9 @@ pub struct RpcError {
 }
 
 impl RpcError {
-    fn invalid_params(message: impl Into<String>) -> Self {
+    /// `-32602 Invalid params`.
+    #[must_use]
+    pub fn invalid_params(message: impl Into<String>) -> Self {
         Self { code: -32602, message: message.into(), data: None }
     }
 
@@ -110,7 +115,7 @@ pub struct Hub {
     host: HostEnv,
     cache_dir: PathBuf,
     logs_dir: PathBuf,
-    changed: broadcast::Sender<()>,
+    changed: broadcast::Sender<Changed>,
     /// Bumped by every change to the providers or their lists.
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
@@ -141,9 +146,9 @@ impl Hub {
         })
     }
 
-    /// Ticks whenever the lists clients see may have changed.
+    /// Says which lists clients see may have changed, whenever they may have.
     #[must_use]
-    pub fn changes(&self) -> broadcast::Receiver<()> {
+    pub fn changes(&self) -> broadcast::Receiver<Changed> {
         self.changed.subscribe()
     }
 
@@ -221,7 +226,7 @@ impl Hub {
         }
         self.epoch.fetch_add(1, Ordering::Release);
         if changed {
-            let _ = self.changed.send(());
+            let _ = self.changed.send(Changed::ALL);
         }
     }
 
@@ -234,7 +239,7 @@ impl Hub {
             while faculty_tools.changed().await.is_ok() {
                 let Some(hub) = watcher.upgrade() else { break };
                 hub.epoch.fetch_add(1, Ordering::Release);
-                let _ = hub.changed.send(());
+                let _ = hub.changed.send(Changed::TOOLS);
             }
         });
     }
@@ -352,14 +357,10 @@ impl Hub {
         };
         let (provider, original) = target;
         let params = framing::tool_call_params(params, original);
-        let key = (session.to_owned(), request_id.to_string());
-        let inflight = &self.inflight;
-        let reply = provider
-            .call("tools/call", params, progress, |conn, id| {
-                lock(inflight).insert(key.clone(), (conn, id));
-            })
-            .await;
-        lock(&self.inflight).remove(&(session.to_owned(), request_id.to_string()));
+        let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
+        let reply = provider.call("tools/call", params, progress, |conn, id| inflight.started(conn, id)).await;
+        inflight.answered = true;
+        drop(inflight);
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
@@ -453,6 +454,51 @@ impl Hub {
         forward(&provider, "resources/read", params).await
     }
 
+    /// `completion/complete`: asked of the provider that owns the prompt or resource the
+    /// reference names (the host's own prompt takes no arguments: nothing to complete).
+    ///
+    /// # Errors
+    /// A reference to nothing this scope offers (`-32602`), or the provider's error.
+    pub async fn complete(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
+        match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = text("name");
+                if name == CONTEXT_NAME {
+                    return Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}));
+                }
+                let target = (scope == Scope::Main)
+                    .then(|| self.exposed(ItemKind::Prompt).0.into_iter().find(|e| e.public == name))
+                    .flatten()
+                    .ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
+                params["ref"]["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
+                forward(&target.provider, "completion/complete", params).await
+            }
+            Some("ref/resource") => {
+                let uri = text("uri");
+                let owner = (scope == Scope::Main)
+                    .then(|| {
+                        self.providers().into_iter().find(|p| {
+                            let lists = p.lists();
+                            lists
+                                .resource_templates
+                                .iter()
+                                .any(|t| t.get("uriTemplate").and_then(Value::as_str) == Some(&uri))
+                                || lists.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(&uri))
+                        })
+                    })
+                    .flatten()
+                    .ok_or_else(|| unknown(&format!("resource {uri:?}")))?;
+                forward(&owner, "completion/complete", params).await
+            }
+            _ => Err(RpcError::invalid_params(
+                "completion/complete: `ref` must be {\"type\": \"ref/prompt\", \"name\"} or {\"type\": \"ref/resource\", \"uri\"}",
+            )),
+        }
+    }
+
     /// `GET /mcp/status`.
     #[must_use]
     pub fn status(&self) -> Value {
@@ -512,6 +558,33 @@ impl Hub {
         let providers =
             std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
+    }
+}
+
+/// A client's tool call while a provider works on it. Dropped before its answer — the
+/// client went away (a closed connection or stream is how a 2026-07-28 client cancels) —
+/// it tells the provider to stop.
+struct InFlight<'a> {
+    hub: &'a Hub,
+    key: InflightKey,
+    answered: bool,
+}
+
+impl InFlight<'_> {
+    fn started(&self, conn: Arc<Conn>, id: u64) {
+        lock(&self.hub.inflight).insert(self.key.clone(), (conn, id));
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let entry = lock(&self.hub.inflight).remove(&self.key);
+        if let Some((conn, id)) = entry
+            && !self.answered
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { conn.cancel(id, Some("the client went away".to_owned())).await });
+        }
     }
 }
 

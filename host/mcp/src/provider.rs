@@ -330,7 +330,7 @@ pub struct Provider {
     /// Its stderr and the hub's notes about it.
     pub log: Arc<Log>,
     cache: PathBuf,
-    changed: broadcast::Sender<()>,
+    changed: broadcast::Sender<crate::Changed>,
     /// Bumped whenever any provider's lists change (the hub's routing cache key).
     epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
@@ -345,7 +345,7 @@ impl Provider {
         spec: Arc<ProviderSpec>,
         cache_dir: &std::path::Path,
         logs_dir: &std::path::Path,
-        changed: broadcast::Sender<()>,
+        changed: broadcast::Sender<crate::Changed>,
         epoch: Arc<AtomicU64>,
     ) -> Arc<Self> {
         let cache = cache_dir.join(format!("{}.json", spec.id));
@@ -494,7 +494,8 @@ impl Provider {
         Ok(conn)
     }
 
-    /// Keeps fresh lists, in memory and in the cache.
+    /// Keeps fresh lists, in memory and in the cache, and tells the listeners which of
+    /// them changed.
     fn store(&self, lists: Lists) {
         if let Ok(bytes) = serde_json::to_vec(&lists) {
             if let Some(dir) = self.cache.parent() {
@@ -505,9 +506,14 @@ impl Provider {
             }
         }
         let mut inner = lock(&self.inner);
+        let changed = crate::Changed::between(&inner.lists, &lists);
         inner.lists = lists;
         inner.cached = false;
+        drop(inner);
         self.epoch.fetch_add(1, Ordering::Release);
+        if changed.any() {
+            let _ = self.changed.send(changed);
+        }
     }
 
     /// Reads the provider's stdout until it closes, then handles the exit.
@@ -586,12 +592,12 @@ impl Provider {
             return;
         }
         self.log.note(format!("exited ({why}); restarting in {} s", RESTART_AFTER.as_secs()));
-        let _ = self.changed.send(());
+        // Its lists stay as they were; a restart that lists differently tells the clients.
         tokio::spawn(async move {
             tokio::time::sleep(RESTART_AFTER).await;
             let crashed = lock(&self.inner).state == State::Crashed;
-            if crashed && !self.removed.load(Ordering::Relaxed) && self.ensure().await.is_ok() {
-                let _ = self.changed.send(());
+            if crashed && !self.removed.load(Ordering::Relaxed) {
+                let _ = self.ensure().await;
             }
         });
     }
@@ -614,7 +620,6 @@ impl Provider {
                     let capabilities = json!({"prompts": {}, "resources": {}});
                     if let Ok(lists) = list_all(&conn, &capabilities).await {
                         provider.store(lists);
-                        let _ = provider.changed.send(());
                     }
                 }
                 let mut relist = lock(&provider.relist);
@@ -641,7 +646,6 @@ impl Provider {
         }
         conn.fail_all(&why);
         conn.kept.lock().await.stop().await;
-        let _ = self.changed.send(());
     }
 
     /// Sends `method` with `params` to the provider (started if needed) and waits for the

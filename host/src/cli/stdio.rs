@@ -10,6 +10,10 @@
 //! replayed from the client's own — before the message is sent again. While no host runs,
 //! requests are answered with a JSON-RPC error saying so.
 //!
+//! A client of revision 2026-07-28 needs no session: each request's `_meta` names the
+//! revision, and the bridge adds the headers that revision asks of HTTP clients
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
+//!
 //! Bounds: a line of at most [`MAX_LINE`] bytes, at most [`IN_FLIGHT`] requests at once
 //! (stdin is not read further until one ends), every answer within [`ANSWER_TIMEOUT`].
 
@@ -174,10 +178,16 @@ impl Bridge {
             let session = lock(&self.session).clone();
             let body = message.to_string();
             let mut streamed = false;
-            let outcome = self.exchange("POST", session.as_deref(), Some(&body), &mut |event| {
-                streamed = true;
-                self.write_raw(event);
-            });
+            let outcome = self.exchange_with(
+                "POST",
+                session.as_deref(),
+                Some(&body),
+                &stateless_headers(message),
+                &mut |event| {
+                    streamed = true;
+                    self.write_raw(event);
+                },
+            );
             match outcome {
                 Outcome::Answered { status: 404, .. } if attempt == 0 && session.is_some() && !streamed => {
                     // The host restarted and forgot the session: open a new one, send again.
@@ -272,6 +282,18 @@ impl Bridge {
         body: Option<&str>,
         on_event: &mut dyn FnMut(&[u8]),
     ) -> Outcome {
+        self.exchange_with(method, session, body, "", on_event)
+    }
+
+    /// [`Self::exchange`] with more header lines (each ending in CRLF).
+    fn exchange_with(
+        &self,
+        method: &str,
+        session: Option<&str>,
+        body: Option<&str>,
+        headers: &str,
+        on_event: &mut dyn FnMut(&[u8]),
+    ) -> Outcome {
         let (mut stream, token) = match self.connect() {
             Ok(found) => found,
             Err(why) => return Outcome::Unreachable(why),
@@ -288,6 +310,7 @@ impl Bridge {
         if let Some(session) = session {
             head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
         }
+        head.push_str(headers);
         head.push_str("\r\n");
         if stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).is_err() {
             return Outcome::Unreachable(self.not_running());
@@ -315,6 +338,37 @@ impl Bridge {
         let stream = connect_tcp(&authority).ok_or_else(|| self.not_running())?;
         Ok((Stream::Tcp(stream), token))
     }
+}
+
+/// The headers a 2026-07-28 request repeats from its body over HTTP (stdio has none): its
+/// revision, method and — for a call, a prompt or a read — the name or URI, in the
+/// `=?base64?…?=` form when it is not plain visible ASCII. Nothing for other messages.
+fn stateless_headers(message: &Value) -> String {
+    use base64::Engine as _;
+    let params = &message["params"];
+    let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() else {
+        return String::new();
+    };
+    let Some(method) = message["method"].as_str() else { return String::new() };
+    let safe = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    let mut headers = String::new();
+    if safe(version) && safe(method) {
+        headers.push_str(&format!("MCP-Protocol-Version: {version}\r\nMcp-Method: {method}\r\n"));
+    }
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" => params["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        let value = if safe(name) && name.trim() == name {
+            name.to_owned()
+        } else {
+            format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(name))
+        };
+        headers.push_str(&format!("Mcp-Name: {value}\r\n"));
+    }
+    headers
 }
 
 fn connect_tcp(authority: &str) -> Option<std::net::TcpStream> {

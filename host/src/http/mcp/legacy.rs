@@ -1,0 +1,181 @@
+//! The legacy protocol revisions (2025-11-25, 2025-06-18, 2025-03-26) over Streamable HTTP:
+//! `POST` one JSON-RPC message (or a batch) and get JSON back — or, for a `tools/call`
+//! that asked for progress and accepts `text/event-stream`, an SSE stream of its progress
+//! notifications ending with the answer. `GET` with a session streams list-change
+//! notifications; `DELETE` ends a session.
+//!
+//! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
+//! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::answer::{self, Context};
+use super::{accepts_sse, header, rpc_error};
+use butler_mcp::framing::{ClientBody, ClientMessage as Message};
+use butler_mcp::{Hub, Scope, Session};
+
+/// The legacy revisions this endpoint speaks, newest first.
+pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The header that names a legacy session.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The session a request names, or the answer refusing it.
+fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Result<(String, Session), Box<Response>> {
+    let Some(session_id) = header(headers, SESSION_HEADER) else {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id.clone(),
+            -32000,
+            "Bad Request: no Mcp-Session-Id header; send initialize first (2025 revisions), or the per-request _meta of 2026-07-28",
+        )));
+    };
+    let Some(session) = hub.session(session_id).filter(|s| s.scope == scope) else {
+        return Err(Box::new(rpc_error(
+            StatusCode::NOT_FOUND,
+            id.clone(),
+            -32001,
+            "Session not found: initialize again",
+        )));
+    };
+    // A POST naming another revision is of 2026-07-28 and never gets here; GET and DELETE do.
+    if let Some(version) = header(headers, super::VERSION_HEADER)
+        && !REVISIONS.contains(&version)
+    {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id.clone(),
+            -32000,
+            format!("Bad Request: unsupported MCP-Protocol-Version {version:?} (supported: {})", REVISIONS.join(", ")),
+        )));
+    }
+    Ok((session_id.to_owned(), session))
+}
+
+/// `POST` of a legacy client.
+pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody) -> Response {
+    let ClientBody { array, messages } = body;
+    if let Some(Message::Request { id, params, .. }) =
+        messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
+    {
+        if array {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                id.clone(),
+                -32600,
+                "Invalid Request: initialize must be sent alone",
+            );
+        }
+        return initialize(hub, scope, id.clone(), params);
+    }
+    let first_id = messages
+        .iter()
+        .find_map(|m| if let Message::Request { id, .. } = m { Some(id.clone()) } else { None })
+        .unwrap_or(Value::Null);
+    let (session_id, _) = match session_of(hub, scope, headers, &first_id) {
+        Ok(found) => found,
+        Err(refusal) => return *refusal,
+    };
+    let mut requests = Vec::new();
+    for message in messages {
+        match message {
+            Message::Request { id, method, params } => requests.push((id, method, params)),
+            Message::Notification { method, params } => notified(hub, &session_id, &method, &params).await,
+            Message::Response => {}
+        }
+    }
+    if requests.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let context = Arc::new(Context { hub: Arc::clone(hub), scope, caller: session_id });
+    if !array && let Some((id, method, params)) = requests.pop() {
+        let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+        if method == "tools/call"
+            && accepts_sse(headers)
+            && let Some(token) = token
+        {
+            return answer::with_progress(token, move |progress| {
+                Box::pin(async move { answer(&context, id, &method, params, Some(progress)).await })
+            });
+        }
+        return Json(answer(&context, id, &method, params, None).await).into_response();
+    }
+    let mut answers = Vec::with_capacity(requests.len());
+    for (id, method, params) in requests {
+        answers.push(answer(&context, id, &method, params, None).await);
+    }
+    Json(Value::Array(answers)).into_response()
+}
+
+/// The full JSON-RPC response to one legacy request.
+async fn answer(
+    context: &Context,
+    id: Value,
+    method: &str,
+    params: Value,
+    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Value {
+    let result = match method {
+        "ping" | "logging/setLevel" => Ok(json!({})),
+        _ => context.shared(&id, method, params, progress).await.unwrap_or_else(|| Err(answer::not_found(method))),
+    };
+    answer::envelope(id, result)
+}
+
+fn initialize(hub: &Hub, scope: Scope, id: Value, params: &Value) -> Response {
+    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+    let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
+    let session_id = hub.open_session(scope, (*version).to_owned());
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": super::capabilities(true),
+        "serverInfo": super::server_info(),
+        "instructions": super::instructions(scope),
+    });
+    let mut response = Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
+    if let Ok(value) = HeaderValue::from_str(&session_id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
+    if method == "notifications/cancelled"
+        && let Some(request) = params.get("requestId")
+    {
+        let reason = params.get("reason").and_then(Value::as_str).map(str::to_owned);
+        hub.cancel(session_id, request, reason).await;
+    }
+}
+
+/// `GET`: list-change notifications for the session, as SSE, each of its own kind.
+pub fn listen(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap) -> Response {
+    if let Err(refusal) = session_of(hub, scope, headers, &Value::Null) {
+        return *refusal;
+    }
+    let notes = answer::change_notes(
+        hub.changes(),
+        butler_mcp::Changed::ALL,
+        |method| json!({"jsonrpc": "2.0", "method": method}),
+    );
+    let events = futures_util::StreamExt::map(notes, |note| Ok::<_, Infallible>(answer::message_event(&note)));
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// `DELETE`: ends the session.
+pub fn end(hub: &Hub, scope: Scope, headers: &HeaderMap) -> Response {
+    match session_of(hub, scope, headers, &Value::Null) {
+        Ok((session_id, _)) => {
+            hub.close_session(&session_id);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(refusal) => *refusal,
+    }
+}

@@ -1,0 +1,169 @@
+//! MCP over Streamable HTTP for the hub: both protocol eras on the same endpoints, chosen
+//! per request.
+//!
+//! - [`modern`]: revision 2026-07-28 — stateless, every request carrying its revision and
+//!   the client's capabilities in `_meta` (and the `MCP-Protocol-Version` header),
+//!   `server/discover`, `resultType`, `subscriptions/listen` for change notifications;
+//! - [`legacy`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
+//!   session (`Mcp-Session-Id`), `GET` streams its notifications, `DELETE` ends it;
+//! - [`answer`]: the methods both eras share, and a call answered as SSE with its progress.
+//!
+//! A request is of the 2026-07-28 era when its `MCP-Protocol-Version` header names a
+//! revision other than the legacy ones, or its `_meta` names a protocol version; every other
+//! request is legacy. The request gate (loopback `Host`, own `Origin`) and the credential
+//! check run before any of this.
+
+pub mod answer;
+pub mod legacy;
+pub mod modern;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header::ALLOW};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::http::AppState;
+use butler_mcp::framing;
+use butler_mcp::{Hub, Scope};
+
+/// The header that names a request's protocol revision.
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// `POST /mcp`.
+pub async fn post_main(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => post(&state.mcp, Scope::Main, &headers, &body).await,
+        Err(rejection) => body_refused(&rejection),
+    }
+}
+
+/// `POST /mcp/butler` (the distilling agent's endpoint).
+pub async fn post_restricted(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => post(&state.mcp, Scope::Restricted, &headers, &body).await,
+        Err(rejection) => body_refused(&rejection),
+    }
+}
+
+/// `GET /mcp`: a legacy session's notification stream.
+pub async fn get_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, Scope::Main, &headers))
+}
+
+/// `GET /mcp/butler`.
+pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, Scope::Restricted, &headers))
+}
+
+/// `DELETE /mcp`: ends a legacy session.
+pub async fn delete_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, Scope::Main, &headers))
+}
+
+/// `DELETE /mcp/butler`.
+pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, Scope::Restricted, &headers))
+}
+
+/// `GET /mcp/status`.
+pub async fn status(State(state): State<AppState>) -> Json<Value> {
+    Json(state.mcp.status())
+}
+
+async fn post(hub: &std::sync::Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -> Response {
+    let body = match framing::client_messages(body) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
+    };
+    if modern::speaks(headers, &body.messages) {
+        modern::post(hub, scope, headers, body).await
+    } else {
+        legacy::post(hub, scope, headers, body).await
+    }
+}
+
+/// `GET` and `DELETE` exist only for legacy sessions: without `Mcp-Session-Id` they are
+/// 405 (2026-07-28 has neither).
+fn session_only(headers: &HeaderMap, method: &str) -> Option<Response> {
+    if header(headers, legacy::SESSION_HEADER).is_some() {
+        return None;
+    }
+    let mut response = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Value::Null,
+        -32600,
+        format!(
+            "Method Not Allowed: {method} is for a session of the 2025 revisions (send its Mcp-Session-Id); 2026-07-28 uses POST only"
+        ),
+    );
+    response.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+    Some(response)
+}
+
+/// A body that could not be read (too large, a malformed chunked encoding), as a JSON-RPC
+/// error with the HTTP status that says why.
+fn body_refused(rejection: &BytesRejection) -> Response {
+    let status = rejection.status();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!("Invalid Request: the body is larger than {} KiB", crate::http::error::MAX_BODY_BYTES / 1024)
+    } else {
+        format!("Invalid Request: the body could not be read: {}", rejection.body_text())
+    };
+    rpc_error(status, Value::Null, -32600, message)
+}
+
+/// A JSON-RPC error answer.
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: impl Into<String>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}});
+    (status, Json(body)).into_response()
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+fn accepts_sse(headers: &HeaderMap) -> bool {
+    header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"))
+}
+
+/// What the hub tells a client it is for, at `initialize` and `server/discover`.
+fn instructions(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Main => {
+            "Butler aggregates the owner's MCP tools as <namespace>__<tool>: those of the owner's extensions and those the owner's faculties offer (each tool's description says what it does)."
+        }
+        Scope::Restricted => {
+            "Butler's restricted endpoint: only the tools the owner's faculties offer here, no extension tools. Nothing arriving here acts as the owner: whatever needs the owner waits for their review."
+        }
+    }
+}
+
+/// What the hub serves, in both eras (logging only where the era still has it).
+fn capabilities(logging: bool) -> Value {
+    let mut capabilities = json!({
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "resources": {"listChanged": true},
+        "completions": {},
+    });
+    if logging {
+        capabilities["logging"] = json!({});
+    }
+    capabilities
+}
+
+/// Who the hub is.
+fn server_info() -> Value {
+    json!({"name": "butler", "title": "Butler", "version": crate::VERSION})
+}

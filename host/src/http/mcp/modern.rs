@@ -1,0 +1,373 @@
+//! Protocol revision 2026-07-28 over Streamable HTTP: stateless. No `initialize`, no
+//! session: every request carries its revision and the client's capabilities in `_meta`,
+//! and the `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `prompts/get`,
+//! `resources/read`) `Mcp-Name` headers repeat what the body says.
+//!
+//! Checked in this order, each refusal HTTP 400: `_meta` without the revision or the
+//! capabilities → `-32602`; a header missing or disagreeing with the body → `-32020`; a
+//! revision the hub does not speak → `-32022` with the supported ones. A method this
+//! revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
+//! `resources/unsubscribe`) or never had → 404 `-32601`. One message per `POST`;
+//! notifications → 202. Every result carries `resultType`, and the cacheable ones (the
+//! lists, `resources/read`, `server/discover`) `ttlMs` and `cacheScope`. List changes reach
+//! a client only on its `subscriptions/listen` stream.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::answer::{self, Context};
+use super::{VERSION_HEADER, accepts_sse, header, legacy};
+use butler_mcp::framing::{ClientBody, ClientMessage as Message};
+use butler_mcp::{Changed, Hub, RpcError, Scope};
+
+/// The stateless revision.
+pub const REVISION: &str = "2026-07-28";
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Methods of the legacy revisions that 2026-07-28 removed.
+const REMOVED: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+/// Results a client may cache, for `ttlMs` under `cacheScope`.
+const CACHEABLE: &[&str] =
+    &["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
+
+/// How long a client may keep the hub's lists: not at all (they change with the catalog,
+/// and `subscriptions/listen` says when), and `server/discover`: 10 minutes.
+const LIST_TTL_MS: u64 = 0;
+const DISCOVER_TTL_MS: u64 = 600_000;
+
+/// Names each stateless request for cancellation (a closed stream cancels its call).
+static REQUESTS: AtomicU64 = AtomicU64::new(1);
+
+/// Whether a `POST` is of this revision: its `MCP-Protocol-Version` header names a revision
+/// other than the legacy ones, or a message's `_meta` names a protocol version.
+pub fn speaks(headers: &HeaderMap, messages: &[Message]) -> bool {
+    let named_in_meta = |params: &Value| params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
+    header(headers, VERSION_HEADER).is_some_and(|v| !legacy::REVISIONS.contains(&v))
+        || messages.iter().any(|m| match m {
+            Message::Request { params, .. } | Message::Notification { params, .. } => named_in_meta(params),
+            Message::Response => false,
+        })
+}
+
+/// A request refused before it reaches the hub.
+struct Refused {
+    status: StatusCode,
+    error: RpcError,
+}
+
+impl Refused {
+    fn bad(code: i64, message: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, error: RpcError { code, message: message.into(), data: None } }
+    }
+
+    fn answer(self, id: Value) -> Response {
+        (self.status, Json(answer::envelope(id, Err(self.error)))).into_response()
+    }
+}
+
+/// `POST` of a 2026-07-28 client.
+pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody) -> Response {
+    if body.array {
+        return Refused::bad(-32600, "Invalid Request: 2026-07-28 takes one message per POST, not a batch")
+            .answer(Value::Null);
+    }
+    match body.messages.into_iter().next() {
+        Some(Message::Request { id, method, params }) => request(hub, scope, headers, id, method, params).await,
+        Some(Message::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
+        Some(Message::Response) | None => Refused::bad(
+            -32600,
+            "Invalid Request: a 2026-07-28 client sends no responses (answers to the hub's questions go in `inputResponses`)",
+        )
+        .answer(Value::Null),
+    }
+}
+
+async fn request(
+    hub: &Arc<Hub>,
+    scope: Scope,
+    headers: &HeaderMap,
+    id: Value,
+    method: String,
+    params: Value,
+) -> Response {
+    if let Err(refused) = check(headers, &method, &params) {
+        return refused.answer(id);
+    }
+    match method.as_str() {
+        "server/discover" => return Json(answer::envelope(id, Ok(discover(scope)))).into_response(),
+        "subscriptions/listen" => return listen(hub, id, &params),
+        removed if REMOVED.contains(&removed) => {
+            let error = RpcError {
+                code: -32601,
+                message: format!("Method not found: {removed} (removed in {REVISION})"),
+                data: None,
+            };
+            return (StatusCode::NOT_FOUND, Json(answer::envelope(id, Err(error)))).into_response();
+        }
+        _ => {}
+    }
+    let caller = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
+    let context = Context { hub: Arc::clone(hub), scope, caller };
+    let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    if method == "tools/call"
+        && accepts_sse(headers)
+        && let Some(token) = token
+    {
+        return answer::with_progress(token, move |progress| {
+            Box::pin(async move { respond(&context, id, &method, params, Some(progress)).await })
+        });
+    }
+    let answer = respond(&context, id, &method, params, None).await;
+    let status = if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK };
+    (status, Json(answer)).into_response()
+}
+
+async fn respond(
+    context: &Context,
+    id: Value,
+    method: &str,
+    params: Value,
+    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Value {
+    let result = context.shared(&id, method, params, progress).await.unwrap_or_else(|| Err(answer::not_found(method)));
+    answer::envelope(id, result.map(|result| completed(method, result)))
+}
+
+/// A result as this revision has it: `resultType` (a provider's own is kept), and cache
+/// hints on the cacheable ones.
+fn completed(method: &str, mut result: Value) -> Value {
+    if let Some(fields) = result.as_object_mut() {
+        let kind = fields.entry("resultType").or_insert_with(|| json!("complete")).clone();
+        if kind == "complete" && CACHEABLE.contains(&method) {
+            let ttl = if method == "server/discover" { DISCOVER_TTL_MS } else { LIST_TTL_MS };
+            fields.entry("ttlMs").or_insert_with(|| json!(ttl));
+            // The lists depend on the endpoint (and, with profiles, on who asks).
+            fields.entry("cacheScope").or_insert_with(|| json!("private"));
+        }
+    }
+    result
+}
+
+/// The request's `_meta` and headers, checked in the order the module doc gives.
+fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), Refused> {
+    let meta = params.get("_meta");
+    let version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
+    let capabilities = meta.and_then(|m| m.get(META_CAPABILITIES)).filter(|c| c.is_object());
+    let (Some(version), Some(_)) = (version, capabilities) else {
+        return Err(Refused::bad(
+            -32602,
+            format!(
+                "Invalid params: a {REVISION} request carries `_meta` with \"{META_VERSION}\" (a string) and \"{META_CAPABILITIES}\" (an object)"
+            ),
+        ));
+    };
+    let mismatch = |what: &str| Refused::bad(-32020, format!("Header mismatch: {what}"));
+    match header(headers, VERSION_HEADER) {
+        None => return Err(mismatch(&format!("no MCP-Protocol-Version header (the body's _meta says {version:?})"))),
+        Some(named) if named != version => {
+            return Err(mismatch(&format!(
+                "MCP-Protocol-Version header value {named:?} does not match body value {version:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    if version != REVISION {
+        let mut supported = vec![REVISION];
+        supported.extend(legacy::REVISIONS);
+        return Err(Refused {
+            status: StatusCode::BAD_REQUEST,
+            error: RpcError {
+                code: -32022,
+                message: "Unsupported protocol version".to_owned(),
+                data: Some(json!({"supported": supported, "requested": version})),
+            },
+        });
+    }
+    match header(headers, "mcp-method") {
+        None => return Err(mismatch(&format!("no Mcp-Method header (the body's method is {method:?})"))),
+        Some(named) if named != method => {
+            return Err(mismatch(&format!("Mcp-Method header value {named:?} does not match body value {method:?}")));
+        }
+        Some(_) => {}
+    }
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let in_body = params.get(field).and_then(Value::as_str);
+        let named = header(headers, "mcp-name").map(decoded);
+        match (named, in_body) {
+            (None, _) => return Err(mismatch(&format!("no Mcp-Name header (the body's {field} is {in_body:?})"))),
+            (Some(Err(why)), _) => return Err(mismatch(&format!("the Mcp-Name header {why}"))),
+            (Some(Ok(named)), Some(in_body)) if named == in_body => {}
+            (Some(Ok(named)), in_body) => {
+                return Err(mismatch(&format!(
+                    "Mcp-Name header value {named:?} does not match body value {:?}",
+                    in_body.unwrap_or_default()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A header value, decoded from the `=?base64?…?=` form clients use for text a header
+/// cannot carry.
+fn decoded(value: &str) -> Result<String, String> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Ok(value.to_owned());
+    };
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|e| format!("is not valid base64 ({e})"))?;
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 once decoded".to_owned())
+}
+
+/// `server/discover`: the revisions and capabilities the hub serves.
+fn discover(scope: Scope) -> Value {
+    let mut supported = vec![REVISION];
+    supported.extend(legacy::REVISIONS);
+    completed(
+        "server/discover",
+        json!({
+            "supportedVersions": supported,
+            "capabilities": super::capabilities(false),
+            "instructions": super::instructions(scope),
+            "_meta": {META_SERVER_INFO: super::server_info()},
+        }),
+    )
+}
+
+/// `subscriptions/listen`: an SSE stream that opens with the acknowledgement of what it
+/// will carry, then each list change the client asked for, tagged with the request's id.
+/// Resource subscriptions are not offered (`resources.subscribe` is not advertised), so
+/// they are left out of the acknowledgement.
+fn listen(hub: &Arc<Hub>, id: Value, params: &Value) -> Response {
+    let Some(asked) = params.get("notifications").filter(|n| n.is_object()) else {
+        let error = RpcError::invalid_params("Invalid params: subscriptions/listen needs `notifications` (an object)");
+        return Json(answer::envelope(id, Err(error))).into_response();
+    };
+    let flag = |key: &str| asked.get(key).and_then(Value::as_bool) == Some(true);
+    let wanted = Changed {
+        tools: flag("toolsListChanged"),
+        prompts: flag("promptsListChanged"),
+        resources: flag("resourcesListChanged"),
+    };
+    let mut honoured = serde_json::Map::new();
+    for (on, key) in [
+        (wanted.tools, "toolsListChanged"),
+        (wanted.prompts, "promptsListChanged"),
+        (wanted.resources, "resourcesListChanged"),
+    ] {
+        if on {
+            honoured.insert(key.to_owned(), json!(true));
+        }
+    }
+    let tag = json!({META_SUBSCRIPTION: id});
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                     "params": {"_meta": tag, "notifications": honoured}});
+    let changes = hub.changes();
+    let notes = answer::change_notes(
+        changes,
+        wanted,
+        move |method| json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": tag.clone()}}),
+    );
+    let events = futures_util::StreamExt::map(
+        futures_util::StreamExt::chain(futures_util::stream::iter([ack]), notes),
+        |note| Ok::<_, Infallible>(answer::message_event(&note)),
+    );
+    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_str(value).expect("a header value"));
+        }
+        headers
+    }
+
+    fn meta(version: &str) -> Value {
+        json!({META_VERSION: version, META_CAPABILITIES: {}})
+    }
+
+    #[test]
+    fn requests_are_checked_in_order() {
+        let code = |h: &[(&'static str, &str)], method: &str, params: Value| {
+            check(&headers(h), method, &params).err().map(|r| (r.status.as_u16(), r.error.code))
+        };
+        let good = [(VERSION_HEADER, REVISION), ("mcp-method", "tools/list")];
+        assert_eq!(code(&good, "tools/list", json!({"_meta": meta(REVISION)})), None);
+        assert_eq!(code(&good, "tools/list", json!({})), Some((400, -32602)), "no _meta");
+        assert_eq!(code(&good, "tools/list", json!({"_meta": {META_VERSION: REVISION}})), Some((400, -32602)));
+        assert_eq!(code(&good[1..], "tools/list", json!({"_meta": meta(REVISION)})), Some((400, -32020)));
+        assert_eq!(code(&good, "tools/list", json!({"_meta": meta("v9")})), Some((400, -32020)), "disagree");
+        let old = [(VERSION_HEADER, "v9"), ("mcp-method", "tools/list")];
+        assert_eq!(code(&old, "tools/list", json!({"_meta": meta("v9")})), Some((400, -32022)));
+        assert_eq!(code(&good[..1], "tools/list", json!({"_meta": meta(REVISION)})), Some((400, -32020)));
+        assert_eq!(code(&good, "prompts/list", json!({"_meta": meta(REVISION)})), Some((400, -32020)));
+    }
+
+    #[test]
+    fn names_must_match_the_body_plain_or_in_base64() {
+        let call = |name: Option<&str>, body: &str| {
+            let mut h = vec![(VERSION_HEADER, REVISION), ("mcp-method", "tools/call")];
+            if let Some(name) = name {
+                h.push(("mcp-name", name));
+            }
+            check(&headers(&h), "tools/call", &json!({"name": body, "_meta": meta(REVISION)}))
+                .err()
+                .map(|r| r.error.code)
+        };
+        assert_eq!(call(Some("ns__echo"), "ns__echo"), None);
+        assert_eq!(call(None, "ns__echo"), Some(-32020));
+        assert_eq!(call(Some("ns__other"), "ns__echo"), Some(-32020));
+        // "héllo" in base64.
+        assert_eq!(call(Some("=?base64?aMOpbGxv?="), "héllo"), None);
+        assert_eq!(call(Some("=?base64?!!?="), "héllo"), Some(-32020));
+    }
+
+    #[test]
+    fn results_say_they_are_complete_and_how_long_to_keep_them() {
+        let listed = completed("tools/list", json!({"tools": []}));
+        assert_eq!(listed, json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}));
+        let called = completed("tools/call", json!({"content": []}));
+        assert_eq!(called, json!({"content": [], "resultType": "complete"}));
+        let asked = completed("tools/call", json!({"resultType": "input_required", "requestState": "x"}));
+        assert_eq!(asked["resultType"], "input_required");
+        let discovered = discover(Scope::Main);
+        assert_eq!(discovered["supportedVersions"][0], REVISION);
+        assert!(discovered["capabilities"].get("logging").is_none(), "{discovered}");
+        assert_eq!(discovered["ttlMs"], DISCOVER_TTL_MS);
+    }
+
+    #[test]
+    fn legacy_and_modern_requests_are_told_apart() {
+        let request = |params: Value| vec![Message::Request { id: json!(1), method: "tools/list".into(), params }];
+        assert!(!speaks(&HeaderMap::new(), &request(json!({}))));
+        assert!(!speaks(&headers(&[(VERSION_HEADER, "2025-06-18")]), &request(json!({}))));
+        assert!(speaks(&headers(&[(VERSION_HEADER, REVISION)]), &request(json!({}))));
+        assert!(speaks(&headers(&[(VERSION_HEADER, "1999-01-01")]), &request(json!({}))));
+        assert!(speaks(&HeaderMap::new(), &request(json!({"_meta": meta(REVISION)}))));
+    }
+}
