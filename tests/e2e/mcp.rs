@@ -669,3 +669,57 @@ fn a_dropped_faculty_offers_its_commands_as_tools() {
         !client.tool_names().iter().any(|n| n.starts_with("notes__"))
     });
 }
+
+/// A list starts only providers whose tools are not known; one left without calls for
+/// `mcp.idleSec` stops and comes back on the next call; `stop` keeps one stopped until
+/// `start` (CLI and API alike), and `restart` gives it a new process.
+#[test]
+fn providers_start_on_need_stop_when_idle_and_on_request() {
+    tools();
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), json!({"mcp": {"idleSec": 1}}).to_string()).expect("config");
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    let starts = || log_lines(&log).iter().filter(|l| l.starts_with("started")).count();
+    let mut client = Client::connect(&butler, "/mcp");
+    assert!(client.tool_names().contains(&"fake__echo".to_owned()), "never listed: the list starts it");
+    assert_eq!(starts(), 1);
+
+    wait_until(LIMIT, "the idle provider to stop", || provider_status(&butler, "fake")["state"] == "idle");
+    let status = provider_status(&butler, "fake");
+    assert!(status["pid"].is_null(), "its process is gone: {status}");
+    assert!(client.tool_names().contains(&"fake__echo".to_owned()), "listed from what it listed last");
+    assert_eq!(starts(), 1, "a list of known tools starts nothing");
+    assert_eq!(text_of(&client.call("fake__echo", json!({"text": "again"}))), "again");
+    assert_eq!(starts(), 2, "a call starts it");
+
+    let cli = |action: &str| {
+        let output = std::process::Command::new(crate::util::butler_binary())
+            .args(["mcp", action, "fake", "--workdir"])
+            .arg(dir.path())
+            .output()
+            .expect("run butler");
+        assert!(output.status.success(), "{action}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert_eq!(cli("stop").trim(), "fake: stopped (-)");
+    let refused = client.call("fake__echo", json!({"text": "while stopped"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("butler mcp start fake"), "it says how to start it: {refused}");
+    assert_eq!(starts(), 2, "a stopped provider is not started by a call");
+    assert!(cli("start").starts_with("fake: ready (pid "), "started on request");
+    assert_eq!(text_of(&client.call("fake__echo", json!({"text": "back"}))), "back");
+
+    let restart = |butler: &Butler| {
+        let (code, body) = butler.post_json("/mcp/providers/fake/restart", &json!({}), &[]);
+        assert_eq!(code, 200, "{body}");
+        body["data"]["status"]["pid"].as_u64().expect("a new process")
+    };
+    let first = restart(&butler);
+    assert_ne!(restart(&butler), first, "a restart is a new process");
+    let (code, body) = butler.post_json("/mcp/providers/nobody/start", &json!({}), &[]);
+    assert_eq!((code, body["error"]["code"].as_str()), (404, Some("unknown_provider")), "{body}");
+    let (code, body) = butler.post_json("/mcp/providers/fake/pause", &json!({}), &[]);
+    assert_eq!((code, body["error"]["code"].as_str()), (404, Some("unknown_action")), "{body}");
+}

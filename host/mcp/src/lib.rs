@@ -124,12 +124,42 @@ pub struct Hub {
     inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
+    /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
+    idle: Duration,
+}
+
+/// What the owner can ask of one provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderAction {
+    /// Start it now (also after a stop, a crash or an idle stop).
+    Start,
+    /// Stop it and keep it stopped: calls are refused until it is started.
+    Stop,
+    /// Stop it and start it again.
+    Restart,
+}
+
+/// A provider action that could not be done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActionError {
+    /// No provider has this id.
+    #[error("no MCP provider `{0}` (see `butler mcp status`)")]
+    Unknown(String),
+    /// It could not be started.
+    #[error("the provider `{id}` could not be started: {why}")]
+    Failed {
+        /// The provider.
+        id: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl Hub {
-    /// A hub with no providers yet; `state_dir` holds the list cache and provider logs.
+    /// A hub with no providers yet; `state_dir` holds the list cache and provider logs, and
+    /// a provider that ran `idle` without a call is stopped (see [`Self::stop_idle_providers`]).
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path) -> Arc<Self> {
+    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, idle: Duration) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
@@ -143,6 +173,7 @@ impl Hub {
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(HashMap::new()),
             reconciling: tokio::sync::Mutex::new(false),
+            idle,
         })
     }
 
@@ -244,10 +275,49 @@ impl Hub {
         });
     }
 
-    /// Starts every provider not running yet, concurrently; each start is bounded by
-    /// [`provider::START_TIMEOUT`], so a slow or broken provider delays nobody longer.
-    async fn start_all(&self) {
-        let providers = self.providers();
+    /// Stops, from now on and for as long as the hub lives, every provider that ran its
+    /// idle time without a call; it starts again on the next one.
+    pub fn stop_idle_providers(self: &Arc<Self>) {
+        let watcher = Arc::downgrade(self);
+        let every = (self.idle / 2).clamp(Duration::from_millis(200), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(hub) = watcher.upgrade() else { break };
+                for provider in hub.providers() {
+                    provider.stop_if_idle(hub.idle).await;
+                }
+            }
+        });
+    }
+
+    /// Starts, stops or restarts provider `id`; its status after.
+    ///
+    /// # Errors
+    /// [`ActionError`].
+    pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Value, ActionError> {
+        let provider = self
+            .providers()
+            .into_iter()
+            .find(|p| p.spec.id == id)
+            .ok_or_else(|| ActionError::Unknown(id.to_owned()))?;
+        if matches!(action, ProviderAction::Stop | ProviderAction::Restart) {
+            provider.stop().await;
+        }
+        if matches!(action, ProviderAction::Start | ProviderAction::Restart) {
+            provider.start().await.map_err(|why| ActionError::Failed { id: id.to_owned(), why })?;
+        }
+        let status = self.status();
+        let providers = status["providers"].as_array().cloned().unwrap_or_default();
+        Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
+    }
+
+    /// Starts, concurrently, the providers whose lists are not known yet (never run, no
+    /// cache): the others are listed from what they listed last, and start on a call.
+    /// Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken provider
+    /// delays nobody longer.
+    async fn start_unlisted(&self) {
+        let providers: Vec<_> = self.providers().into_iter().filter(|p| !p.listed()).collect();
         futures_util::future::join_all(providers.iter().map(|p| p.ensure())).await;
     }
 
@@ -309,13 +379,13 @@ impl Hub {
         routes
     }
 
-    /// `tools/list` for `scope`: the host's tools, then every provider's (after starting
-    /// them), each under its public name.
+    /// `tools/list` for `scope`: the host's tools, then every provider's, each under its
+    /// public name (a provider is started only when its lists are not known yet).
     pub async fn list_tools(&self, scope: Scope) -> Vec<Value> {
         self.host_tools.settle().await;
         let mut tools = self.host_tools.list(scope);
         if scope == Scope::Main {
-            self.start_all().await;
+            self.start_unlisted().await;
             tools.extend(self.exposed(ItemKind::Tool).0.into_iter().map(|e| renamed(e.item, &e.public)));
         }
         tools
@@ -351,7 +421,7 @@ impl Hub {
         let target = match find() {
             Some(target) => target,
             None => {
-                self.start_all().await;
+                self.start_unlisted().await;
                 find().ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name}")))?
             }
         };
@@ -382,7 +452,7 @@ impl Hub {
             json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
         ];
         if scope == Scope::Main {
-            self.start_all().await;
+            self.start_unlisted().await;
             prompts.extend(self.exposed(ItemKind::Prompt).0.into_iter().map(|e| renamed(e.item, &e.public)));
         }
         prompts
@@ -415,7 +485,7 @@ impl Hub {
             json!({"uri": CONTEXT_URI, "name": CONTEXT_NAME, "title": "Compiled context", "mimeType": "text/markdown"}),
         ];
         if scope == Scope::Main {
-            self.start_all().await;
+            self.start_unlisted().await;
             resources.extend(self.exposed(ItemKind::Resource).0.into_iter().map(|e| renamed(e.item, &e.public)));
         }
         resources
@@ -426,7 +496,7 @@ impl Hub {
         if scope != Scope::Main {
             return Vec::new();
         }
-        self.start_all().await;
+        self.start_unlisted().await;
         self.providers().iter().flat_map(|p| p.lists().resource_templates).collect()
     }
 

@@ -316,9 +316,17 @@ struct Inner {
     state: State,
     conn: Option<Arc<Conn>>,
     lists: Lists,
+    /// Whether `lists` came from the cache of an earlier run.
     cached: bool,
+    /// Whether `lists` are known at all (from the cache or a run): a provider whose lists
+    /// are known is not started just to list them.
+    known: bool,
     last_error: Option<String>,
     failed_at: Option<Instant>,
+    /// When a call last began or ended (for the idle stop).
+    last_used: Instant,
+    /// Stopped on request: calls are refused until it is started again.
+    held: bool,
 }
 
 /// One provider.
@@ -356,9 +364,12 @@ impl Provider {
                 state: State::Idle,
                 conn: None,
                 cached: lists.is_some(),
+                known: lists.is_some(),
                 lists: lists.unwrap_or_default(),
                 last_error: None,
                 failed_at: None,
+                last_used: Instant::now(),
+                held: false,
             }),
             spec,
             start_lock: tokio::sync::Mutex::new(()),
@@ -375,6 +386,12 @@ impl Provider {
     #[must_use]
     pub fn lists(&self) -> Lists {
         lock(&self.inner).lists.clone()
+    }
+
+    /// Whether its lists are known (from a run or the cache of an earlier one).
+    #[must_use]
+    pub fn listed(&self) -> bool {
+        lock(&self.inner).known
     }
 
     /// Whether it has nothing in flight.
@@ -401,6 +418,12 @@ impl Provider {
         }
         {
             let inner = lock(&self.inner);
+            if inner.held {
+                return Err(format!(
+                    "it was stopped on request; start it with `butler mcp start {id}` or POST /mcp/providers/{id}/start",
+                    id = self.spec.id
+                ));
+            }
             if let (Some(at), Some(error)) = (inner.failed_at, inner.last_error.as_ref())
                 && at.elapsed() < RESTART_AFTER
             {
@@ -409,7 +432,7 @@ impl Provider {
         }
         lock(&self.inner).state = State::Starting;
         let (tx, rx) = oneshot::channel();
-        let result = match tokio::time::timeout(START_TIMEOUT, self.start(tx)).await {
+        let result = match tokio::time::timeout(START_TIMEOUT, self.launch(tx)).await {
             Ok(result) => result,
             Err(_) => Err(format!("it did not start and list its tools within {} s", START_TIMEOUT.as_secs())),
         };
@@ -440,16 +463,16 @@ impl Provider {
     /// Spawns, initializes and lists. `spawned` gets the connection as soon as it exists,
     /// so a start that times out can still be stopped.
     ///
-    /// Boxed with an explicit `Send`: start → reader → exit → restart → start is a cycle
+    /// Boxed with an explicit `Send`: launch → reader → exit → restart → launch is a cycle
     /// the compiler cannot infer `Send` through.
-    fn start(
+    fn launch(
         self: &Arc<Self>,
         spawned: oneshot::Sender<Arc<Conn>>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Conn>, String>> + Send + '_>> {
-        Box::pin(self.start_inner(spawned))
+        Box::pin(self.launch_inner(spawned))
     }
 
-    async fn start_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
+    async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
         let launch = self.spec.launch.as_ref().map_err(ToString::to_string)?;
         let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
             .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
@@ -490,6 +513,8 @@ impl Provider {
         inner.conn = Some(Arc::clone(&conn));
         inner.last_error = None;
         inner.failed_at = None;
+        // A start counts as use: the idle time runs from here.
+        inner.last_used = Instant::now();
         drop(inner);
         Ok(conn)
     }
@@ -509,6 +534,7 @@ impl Provider {
         let changed = crate::Changed::between(&inner.lists, &lists);
         inner.lists = lists;
         inner.cached = false;
+        inner.known = true;
         drop(inner);
         self.epoch.fetch_add(1, Ordering::Release);
         if changed.any() {
@@ -663,10 +689,62 @@ impl Provider {
     ) -> Reply {
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
+        lock(&self.inner).last_used = began;
         let handle = Arc::clone(&conn);
         let reply = conn.request(method, params, progress, self.spec.timeout, move |id| started(handle, id)).await;
+        lock(&self.inner).last_used = Instant::now();
         self.record(began.elapsed(), &reply);
         reply
+    }
+
+    /// Stops the process if it has run `idle` without a call and has nothing in flight;
+    /// it keeps its lists and starts again on the next call. Whether it was stopped.
+    pub async fn stop_if_idle(&self, idle: Duration) -> bool {
+        let conn = {
+            let mut inner = lock(&self.inner);
+            let quiet = inner.last_used.elapsed() >= idle;
+            let busy = inner.conn.as_ref().is_some_and(|c| !lock(&c.pending).is_empty());
+            if inner.state != State::Ready || !quiet || busy {
+                return false;
+            }
+            inner.state = State::Idle;
+            inner.conn.take()
+        };
+        let Some(conn) = conn else { return false };
+        self.log.note(format!("stopping: no call for {} s (it starts again on the next one)", idle.as_secs()));
+        conn.kept.lock().await.stop().await;
+        true
+    }
+
+    /// Stops it on request: calls in flight fail, and it stays stopped — calls are refused
+    /// — until [`Self::start`].
+    pub async fn stop(&self) {
+        let conn = {
+            let mut inner = lock(&self.inner);
+            inner.held = true;
+            inner.state = State::Stopped;
+            inner.last_error = Some("stopped on request".to_owned());
+            inner.conn.take()
+        };
+        if let Some(conn) = conn {
+            self.log.note("stopping on request");
+            conn.fail_all("the provider was stopped on request");
+            conn.kept.lock().await.stop().await;
+        }
+    }
+
+    /// Starts it now (also after [`Self::stop`], a crash or an idle stop).
+    ///
+    /// # Errors
+    /// Why it cannot run.
+    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+        {
+            let mut inner = lock(&self.inner);
+            inner.held = false;
+            // Asked for now: no waiting out the pause after a failure.
+            inner.failed_at = None;
+        }
+        self.ensure().await.map(|_| ())
     }
 
     fn record(&self, took: Duration, reply: &Reply) {

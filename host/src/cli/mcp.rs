@@ -1,5 +1,6 @@
 //! `butler mcp status`: what the running host's MCP hub serves — each provider's state,
-//! tools, rejected names and counters, and the namespace conflicts.
+//! tools, rejected names and counters, and the namespace conflicts; `butler mcp
+//! start|stop|restart ID`: one provider on request.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -20,6 +21,27 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Start an MCP provider now (also one stopped on request, crashed or idle).
+    Start {
+        /// The provider's extension id.
+        id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Stop an MCP provider and keep it stopped (calls are refused) until `butler mcp start`.
+    Stop {
+        /// The provider's extension id.
+        id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Stop an MCP provider and start it again.
+    Restart {
+        /// The provider's extension id.
+        id: String,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Serve the hub over stdin/stdout, for MCP clients that start their servers as
     /// processes (configure the client with `butler mcp stdio`).
     Stdio {
@@ -32,6 +54,9 @@ pub enum Command {
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
+        Command::Start { id, target } => act(&id, "start", target)?,
+        Command::Stop { id, target } => act(&id, "stop", target)?,
+        Command::Restart { id, target } => act(&id, "restart", target)?,
         Command::Status { json, target } => {
             let status = Client::connect(target.workdir)?.get("/mcp/status")?;
             if json {
@@ -42,6 +67,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One provider action; prints the provider's state after it.
+fn act(id: &str, action: &str, target: Target) -> anyhow::Result<()> {
+    let path = format!("/mcp/providers/{id}/{action}");
+    let data = Client::connect(target.workdir)?.post(&path, &serde_json::json!({}))?;
+    let status = &data["status"];
+    let pid = status["pid"].as_u64().map_or_else(|| "-".to_owned(), |pid| format!("pid {pid}"));
+    println!("{id}: {} ({pid})", status["state"].as_str().unwrap_or("unknown"));
+    Ok(())
 }
 
 fn render(status: &Value) -> String {

@@ -109,8 +109,10 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     observations::spawn(Arc::clone(&faculties), &supervisor, &catalog).await;
     catalog.follow(Arc::clone(&supervisor)).await;
     let host_tools = HostTools::new(Arc::clone(&faculties));
-    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir());
+    let idle = std::time::Duration::from_secs(instance.config.mcp.idle_sec);
+    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), idle);
     mcp.relay_faculty_changes();
+    mcp.stop_idle_providers();
     catalog.follow(Arc::clone(&mcp)).await;
 
     let instance = Arc::new(instance);

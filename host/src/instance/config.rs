@@ -71,11 +71,25 @@ pub struct RootConfig {
 }
 
 /// `mcp`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct McpConfig {
     /// Who must send a credential.
     #[serde(default)]
     pub auth: AuthMode,
+    /// A provider that ran this many seconds without a call is stopped (it starts again
+    /// on the next one).
+    #[serde(rename = "idleSec", default = "default_idle_sec")]
+    pub idle_sec: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { auth: AuthMode::default(), idle_sec: default_idle_sec() }
+    }
+}
+
+fn default_idle_sec() -> u64 {
+    600
 }
 
 /// The root config's `mcp.auth`: who must send a credential (see

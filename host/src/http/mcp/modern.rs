@@ -81,7 +81,7 @@ impl Refused {
 /// `POST` of a 2026-07-28 client.
 pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody) -> Response {
     if body.array {
-        return Refused::bad(-32600, "Invalid Request: 2026-07-28 takes one message per POST, not a batch")
+        return Refused::bad(-32600, "Invalid Request: 2026-07-28 takes one message per POST, not an array of them")
             .answer(Value::Null);
     }
     match body.messages.into_iter().next() {

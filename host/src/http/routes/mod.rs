@@ -14,6 +14,7 @@ mod health;
 mod layout;
 pub mod login;
 mod pipeline;
+mod providers;
 mod supervise;
 
 use axum::handler::Handler;
@@ -74,6 +75,7 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/mcp/butler", mcp::get_restricted),
         op(M::DELETE, "/mcp/butler", mcp::delete_restricted),
         op(M::GET, "/mcp/status", mcp::status),
+        op(M::POST, "/mcp/providers/{id}/{action}", providers::action),
     ]
 }
 
