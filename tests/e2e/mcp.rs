@@ -723,3 +723,54 @@ fn providers_start_on_need_stop_when_idle_and_on_request() {
     let (code, body) = butler.post_json("/mcp/providers/fake/pause", &json!({}), &[]);
     assert_eq!((code, body["error"]["code"].as_str()), (404, Some("unknown_action")), "{body}");
 }
+
+/// Every request the hub answers is in the activity log — who answered, how it went, the
+/// sizes — and never what was asked or answered; the CLI prints it, filtered by name.
+#[test]
+fn every_answered_request_is_in_the_activity_log_without_its_arguments() {
+    tools();
+    let dir = instance();
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    let mut client = Client::connect(&butler, "/mcp");
+    client.tool_names();
+    let secret = "a-secret-argument-4711";
+    assert_eq!(text_of(&client.call("fake__echo", json!({"text": secret}))), secret);
+    let failed = client.request("tools/call", json!({"name": "fake__nothing", "arguments": {}}));
+    assert_eq!(failed["error"]["code"], -32602, "{failed}");
+
+    let mut entries = Vec::new();
+    wait_until(LIMIT, "the calls to be logged", || {
+        let (code, page) = butler.get_json("/mcp/activity?limit=10");
+        assert_eq!(code, 200, "{page}");
+        entries = page["entries"].as_array().cloned().unwrap_or_default();
+        entries.len() >= 3
+    });
+    let echo = entries.iter().find(|e| e["name"] == "fake__echo").expect("the echo call is logged");
+    assert_eq!(echo["provider"], "fake", "{echo}");
+    assert_eq!((echo["outcome"].as_str(), echo["revision"].as_str()), (Some("ok"), Some("2025-11-25")), "{echo}");
+    assert_eq!(echo["session"].as_str(), client.session.as_deref(), "{echo}");
+    assert!(echo["requestBytes"].as_u64() > Some(20) && echo["responseBytes"].as_u64() > Some(20), "{echo}");
+    let unknown = entries.iter().find(|e| e["name"] == "fake__nothing").expect("the failed call is logged");
+    assert_eq!((unknown["outcome"].as_str(), unknown["code"].as_i64()), (Some("error"), Some(-32602)), "{unknown}");
+    assert!(entries.iter().any(|e| e["method"] == "tools/list"), "{entries:?}");
+    // Newest first, one page at a time.
+    let newest = entries[0]["seq"].as_u64().expect("seq");
+    let (_, older) = butler.get_json(&format!("/mcp/activity?limit=1&before={newest}"));
+    assert_eq!(older["entries"][0]["seq"].as_u64(), Some(newest - 1), "{older}");
+    let file = std::fs::read_to_string(dir.path().join(".butler/logs/mcp-activity.jsonl")).expect("the log file");
+    assert!(!file.contains(secret), "arguments are never logged");
+    let (code, refused) = butler.get_json("/mcp/activity?name=%5B");
+    assert_eq!((code, refused["error"]["code"].as_str()), (400, Some("invalid_query")), "{refused}");
+
+    let output = std::process::Command::new(crate::util::butler_binary())
+        .args(["mcp", "log", "--tool", "fake__e*", "--workdir"])
+        .arg(dir.path())
+        .output()
+        .expect("run butler");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(printed.lines().count(), 1, "only the echo call: {printed}");
+    assert!(printed.contains("tools/call") && printed.contains("fake__echo") && printed.contains(" ok "), "{printed}");
+}

@@ -15,6 +15,7 @@
 //! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
 //! and mapping ids and progress tokens.
 
+pub mod activity;
 pub mod framing;
 pub mod host_tools;
 pub mod provider;
@@ -126,6 +127,8 @@ pub struct Hub {
     reconciling: tokio::sync::Mutex<bool>,
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
     idle: Duration,
+    /// Every request answered.
+    activity: activity::ActivityLog,
 }
 
 /// What the owner can ask of one provider.
@@ -174,6 +177,7 @@ impl Hub {
             inflight: Mutex::new(HashMap::new()),
             reconciling: tokio::sync::Mutex::new(false),
             idle,
+            activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
         })
     }
 
@@ -273,6 +277,42 @@ impl Hub {
                 let _ = hub.changed.send(Changed::TOOLS);
             }
         });
+    }
+
+    /// The activity log.
+    #[must_use]
+    pub fn activity(&self) -> &activity::ActivityLog {
+        &self.activity
+    }
+
+    /// Who answers `method` for `name` (a tool or prompt name, a resource URI) on `scope`:
+    /// a provider's id, `host` for the host's own, `None` when nobody does (or the method
+    /// names nothing).
+    #[must_use]
+    pub fn owner_of(&self, scope: Scope, method: &str, name: &str) -> Option<String> {
+        let host = || Some("host".to_owned());
+        match method {
+            "tools/call" if self.host_tools.has(scope, name) => host(),
+            "tools/call" => (scope == Scope::Main).then(|| self.routes().get(name).map(|(p, _)| p.spec.id.clone()))?,
+            "prompts/get" if name == CONTEXT_NAME => host(),
+            "resources/read" if name == CONTEXT_URI => host(),
+            "prompts/get" | "resources/read" if scope == Scope::Main => {
+                let (kind, key) =
+                    if method == "prompts/get" { (ItemKind::Prompt, "name") } else { (ItemKind::Resource, "uri") };
+                self.exposed(kind)
+                    .0
+                    .into_iter()
+                    .find(|e| {
+                        if key == "name" {
+                            e.public == name
+                        } else {
+                            e.item.get(key).and_then(Value::as_str) == Some(name)
+                        }
+                    })
+                    .map(|e| e.provider.spec.id.clone())
+            }
+            _ => None,
+        }
     }
 
     /// Stops, from now on and for as long as the hub lives, every provider that ran its

@@ -96,8 +96,9 @@ impl Client {
                 self.token,
                 body.len()
             );
-            stream.write_all(head.as_bytes())?;
-            stream.write_all(body.as_bytes())?;
+            // Head and body in one write: a host that answers before reading a body it does
+            // not need, then closes, would otherwise reset the connection under the answer.
+            stream.write_all(format!("{head}{body}").as_bytes())?;
             let mut response = Vec::new();
             stream.read_to_end(&mut response).context("the host closed the connection (is it still running?)")?;
             let (status, body) = split_response(&response)?;

@@ -1,6 +1,7 @@
 //! `butler mcp status`: what the running host's MCP hub serves — each provider's state,
 //! tools, rejected names and counters, and the namespace conflicts; `butler mcp
-//! start|stop|restart ID`: one provider on request.
+//! start|stop|restart ID`: one provider on request; `butler mcp log`: the hub's activity
+//! log (`--follow` to keep printing, `--tool GLOB` to keep to some names).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -42,6 +43,20 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// The hub's activity log: one line per request it answered, oldest first.
+    Log {
+        /// Keep printing new entries as they come.
+        #[arg(long)]
+        follow: bool,
+        /// Only requests whose tool, prompt or resource URI matches this glob.
+        #[arg(long, value_name = "GLOB")]
+        tool: Option<String>,
+        /// How many of the latest entries to print first.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Serve the hub over stdin/stdout, for MCP clients that start their servers as
     /// processes (configure the client with `butler mcp stdio`).
     Stdio {
@@ -57,6 +72,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Start { id, target } => act(&id, "start", target)?,
         Command::Stop { id, target } => act(&id, "stop", target)?,
         Command::Restart { id, target } => act(&id, "restart", target)?,
+        Command::Log { follow, tool, limit, target } => log(follow, tool.as_deref(), limit, target)?,
         Command::Status { json, target } => {
             let status = Client::connect(target.workdir)?.get("/mcp/status")?;
             if json {
@@ -67,6 +83,51 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the latest `limit` entries of the activity log, then (with `follow`) the new ones
+/// every second until interrupted.
+fn log(follow: bool, tool: Option<&str>, limit: usize, target: Target) -> anyhow::Result<()> {
+    let client = Client::connect(target.workdir)?;
+    let filter = tool.map_or_else(String::new, |glob| {
+        format!("&name={}", percent_encoding::utf8_percent_encode(glob, percent_encoding::NON_ALPHANUMERIC))
+    });
+    let page = client.get(&format!("/mcp/activity?limit={}{filter}", limit.clamp(1, 500)))?;
+    let mut last = print_entries(&page["entries"]).unwrap_or(0);
+    if !follow {
+        return Ok(());
+    }
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let page = client.get(&format!("/mcp/activity?limit=500&after={last}{filter}"))?;
+        last = print_entries(&page["entries"]).unwrap_or(last);
+    }
+}
+
+/// Prints a page (newest first) oldest first; the newest `seq` printed.
+fn print_entries(entries: &Value) -> Option<u64> {
+    let entries = entries.as_array()?;
+    for e in entries.iter().rev() {
+        let text = |key: &str| e[key].as_str().unwrap_or("-").to_owned();
+        let outcome = match e["code"].as_i64() {
+            Some(code) => format!("{} {code}", text("outcome")),
+            None => text("outcome"),
+        };
+        println!(
+            "{}  {:<6} {:<10} {:<16} {:<32} {:<12} {:>8.1} ms  {:<14} {} B → {} B",
+            text("at"),
+            text("endpoint"),
+            text("revision"),
+            text("method"),
+            text("name"),
+            text("provider"),
+            e["ms"].as_f64().unwrap_or(0.0),
+            outcome,
+            e["requestBytes"],
+            e["responseBytes"],
+        );
+    }
+    entries.first().and_then(|e| e["seq"].as_u64())
 }
 
 /// One provider action; prints the provider's state after it.

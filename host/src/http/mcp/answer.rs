@@ -7,13 +7,17 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use butler_mcp::activity::Entry;
 use butler_mcp::{Changed, Hub, RpcError, Scope};
 
 /// What answering a request needs.
@@ -24,6 +28,72 @@ pub struct Context {
     pub scope: Scope,
     /// Whose request it is, for cancellation: a legacy session, or one stateless request.
     pub caller: String,
+    /// The legacy session, for the activity log.
+    pub session: Option<String>,
+    /// The protocol revision the request is of.
+    pub revision: String,
+    /// The size of the `POST` body it came in.
+    pub body_bytes: usize,
+}
+
+/// What the activity log keeps of a request, taken before it is answered.
+pub struct Noted {
+    method: String,
+    name: Option<String>,
+    provider: Option<String>,
+    began: Instant,
+}
+
+impl Context {
+    /// Notes a request about to be answered.
+    pub fn note(&self, method: &str, params: &Value) -> Noted {
+        let name = match method {
+            "tools/call" | "prompts/get" => params.get("name"),
+            "resources/read" => params.get("uri"),
+            "completion/complete" => params.get("ref").and_then(|r| r.get("name").or_else(|| r.get("uri"))),
+            _ => None,
+        }
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+        let provider = name.as_deref().and_then(|name| self.hub.owner_of(self.scope, method, name));
+        Noted { method: method.to_owned(), name, provider, began: Instant::now() }
+    }
+
+    /// Records a request answered with `answer`, `response_bytes` long.
+    pub fn record(&self, noted: Noted, answer: &Value, response_bytes: usize) {
+        let (outcome, code) = match answer.get("error") {
+            Some(error) => ("error", error.get("code").and_then(Value::as_i64)),
+            None if answer["result"]["isError"] == true => ("tool_error", None),
+            None => ("ok", None),
+        };
+        self.hub.activity().record(Entry {
+            seq: 0,
+            at: String::new(),
+            endpoint: match self.scope {
+                Scope::Main => "main",
+                Scope::Restricted => "butler",
+            }
+            .to_owned(),
+            revision: self.revision.clone(),
+            session: self.session.clone(),
+            method: noted.method,
+            name: noted.name,
+            provider: noted.provider,
+            ms: noted.began.elapsed().as_secs_f64() * 1000.0,
+            outcome: outcome.to_owned(),
+            code,
+            request_bytes: self.body_bytes,
+            response_bytes,
+            dropped_before: 0,
+        });
+    }
+}
+
+/// A JSON answer, serialized once; with its size (for the activity log).
+pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
+    let body = serde_json::to_vec(answer).unwrap_or_default();
+    let size = body.len();
+    ((status, [(CONTENT_TYPE, "application/json")], body).into_response(), size)
 }
 
 impl Context {

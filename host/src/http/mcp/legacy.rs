@@ -60,7 +60,7 @@ fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Resul
 }
 
 /// `POST` of a legacy client.
-pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody) -> Response {
+pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody, body_bytes: usize) -> Response {
     let ClientBody { array, messages } = body;
     if let Some(Message::Request { id, params, .. }) =
         messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
@@ -79,7 +79,7 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
         .iter()
         .find_map(|m| if let Message::Request { id, .. } = m { Some(id.clone()) } else { None })
         .unwrap_or(Value::Null);
-    let (session_id, _) = match session_of(hub, scope, headers, &first_id) {
+    let (session_id, session) = match session_of(hub, scope, headers, &first_id) {
         Ok(found) => found,
         Err(refusal) => return *refusal,
     };
@@ -94,22 +94,40 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
     if requests.is_empty() {
         return StatusCode::ACCEPTED.into_response();
     }
-    let context = Arc::new(Context { hub: Arc::clone(hub), scope, caller: session_id });
+    let context = Arc::new(Context {
+        hub: Arc::clone(hub),
+        scope,
+        caller: session_id.clone(),
+        session: Some(session_id),
+        revision: session.version,
+        body_bytes,
+    });
     if !array && let Some((id, method, params)) = requests.pop() {
+        let noted = context.note(&method, &params);
         let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
         if method == "tools/call"
             && accepts_sse(headers)
             && let Some(token) = token
         {
             return answer::with_progress(token, move |progress| {
-                Box::pin(async move { answer(&context, id, &method, params, Some(progress)).await })
+                Box::pin(async move {
+                    let answer = answer(&context, id, &method, params, Some(progress)).await;
+                    context.record(noted, &answer, answer.to_string().len());
+                    answer
+                })
             });
         }
-        return Json(answer(&context, id, &method, params, None).await).into_response();
+        let answer = answer(&context, id, &method, params, None).await;
+        let (response, size) = answer::json(StatusCode::OK, &answer);
+        context.record(noted, &answer, size);
+        return response;
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
-        answers.push(answer(&context, id, &method, params, None).await);
+        let noted = context.note(&method, &params);
+        let answer = answer(&context, id, &method, params, None).await;
+        context.record(noted, &answer, answer.to_string().len());
+        answers.push(answer);
     }
     Json(Value::Array(answers)).into_response()
 }

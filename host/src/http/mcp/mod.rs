@@ -81,15 +81,16 @@ pub async fn status(State(state): State<AppState>) -> Json<Value> {
     Json(state.mcp.status())
 }
 
-async fn post(hub: &std::sync::Arc<Hub>, scope: Scope, headers: &HeaderMap, body: &Bytes) -> Response {
-    let body = match framing::client_messages(body) {
+async fn post(hub: &std::sync::Arc<Hub>, scope: Scope, headers: &HeaderMap, raw: &Bytes) -> Response {
+    let body = match framing::client_messages(raw) {
         Ok(parsed) => parsed,
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
+    let body_bytes = raw.len();
     if modern::speaks(headers, &body.messages) {
-        modern::post(hub, scope, headers, body).await
+        modern::post(hub, scope, headers, body, body_bytes).await
     } else {
-        legacy::post(hub, scope, headers, body).await
+        legacy::post(hub, scope, headers, body, body_bytes).await
     }
 }
 

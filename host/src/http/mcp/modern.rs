@@ -79,13 +79,15 @@ impl Refused {
 }
 
 /// `POST` of a 2026-07-28 client.
-pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody) -> Response {
+pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody, body_bytes: usize) -> Response {
     if body.array {
         return Refused::bad(-32600, "Invalid Request: 2026-07-28 takes one message per POST, not an array of them")
             .answer(Value::Null);
     }
     match body.messages.into_iter().next() {
-        Some(Message::Request { id, method, params }) => request(hub, scope, headers, id, method, params).await,
+        Some(Message::Request { id, method, params }) => {
+            request(hub, scope, headers, id, method, params, body_bytes).await
+        }
         Some(Message::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
         Some(Message::Response) | None => Refused::bad(
             -32600,
@@ -102,6 +104,7 @@ async fn request(
     id: Value,
     method: String,
     params: Value,
+    body_bytes: usize,
 ) -> Response {
     if let Err(refused) = check(headers, &method, &params) {
         return refused.answer(id);
@@ -120,19 +123,27 @@ async fn request(
         _ => {}
     }
     let caller = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
-    let context = Context { hub: Arc::clone(hub), scope, caller };
+    let context =
+        Context { hub: Arc::clone(hub), scope, caller, session: None, revision: REVISION.to_owned(), body_bytes };
+    let noted = context.note(&method, &params);
     let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
     if method == "tools/call"
         && accepts_sse(headers)
         && let Some(token) = token
     {
         return answer::with_progress(token, move |progress| {
-            Box::pin(async move { respond(&context, id, &method, params, Some(progress)).await })
+            Box::pin(async move {
+                let answer = respond(&context, id, &method, params, Some(progress)).await;
+                context.record(noted, &answer, answer.to_string().len());
+                answer
+            })
         });
     }
     let answer = respond(&context, id, &method, params, None).await;
     let status = if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK };
-    (status, Json(answer)).into_response()
+    let (response, size) = answer::json(status, &answer);
+    context.record(noted, &answer, size);
+    response
 }
 
 async fn respond(

@@ -11,10 +11,10 @@ mod events;
 mod extract;
 mod faculties;
 mod health;
+mod hub;
 mod layout;
 pub mod login;
 mod pipeline;
-mod providers;
 mod supervise;
 
 use axum::handler::Handler;
@@ -75,7 +75,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/mcp/butler", mcp::get_restricted),
         op(M::DELETE, "/mcp/butler", mcp::delete_restricted),
         op(M::GET, "/mcp/status", mcp::status),
-        op(M::POST, "/mcp/providers/{id}/{action}", providers::action),
+        op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
+        op(M::GET, "/mcp/activity", hub::activity),
     ]
 }
 
