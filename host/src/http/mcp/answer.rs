@@ -137,6 +137,39 @@ pub fn envelope(id: Value, result: Result<Value, RpcError>) -> Value {
 /// The future of a whole JSON-RPC response.
 pub type Answering = Pin<Box<dyn Future<Output = Value> + Send>>;
 
+/// How an era answers one request: (context, id, method, params, where progress goes).
+pub type Respond = fn(Arc<Context>, Value, String, Value, Option<mpsc::UnboundedSender<Value>>) -> Answering;
+
+/// One request (not in a batch), answered by `respond` and recorded in the activity log:
+/// as SSE when it is a `tools/call` with a progress token from a client that accepts SSE
+/// (`sse`), else as JSON with the HTTP status `status` gives the answer.
+pub async fn single(
+    context: Arc<Context>,
+    sse: bool,
+    (id, method, params): (Value, String, Value),
+    respond: Respond,
+    status: fn(&Value) -> StatusCode,
+) -> Response {
+    let noted = context.note(&method, &params);
+    let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    if method == "tools/call"
+        && sse
+        && let Some(token) = token
+    {
+        return with_progress(token, move |progress| {
+            Box::pin(async move {
+                let answer = respond(Arc::clone(&context), id, method, params, Some(progress)).await;
+                context.record(noted, &answer, answer.to_string().len());
+                answer
+            })
+        });
+    }
+    let answer = respond(Arc::clone(&context), id, method, params, None).await;
+    let (response, size) = json(status(&answer), &answer);
+    context.record(noted, &answer, size);
+    response
+}
+
 /// A call answered as SSE: `answering` is given the sender its progress goes to; what it
 /// sends goes out as `notifications/progress` under the client's `token`, then its answer.
 pub fn with_progress(token: Value, answering: impl FnOnce(mpsc::UnboundedSender<Value>) -> Answering) -> Response {

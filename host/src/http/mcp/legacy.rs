@@ -102,38 +102,32 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
         revision: session.version,
         body_bytes,
     });
-    if !array && let Some((id, method, params)) = requests.pop() {
-        let noted = context.note(&method, &params);
-        let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
-        if method == "tools/call"
-            && accepts_sse(headers)
-            && let Some(token) = token
-        {
-            return answer::with_progress(token, move |progress| {
-                Box::pin(async move {
-                    let answer = answer(&context, id, &method, params, Some(progress)).await;
-                    context.record(noted, &answer, answer.to_string().len());
-                    answer
-                })
-            });
-        }
-        let answer = answer(&context, id, &method, params, None).await;
-        let (response, size) = answer::json(StatusCode::OK, &answer);
-        context.record(noted, &answer, size);
-        return response;
+    if !array && let Some(request) = requests.pop() {
+        return answer::single(context, accepts_sse(headers), request, respond_boxed, |_| StatusCode::OK).await;
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
         let noted = context.note(&method, &params);
-        let answer = answer(&context, id, &method, params, None).await;
+        let answer = respond(&context, id, &method, params, None).await;
         context.record(noted, &answer, answer.to_string().len());
         answers.push(answer);
     }
     Json(Value::Array(answers)).into_response()
 }
 
+/// [`respond`], as [`answer::single`] takes it.
+fn respond_boxed(
+    context: Arc<Context>,
+    id: Value,
+    method: String,
+    params: Value,
+    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> answer::Answering {
+    Box::pin(async move { respond(&context, id, &method, params, progress).await })
+}
+
 /// The full JSON-RPC response to one legacy request.
-async fn answer(
+async fn respond(
     context: &Context,
     id: Value,
     method: &str,

@@ -125,25 +125,21 @@ async fn request(
     let caller = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
     let context =
         Context { hub: Arc::clone(hub), scope, caller, session: None, revision: REVISION.to_owned(), body_bytes };
-    let noted = context.note(&method, &params);
-    let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
-    if method == "tools/call"
-        && accepts_sse(headers)
-        && let Some(token) = token
-    {
-        return answer::with_progress(token, move |progress| {
-            Box::pin(async move {
-                let answer = respond(&context, id, &method, params, Some(progress)).await;
-                context.record(noted, &answer, answer.to_string().len());
-                answer
-            })
-        });
-    }
-    let answer = respond(&context, id, &method, params, None).await;
-    let status = if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK };
-    let (response, size) = answer::json(status, &answer);
-    context.record(noted, &answer, size);
-    response
+    let not_found = |answer: &Value| {
+        if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK }
+    };
+    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), respond_boxed, not_found).await
+}
+
+/// [`respond`], as [`answer::single`] takes it.
+fn respond_boxed(
+    context: Arc<Context>,
+    id: Value,
+    method: String,
+    params: Value,
+    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> answer::Answering {
+    Box::pin(async move { respond(&context, id, &method, params, progress).await })
 }
 
 async fn respond(
