@@ -40,9 +40,25 @@ pub(super) struct Session {
     path: String,
     session: String,
     next: u64,
+    /// Revision 2026-07-28: no session; `_meta` and the headers on every request.
+    stateless: bool,
 }
 
 impl Session {
+    /// A client of the stateless revision 2026-07-28 on its own connection: nothing to open.
+    fn stateless(authority: &str) -> Self {
+        let stream = TcpStream::connect(authority).expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self {
+            stream: BufReader::new(stream),
+            authority: authority.to_owned(),
+            path: "/myspace-butler/api/mcp".to_owned(),
+            session: String::new(),
+            next: 1,
+            stateless: true,
+        }
+    }
+
     /// A session with the hub.
     fn open(authority: &str) -> Self {
         Self::open_at(authority, "/myspace-butler/api/mcp")
@@ -58,6 +74,7 @@ impl Session {
             path: path.to_owned(),
             session: String::new(),
             next: 1,
+            stateless: false,
         };
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
         let (status, _, id) = session.post(init);
@@ -86,8 +103,14 @@ impl Session {
     }
 
     fn post(&mut self, body: &str) -> (u16, Vec<u8>, Option<String>) {
+        self.post_with(body, "")
+    }
+
+    /// `post` with more header lines (each ending in CRLF).
+    fn post_with(&mut self, body: &str, headers: &str) -> (u16, Vec<u8>, Option<String>) {
         let session =
             if self.session.is_empty() { String::new() } else { format!("Mcp-Session-Id: {}\r\n", self.session) };
+        let session = format!("{session}{headers}");
         let request = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
@@ -118,11 +141,19 @@ impl Session {
     /// `tools/call` of `tool` (an echo) with `{"message": "hello"}`.
     pub(super) fn call(&mut self, tool: &str) {
         self.next += 1;
+        let (meta, headers) = if self.stateless {
+            (
+                r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#,
+                format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"),
+            )
+        } else {
+            ("", String::new())
+        };
         let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"message":"hello"}}}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"message":"hello"}}{meta}}}}}"#,
             self.next
         );
-        let (status, answer, _) = self.post(&body);
+        let (status, answer, _) = self.post_with(&body, &headers);
         assert!(status == 200 && answer.windows(5).any(|w| w == b"hello"), "{}", String::from_utf8_lossy(&answer));
     }
 }
@@ -293,17 +324,26 @@ pub fn b4_hub_call() {
     // In turns: direct stdio, the hub, and the two floors on the same connection —
     // `GET /health` (HTTP alone) and an MCP `ping` (HTTP, session, JSON-RPC).
     let mut session = Session::open(host.authority());
-    let samples = in_turns::<4>(RUNS, 200, |kind| match kind {
+    let mut stateless = Session::stateless(host.authority());
+    let samples = in_turns::<5>(RUNS, 200, |kind| match kind {
         0 => lone.call(),
         1 => session.echo(),
         2 => session.health(),
-        _ => session.ping(),
+        3 => session.ping(),
+        _ => stateless.echo(),
     });
-    let [(base50, base99), (hub50, hub99), (health50, _), (ping50, _)] = samples.map(percentiles);
+    let [(base50, base99), (hub50, hub99), (health50, _), (ping50, _), (modern50, modern99)] = samples.map(percentiles);
     line_us("B4 tools/call echo through the hub, 1 session (p50; baseline = direct stdio)", hub50, base50);
     line_us("B4 tools/call echo through the hub, 1 session (p99; baseline = direct stdio)", hub99, base99);
     let added = hub50.saturating_sub(base50);
     line_us("B4 added p50, 1 session (baseline = an HTTP round trip to the host, GET /health)", added, health50);
+    line_us("B4 tools/call echo through the hub, 2026-07-28 (p50; baseline = direct stdio)", modern50, base50);
+    line_us("B4 tools/call echo through the hub, 2026-07-28 (p99; baseline = direct stdio)", modern99, base99);
+    line_us(
+        "B4 added p50, 2026-07-28 (baseline = the added p50 of a 2025-11-25 session, same run)",
+        modern50.saturating_sub(base50),
+        added,
+    );
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     // The hub's own record of the provider's answers (from its write to the pipe to the
     // answer read back), over the same calls.

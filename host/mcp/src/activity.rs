@@ -95,9 +95,17 @@ impl ActivityLog {
         let (queue, mut records) = mpsc::channel::<Entry>(QUEUE);
         let file = path.clone();
         tokio::spawn(async move {
-            while let Some(entry) = records.recv().await {
+            while let Some(first) = records.recv().await {
+                // What queued up meanwhile goes in the same trip to the disk.
+                let mut batch = vec![first];
+                while batch.len() < QUEUE
+                    && let Ok(entry) = records.try_recv()
+                {
+                    batch.push(entry);
+                }
                 let file = file.clone();
-                let written = tokio::task::spawn_blocking(move || append(&file, &entry)).await;
+                let written =
+                    tokio::task::spawn_blocking(move || batch.iter().try_for_each(|e| append(&file, e))).await;
                 if let Ok(Err(e)) = written {
                     tracing::warn!("cannot write the MCP activity log: {e}");
                 }
