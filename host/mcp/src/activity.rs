@@ -97,15 +97,15 @@ impl ActivityLog {
         tokio::spawn(async move {
             while let Some(first) = records.recv().await {
                 // What queued up meanwhile goes in the same trip to the disk.
-                let mut batch = vec![first];
-                while batch.len() < QUEUE
+                let mut queued = vec![first];
+                while queued.len() < QUEUE
                     && let Ok(entry) = records.try_recv()
                 {
-                    batch.push(entry);
+                    queued.push(entry);
                 }
                 let file = file.clone();
                 let written =
-                    tokio::task::spawn_blocking(move || batch.iter().try_for_each(|e| append(&file, e))).await;
+                    tokio::task::spawn_blocking(move || queued.iter().try_for_each(|e| append(&file, e))).await;
                 if let Ok(Err(e)) = written {
                     tracing::warn!("cannot write the MCP activity log: {e}");
                 }
