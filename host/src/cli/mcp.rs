@@ -92,22 +92,46 @@ fn log(follow: bool, tool: Option<&str>, limit: usize, target: Target) -> anyhow
     let filter = tool.map_or_else(String::new, |glob| {
         format!("&name={}", percent_encoding::utf8_percent_encode(glob, percent_encoding::NON_ALPHANUMERIC))
     });
-    let page = client.get(&format!("/mcp/activity?limit={}{filter}", limit.clamp(1, 500)))?;
-    let mut last = print_entries(&page["entries"]).unwrap_or(0);
+    let limit = limit.clamp(1, 500);
     if !follow {
+        let page = client.get(&format!("/mcp/activity?limit={limit}{filter}"))?;
+        print_entries(&page["entries"], true);
         return Ok(());
+    }
+    // Following goes on from the newest entry, whether it matches or not, so that a filter
+    // matching little does not make every poll look back through what it passed over.
+    let mut last = newest_seq(&client)?;
+    if last > 0 {
+        let page = client.get(&format!("/mcp/activity?limit={limit}&before={}{filter}", last + 1))?;
+        print_entries(&page["entries"], true);
     }
     loop {
         std::thread::sleep(std::time::Duration::from_secs(1));
-        let page = client.get(&format!("/mcp/activity?limit=500&after={last}{filter}"))?;
-        last = print_entries(&page["entries"]).unwrap_or(last);
+        let newest = newest_seq(&client)?;
+        if newest <= last {
+            continue;
+        }
+        // Oldest first, what came after `last` up to `newest`.
+        let page = client.get(&format!("/mcp/activity?limit=500&after={last}&before={}{filter}", newest + 1))?;
+        let printed = print_entries(&page["entries"], false);
+        // A full page may have more behind it: the next poll goes on from its last entry.
+        last = if page["next"].is_null() { newest } else { printed.unwrap_or(newest) };
     }
 }
 
-/// Prints a page (newest first) oldest first; the newest `seq` printed.
-fn print_entries(entries: &Value) -> Option<u64> {
-    let entries = entries.as_array()?;
-    for e in entries.iter().rev() {
+/// The `seq` of the newest entry of the activity log, 0 when it is empty.
+fn newest_seq(client: &Client) -> anyhow::Result<u64> {
+    Ok(client.get("/mcp/activity?limit=1")?["entries"][0]["seq"].as_u64().unwrap_or(0))
+}
+
+/// Prints a page oldest first (reversing one that is `newest_first`); the newest `seq`
+/// printed.
+fn print_entries(entries: &Value, newest_first: bool) -> Option<u64> {
+    let mut entries: Vec<&Value> = entries.as_array()?.iter().collect();
+    if newest_first {
+        entries.reverse();
+    }
+    for e in &entries {
         let text = |key: &str| e[key].as_str().unwrap_or("-").to_owned();
         let outcome = match e["code"].as_i64() {
             Some(code) => format!("{} {code}", text("outcome")),
@@ -127,7 +151,7 @@ fn print_entries(entries: &Value) -> Option<u64> {
             e["responseBytes"],
         );
     }
-    entries.first().and_then(|e| e["seq"].as_u64())
+    entries.last().and_then(|e| e["seq"].as_u64())
 }
 
 /// One provider action; prints the provider's state after it.

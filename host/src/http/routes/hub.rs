@@ -46,13 +46,14 @@ pub struct ActivityQuery {
     limit: Option<usize>,
     /// Only entries older than this `seq` (the next page).
     before: Option<u64>,
-    /// Only entries newer than this `seq` (following the log).
+    /// Only entries newer than this `seq`, oldest first (following the log).
     after: Option<u64>,
     /// Only entries whose tool, prompt or URI matches this glob.
     name: Option<String>,
 }
 
-/// `GET /mcp/activity`: entries newest first, and the `seq` to ask `before` for the next page.
+/// `GET /mcp/activity`: entries newest first (oldest first with `after`), and the `seq` to
+/// ask `before` (with `after`: `after`) for the next page.
 pub async fn activity(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ActivityQuery>,
@@ -66,7 +67,7 @@ pub async fn activity(
         })
         .transpose()?;
     let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
-    let entries = state.mcp.activity().page(&Query { before: query.before, after: query.after, name, limit });
+    let entries = state.mcp.activity().page(&Query { before: query.before, after: query.after, name, limit }).await;
     let next = (entries.len() == limit).then(|| entries.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"entries": entries, "next": next})))
 }
