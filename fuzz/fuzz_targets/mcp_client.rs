@@ -51,9 +51,16 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(raw["method"].as_str(), Some(method.as_str()));
                 assert_eq!(given, &params);
             }
-            ClientMessage::Response => {
-                assert!(raw.get("method").is_none() && raw.get("id").is_some());
-                assert!(raw.get("result").is_some() || raw.get("error").is_some());
+            ClientMessage::Response { id, reply } => {
+                assert!(raw.get("method").is_none());
+                assert_eq!(Some(id), raw.get("id"));
+                match reply {
+                    Err(error) => assert_eq!(Some(error), raw.get("error")),
+                    Ok(result) => {
+                        assert!(raw.get("error").is_none());
+                        assert_eq!(result, raw.get("result").unwrap_or(&Value::Null));
+                    }
+                }
             }
         }
     }
@@ -99,9 +106,17 @@ fn forwarded(id: u64, method: &str, params: Value) {
     } else {
         assert_eq!(sent["params"], params);
     }
-    // The provider would see a request of the hub's: were it echoed back, the hub answers.
-    let ProviderRoute::Answer(answer) = butler_mcp::framing::provider_route(sent) else {
-        panic!("a request is answered")
-    };
-    assert_eq!(answer["id"], id);
+    // The provider would see a request of the hub's: were it echoed back, the hub would
+    // answer a ping itself and take anything else as the provider's own request.
+    match butler_mcp::framing::provider_route(sent) {
+        ProviderRoute::Answer(answer) => {
+            assert_eq!(method, "ping");
+            assert_eq!(answer["id"], id);
+        }
+        ProviderRoute::Request { id: asked, method: named, .. } => {
+            assert_ne!(method, "ping");
+            assert_eq!((asked, named.as_str()), (json!(id), method));
+        }
+        other => panic!("a request read back as {other:?}"),
+    }
 }

@@ -10,7 +10,7 @@
 
 use butler_mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_route};
 use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"];
@@ -73,9 +73,15 @@ fn routed(message: Value) {
                 }
             }
         }
+        ProviderRoute::Request { id: asked, method: named, params } => {
+            assert_eq!(Some(&asked), id);
+            assert_eq!(method, Some(named.as_str()));
+            assert_ne!(named, "ping", "the hub answers pings itself");
+            assert_eq!(&params, message.get("params").unwrap_or(&json!({})));
+        }
         ProviderRoute::Answer(answer) => {
             let id = id.expect("only requests are answered");
-            assert!(method.is_some());
+            assert_eq!(method, Some("ping"));
             assert_eq!(&answer["id"], id);
             assert_eq!(answer["jsonrpc"], "2.0");
             assert_ne!(answer.get("result").is_some(), answer.get("error").is_some(), "{answer}");
@@ -86,6 +92,12 @@ fn routed(message: Value) {
             assert!(id.is_none());
             assert_eq!(method, Some("notifications/progress"));
             assert_eq!(params["progressToken"].as_u64(), Some(token));
+            assert_eq!(Some(&params), message.get("params"));
+        }
+        ProviderRoute::Log(params) => {
+            assert!(id.is_none());
+            assert_eq!(method, Some("notifications/message"));
+            assert!(params.is_object());
             assert_eq!(Some(&params), message.get("params"));
         }
         ProviderRoute::ListChanged => {
@@ -99,7 +111,10 @@ fn routed(message: Value) {
                 && method == Some("notifications/progress")
                 && message.get("params").and_then(|p| p.get("progressToken")).is_some_and(Value::is_u64);
             let changed = id.is_none() && method.is_some_and(|m| LIST_CHANGED.contains(&m));
-            assert!(!(reply || request || progress || changed), "{message} was dropped");
+            let log = id.is_none()
+                && method == Some("notifications/message")
+                && message.get("params").is_some_and(Value::is_object);
+            assert!(!(reply || request || progress || changed || log), "{message} was dropped");
         }
     }
 }

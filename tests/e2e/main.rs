@@ -15,6 +15,7 @@ mod knowledge_loop;
 mod layers;
 mod lifecycle;
 mod mcp;
+mod mcp_duplex;
 mod mcp_stateless;
 mod openapi;
 mod pipeline;

@@ -21,7 +21,6 @@ use butler_faculty::{FacultyRuntime, Setup};
 use butler_mcp::{HostTools, Hub, Scope};
 use butler_process::HostEnv;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::{scan, until, use_real_keeper, within, write_manifest};
 
@@ -229,12 +228,16 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
 /// `progress` called as request `id` of `session` with a client token of its own: the
 /// answer's text and the progress notifications its sink got.
 async fn progress(hub: &Hub, session: &str, id: Value) -> (String, Vec<Value>) {
-    let (sink, mut got) = mpsc::unbounded_channel();
+    let (sink, mut got) = butler_mcp::upcall::channel();
     let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
     let result = hub.call_tool(Scope::Main, session, &id, params, Some(sink)).await.expect("progress answers");
     let mut notifications = Vec::new();
-    while let Ok(n) = got.try_recv() {
-        notifications.push(n);
+    while let Ok(upcall) = got.try_recv() {
+        match upcall {
+            butler_mcp::upcall::Upcall::Progress(n) => notifications.push(n),
+            butler_mcp::upcall::Upcall::Request(asked) => panic!("progress asks nothing: {asked:?}"),
+            butler_mcp::upcall::Upcall::Log(message) => panic!("progress logs nothing: {message}"),
+        }
     }
     (text_of(&result), notifications)
 }
@@ -246,8 +249,8 @@ async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
     let r = dir.path();
     write_providers(r, &[("alpha", None)]);
     let hub = hub(r, &scan(r, None)).await;
-    let one = hub.open_session(Scope::Main, "2025-06-18".to_owned());
-    let two = hub.open_session(Scope::Main, "2025-06-18".to_owned());
+    let one = hub.open_session(Scope::Main, "2025-06-18".to_owned(), json!({}));
+    let two = hub.open_session(Scope::Main, "2025-06-18".to_owned(), json!({}));
 
     // Session one's request 7 hangs on the provider; session two's request 7 is answered
     // meanwhile, on the same pipe.

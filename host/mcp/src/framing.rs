@@ -32,8 +32,13 @@ pub enum ClientMessage {
         /// Its `params` (`{}` when absent).
         params: Value,
     },
-    /// A response (the hub asks clients nothing, so it is dropped).
-    Response,
+    /// A response: a client's answer to a request the hub passed on from a provider.
+    Response {
+        /// The id the hub gave the request.
+        id: Value,
+        /// Its `result`, or its `error` object.
+        reply: Result<Value, Value>,
+    },
 }
 
 /// A body refused as a whole, and the JSON-RPC error to answer it with.
@@ -109,16 +114,44 @@ fn classify(message: &mut Value) -> Result<ClientMessage, String> {
         (Some(Value::String(_)), Some(_)) => Err("`id` must be a string or an integer".to_owned()),
         (Some(Value::String(method)), None) => Ok(ClientMessage::Notification { method: method.clone(), params }),
         (Some(_), _) => Err("`method` must be a string".to_owned()),
-        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(ClientMessage::Response),
+        (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
+            let id = id.clone();
+            let reply = match object.remove("error") {
+                Some(error) => Err(error),
+                None => Ok(object.remove("result").unwrap_or(Value::Null)),
+            };
+            Ok(ClientMessage::Response { id, reply })
+        }
         (None, _) => Err("a request needs a `method`".to_owned()),
     }
 }
 
-/// A client's `tools/call` params as they go to the provider: under the tool's own name
-/// (`original`, as the provider listed it), and without the client's progress token (the
-/// hub sets its own). Params that are not an object are left as they are.
+/// The `_meta` keys of a 2026-07-28 request's envelope: they are for the hub, and a
+/// provider of the 2025 revisions refuses a request that carries them.
+pub const ENVELOPE_KEYS: &[&str] = &[
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+];
+
+/// A client's params as they go to a provider: without the 2026-07-28 envelope in `_meta`
+/// ([`ENVELOPE_KEYS`]). Params that are not an object are left as they are.
 #[must_use]
-pub fn tool_call_params(mut params: Value, original: Value) -> Value {
+pub fn without_envelope(mut params: Value) -> Value {
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.retain(|key, _| !ENVELOPE_KEYS.contains(&key.as_str()));
+    }
+    params
+}
+
+/// A client's `tools/call` params as they go to the provider: under the tool's own name
+/// (`original`, as the provider listed it), without the client's progress token (the hub
+/// sets its own) and without the 2026-07-28 envelope ([`without_envelope`]). Params that
+/// are not an object are left as they are.
+#[must_use]
+pub fn tool_call_params(params: Value, original: Value) -> Value {
+    let mut params = without_envelope(params);
     if let Some(object) = params.as_object_mut() {
         object.insert("name".to_owned(), original);
         if let Some(meta) = object.get_mut("_meta").and_then(Value::as_object_mut) {
@@ -208,9 +241,18 @@ pub enum ProviderRoute {
         /// `result`, or `error`.
         reply: Result<Value, Value>,
     },
-    /// A request of the provider's own: the hub answers it with this message (it only
-    /// answers pings; everything else is "method not found").
+    /// A `ping` of the provider's: the hub answers it with this message.
     Answer(Value),
+    /// Another request of the provider's: for the client whose call is in flight (the hub
+    /// answers it under the provider's own `id`).
+    Request {
+        /// The provider's id for it.
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its params (`{}` when absent).
+        params: Value,
+    },
     /// Progress for the hub's token `token`.
     Progress {
         /// The hub's progress token.
@@ -220,6 +262,8 @@ pub enum ProviderRoute {
     },
     /// The provider's tools, prompts or resources changed: list them again.
     ListChanged,
+    /// A log message (`notifications/message`): its params.
+    Log(Value),
     /// Nothing to do: another notification, a response with an id the hub never gives (not
     /// an unsigned integer), progress without such a token, or neither `id` nor `method`.
     Ignored,
@@ -240,11 +284,13 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             };
             ProviderRoute::Reply { id, reply }
         }
-        (Some(id), Some(method)) => ProviderRoute::Answer(if method == "ping" {
-            json!({"jsonrpc": "2.0", "id": id, "result": {}})
-        } else {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("the Butler hub does not offer `{method}` to providers")}})
-        }),
+        (Some(id), Some(method)) if method == "ping" => {
+            ProviderRoute::Answer(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+        }
+        (Some(id), Some(method)) => {
+            let params = message.get_mut("params").map_or_else(|| json!({}), Value::take);
+            ProviderRoute::Request { id, method, params }
+        }
         (None, Some(method)) => match method.as_str() {
             "notifications/progress" => {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
@@ -256,6 +302,10 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             "notifications/tools/list_changed"
             | "notifications/prompts/list_changed"
             | "notifications/resources/list_changed" => ProviderRoute::ListChanged,
+            "notifications/message" => match message.get_mut("params").map(Value::take) {
+                Some(params) if params.is_object() => ProviderRoute::Log(params),
+                _ => ProviderRoute::Ignored,
+            },
             _ => ProviderRoute::Ignored,
         },
         (None, None) => ProviderRoute::Ignored,
@@ -279,6 +329,8 @@ mod tests {
                 ClientMessage::Notification { method: "notifications/initialized".into(), params: json!({}) },
             ]
         );
+        let answered = client_messages(br#"{"jsonrpc":"2.0","id":"b-1","result":{"roots":[]}}"#).expect("a response");
+        assert_eq!(answered.messages, [ClientMessage::Response { id: json!("b-1"), reply: Ok(json!({"roots": []})) }]);
         for (body, code) in [
             (&b"{"[..], -32700),
             (b"[]", -32600),
@@ -293,10 +345,10 @@ mod tests {
     #[test]
     fn forwarded_requests_carry_the_hubs_ids() {
         let params = tool_call_params(
-            json!({"name": "ns__echo", "_meta": {"progressToken": "client"}, "arguments": {}}),
+            json!({"name": "ns__echo", "_meta": {"progressToken": "client", "io.modelcontextprotocol/protocolVersion": "2026-07-28", "trace": 1}, "arguments": {}}),
             json!("echo"),
         );
-        assert_eq!(params, json!({"name": "echo", "_meta": {}, "arguments": {}}));
+        assert_eq!(params, json!({"name": "echo", "_meta": {"trace": 1}, "arguments": {}}));
         let line = provider_request(7, "tools/call", params, Some(8));
         assert_eq!(line.last(), Some(&b'\n'));
         let ProviderLine::Message(sent) = provider_line(&line) else { panic!("a message") };
@@ -316,10 +368,20 @@ mod tests {
         );
         assert_eq!(provider_route(json!({"id": -1, "result": 1})), ProviderRoute::Ignored);
         assert_eq!(provider_route(json!({"method": "notifications/tools/list_changed"})), ProviderRoute::ListChanged);
-        let ProviderRoute::Answer(answer) = provider_route(json!({"id": "x", "method": "sampling/createMessage"}))
-        else {
+        let logged = json!({"method": "notifications/message", "params": {"level": "info", "data": "x"}});
+        assert_eq!(provider_route(logged), ProviderRoute::Log(json!({"level": "info", "data": "x"})));
+        assert_eq!(provider_route(json!({"method": "notifications/message", "params": 3})), ProviderRoute::Ignored);
+        let ProviderRoute::Answer(answer) = provider_route(json!({"id": "x", "method": "ping"})) else {
             panic!("answered")
         };
-        assert_eq!(answer["error"]["code"], -32601);
+        assert_eq!(answer, json!({"jsonrpc": "2.0", "id": "x", "result": {}}));
+        assert_eq!(
+            provider_route(json!({"id": "x", "method": "sampling/createMessage", "params": {"maxTokens": 9}})),
+            ProviderRoute::Request {
+                id: json!("x"),
+                method: "sampling/createMessage".into(),
+                params: json!({"maxTokens": 9})
+            }
+        );
     }
 }

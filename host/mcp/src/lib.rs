@@ -4,6 +4,8 @@
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
+//!   client) on its way to the client that made the call;
 //! - public names and conflict settlement come from [`butler_catalog::names`].
 //!
 //! The hub knows no transport: it answers typed calls (list, call, read, cancel), keeps
@@ -19,6 +21,7 @@ pub mod activity;
 pub mod framing;
 pub mod host_tools;
 pub mod provider;
+pub mod upcall;
 
 mod changes;
 pub use changes::Changed;
@@ -31,7 +34,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
@@ -41,6 +44,16 @@ use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 const MAX_SESSIONS: usize = 1024;
+
+/// The most providers' requests waiting for a legacy client's answer, over all sessions;
+/// beyond, the oldest is refused.
+const MAX_ASKED: usize = 1024;
+
+/// The most calls set aside for a 2026-07-28 client's next round, and how long each waits
+/// for it: beyond either, the call is dropped (its provider is told to stop).
+const MAX_PARKED: usize = 256;
+/// See [`MAX_PARKED`].
+pub const PARKED_FOR: Duration = Duration::from_secs(300);
 
 /// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
@@ -82,6 +95,10 @@ pub struct Session {
     pub scope: Scope,
     /// The protocol revision agreed at `initialize`.
     pub version: String,
+    /// The capabilities the client declared at `initialize`.
+    pub capabilities: Value,
+    /// The least severe log level it wants (`logging/setLevel`); `None`: every level.
+    pub log_level: Option<String>,
 }
 
 #[derive(Default)]
@@ -101,6 +118,14 @@ type Routes = HashMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
+
+/// Providers' requests waiting for legacy clients' answers, oldest first.
+#[derive(Default)]
+struct Asked {
+    waiting: HashMap<InflightKey, upcall::Asked>,
+    order: VecDeque<InflightKey>,
+    next: u64,
+}
 
 /// A public name and what it routes to.
 struct Exposed {
@@ -123,6 +148,10 @@ pub struct Hub {
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Mutex<Sessions>,
     inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
+    /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
+    asked: Mutex<Asked>,
+    /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
+    parked: Mutex<VecDeque<(String, std::time::Instant, upcall::Parked)>>,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
@@ -175,6 +204,8 @@ impl Hub {
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(HashMap::new()),
+            asked: Mutex::new(Asked::default()),
+            parked: Mutex::new(VecDeque::new()),
             reconciling: tokio::sync::Mutex::new(false),
             idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
@@ -324,6 +355,7 @@ impl Hub {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(hub) = watcher.upgrade() else { break };
+                hub.drop_expired_parked();
                 for provider in hub.providers() {
                     provider.stop_if_idle(hub.idle).await;
                 }
@@ -442,7 +474,7 @@ impl Hub {
         session: &str,
         request_id: &Value,
         params: Value,
-        progress: Option<mpsc::UnboundedSender<Value>>,
+        upcalls: Option<upcall::Upcalls>,
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if !self.host_tools.has(scope, &name) && self.routes().get(&name).is_none() {
@@ -468,7 +500,7 @@ impl Hub {
         let (provider, original) = target;
         let params = framing::tool_call_params(params, original);
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
-        let reply = provider.call("tools/call", params, progress, |conn, id| inflight.started(conn, id)).await;
+        let reply = provider.call("tools/call", params, upcalls, |conn, id| inflight.started(conn, id)).await;
         inflight.answered = true;
         drop(inflight);
         match reply {
@@ -635,8 +667,79 @@ impl Hub {
         })
     }
 
-    /// Opens a session; returns its id.
-    pub fn open_session(&self, scope: Scope, version: String) -> String {
+    /// Keeps a provider's request passed to the legacy client of `session` until the client
+    /// answers it; the id the request goes to the client under.
+    pub fn ask(&self, session: &str, asked: upcall::Asked) -> String {
+        let mut table = lock(&self.asked);
+        table.next += 1;
+        let id = format!("butler-{}", table.next);
+        let key = (session.to_owned(), id.clone());
+        // Those whose provider stopped waiting go first; then the oldest, when too many wait.
+        let Asked { waiting, order, .. } = &mut *table;
+        order.retain(|key| waiting.get(key).is_some_and(|a| !a.abandoned()));
+        waiting.retain(|_, a| !a.abandoned());
+        if order.len() >= MAX_ASKED
+            && let Some(oldest) = order.pop_front()
+            && let Some(dropped) = waiting.remove(&oldest)
+        {
+            dropped.refuse(-32603, "too many requests wait for clients' answers; this one was dropped");
+        }
+        order.push_back(key.clone());
+        waiting.insert(key, asked);
+        id
+    }
+
+    /// The legacy client of `session` answered request `id` the hub passed on: the answer
+    /// goes to the provider that asked. Whether anyone was waiting for it.
+    pub fn answered(&self, session: &str, id: &Value, reply: Result<Value, Value>) -> bool {
+        let Some(id) = id.as_str() else { return false };
+        let key = (session.to_owned(), id.to_owned());
+        let mut table = lock(&self.asked);
+        table.order.retain(|k| *k != key);
+        let Some(asked) = table.waiting.remove(&key) else { return false };
+        drop(table);
+        asked.answer(reply);
+        true
+    }
+
+    /// Sets `parked` aside until the client's next round (at most [`PARKED_FOR`]); the id
+    /// it is taken back with.
+    pub fn park(&self, parked: upcall::Parked) -> String {
+        let id = session_id();
+        let dropped = {
+            let mut table = lock(&self.parked);
+            let mut dropped = expired(&mut table);
+            if table.len() >= MAX_PARKED {
+                dropped.extend(table.pop_front().map(|(_, _, parked)| parked));
+            }
+            table.push_back((id.clone(), std::time::Instant::now() + PARKED_FOR, parked));
+            dropped
+        };
+        // Dropped outside the lock: dropping a call tells its provider to stop.
+        drop(dropped);
+        id
+    }
+
+    /// Takes back the call parked under `id`, unless it expired.
+    pub fn unpark(&self, id: &str) -> Option<upcall::Parked> {
+        let (found, dropped) = {
+            let mut table = lock(&self.parked);
+            let dropped = expired(&mut table);
+            let at = table.iter().position(|(parked, ..)| parked == id);
+            (at.and_then(|at| table.remove(at)).map(|(_, _, parked)| parked), dropped)
+        };
+        drop(dropped);
+        found
+    }
+
+    /// Drops the parked calls whose client did not come back in time.
+    pub fn drop_expired_parked(&self) {
+        let dropped = expired(&mut lock(&self.parked));
+        drop(dropped);
+    }
+
+    /// Opens a session for a client that declared `capabilities`; returns its id.
+    pub fn open_session(&self, scope: Scope, version: String, capabilities: Value) -> String {
         let id = session_id();
         let mut sessions = lock(&self.sessions);
         if sessions.order.len() >= MAX_SESSIONS
@@ -645,8 +748,16 @@ impl Hub {
             sessions.by_id.remove(&oldest);
         }
         sessions.order.push_back(id.clone());
-        sessions.by_id.insert(id.clone(), Session { scope, version });
+        sessions.by_id.insert(id.clone(), Session { scope, version, capabilities, log_level: None });
         id
+    }
+
+    /// Sets the least severe log level session `id` wants; whether it is open.
+    pub fn set_log_level(&self, id: &str, level: &str) -> bool {
+        let mut sessions = lock(&self.sessions);
+        let Some(session) = sessions.by_id.get_mut(id) else { return false };
+        session.log_level = Some(level.to_owned());
+        true
     }
 
     /// The session `id`, if it is open.
@@ -669,6 +780,16 @@ impl Hub {
             std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
     }
+}
+
+/// Takes the expired calls out of `table`, for the caller to drop once it let the lock go.
+fn expired(table: &mut VecDeque<(String, std::time::Instant, upcall::Parked)>) -> Vec<upcall::Parked> {
+    let now = std::time::Instant::now();
+    let mut gone = Vec::new();
+    while table.front().is_some_and(|(_, until, _)| *until <= now) {
+        gone.extend(table.pop_front().map(|(_, _, parked)| parked));
+    }
+    gone
 }
 
 /// A client's tool call while a provider works on it. Dropped before its answer — the
@@ -722,7 +843,7 @@ fn provider_error(error: Value) -> RpcError {
 
 /// Sends a non-tool request to a provider; its failures become JSON-RPC errors.
 async fn forward(provider: &Arc<Provider>, method: &str, params: Value) -> Result<Value, RpcError> {
-    match provider.call(method, params, None, |_, _| {}).await {
+    match provider.call(method, framing::without_envelope(params), None, |_, _| {}).await {
         Ok(result) => Ok(result),
         Err(CallFailure::Error(error)) => Err(provider_error(error)),
         Err(failure) => Err(RpcError { code: -32603, message: failure.to_string(), data: None }),

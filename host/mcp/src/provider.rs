@@ -1,10 +1,14 @@
 //! One stdio MCP provider: started on first need under a keeper, spoken to in
 //! line-delimited JSON-RPC, restarted 5 s after a crash.
 //!
-//! Requests from the hub get the provider's own ids (one counter per pipe), and so do
-//! progress tokens, so two clients' ids or tokens can never collide on one pipe. A reader
-//! task matches each response to its waiting call; a crash fails exactly the calls in flight
-//! on that pipe.
+//! Requests from the hub get the provider's own ids (one counter per pipe), and each
+//! request's progress token is its id, so two clients' ids or tokens can never collide on
+//! one pipe. A reader task matches each response to its waiting call; a crash fails exactly
+//! the calls in flight on that pipe.
+//!
+//! The provider's own requests for a client (sampling, elicitation, roots) go to the call in
+//! flight that can take them — the oldest, when several are: stdio does not say which call a
+//! request belongs to — and their answers go back under the provider's own id.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,9 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, oneshot};
 
 use super::framing::{ProviderLine, ProviderRoute, provider_line};
+use super::upcall::{self, Asked, Upcall, Upcalls};
 use butler_catalog::Extension;
 use butler_catalog::lock;
 use butler_process::logs::{Log, Stream};
@@ -161,7 +166,14 @@ type Reply = Result<Value, CallFailure>;
 pub struct Conn {
     stdin: tokio::sync::Mutex<ChildStdin>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
-    progress: Mutex<HashMap<u64, mpsc::UnboundedSender<Value>>>,
+    /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
+    upcalls: Mutex<HashMap<u64, Upcalls>>,
+    /// The provider's requests waiting for a client's answer (at most [`upcall::QUEUE`]).
+    asking: std::sync::atomic::AtomicUsize,
+    /// How long a request of the provider's may wait for the client's answer.
+    timeout: Duration,
+    /// The provider's namespace, which its log messages' `logger` starts with.
+    namespace: String,
     next: AtomicU64,
     kept: tokio::sync::Mutex<Kept>,
     group: u32,
@@ -179,22 +191,22 @@ impl Conn {
     }
 
     /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
-    /// the provider. `progress` receives the provider's progress notifications for it.
+    /// the provider. `upcalls` receives the provider's progress for it (its token is the
+    /// request's id) and its requests for the client.
     async fn request(
         &self,
         method: &str,
         params: Value,
-        progress: Option<mpsc::UnboundedSender<Value>>,
+        upcalls: Option<Upcalls>,
         limit: Duration,
         started: impl FnOnce(u64),
     ) -> Reply {
         let id = self.take_id();
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
-        let token = progress.map(|sink| {
-            let token = self.take_id();
-            lock(&self.progress).insert(token, sink);
-            token
+        let token = upcalls.map(|sink| {
+            lock(&self.upcalls).insert(id, sink);
+            id
         });
         started(id);
         let line = super::framing::provider_request(id, method, params, token);
@@ -202,7 +214,9 @@ impl Conn {
             lock(&self.pending).remove(&id);
             return Err(CallFailure::Crashed(format!("cannot write to it: {e}")));
         }
-        let reply = match tokio::time::timeout(limit, rx).await {
+        // Dropped with this future too (a cancelled call), so no upcall outlives its call.
+        let _forget = Forget { conn: self, id };
+        match tokio::time::timeout(limit, rx).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
             Err(_) => {
@@ -211,9 +225,7 @@ impl Conn {
                 let _ = self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason})).await;
                 Err(CallFailure::Timeout(limit))
             }
-        };
-        lock(&self.progress).retain(|_, sink| !sink.is_closed());
-        reply
+        }
     }
 
     async fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
@@ -233,7 +245,7 @@ impl Conn {
     }
 
     /// Routes one message from the provider.
-    async fn dispatch(&self, message: Value, on_list_changed: impl FnOnce()) {
+    async fn dispatch(self: &Arc<Self>, message: Value, on_list_changed: impl FnOnce()) {
         match super::framing::provider_route(message) {
             ProviderRoute::Reply { id, reply } => {
                 if let Some(waiting) = lock(&self.pending).remove(&id) {
@@ -243,14 +255,71 @@ impl Conn {
             ProviderRoute::Answer(answer) => {
                 let _ = self.send(&answer).await;
             }
+            ProviderRoute::Request { id, method, params } => self.ask_client(id, method, params).await,
             ProviderRoute::Progress { token, params } => {
-                if let Some(sink) = lock(&self.progress).get(&token).cloned() {
-                    let _ = sink.send(params);
+                if let Some(sink) = lock(&self.upcalls).get(&token).cloned() {
+                    // A client that reads too slowly loses progress, never the reader.
+                    let _ = sink.try_send(Upcall::Progress(params));
                 }
             }
             ProviderRoute::ListChanged => on_list_changed(),
+            ProviderRoute::Log(mut params) => {
+                // stdio does not say which call a log message is about: the oldest in flight.
+                if let Some(sink) = self.oldest_caller() {
+                    let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
+                    params["logger"] = json!(match logger {
+                        Some(logger) => format!("{}/{logger}", self.namespace),
+                        None => self.namespace.clone(),
+                    });
+                    let _ = sink.try_send(Upcall::Log(params));
+                }
+            }
             ProviderRoute::Ignored => {}
         }
+    }
+
+    /// Where the oldest call in flight that takes upcalls sends them.
+    fn oldest_caller(&self) -> Option<Upcalls> {
+        let upcalls = lock(&self.upcalls);
+        upcalls.iter().filter(|(_, sink)| !sink.is_closed()).min_by_key(|(call, _)| **call).map(|(_, s)| s.clone())
+    }
+
+    /// Passes the provider's request `id` to the client of the oldest call in flight that
+    /// takes upcalls, and its answer back when it comes (within the provider's
+    /// `timeoutSec`); refuses it at once when no such call is in flight or too many of the
+    /// provider's requests already wait.
+    async fn ask_client(self: &Arc<Self>, id: Value, method: String, params: Value) {
+        let Some(sink) = self.oldest_caller() else {
+            let why = format!(
+                "no client call is in flight to take `{method}` (the hub passes a provider's requests only to the client whose call is running)"
+            );
+            let _ = self.send(&refusal(&id, why)).await;
+            return;
+        };
+        if self.asking.fetch_add(1, Ordering::AcqRel) >= upcall::QUEUE {
+            self.asking.fetch_sub(1, Ordering::AcqRel);
+            let why = format!("more than {} requests of this provider already wait for the client", upcall::QUEUE);
+            let _ = self.send(&refusal(&id, why)).await;
+            return;
+        }
+        let (asked, answer) = Asked::new(method.clone(), params);
+        if sink.try_send(Upcall::Request(asked)).is_err() {
+            self.asking.fetch_sub(1, Ordering::AcqRel);
+            let _ = self.send(&refusal(&id, "the client's queue is full".to_owned())).await;
+            return;
+        }
+        let conn = Arc::clone(self);
+        tokio::spawn(async move {
+            let limit = conn.timeout;
+            let message = match tokio::time::timeout(limit, answer).await {
+                Ok(Ok(Ok(result))) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Ok(Ok(Err(error))) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                Ok(Err(_)) => refusal(&id, format!("the client's call ended before it answered `{method}`")),
+                Err(_) => refusal(&id, format!("the client did not answer `{method}` within {} s", limit.as_secs())),
+            };
+            conn.asking.fetch_sub(1, Ordering::AcqRel);
+            let _ = conn.send(&message).await;
+        });
     }
 
     /// Fails every call in flight (the process is gone).
@@ -258,7 +327,24 @@ impl Conn {
         for (_, waiting) in lock(&self.pending).drain() {
             let _ = waiting.send(Err(CallFailure::Crashed(why.to_owned())));
         }
-        lock(&self.progress).clear();
+        lock(&self.upcalls).clear();
+    }
+}
+
+/// The error answer to the provider's request `id`.
+fn refusal(id: &Value, why: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}})
+}
+
+/// Forgets a request's upcall channel when its wait ends, however it ends.
+struct Forget<'a> {
+    conn: &'a Conn,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.conn.upcalls).remove(&self.id);
     }
 }
 
@@ -325,6 +411,9 @@ struct Inner {
     failed_at: Option<Instant>,
     /// When a call last began or ended (for the idle stop).
     last_used: Instant,
+    /// Calls begun and not ended, counted before the provider is even started: one that is
+    /// starting keeps it from the idle stop.
+    active: u32,
     /// Stopped on request: calls are refused until it is started again.
     held: bool,
 }
@@ -369,6 +458,7 @@ impl Provider {
                 last_error: None,
                 failed_at: None,
                 last_used: Instant::now(),
+                active: 0,
                 held: false,
             }),
             spec,
@@ -486,7 +576,10 @@ impl Provider {
         let conn = Arc::new(Conn {
             stdin: tokio::sync::Mutex::new(stdin),
             pending: Mutex::new(HashMap::new()),
-            progress: Mutex::new(HashMap::new()),
+            upcalls: Mutex::new(HashMap::new()),
+            asking: std::sync::atomic::AtomicUsize::new(0),
+            timeout: self.spec.timeout,
+            namespace: self.spec.namespace.clone(),
             next: AtomicU64::new(1),
             kept: tokio::sync::Mutex::new(kept),
             group,
@@ -497,7 +590,7 @@ impl Provider {
 
         let init = json!({
             "protocolVersion": PROVIDER_PROTOCOL,
-            "capabilities": {},
+            "capabilities": upcall::routed_capabilities(),
             "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
         });
         let answer = conn
@@ -684,15 +777,14 @@ impl Provider {
         self: &Arc<Self>,
         method: &str,
         params: Value,
-        progress: Option<mpsc::UnboundedSender<Value>>,
+        upcalls: Option<Upcalls>,
         started: impl FnOnce(Arc<Conn>, u64),
     ) -> Reply {
+        let _active = Active::begin(self);
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
-        lock(&self.inner).last_used = began;
         let handle = Arc::clone(&conn);
-        let reply = conn.request(method, params, progress, self.spec.timeout, move |id| started(handle, id)).await;
-        lock(&self.inner).last_used = Instant::now();
+        let reply = conn.request(method, params, upcalls, self.spec.timeout, move |id| started(handle, id)).await;
         self.record(began.elapsed(), &reply);
         reply
     }
@@ -703,7 +795,7 @@ impl Provider {
         let conn = {
             let mut inner = lock(&self.inner);
             let quiet = inner.last_used.elapsed() >= idle;
-            let busy = inner.conn.as_ref().is_some_and(|c| !lock(&c.pending).is_empty());
+            let busy = inner.active > 0 || inner.conn.as_ref().is_some_and(|c| !lock(&c.pending).is_empty());
             if inner.state != State::Ready || !quiet || busy {
                 return false;
             }
@@ -805,6 +897,27 @@ impl Provider {
             let mut kept = conn.kept.lock().await;
             kept.stop().await;
         }
+    }
+}
+
+/// A call from its beginning to its end (also when its future is dropped): it keeps the
+/// provider from the idle stop, and both ends count as use.
+struct Active<'a>(&'a Provider);
+
+impl<'a> Active<'a> {
+    fn begin(provider: &'a Provider) -> Self {
+        let mut inner = lock(&provider.inner);
+        inner.active += 1;
+        inner.last_used = Instant::now();
+        Self(provider)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        let mut inner = lock(&self.0.inner);
+        inner.active = inner.active.saturating_sub(1);
+        inner.last_used = Instant::now();
     }
 }
 

@@ -1,11 +1,11 @@
-//! What both protocol eras share: the methods the hub answers, a `tools/call` answered as
-//! SSE (the provider's progress notifications under the client's own token, then the
-//! answer), and the hub's list changes as notifications.
+//! What both protocol eras share: the methods the hub answers; a `tools/call` carried
+//! through to its answer with what its provider sends back meanwhile — progress under the
+//! client's own token, and the provider's requests for the client (on the call's SSE stream
+//! for a legacy session, as an `InputRequiredResult` and its retry for 2026-07-28, see
+//! [`super::rounds`]); and the hub's list changes as notifications.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,9 +15,11 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
+use super::rounds;
 use butler_mcp::activity::Entry;
+use butler_mcp::upcall::{self, Asked, Call, Next, Parked, Upcall, Upcalls};
 use butler_mcp::{Changed, Hub, RpcError, Scope};
 
 /// What answering a request needs.
@@ -34,6 +36,22 @@ pub struct Context {
     pub revision: String,
     /// The size of the `POST` body it came in.
     pub body_bytes: usize,
+    /// The era the request is of.
+    pub era: Era,
+    /// The capabilities the client declared (at `initialize`, or in this request's `_meta`).
+    pub capabilities: Value,
+    /// The least severe log level the client wants: its session's (`logging/setLevel`), or
+    /// this request's (`_meta`); `None`: every level for a session, none for 2026-07-28.
+    pub log_level: Option<String>,
+}
+
+/// The protocol era of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25, 2025-06-18, 2025-03-26: sessions.
+    Legacy,
+    /// 2026-07-28: stateless.
+    Modern,
 }
 
 /// What the activity log keeps of a request, taken before it is answered.
@@ -64,6 +82,7 @@ impl Context {
         let (outcome, code) = match answer.get("error") {
             Some(error) => ("error", error.get("code").and_then(Value::as_i64)),
             None if answer["result"]["isError"] == true => ("tool_error", None),
+            None if answer["result"]["resultType"] == "input_required" => ("input_required", None),
             None => ("ok", None),
         };
         self.hub.activity().record(Entry {
@@ -97,19 +116,62 @@ pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
 }
 
 impl Context {
+    /// The result of one request of this context's era (`upcalls` takes what a tool call's
+    /// provider sends back meanwhile).
+    pub async fn result(
+        self: Arc<Self>,
+        id: Value,
+        method: String,
+        params: Value,
+        upcalls: Option<Upcalls>,
+    ) -> Result<Value, RpcError> {
+        if self.era == Era::Legacy {
+            match method.as_str() {
+                "ping" => return Ok(json!({})),
+                "logging/setLevel" => return self.set_log_level(&params),
+                _ => {}
+            }
+        }
+        self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)))
+    }
+
+    /// `logging/setLevel` for the session: the providers' log messages below the level no
+    /// longer reach it.
+    fn set_log_level(&self, params: &Value) -> Result<Value, RpcError> {
+        let level = params.get("level").and_then(Value::as_str).filter(|l| upcall::LEVELS.contains(l));
+        let Some(level) = level else {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `level` must be one of {}",
+                upcall::LEVELS.join(", ")
+            )));
+        };
+        if let Some(session) = &self.session {
+            self.hub.set_log_level(session, level);
+        }
+        Ok(json!({}))
+    }
+
+    /// The JSON-RPC response carrying `result`, as this context's era has it.
+    pub fn envelope(&self, id: Value, method: &str, result: Result<Value, RpcError>) -> Value {
+        match self.era {
+            Era::Legacy => envelope(id, result),
+            Era::Modern => envelope(id, result.map(|result| completed(method, result))),
+        }
+    }
+
     /// The result of one of the shared methods; `None` when `method` is none of them.
-    pub async fn shared(
+    async fn shared(
         &self,
         id: &Value,
         method: &str,
         params: Value,
-        progress: Option<mpsc::UnboundedSender<Value>>,
+        upcalls: Option<Upcalls>,
     ) -> Option<Result<Value, RpcError>> {
         let hub = &self.hub;
         let scope = self.scope;
         Some(match method {
             "tools/list" => Ok(json!({"tools": hub.list_tools(scope).await})),
-            "tools/call" => hub.call_tool(scope, &self.caller, id, params, progress).await,
+            "tools/call" => hub.call_tool(scope, &self.caller, id, params, upcalls).await,
             "prompts/list" => Ok(json!({"prompts": hub.list_prompts(scope).await})),
             "prompts/get" => hub.get_prompt(scope, params).await,
             "resources/list" => Ok(json!({"resources": hub.list_resources(scope).await})),
@@ -119,6 +181,31 @@ impl Context {
             _ => return None,
         })
     }
+}
+
+/// Results a 2026-07-28 client may cache, for `ttlMs` under `cacheScope`.
+const CACHEABLE: &[&str] =
+    &["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
+
+/// How long a 2026-07-28 client may keep the hub's lists: not at all (they change with the
+/// catalog, and `subscriptions/listen` says when), and `server/discover`: 10 minutes.
+pub const LIST_TTL_MS: u64 = 0;
+/// See [`LIST_TTL_MS`].
+pub const DISCOVER_TTL_MS: u64 = 600_000;
+
+/// A result as 2026-07-28 has it: `resultType` (a provider's own is kept), and cache hints
+/// on the cacheable ones.
+pub fn completed(method: &str, mut result: Value) -> Value {
+    if let Some(fields) = result.as_object_mut() {
+        let kind = fields.entry("resultType").or_insert_with(|| json!("complete")).clone();
+        if kind == "complete" && CACHEABLE.contains(&method) {
+            let ttl = if method == "server/discover" { DISCOVER_TTL_MS } else { LIST_TTL_MS };
+            fields.entry("ttlMs").or_insert_with(|| json!(ttl));
+            // The lists depend on the endpoint (and, with profiles, on who asks).
+            fields.entry("cacheScope").or_insert_with(|| json!("private"));
+        }
+    }
+    result
 }
 
 /// `Method not found`.
@@ -134,75 +221,245 @@ pub fn envelope(id: Value, result: Result<Value, RpcError>) -> Value {
     }
 }
 
-/// The future of a whole JSON-RPC response.
-pub type Answering = Pin<Box<dyn Future<Output = Value> + Send>>;
-
-/// How an era answers one request: (context, id, method, params, where progress goes).
-pub type Respond = fn(Arc<Context>, Value, String, Value, Option<mpsc::UnboundedSender<Value>>) -> Answering;
-
-/// One request (not in a batch), answered by `respond` and recorded in the activity log:
-/// as SSE when it is a `tools/call` with a progress token from a client that accepts SSE
-/// (`sse`), else as JSON with the HTTP status `status` gives the answer.
+/// One request (not in a batch), answered and recorded in the activity log: as JSON with
+/// the HTTP status `status` gives the answer — or, when a `tools/call`'s provider sends
+/// something for the client before its answer (progress the client asked for, a request of
+/// a legacy session's, and the client accepts SSE: `sse`), as SSE ending with the answer.
+/// A 2026-07-28 client's call whose provider asks the client something is set aside and
+/// answered with an `InputRequiredResult`; the client's retry takes it up again.
 pub async fn single(
     context: Arc<Context>,
     sse: bool,
     (id, method, params): (Value, String, Value),
-    respond: Respond,
     status: fn(&Value) -> StatusCode,
 ) -> Response {
     let noted = context.note(&method, &params);
-    let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
-    if method == "tools/call"
-        && sse
-        && let Some(token) = token
-    {
-        return with_progress(token, move |progress| {
-            Box::pin(async move {
-                let answer = respond(Arc::clone(&context), id, method, params, Some(progress)).await;
-                context.record(noted, &answer, answer.to_string().len());
-                answer
-            })
-        });
+    if method != "tools/call" {
+        let result = Arc::clone(&context).result(id.clone(), method.clone(), params, None).await;
+        let answer = context.envelope(id, &method, result);
+        let (response, size) = json(status(&answer), &answer);
+        context.record(noted, &answer, size);
+        return response;
     }
-    let answer = respond(Arc::clone(&context), id, method, params, None).await;
-    let (response, size) = json(status(&answer), &answer);
-    context.record(noted, &answer, size);
-    response
-}
-
-/// A call answered as SSE: `answering` is given the sender its progress goes to; what it
-/// sends goes out as `notifications/progress` under the client's `token`, then its answer.
-pub fn with_progress(token: Value, answering: impl FnOnce(mpsc::UnboundedSender<Value>) -> Answering) -> Response {
-    let (tx, rx) = mpsc::unbounded_channel::<Value>();
-    let answering = answering(tx);
-    let progress_note = move |mut progress: Value, token: &Value| {
-        progress["progressToken"] = token.clone();
-        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
-    };
-    let start = (Some(answering), rx, token, VecDeque::<Value>::new());
-    let stream = futures_util::stream::unfold(start, move |(answering, mut rx, token, mut queued)| async move {
-        if let Some(next) = queued.pop_front() {
-            return Some((Ok::<_, Infallible>(message_event(&next)), (answering, rx, token, queued)));
+    let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut drive = Drive { context, call: None, id, method, name, keys: 0, token, sse, queued: VecDeque::new() };
+    if drive.context.era == Era::Modern && rounds::is_retry(&params) {
+        if let Err(error) = drive.resume(&params) {
+            drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
         }
-        let mut answering = answering?;
-        tokio::select! {
-            biased;
-            Some(progress) = rx.recv() => {
-                let note = progress_note(progress, &token);
-                Some((Ok(message_event(&note)), (Some(answering), rx, token, queued)))
-            }
-            answer = &mut answering => {
-                // Progress the provider sent just before its answer goes out first.
-                while let Ok(progress) = rx.try_recv() {
-                    queued.push_back(progress_note(progress, &token));
-                }
-                queued.push_back(answer);
-                let first = queued.pop_front().unwrap_or(Value::Null);
-                Some((Ok(message_event(&first)), (None, rx, token, queued)))
-            }
+    } else {
+        let (sink, upcalls) = upcall::channel();
+        let calling = Arc::clone(&drive.context).result(drive.id.clone(), drive.method.clone(), params, Some(sink));
+        drive.call = Some(Call { calling: Box::pin(calling), upcalls });
+    }
+    let first = drive.advance().await.unwrap_or(Value::Null);
+    if drive.call.is_none() && drive.queued.is_empty() {
+        let (response, size) = json(status(&first), &first);
+        drive.context.record(noted, &first, size);
+        return response;
+    }
+    let start = (Some(first), drive, Some(noted));
+    let stream = futures_util::stream::unfold(start, |(first, mut drive, mut noted)| async move {
+        let next = match first {
+            Some(first) => first,
+            None => drive.advance().await?,
+        };
+        if drive.call.is_none()
+            && drive.queued.is_empty()
+            && let Some(noted) = noted.take()
+        {
+            drive.context.record(noted, &next, next.to_string().len());
         }
+        Some((Ok::<_, Infallible>(message_event(&next)), (None, drive, noted)))
     });
     Sse::new(stream).into_response()
+}
+
+/// What to do with one upcall.
+enum Step {
+    /// Nothing (dropped, or refused to the provider).
+    Skip,
+    /// Send this message to the client on the call's stream.
+    Send(Value),
+    /// Set the call aside and ask the client this in an `InputRequiredResult`.
+    Park(Asked),
+}
+
+/// One `tools/call` on its way: what its provider sends back, turned into messages for the
+/// client, the last of which is the answer.
+struct Drive {
+    context: Arc<Context>,
+    /// The call, until it has given its answer (or was parked).
+    call: Option<Call>,
+    id: Value,
+    method: String,
+    name: String,
+    /// Keys given to the provider's requests so far (a parked call keeps counting).
+    keys: u64,
+    /// The client's progress token.
+    token: Option<Value>,
+    /// Whether the client takes SSE.
+    sse: bool,
+    queued: VecDeque<Value>,
+}
+
+impl Drive {
+    /// The next message for the client; the answer is the last (then `call` is `None` and
+    /// nothing is queued).
+    async fn advance(&mut self) -> Option<Value> {
+        if let Some(next) = self.queued.pop_front() {
+            return Some(next);
+        }
+        loop {
+            let next = self.call.as_mut()?.next().await;
+            match next {
+                Next::Done(result) => {
+                    let mut call = self.call.take()?;
+                    // Progress sent just before the answer goes first; a request is too late.
+                    while let Ok(upcall) = call.upcalls.try_recv() {
+                        match upcall {
+                            Upcall::Progress(progress) => self.queued.extend(self.progress(progress)),
+                            Upcall::Log(message) => self.queued.extend(self.log(message)),
+                            Upcall::Request(asked) => asked.refuse(-32603, "the call already ended"),
+                        }
+                    }
+                    self.queued.push_back(self.context.envelope(self.id.clone(), &self.method, result));
+                    return self.queued.pop_front();
+                }
+                Next::Upcall(upcall) => match self.step(upcall) {
+                    Step::Skip => {}
+                    Step::Send(message) => return Some(message),
+                    Step::Park(asked) => {
+                        let call = self.call.take()?;
+                        return Some(self.park(call, asked));
+                    }
+                },
+            }
+        }
+    }
+
+    /// A progress notification for the client, if it asked for progress and takes SSE.
+    fn progress(&self, mut progress: Value) -> Option<Value> {
+        let token = self.token.as_ref().filter(|_| self.sse)?;
+        progress["progressToken"] = token.clone();
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}))
+    }
+
+    /// What one upcall becomes: progress for the client, or a request of the provider's —
+    /// refused when the client did not declare what it needs, else passed on as the era
+    /// has it (on this stream for a legacy session, in an `InputRequiredResult` for
+    /// 2026-07-28).
+    /// A provider's log message for the client, if it takes SSE and the message's level
+    /// is one it wants (a 2026-07-28 request gets none unless it named a level).
+    fn log(&self, message: Value) -> Option<Value> {
+        let wanted = self.context.log_level.as_deref();
+        if !self.sse || (self.context.era == Era::Modern && wanted.is_none()) {
+            return None;
+        }
+        let level = message.get("level").and_then(Value::as_str).unwrap_or_default();
+        upcall::passes(level, wanted)
+            .then(|| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": message}))
+    }
+
+    fn step(&self, upcall: Upcall) -> Step {
+        let asked = match upcall {
+            Upcall::Progress(progress) => return self.progress(progress).map_or(Step::Skip, Step::Send),
+            Upcall::Log(message) => return self.log(message).map_or(Step::Skip, Step::Send),
+            Upcall::Request(asked) => asked,
+        };
+        if let Err(why) = upcall::client_can_take(&self.context.capabilities, &asked.method, &asked.params) {
+            asked.refuse(-32601, why);
+            return Step::Skip;
+        }
+        match (self.context.era, &self.context.session) {
+            (Era::Modern, _) if rounds::available() => Step::Park(asked),
+            (Era::Modern, _) => {
+                asked.refuse(-32603, "the hub has no key to seal a request state with");
+                Step::Skip
+            }
+            (Era::Legacy, Some(session)) if self.sse => {
+                let (method, params) = (asked.method.clone(), asked.params.clone());
+                let id = self.context.hub.ask(session, asked);
+                Step::Send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            }
+            (Era::Legacy, _) => {
+                asked.refuse(
+                    -32603,
+                    "the client made this call without accepting text/event-stream, so no request can reach it",
+                );
+                Step::Skip
+            }
+        }
+    }
+
+    /// Sets `call` aside for the client's next round; the `InputRequiredResult` asking it
+    /// what the provider asked (`asked`, and what else it asked meanwhile).
+    fn park(&mut self, mut call: Call, asked: Asked) -> Value {
+        let mut waiting = Vec::from([asked]);
+        while let Ok(upcall) = call.upcalls.try_recv() {
+            if let Step::Park(more) = self.step(upcall) {
+                waiting.push(more);
+            }
+        }
+        let mut parked = Parked {
+            call,
+            waiting: std::collections::BTreeMap::new(),
+            method: self.method.clone(),
+            name: self.name.clone(),
+            keys: self.keys,
+        };
+        for asked in waiting {
+            parked.wait_for(asked);
+        }
+        self.ask_again(parked)
+    }
+
+    /// Parks `parked` and asks its client what it waits for.
+    fn ask_again(&self, parked: Parked) -> Value {
+        let state = rounds::State { parked: String::new(), method: parked.method.clone(), name: parked.name.clone() };
+        let mut result = rounds::input_required(&parked);
+        let id = self.context.hub.park(parked);
+        let Some(sealed) = rounds::seal(&rounds::State { parked: id, ..state }) else {
+            return envelope(
+                self.id.clone(),
+                Err(RpcError {
+                    code: -32603,
+                    message: "the hub has no key to seal a request state with".into(),
+                    data: None,
+                }),
+            );
+        };
+        result["requestState"] = json!(sealed);
+        self.context.envelope(self.id.clone(), &self.method, Ok(result))
+    }
+
+    /// Takes up the call a retry names, answering what its provider asked with the
+    /// client's `inputResponses`; what they leave unanswered is asked again at once.
+    fn resume(&mut self, params: &Value) -> Result<(), RpcError> {
+        let (state, mut responses) = rounds::retry_of(&self.method, params)?;
+        let mut parked = self.context.hub.unpark(&state.parked).ok_or_else(|| {
+            RpcError::invalid_params(
+                "Invalid params: this `requestState` was used already, or its call ended or waited too long",
+            )
+        })?;
+        for (key, asked) in std::mem::take(&mut parked.waiting) {
+            match responses.remove(&key) {
+                Some(response) => asked.answer(Ok(response)),
+                None => {
+                    parked.waiting.insert(key, asked);
+                }
+            }
+        }
+        self.keys = parked.keys;
+        if parked.waiting.is_empty() {
+            self.call = Some(parked.call);
+        } else {
+            let again = self.ask_again(parked);
+            self.queued.push_back(again);
+        }
+        Ok(())
+    }
 }
 
 /// One JSON-RPC message as an SSE event.

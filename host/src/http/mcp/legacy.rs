@@ -1,8 +1,10 @@
 //! The legacy protocol revisions (2025-11-25, 2025-06-18, 2025-03-26) over Streamable HTTP:
-//! `POST` one JSON-RPC message (or a batch) and get JSON back — or, for a `tools/call`
-//! that asked for progress and accepts `text/event-stream`, an SSE stream of its progress
-//! notifications ending with the answer. `GET` with a session streams list-change
-//! notifications; `DELETE` ends a session.
+//! `POST` one JSON-RPC message (or a batch) and get JSON back — or, for a `tools/call` from
+//! a client that accepts `text/event-stream` and whose provider sends something first, an
+//! SSE stream of its progress and of the provider's requests for the client (sampling,
+//! elicitation, roots: the client `POST`s its answer under the id the hub gave), ending
+//! with the answer. `GET` with a session streams list-change notifications; `DELETE` ends
+//! a session.
 //!
 //! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
 //! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
@@ -16,7 +18,7 @@ use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::answer::{self, Context};
+use super::answer::{self, Context, Era};
 use super::{accepts_sse, header, rpc_error};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
 use butler_mcp::{Hub, Scope, Session};
@@ -88,7 +90,9 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
         match message {
             Message::Request { id, method, params } => requests.push((id, method, params)),
             Message::Notification { method, params } => notified(hub, &session_id, &method, &params).await,
-            Message::Response => {}
+            Message::Response { id, reply } => {
+                hub.answered(&session_id, &id, reply);
+            }
         }
     }
     if requests.is_empty() {
@@ -101,53 +105,32 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
         session: Some(session_id),
         revision: session.version,
         body_bytes,
+        era: Era::Legacy,
+        capabilities: session.capabilities,
+        log_level: session.log_level,
     });
     if !array && let Some(request) = requests.pop() {
-        return answer::single(context, accepts_sse(headers), request, respond_boxed, |_| StatusCode::OK).await;
+        return answer::single(context, accepts_sse(headers), request, |_| StatusCode::OK).await;
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
         let noted = context.note(&method, &params);
-        let answer = respond(&context, id, &method, params, None).await;
+        let result = Arc::clone(&context).result(id.clone(), method.clone(), params, None).await;
+        let answer = context.envelope(id, &method, result);
         context.record(noted, &answer, answer.to_string().len());
         answers.push(answer);
     }
     Json(Value::Array(answers)).into_response()
 }
 
-/// [`respond`], as [`answer::single`] takes it.
-fn respond_boxed(
-    context: Arc<Context>,
-    id: Value,
-    method: String,
-    params: Value,
-    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> answer::Answering {
-    Box::pin(async move { respond(&context, id, &method, params, progress).await })
-}
-
-/// The full JSON-RPC response to one legacy request.
-async fn respond(
-    context: &Context,
-    id: Value,
-    method: &str,
-    params: Value,
-    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> Value {
-    let result = match method {
-        "ping" | "logging/setLevel" => Ok(json!({})),
-        _ => context.shared(&id, method, params, progress).await.unwrap_or_else(|| Err(answer::not_found(method))),
-    };
-    answer::envelope(id, result)
-}
-
 fn initialize(hub: &Hub, scope: Scope, id: Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
-    let session_id = hub.open_session(scope, (*version).to_owned());
+    let capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}));
+    let session_id = hub.open_session(scope, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": super::capabilities(true),
+        "capabilities": super::capabilities(),
         "serverInfo": super::server_info(),
         "instructions": super::instructions(scope),
     });

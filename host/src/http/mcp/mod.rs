@@ -6,7 +6,9 @@
 //!   `server/discover`, `resultType`, `subscriptions/listen` for change notifications;
 //! - [`legacy`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
 //!   session (`Mcp-Session-Id`), `GET` streams its notifications, `DELETE` ends it;
-//! - [`answer`]: the methods both eras share, and a call answered as SSE with its progress.
+//! - [`answer`]: the methods both eras share, and a call carried through to its answer with
+//!   what its provider sends back meanwhile (progress, its requests for the client);
+//! - [`rounds`]: 2026-07-28's multi-round-trip requests for providers of the 2025 revisions.
 //!
 //! A request is of the 2026-07-28 era when its `MCP-Protocol-Version` header names a
 //! revision other than the legacy ones, or its `_meta` names a protocol version; every other
@@ -16,6 +18,7 @@
 pub mod answer;
 pub mod legacy;
 pub mod modern;
+pub mod rounds;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -150,18 +153,16 @@ fn instructions(scope: Scope) -> &'static str {
     }
 }
 
-/// What the hub serves, in both eras (logging only where the era still has it).
-fn capabilities(logging: bool) -> Value {
-    let mut capabilities = json!({
+/// What the hub serves, in both eras (logging: the providers' log messages, per session
+/// after `logging/setLevel`, or per request after `_meta`'s `logLevel` in 2026-07-28).
+fn capabilities() -> Value {
+    json!({
         "tools": {"listChanged": true},
         "prompts": {"listChanged": true},
         "resources": {"listChanged": true},
         "completions": {},
-    });
-    if logging {
-        capabilities["logging"] = json!({});
-    }
-    capabilities
+        "logging": {},
+    })
 }
 
 /// Who the hub is.

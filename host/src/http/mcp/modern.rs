@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::answer::{self, Context};
+use super::answer::{self, Context, Era, completed};
 use super::{VERSION_HEADER, accepts_sse, header, legacy};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
 use butler_mcp::{Changed, Hub, RpcError, Scope};
@@ -35,18 +35,10 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Methods of the legacy revisions that 2026-07-28 removed.
 const REMOVED: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
-
-/// Results a client may cache, for `ttlMs` under `cacheScope`.
-const CACHEABLE: &[&str] =
-    &["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
-
-/// How long a client may keep the hub's lists: not at all (they change with the catalog,
-/// and `subscriptions/listen` says when), and `server/discover`: 10 minutes.
-const LIST_TTL_MS: u64 = 0;
-const DISCOVER_TTL_MS: u64 = 600_000;
 
 /// Names each stateless request for cancellation (a closed stream cancels its call).
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
@@ -58,7 +50,7 @@ pub fn speaks(headers: &HeaderMap, messages: &[Message]) -> bool {
     header(headers, VERSION_HEADER).is_some_and(|v| !legacy::REVISIONS.contains(&v))
         || messages.iter().any(|m| match m {
             Message::Request { params, .. } | Message::Notification { params, .. } => named_in_meta(params),
-            Message::Response => false,
+            Message::Response { .. } => false,
         })
 }
 
@@ -89,7 +81,7 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
             request(hub, scope, headers, id, method, params, body_bytes).await
         }
         Some(Message::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
-        Some(Message::Response) | None => Refused::bad(
+        Some(Message::Response { .. }) | None => Refused::bad(
             -32600,
             "Invalid Request: a 2026-07-28 client sends no responses (answers to the hub's questions go in `inputResponses`)",
         )
@@ -123,49 +115,23 @@ async fn request(
         _ => {}
     }
     let caller = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
-    let context =
-        Context { hub: Arc::clone(hub), scope, caller, session: None, revision: REVISION.to_owned(), body_bytes };
+    let capabilities = params["_meta"][META_CAPABILITIES].clone();
+    let log_level = params["_meta"][META_LOG_LEVEL].as_str().map(str::to_owned);
+    let context = Context {
+        hub: Arc::clone(hub),
+        scope,
+        caller,
+        session: None,
+        revision: REVISION.to_owned(),
+        body_bytes,
+        era: Era::Modern,
+        capabilities,
+        log_level,
+    };
     let not_found = |answer: &Value| {
         if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK }
     };
-    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), respond_boxed, not_found).await
-}
-
-/// [`respond`], as [`answer::single`] takes it.
-fn respond_boxed(
-    context: Arc<Context>,
-    id: Value,
-    method: String,
-    params: Value,
-    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> answer::Answering {
-    Box::pin(async move { respond(&context, id, &method, params, progress).await })
-}
-
-async fn respond(
-    context: &Context,
-    id: Value,
-    method: &str,
-    params: Value,
-    progress: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> Value {
-    let result = context.shared(&id, method, params, progress).await.unwrap_or_else(|| Err(answer::not_found(method)));
-    answer::envelope(id, result.map(|result| completed(method, result)))
-}
-
-/// A result as this revision has it: `resultType` (a provider's own is kept), and cache
-/// hints on the cacheable ones.
-fn completed(method: &str, mut result: Value) -> Value {
-    if let Some(fields) = result.as_object_mut() {
-        let kind = fields.entry("resultType").or_insert_with(|| json!("complete")).clone();
-        if kind == "complete" && CACHEABLE.contains(&method) {
-            let ttl = if method == "server/discover" { DISCOVER_TTL_MS } else { LIST_TTL_MS };
-            fields.entry("ttlMs").or_insert_with(|| json!(ttl));
-            // The lists depend on the endpoint (and, with profiles, on who asks).
-            fields.entry("cacheScope").or_insert_with(|| json!("private"));
-        }
-    }
-    result
+    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), not_found).await
 }
 
 /// The request's `_meta` and headers, checked in the order the module doc gives.
@@ -181,6 +147,14 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), Refuse
             ),
         ));
     };
+    if let Some(level) = meta.and_then(|m| m.get(META_LOG_LEVEL))
+        && !level.as_str().is_some_and(|l| butler_mcp::upcall::LEVELS.contains(&l))
+    {
+        return Err(Refused::bad(
+            -32602,
+            format!("Invalid params: \"{META_LOG_LEVEL}\" must be one of {}", butler_mcp::upcall::LEVELS.join(", ")),
+        ));
+    }
     let mismatch = |what: &str| Refused::bad(-32020, format!("Header mismatch: {what}"));
     match header(headers, VERSION_HEADER) {
         None => return Err(mismatch(&format!("no MCP-Protocol-Version header (the body's _meta says {version:?})"))),
@@ -252,7 +226,7 @@ fn discover(scope: Scope) -> Value {
         "server/discover",
         json!({
             "supportedVersions": supported,
-            "capabilities": super::capabilities(false),
+            "capabilities": super::capabilities(),
             "instructions": super::instructions(scope),
             "_meta": {META_SERVER_INFO: super::server_info()},
         }),
@@ -305,6 +279,7 @@ fn listen(hub: &Arc<Hub>, id: Value, params: &Value) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::mcp::answer::DISCOVER_TTL_MS;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -327,6 +302,8 @@ mod tests {
         assert_eq!(code(&good, "tools/list", json!({"_meta": meta(REVISION)})), None);
         assert_eq!(code(&good, "tools/list", json!({})), Some((400, -32602)), "no _meta");
         assert_eq!(code(&good, "tools/list", json!({"_meta": {META_VERSION: REVISION}})), Some((400, -32602)));
+        let loud = json!({"_meta": {META_VERSION: REVISION, META_CAPABILITIES: {}, META_LOG_LEVEL: "loud"}});
+        assert_eq!(code(&good, "tools/list", loud), Some((400, -32602)), "an unknown log level");
         assert_eq!(code(&good[1..], "tools/list", json!({"_meta": meta(REVISION)})), Some((400, -32020)));
         assert_eq!(code(&good, "tools/list", json!({"_meta": meta("v9")})), Some((400, -32020)), "disagree");
         let old = [(VERSION_HEADER, "v9"), ("mcp-method", "tools/list")];
@@ -364,7 +341,7 @@ mod tests {
         assert_eq!(asked["resultType"], "input_required");
         let discovered = discover(Scope::Main);
         assert_eq!(discovered["supportedVersions"][0], REVISION);
-        assert!(discovered["capabilities"].get("logging").is_none(), "{discovered}");
+        assert!(discovered["capabilities"].get("logging").is_some(), "{discovered}");
         assert_eq!(discovered["ttlMs"], DISCOVER_TTL_MS);
     }
 

@@ -1,0 +1,232 @@
+//! What a provider sends back during one call, on its way to the client that made the call:
+//! progress, and the provider's own requests to the client (`sampling/createMessage`,
+//! `elicitation/create`, `roots/list`) with the way their answers go back to it.
+//!
+//! The hub gives each call that can take them a bounded [`channel`]; the provider's reader
+//! never waits on it (a full channel drops progress and refuses a request), so a client that
+//! reads slowly slows nobody but itself.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::RpcError;
+
+/// How many upcalls of one call may wait for its client; beyond, progress is dropped and
+/// requests are refused.
+pub const QUEUE: usize = 64;
+
+/// The client capability a provider's request needs, by method: `None` for a method no
+/// client is asked for.
+#[must_use]
+pub fn capability_of(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// The client capabilities the hub declares to providers: exactly what it can route to a
+/// client (each checked again against the calling client's own).
+#[must_use]
+pub fn routed_capabilities() -> Value {
+    json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
+}
+
+/// Whether a client that declared `capabilities` can take `method` with `params` (for
+/// elicitation, its mode: `elicitation: {}` means form only); `Err` says why not.
+///
+/// # Errors
+/// The reason, for the provider.
+pub fn client_can_take(capabilities: &Value, method: &str, params: &Value) -> Result<(), String> {
+    let Some(capability) = capability_of(method) else {
+        return Err(format!("`{method}` is not a request the hub passes to clients"));
+    };
+    let declared = capabilities.get(capability).filter(|c| c.is_object());
+    let Some(declared) = declared else {
+        return Err(format!("the client that made this call did not declare the `{capability}` capability"));
+    };
+    if capability == "elicitation" {
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        let modes: Vec<&str> = ["form", "url"].into_iter().filter(|m| declared.get(*m).is_some()).collect();
+        let allowed = if modes.is_empty() { mode == "form" } else { modes.contains(&mode) };
+        if !allowed {
+            return Err(format!("the client that made this call does not take elicitation in `{mode}` mode"));
+        }
+    }
+    Ok(())
+}
+
+/// The logging levels, least severe first (RFC 5424, as MCP names them).
+pub const LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// Whether a message at `level` passes a client's minimum `at_least` (`None`: everything
+/// passes). An unknown level passes, so nothing is lost to a misspelling.
+#[must_use]
+pub fn passes(level: &str, at_least: Option<&str>) -> bool {
+    let rank = |name: &str| LEVELS.iter().position(|l| *l == name);
+    match (rank(level), at_least.and_then(rank)) {
+        (Some(level), Some(minimum)) => level >= minimum,
+        _ => true,
+    }
+}
+
+/// One thing a provider sent back during a call.
+#[derive(Debug)]
+pub enum Upcall {
+    /// `notifications/progress` params, under the hub's own progress token.
+    Progress(Value),
+    /// `notifications/message` params (a log message), its `logger` prefixed with the
+    /// provider's namespace.
+    Log(Value),
+    /// A request of the provider's for the client.
+    Request(Asked),
+}
+
+/// A provider's request for the client, and where its answer goes.
+#[derive(Debug)]
+pub struct Asked {
+    /// The method.
+    pub method: String,
+    /// Its params, as the provider sent them.
+    pub params: Value,
+    reply: oneshot::Sender<Result<Value, Value>>,
+}
+
+impl Asked {
+    /// A request and the receiver its answer arrives on (`Err`: a JSON-RPC error object).
+    #[must_use]
+    pub fn new(method: String, params: Value) -> (Self, oneshot::Receiver<Result<Value, Value>>) {
+        let (reply, answer) = oneshot::channel();
+        (Self { method, params, reply }, answer)
+    }
+
+    /// Answers the provider with the client's result, or its JSON-RPC error object.
+    pub fn answer(self, reply: Result<Value, Value>) {
+        let _ = self.reply.send(reply);
+    }
+
+    /// Refuses the request: the provider gets a JSON-RPC error saying why.
+    pub fn refuse(self, code: i64, why: impl Into<String>) {
+        self.answer(Err(json!({"code": code, "message": why.into()})));
+    }
+
+    /// Whether the provider stopped waiting (its call ended or timed out).
+    #[must_use]
+    pub fn abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
+}
+
+/// Where a call's upcalls go.
+pub type Upcalls = mpsc::Sender<Upcall>;
+
+/// A call's upcall channel, [`QUEUE`] deep.
+#[must_use]
+pub fn channel() -> (Upcalls, mpsc::Receiver<Upcall>) {
+    mpsc::channel(QUEUE)
+}
+
+/// A call's result, to come.
+pub type Calling = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>>;
+
+/// A call in flight, and what its provider sends back meanwhile.
+pub struct Call {
+    /// Its result.
+    pub calling: Calling,
+    /// Its upcalls.
+    pub upcalls: mpsc::Receiver<Upcall>,
+}
+
+/// What a call gave next.
+pub enum Next {
+    /// Its result (the call is over).
+    Done(Result<Value, RpcError>),
+    /// An upcall (the call goes on).
+    Upcall(Upcall),
+}
+
+impl Call {
+    /// Waits for the next upcall or the result, upcalls first: progress sent just before
+    /// the result comes before it.
+    pub async fn next(&mut self) -> Next {
+        tokio::select! {
+            biased;
+            Some(upcall) = self.upcalls.recv() => Next::Upcall(upcall),
+            result = &mut self.calling => Next::Done(result),
+        }
+    }
+}
+
+/// A call set aside while its client answers the provider's requests on a later request of
+/// its own (the multi-round-trip requests of 2026-07-28).
+pub struct Parked {
+    /// The call, still in flight.
+    pub call: Call,
+    /// The provider's requests the client was asked, by the key it was asked under.
+    pub waiting: BTreeMap<String, Asked>,
+    /// The method and the name (tool) of the request that made the call: a retry must repeat
+    /// them.
+    pub method: String,
+    /// See `method`.
+    pub name: String,
+    /// Keys given so far (each request gets a new one).
+    pub keys: u64,
+}
+
+impl Parked {
+    /// Asks the client `asked` too; the key it goes under.
+    pub fn wait_for(&mut self, asked: Asked) -> String {
+        self.keys += 1;
+        let key = format!("butler-{}", self.keys);
+        self.waiting.insert(key.clone(), asked);
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_reaches_only_a_client_that_declared_its_capability() {
+        let none = json!({});
+        assert!(client_can_take(&none, "sampling/createMessage", &json!({})).is_err());
+        assert!(client_can_take(&json!({"sampling": {}}), "sampling/createMessage", &json!({})).is_ok());
+        assert!(client_can_take(&json!({"roots": {"listChanged": true}}), "roots/list", &json!({})).is_ok());
+        assert!(client_can_take(&json!({"roots": true}), "roots/list", &json!({})).is_err(), "not an object");
+        let form_only = json!({"elicitation": {}});
+        assert!(client_can_take(&form_only, "elicitation/create", &json!({"message": "?"})).is_ok());
+        assert!(client_can_take(&form_only, "elicitation/create", &json!({"mode": "url"})).is_err());
+        let url_only = json!({"elicitation": {"url": {}}});
+        assert!(client_can_take(&url_only, "elicitation/create", &json!({"mode": "url"})).is_ok());
+        assert!(client_can_take(&url_only, "elicitation/create", &json!({})).is_err());
+        assert!(client_can_take(&json!({"sampling": {}}), "tools/call", &json!({})).is_err());
+    }
+
+    #[test]
+    fn log_messages_pass_at_or_above_the_level_asked_for() {
+        assert!(passes("info", None));
+        assert!(passes("error", Some("warning")) && passes("warning", Some("warning")));
+        assert!(!passes("info", Some("warning")) && !passes("debug", Some("info")));
+        assert!(passes("loud", Some("error")), "an unknown level is not lost");
+    }
+
+    #[tokio::test]
+    async fn an_answer_or_a_refusal_reaches_the_provider() {
+        let (asked, answer) = Asked::new("roots/list".into(), json!({}));
+        asked.answer(Ok(json!({"roots": []})));
+        assert_eq!(answer.await.ok(), Some(Ok(json!({"roots": []}))));
+        let (asked, answer) = Asked::new("roots/list".into(), json!({}));
+        asked.refuse(-32601, "no");
+        assert_eq!(answer.await.ok(), Some(Err(json!({"code": -32601, "message": "no"}))));
+        let (asked, answer) = Asked::new("roots/list".into(), json!({}));
+        drop(answer);
+        assert!(asked.abandoned());
+    }
+}

@@ -1,0 +1,163 @@
+//! Full duplex through the hub: a provider's own requests for the client — sampling,
+//! elicitation, roots — reach the client whose call caused them and the answers go back,
+//! in both eras: on the call's SSE stream for a legacy session, as an `InputRequiredResult`
+//! and its retry for a 2026-07-28 client (the hub bridges a 2025 provider to it). The
+//! provider is our port of the conformance suite's reference server
+//! (`tests/providers/conformance_server.py`); the client is the official Python SDK.
+
+use serde_json::{Value, json};
+
+use crate::mcp::{instance, root, text_of, tools};
+use crate::mcp_stateless::{headers_for, post, request};
+use crate::util::{Butler, write_manifest};
+
+const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// An instance whose one provider is the conformance server, namespace `conf`.
+fn with_conformance_provider() -> (tempfile::TempDir, Butler) {
+    let tools = tools();
+    let dir = instance();
+    let python = tools.join("mcp-venv/bin/python").display().to_string();
+    let script = root().join("tests/providers/conformance_server.py").display().to_string();
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "conf", "name": "conf",
+                          "mcp": {"transport": "stdio", "command": [python, script], "timeoutSec": 20}});
+    write_manifest(dir.path(), "tools/conf", &manifest);
+    let butler = Butler::start(dir.path());
+    (dir, butler)
+}
+
+#[test]
+fn a_providers_requests_reach_the_client_whose_call_made_them_in_both_eras() {
+    let (_dir, butler) = with_conformance_provider();
+    let url = format!("http://localhost:{}/myspace-butler/api/mcp", butler.port);
+    let python = r#"
+import asyncio, json, sys, mcp
+from mcp import types
+async def sampling(context, params):
+    asked = params.messages[0].content.text
+    return types.CreateMessageResult(role="assistant", model="e2e",
+        content=types.TextContent(type="text", text=f"sampled {asked}"))
+async def elicitation(context, params):
+    return types.ElicitResult(action="accept", content={"response": "octocat"})
+async def roots(context):
+    return types.ListRootsResult(roots=[types.Root(uri="file:///home/owner/notes", name="notes")])
+logged = []
+async def logging(params):
+    logged.append(params)
+async def main(url, mode):
+    async with mcp.Client(url, mode=mode, sampling_callback=sampling, elicitation_callback=elicitation,
+                          list_roots_callback=roots, logging_callback=logging, log_level="info") as client:
+        print("VERSION", client.session.protocol_version)
+        if mode == "legacy":
+            await client.set_logging_level("info")
+        await client.call_tool("conf__test_tool_with_logging", {})
+        for params in logged:
+            print("LOG", params.level, params.logger, params.data)
+        for name, arguments in [("conf__test_sampling", {"prompt": "the weather"}),
+                                ("conf__test_elicitation", {"message": "who are you?"}),
+                                ("conf__test_list_roots", {})]:
+            result = await client.call_tool(name, arguments)
+            print("CALL", name, result.is_error, result.content[0].text)
+    # A client that declared none of them: the hub refuses the provider's request.
+    async with mcp.Client(url, mode=mode) as client:
+        result = await client.call_tool("conf__test_sampling", {"prompt": "x"})
+        print("BARE", result.is_error, result.content[0].text)
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"#;
+    for (mode, agreed) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let output = std::process::Command::new(tools().join("mcp-venv/bin/python"))
+            .args(["-c", python, &url, mode])
+            .output()
+            .expect("run the Python SDK client");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{mode}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        for expected in [
+            format!("VERSION {agreed}"),
+            "CALL conf__test_sampling False LLM response: sampled the weather".to_owned(),
+            r#"CALL conf__test_elicitation False User response: action=accept, content={"response":"octocat"}"#
+                .to_owned(),
+            "CALL conf__test_list_roots False Roots: file:///home/owner/notes".to_owned(),
+            // Tagged with the provider's namespace.
+            "LOG info conf/conformance-test-server Tool execution started".to_owned(),
+            "LOG info conf/conformance-test-server Tool execution completed".to_owned(),
+        ] {
+            assert!(stdout.lines().any(|l| l == expected), "{mode}: {expected:?} in\n{stdout}");
+        }
+        let bare = stdout.lines().find(|l| l.starts_with("BARE ")).unwrap_or_default();
+        assert!(
+            bare.starts_with("BARE True") && bare.contains("did not declare the `sampling` capability"),
+            "{mode}: {stdout}"
+        );
+    }
+}
+
+/// A 2026-07-28 `tools/call` with the client's capabilities.
+fn call(id: u64, name: &str, arguments: Value, capabilities: Value) -> Value {
+    let mut message = request(id, "tools/call", json!({"name": name, "arguments": arguments}));
+    message["params"]["_meta"][CAPABILITIES] = capabilities;
+    message
+}
+
+fn send(butler: &Butler, message: &Value) -> (u16, Value) {
+    post(butler, "/mcp", message, &headers_for(message))
+}
+
+#[test]
+fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
+    let (_dir, butler) = with_conformance_provider();
+    let capabilities = json!({"elicitation": {}});
+    let asking = call(1, "conf__test_elicitation", json!({"message": "who?"}), capabilities.clone());
+    let (status, first) = send(&butler, &asking);
+    assert_eq!(status, 200, "{first}");
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let requests = result["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1, "{result}");
+    let (key, asked) = requests.iter().next().expect("one");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["message"], "who?", "{asked}");
+    assert!(asked.get("id").is_none() && asked.get("jsonrpc").is_none(), "a request shape, not a message: {asked}");
+    let state = result["requestState"].as_str().expect("a request state").to_owned();
+    assert!(result.get("ttlMs").is_none(), "an input_required result carries no cache hints: {result}");
+
+    let retry = |id: u64, name: &str, state: &str| {
+        let mut message = call(id, name, json!({"message": "who?"}), capabilities.clone());
+        message["params"]["requestState"] = json!(state);
+        message["params"]["inputResponses"] =
+            json!({key.as_str(): {"action": "accept", "content": {"response": "me"}}});
+        send(&butler, &message)
+    };
+    // Altered, or sent with another tool: refused, and the call still waits for its own retry.
+    let mut altered = state.clone();
+    let last = altered.pop().expect("not empty");
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    for (name, bad) in [("conf__test_elicitation", altered.as_str()), ("conf__test_sampling", state.as_str())] {
+        let (status, refused) = retry(2, name, bad);
+        assert_eq!((status, refused["error"]["code"].as_i64()), (200, Some(-32602)), "{name}: {refused}");
+        assert!(refused.get("result").is_none(), "{refused}");
+    }
+    let (status, done) = retry(3, "conf__test_elicitation", &state);
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(text_of(&done["result"]), r#"User response: action=accept, content={"response":"me"}"#, "{done}");
+    // Once only.
+    let (_, again) = retry(4, "conf__test_elicitation", &state);
+    assert_eq!(again["error"]["code"], -32602, "a state is used once: {again}");
+
+    // A retry that leaves the question unanswered is asked it again, under a new state.
+    let (_, first) =
+        send(&butler, &call(5, "conf__test_elicitation", json!({"message": "again?"}), capabilities.clone()));
+    let state = first["result"]["requestState"].as_str().expect("a state").to_owned();
+    let mut unanswered = call(6, "conf__test_elicitation", json!({"message": "again?"}), capabilities);
+    unanswered["params"]["requestState"] = json!(state);
+    unanswered["params"]["inputResponses"] = json!({"not-a-key": {"action": "decline"}});
+    let (_, asked_again) = send(&butler, &unanswered);
+    assert_eq!(asked_again["result"]["resultType"], "input_required", "{asked_again}");
+    assert_ne!(asked_again["result"]["requestState"], json!(state), "{asked_again}");
+
+    // The activity log says which rounds asked for input.
+    let (_, log) = butler.get_json("/mcp/activity?limit=20");
+    let outcomes: Vec<&str> =
+        log["entries"].as_array().expect("entries").iter().filter_map(|e| e["outcome"].as_str()).collect();
+    assert!(outcomes.contains(&"input_required") && outcomes.contains(&"ok"), "{log}");
+}
