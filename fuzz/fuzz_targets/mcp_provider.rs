@@ -94,6 +94,11 @@ fn routed(message: Value) {
             assert_eq!(params["progressToken"].as_u64(), Some(token));
             assert_eq!(Some(&params), message.get("params"));
         }
+        ProviderRoute::ResourceUpdated(uri) => {
+            assert!(id.is_none());
+            assert_eq!(method, Some("notifications/resources/updated"));
+            assert_eq!(message.pointer("/params/uri").and_then(Value::as_str), Some(uri.as_str()));
+        }
         ProviderRoute::Log(params) => {
             assert!(id.is_none());
             assert_eq!(method, Some("notifications/message"));
@@ -114,7 +119,10 @@ fn routed(message: Value) {
             let log = id.is_none()
                 && method == Some("notifications/message")
                 && message.get("params").is_some_and(Value::is_object);
-            assert!(!(reply || request || progress || changed || log), "{message} was dropped");
+            let updated = id.is_none()
+                && method == Some("notifications/resources/updated")
+                && message.pointer("/params/uri").is_some_and(Value::is_string);
+            assert!(!(reply || request || progress || changed || log || updated), "{message} was dropped");
         }
     }
 }

@@ -3,27 +3,36 @@
 //! in both eras: on the call's SSE stream for a legacy session, as an `InputRequiredResult`
 //! and its retry for a 2026-07-28 client (the hub bridges a 2025 provider to it). The
 //! provider is our port of the conformance suite's reference server
-//! (`tests/providers/conformance_server.py`); the client is the official Python SDK.
+//! (`tests/providers/conformance_server.py`); the client is the official Python SDK. Then
+//! the providers' resources: templates namespaced and readable, a URI two providers offer
+//! told apart, and `notifications/resources/updated` reaching only who subscribed.
 
 use serde_json::{Value, json};
 
 use crate::mcp::{instance, root, text_of, tools};
-use crate::mcp_stateless::{headers_for, post, request};
+use crate::mcp_stateless::{events, headers_for, post, raw_post, request};
 use crate::util::{Butler, write_manifest};
 
 const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
-/// An instance whose one provider is the conformance server, namespace `conf`.
-fn with_conformance_provider() -> (tempfile::TempDir, Butler) {
+/// An instance whose providers are the conformance server under each of `ids` (each its
+/// namespace).
+fn with_conformance_providers(ids: &[&str]) -> (tempfile::TempDir, Butler) {
     let tools = tools();
     let dir = instance();
     let python = tools.join("mcp-venv/bin/python").display().to_string();
     let script = root().join("tests/providers/conformance_server.py").display().to_string();
-    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "conf", "name": "conf",
-                          "mcp": {"transport": "stdio", "command": [python, script], "timeoutSec": 20}});
-    write_manifest(dir.path(), "tools/conf", &manifest);
+    for id in ids {
+        let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id,
+                              "mcp": {"transport": "stdio", "command": [python, script], "timeoutSec": 20}});
+        write_manifest(dir.path(), &format!("tools/{id}"), &manifest);
+    }
     let butler = Butler::start(dir.path());
     (dir, butler)
+}
+
+fn with_conformance_provider() -> (tempfile::TempDir, Butler) {
+    with_conformance_providers(&["conf"])
 }
 
 #[test]
@@ -160,4 +169,105 @@ fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
     let outcomes: Vec<&str> =
         log["entries"].as_array().expect("entries").iter().filter_map(|e| e["outcome"].as_str()).collect();
     assert!(outcomes.contains(&"input_required") && outcomes.contains(&"ok"), "{log}");
+}
+
+/// A 2026-07-28 request's result, refusals included.
+fn result_of(butler: &Butler, message: &Value) -> Value {
+    let (status, body) = send(butler, message);
+    assert_eq!(status, 200, "{message}: {body}");
+    body["result"].clone()
+}
+
+#[test]
+fn resources_are_routed_by_uri_and_template_and_their_updates_reach_who_subscribed() {
+    let (_dir, butler) = with_conformance_providers(&["conf", "twin"]);
+
+    // Both offer test://static-text: the first keeps it, the second's is told apart.
+    let listed = result_of(&butler, &request(1, "resources/list", json!({})));
+    let uris: Vec<&str> =
+        listed["resources"].as_array().expect("resources").iter().filter_map(|r| r["uri"].as_str()).collect();
+    assert!(uris.contains(&"test://static-text") && uris.contains(&"butler://twin/test://static-text"), "{uris:?}");
+    let (_, status) = butler.get_json("/mcp/status");
+    let duplicate = status["duplicateUris"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["uri"] == "test://static-text").cloned())
+        .expect("the duplicate is reported");
+    assert_eq!(
+        (&duplicate["provider"], &duplicate["heldBy"], &duplicate["exposedAs"]),
+        (&json!("twin"), &json!("conf"), &json!("butler://twin/test://static-text"))
+    );
+    let twin = result_of(&butler, &request(2, "resources/read", json!({"uri": "butler://twin/test://static-text"})));
+    assert_eq!(twin["contents"][0]["uri"], "butler://twin/test://static-text", "{twin}");
+    assert_eq!(twin["contents"][0]["text"], "This is the content of the static text resource.", "{twin}");
+
+    // Templates: namespaced names, and a URI one describes is read from its provider.
+    let templates = result_of(&butler, &request(3, "resources/templates/list", json!({})));
+    let names: Vec<&str> = templates["resourceTemplates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.iter().all(|n| n.starts_with("conf__") || n.starts_with("twin__")) && names.len() == 2, "{names:?}");
+    let read = result_of(&butler, &request(4, "resources/read", json!({"uri": "test://template/7/data"})));
+    assert!(read["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Data for ID: 7")), "{read}");
+    let (status, missing) = send(&butler, &request(5, "resources/read", json!({"uri": "test://nothing/here"})));
+    assert_eq!((status, missing["error"]["code"].as_i64()), (200, Some(-32002)), "{missing}");
+
+    // A stateless listener that named the watched resource gets its update, tagged.
+    let listen = {
+        let mut message = request(6, "subscriptions/listen", json!({}));
+        message["params"]["notifications"] = json!({"resourceSubscriptions": ["test://watched-resource"]});
+        message
+    };
+    let stream = raw_post(&butler, &listen);
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Each event as it comes; the stream ends after the second.
+        events(stream, |seen| {
+            let _ = seen_tx.send(seen[seen.len() - 1].clone());
+            seen.len() >= 2
+        })
+    });
+    let ack = seen_rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the acknowledgement");
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!(["test://watched-resource"]), "{ack}");
+    let triggered = result_of(&butler, &call(7, "conf__test_trigger_resource_update", json!({}), json!({})));
+    assert!(text_of(&triggered).contains("sent notifications/resources/updated"), "{triggered}");
+    let updated = seen_rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the update");
+    assert_eq!(updated["method"], "notifications/resources/updated", "{updated}");
+    assert_eq!(updated["params"]["uri"], "test://watched-resource", "{updated}");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 6, "{updated}");
+
+    // A legacy session: subscribe, get the update on its stream; unsubscribed, it does not.
+    let url = format!("http://localhost:{}/myspace-butler/api/mcp", butler.port);
+    let python = r#"
+import asyncio, sys, warnings, mcp, anyio
+from mcp import types
+warnings.simplefilter("ignore", DeprecationWarning)
+updates = []
+async def on_message(message):
+    if isinstance(message, types.ResourceUpdatedNotification):
+        updates.append(str(message.params.uri))
+async def main(url):
+    async with mcp.Client(url, mode="legacy", message_handler=on_message) as client:
+        await client.subscribe_resource("test://watched-resource")
+        await client.call_tool("conf__test_trigger_resource_update", {})
+        with anyio.fail_after(10):
+            while not updates:
+                await anyio.sleep(0.05)
+        print("UPDATED", updates[0])
+        await client.unsubscribe_resource("test://watched-resource")
+        await client.call_tool("conf__test_trigger_resource_update", {})
+        await anyio.sleep(0.5)
+        print("AFTER", len(updates))
+asyncio.run(main(sys.argv[1]))
+"#;
+    let output = std::process::Command::new(tools().join("mcp-venv/bin/python"))
+        .args(["-c", python, &url])
+        .output()
+        .expect("run the Python SDK client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.lines().any(|l| l == "UPDATED test://watched-resource"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "AFTER 1"), "no update once unsubscribed: {stdout}");
 }

@@ -67,7 +67,7 @@ pub(crate) fn ask(butler: &Butler, path: &str, message: &Value) -> Value {
 
 /// The `data:` lines of an SSE answer as JSON messages, until `enough` says stop (or the
 /// stream ends).
-fn events(stream: impl Read, mut enough: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) fn events(stream: impl Read, mut enough: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
     let mut seen = Vec::new();
     for line in BufReader::new(stream).lines().map_while(Result::ok) {
         if let Some(data) = line.strip_prefix("data: ") {
@@ -81,7 +81,7 @@ fn events(stream: impl Read, mut enough: impl FnMut(&[Value]) -> bool) -> Vec<Va
 }
 
 /// A raw HTTP/1.1 POST on its own connection (the caller decides when it ends).
-fn raw_post(butler: &Butler, message: &Value) -> std::net::TcpStream {
+pub(crate) fn raw_post(butler: &Butler, message: &Value) -> std::net::TcpStream {
     let authority = butler.origin.trim_start_matches("http://").to_owned();
     let body = message.to_string();
     let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
@@ -235,8 +235,8 @@ fn list_changes_reach_only_the_listeners_that_asked_for_them() {
     let ack = next_event(&mut tools_events).expect("an acknowledgement");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
     assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 21, "{ack}");
-    // Resource subscriptions are not offered, so they are not acknowledged.
-    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "{ack}");
+    // No provider offers the resource, so its subscription is not acknowledged.
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true, "resourceSubscriptions": []}), "{ack}");
     let ack = next_event(&mut prompts_events).expect("an acknowledgement");
     assert_eq!(ack["params"]["notifications"], json!({"promptsListChanged": true}), "{ack}");
 

@@ -264,6 +264,8 @@ pub enum ProviderRoute {
     ListChanged,
     /// A log message (`notifications/message`): its params.
     Log(Value),
+    /// A resource the provider offers changed (`notifications/resources/updated`): its URI.
+    ResourceUpdated(String),
     /// Nothing to do: another notification, a response with an id the hub never gives (not
     /// an unsigned integer), progress without such a token, or neither `id` nor `method`.
     Ignored,
@@ -302,6 +304,10 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             "notifications/tools/list_changed"
             | "notifications/prompts/list_changed"
             | "notifications/resources/list_changed" => ProviderRoute::ListChanged,
+            "notifications/resources/updated" => match message.pointer("/params/uri").and_then(Value::as_str) {
+                Some(uri) => ProviderRoute::ResourceUpdated(uri.to_owned()),
+                None => ProviderRoute::Ignored,
+            },
             "notifications/message" => match message.get_mut("params").map(Value::take) {
                 Some(params) if params.is_object() => ProviderRoute::Log(params),
                 _ => ProviderRoute::Ignored,
@@ -371,6 +377,8 @@ mod tests {
         let logged = json!({"method": "notifications/message", "params": {"level": "info", "data": "x"}});
         assert_eq!(provider_route(logged), ProviderRoute::Log(json!({"level": "info", "data": "x"})));
         assert_eq!(provider_route(json!({"method": "notifications/message", "params": 3})), ProviderRoute::Ignored);
+        let updated = json!({"method": "notifications/resources/updated", "params": {"uri": "test://a"}});
+        assert_eq!(provider_route(updated), ProviderRoute::ResourceUpdated("test://a".into()));
         let ProviderRoute::Answer(answer) = provider_route(json!({"id": "x", "method": "ping"})) else {
             panic!("answered")
         };

@@ -4,6 +4,7 @@
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - [`templates`]: which resource template a URI is one of;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
 //!   client) on its way to the client that made the call;
 //! - public names and conflict settlement come from [`butler_catalog::names`].
@@ -21,6 +22,7 @@ pub mod activity;
 pub mod framing;
 pub mod host_tools;
 pub mod provider;
+pub mod templates;
 pub mod upcall;
 
 mod changes;
@@ -44,6 +46,9 @@ use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 const MAX_SESSIONS: usize = 1024;
+
+/// The most resources one session (or one `subscriptions/listen` stream) subscribes to.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// The most providers' requests waiting for a legacy client's answer, over all sessions;
 /// beyond, the oldest is refused.
@@ -99,6 +104,17 @@ pub struct Session {
     pub capabilities: Value,
     /// The least severe log level it wants (`logging/setLevel`); `None`: every level.
     pub log_level: Option<String>,
+    /// The resources it subscribed to, by the URI it knows them by.
+    pub subscriptions: HashSet<String>,
+}
+
+/// A resource a provider offers changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Updated {
+    /// The provider.
+    pub provider: String,
+    /// The URI as the provider gives it.
+    pub uri: String,
 }
 
 #[derive(Default)]
@@ -127,6 +143,41 @@ struct Asked {
     next: u64,
 }
 
+/// A `subscriptions/listen` stream's subscription to one resource, while it lives.
+pub struct Listening {
+    uri: String,
+    listening: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Listening {
+    /// The URI subscribed to.
+    #[must_use]
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let mut listening = lock(&self.listening);
+        if let Some(count) = listening.get_mut(&self.uri) {
+            *count -= 1;
+            if *count == 0 {
+                listening.remove(&self.uri);
+            }
+        }
+    }
+}
+
+/// A provider's resource as clients see it.
+struct PublicResource {
+    /// The URI clients know it by.
+    uri: String,
+    /// Its URI as the provider gives it.
+    original: String,
+    exposed: Exposed,
+}
+
 /// A public name and what it routes to.
 struct Exposed {
     public: String,
@@ -142,6 +193,7 @@ pub struct Hub {
     cache_dir: PathBuf,
     logs_dir: PathBuf,
     changed: broadcast::Sender<Changed>,
+    updated: broadcast::Sender<Updated>,
     /// Bumped by every change to the providers or their lists.
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
@@ -150,6 +202,8 @@ pub struct Hub {
     inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
     asked: Mutex<Asked>,
+    /// How many `subscriptions/listen` streams want each resource (by the URI clients know).
+    listening: Arc<Mutex<HashMap<String, usize>>>,
     /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
     parked: Mutex<VecDeque<(String, std::time::Instant, upcall::Parked)>>,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
@@ -193,6 +247,7 @@ impl Hub {
     #[must_use]
     pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, idle: Duration) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
+        let (updated, _) = broadcast::channel(64);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
             host_tools,
@@ -200,12 +255,14 @@ impl Hub {
             cache_dir: state_dir.join("mcp"),
             logs_dir: state_dir.join("logs"),
             changed,
+            updated,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(HashMap::new()),
             asked: Mutex::new(Asked::default()),
             parked: Mutex::new(VecDeque::new()),
+            listening: Arc::new(Mutex::new(HashMap::new())),
             reconciling: tokio::sync::Mutex::new(false),
             idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
@@ -258,7 +315,7 @@ impl Hub {
                         Arc::new(spec),
                         &self.cache_dir,
                         &self.logs_dir,
-                        self.changed.clone(),
+                        (self.changed.clone(), self.updated.clone()),
                         Arc::clone(&self.epoch),
                     ));
                     changed = true;
@@ -310,6 +367,12 @@ impl Hub {
         });
     }
 
+    /// Says whenever a resource a provider offers changed.
+    #[must_use]
+    pub fn resource_updates(&self) -> broadcast::Receiver<Updated> {
+        self.updated.subscribe()
+    }
+
     /// The activity log.
     #[must_use]
     pub fn activity(&self) -> &activity::ActivityLog {
@@ -327,21 +390,13 @@ impl Hub {
             "tools/call" => (scope == Scope::Main).then(|| self.routes().get(name).map(|(p, _)| p.spec.id.clone()))?,
             "prompts/get" if name == CONTEXT_NAME => host(),
             "resources/read" if name == CONTEXT_URI => host(),
-            "prompts/get" | "resources/read" if scope == Scope::Main => {
-                let (kind, key) =
-                    if method == "prompts/get" { (ItemKind::Prompt, "name") } else { (ItemKind::Resource, "uri") };
-                self.exposed(kind)
-                    .0
-                    .into_iter()
-                    .find(|e| {
-                        if key == "name" {
-                            e.public == name
-                        } else {
-                            e.item.get(key).and_then(Value::as_str) == Some(name)
-                        }
-                    })
-                    .map(|e| e.provider.spec.id.clone())
-            }
+            "prompts/get" if scope == Scope::Main => self
+                .exposed(ItemKind::Prompt)
+                .0
+                .into_iter()
+                .find(|e| e.public == name)
+                .map(|e| e.provider.spec.id.clone()),
+            "resources/read" => self.resource_owner(scope, name).map(|(p, _)| p.spec.id.clone()),
             _ => None,
         }
     }
@@ -551,49 +606,183 @@ impl Hub {
     }
 
     /// `resources/list`: the compiled context, then the providers' resources (names
-    /// namespaced, URIs as the provider gives them).
+    /// namespaced; URIs as the provider gives them, but a URI an earlier provider already
+    /// offers becomes `butler://<namespace>/<uri>`).
     pub async fn list_resources(&self, scope: Scope) -> Vec<Value> {
         let mut resources = vec![
             json!({"uri": CONTEXT_URI, "name": CONTEXT_NAME, "title": "Compiled context", "mimeType": "text/markdown"}),
         ];
         if scope == Scope::Main {
             self.start_unlisted().await;
-            resources.extend(self.exposed(ItemKind::Resource).0.into_iter().map(|e| renamed(e.item, &e.public)));
+            resources.extend(self.resources().0.into_iter().map(|r| {
+                let mut item = renamed(r.exposed.item, &r.exposed.public);
+                item["uri"] = json!(r.uri);
+                item
+            }));
         }
         resources
     }
 
-    /// `resources/templates/list`.
+    /// Every provider resource under the URI clients see, in provider order, and the URIs
+    /// offered twice (`{"uri", "provider", "heldBy", "exposedAs"}`).
+    fn resources(&self) -> (Vec<PublicResource>, Vec<Value>) {
+        let mut held: HashMap<String, String> = HashMap::from([(CONTEXT_URI.to_owned(), "host".to_owned())]);
+        let mut resources = Vec::new();
+        let mut duplicates = Vec::new();
+        for exposed in self.exposed(ItemKind::Resource).0 {
+            let original = exposed.item.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let uri = match held.get(&original) {
+                None => {
+                    held.insert(original.clone(), exposed.provider.spec.id.clone());
+                    original.clone()
+                }
+                Some(holder) => {
+                    let uri = format!("butler://{}/{original}", exposed.provider.spec.namespace);
+                    duplicates.push(json!({"uri": original, "provider": exposed.provider.spec.id,
+                                           "heldBy": holder, "exposedAs": uri}));
+                    uri
+                }
+            };
+            resources.push(PublicResource { uri, original, exposed });
+        }
+        (resources, duplicates)
+    }
+
+    /// Who offers the resource clients know as `uri`, and its URI there: a listed
+    /// resource, else the first provider with a template that describes it.
+    fn resource_owner(&self, scope: Scope, uri: &str) -> Option<(Arc<Provider>, String)> {
+        if scope != Scope::Main {
+            return None;
+        }
+        if let Some(found) = self.resources().0.into_iter().find(|r| r.uri == uri) {
+            return Some((found.exposed.provider, found.original));
+        }
+        let described = |p: &Arc<Provider>| {
+            p.lists().resource_templates.iter().any(|t| {
+                t.get("uriTemplate").and_then(Value::as_str).is_some_and(|template| templates::matches(template, uri))
+            })
+        };
+        self.providers().into_iter().find(described).map(|p| (p, uri.to_owned()))
+    }
+
+    /// `resources/templates/list`: every provider's templates, names namespaced.
     pub async fn list_resource_templates(&self, scope: Scope) -> Vec<Value> {
         if scope != Scope::Main {
             return Vec::new();
         }
         self.start_unlisted().await;
-        self.providers().iter().flat_map(|p| p.lists().resource_templates).collect()
+        let mut templates = Vec::new();
+        for provider in self.providers() {
+            for template in provider.lists().resource_templates {
+                let name = template.get("name").and_then(Value::as_str).unwrap_or_default();
+                templates.push(match names::public(&provider.spec.namespace, name) {
+                    Ok(public) => renamed(template, &public),
+                    Err(_) => template,
+                });
+            }
+        }
+        templates
     }
 
-    /// `resources/read`: the context, or the first provider that lists the URI.
+    /// `resources/read`: the context, a provider's resource, or a URI one of its templates
+    /// describes.
     ///
     /// # Errors
-    /// An unknown resource, or the provider's error.
-    pub async fn read_resource(&self, scope: Scope, params: Value) -> Result<Value, RpcError> {
+    /// An unknown resource (`-32002`), or the provider's error.
+    pub async fn read_resource(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI {
             return Ok(
                 json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
             );
         }
-        let provider = (scope == Scope::Main)
-            .then(|| {
-                self.exposed(ItemKind::Resource)
-                    .0
-                    .into_iter()
-                    .find(|e| e.item.get("uri").and_then(Value::as_str) == Some(&uri))
-            })
-            .flatten()
-            .map(|e| e.provider)
-            .ok_or(RpcError { code: -32002, message: format!("resource not found: {uri}"), data: None })?;
-        forward(&provider, "resources/read", params).await
+        let (provider, original) = self.resource_owner(scope, &uri).ok_or_else(|| not_a_resource(&uri))?;
+        params["uri"] = json!(original);
+        let mut result = forward(&provider, "resources/read", params).await?;
+        if original != uri
+            && let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut)
+        {
+            for content in contents.iter_mut().filter(|c| c.get("uri").and_then(Value::as_str) == Some(&original)) {
+                content["uri"] = json!(uri);
+            }
+        }
+        Ok(result)
+    }
+
+    /// `resources/subscribe` (and the resources a `subscriptions/listen` names): asked of
+    /// the provider that offers `uri`; a legacy `session` then gets its
+    /// `notifications/resources/updated`.
+    ///
+    /// # Errors
+    /// An unknown resource (`-32002`), too many subscriptions, or the provider's error.
+    pub async fn subscribe(&self, scope: Scope, session: Option<&str>, uri: &str) -> Result<Value, RpcError> {
+        if let Some(session) = session
+            && self.session(session).is_some_and(|s| s.subscriptions.len() >= MAX_SUBSCRIPTIONS)
+        {
+            return Err(RpcError::invalid_params(format!(
+                "a session subscribes to {MAX_SUBSCRIPTIONS} resources at most; unsubscribe from one first"
+            )));
+        }
+        if uri != CONTEXT_URI {
+            let (provider, original) = self.resource_owner(scope, uri).ok_or_else(|| not_a_resource(uri))?;
+            forward(&provider, "resources/subscribe", json!({"uri": original})).await?;
+        }
+        if let Some(session) = session
+            && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
+        {
+            open.subscriptions.insert(uri.to_owned());
+        }
+        Ok(json!({}))
+    }
+
+    /// Subscribes a `subscriptions/listen` stream to `uri` for as long as the returned
+    /// [`Listening`] lives.
+    ///
+    /// # Errors
+    /// As [`Self::subscribe`].
+    pub async fn listen_to(&self, scope: Scope, uri: &str) -> Result<Listening, RpcError> {
+        self.subscribe(scope, None, uri).await?;
+        *lock(&self.listening).entry(uri.to_owned()).or_default() += 1;
+        Ok(Listening { uri: uri.to_owned(), listening: Arc::clone(&self.listening) })
+    }
+
+    /// `resources/unsubscribe`: the session no longer gets `uri`'s updates; the provider is
+    /// told once no session or stream subscribes to it.
+    ///
+    /// # Errors
+    /// The provider's error.
+    pub async fn unsubscribe(&self, scope: Scope, session: &str, uri: &str) -> Result<Value, RpcError> {
+        let still_wanted = {
+            let mut sessions = lock(&self.sessions);
+            if let Some(open) = sessions.by_id.get_mut(session) {
+                open.subscriptions.remove(uri);
+            }
+            sessions.by_id.values().any(|s| s.subscriptions.contains(uri))
+                || lock(&self.listening).get(uri).is_some_and(|n| *n > 0)
+        };
+        if !still_wanted
+            && uri != CONTEXT_URI
+            && let Some((provider, original)) = self.resource_owner(scope, uri)
+        {
+            forward(&provider, "resources/unsubscribe", json!({"uri": original})).await?;
+        }
+        Ok(json!({}))
+    }
+
+    /// Whether session `id` subscribed to the resource clients know as `uri`.
+    #[must_use]
+    pub fn subscribed(&self, id: &str, uri: &str) -> bool {
+        lock(&self.sessions).by_id.get(id).is_some_and(|s| s.subscriptions.contains(uri))
+    }
+
+    /// The URI clients know an updated resource by.
+    #[must_use]
+    pub fn public_uri(&self, updated: &Updated) -> String {
+        self.resources()
+            .0
+            .into_iter()
+            .find(|r| r.exposed.provider.spec.id == updated.provider && r.original == updated.uri)
+            .map_or_else(|| updated.uri.clone(), |r| r.uri)
     }
 
     /// `completion/complete`: asked of the provider that owns the prompt or resource the
@@ -662,6 +851,7 @@ impl Hub {
         json!({
             "providers": providers,
             "conflicts": conflicts,
+            "duplicateUris": self.resources().1,
             "host": {"tools": host, "restrictedTools": self.host_tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
             "sessions": lock(&self.sessions).by_id.len(),
         })
@@ -748,7 +938,8 @@ impl Hub {
             sessions.by_id.remove(&oldest);
         }
         sessions.order.push_back(id.clone());
-        sessions.by_id.insert(id.clone(), Session { scope, version, capabilities, log_level: None });
+        let session = Session { scope, version, capabilities, log_level: None, subscriptions: HashSet::new() };
+        sessions.by_id.insert(id.clone(), session);
         id
     }
 
@@ -839,6 +1030,11 @@ fn provider_error(error: Value) -> RpcError {
         message: error.get("message").and_then(Value::as_str).unwrap_or("the provider returned an error").to_owned(),
         data: error.get("data").cloned(),
     }
+}
+
+/// `-32002`: no resource has `uri`.
+fn not_a_resource(uri: &str) -> RpcError {
+    RpcError { code: -32002, message: format!("resource not found: {uri}"), data: Some(json!({"uri": uri})) }
 }
 
 /// Sends a non-tool request to a provider; its failures become JSON-RPC errors.

@@ -244,8 +244,8 @@ impl Conn {
         let _ = self.notify("notifications/cancelled", params).await;
     }
 
-    /// Routes one message from the provider.
-    async fn dispatch(self: &Arc<Self>, message: Value, on_list_changed: impl FnOnce()) {
+    /// Routes one message from `provider`.
+    async fn dispatch(self: &Arc<Self>, message: Value, provider: &Arc<Provider>) {
         match super::framing::provider_route(message) {
             ProviderRoute::Reply { id, reply } => {
                 if let Some(waiting) = lock(&self.pending).remove(&id) {
@@ -262,7 +262,10 @@ impl Conn {
                     let _ = sink.try_send(Upcall::Progress(params));
                 }
             }
-            ProviderRoute::ListChanged => on_list_changed(),
+            ProviderRoute::ListChanged => provider.relist(),
+            ProviderRoute::ResourceUpdated(uri) => {
+                let _ = provider.updated.send(crate::Updated { provider: provider.spec.id.clone(), uri });
+            }
             ProviderRoute::Log(mut params) => {
                 // stdio does not say which call a log message is about: the oldest in flight.
                 if let Some(sink) = self.oldest_caller() {
@@ -428,6 +431,8 @@ pub struct Provider {
     pub log: Arc<Log>,
     cache: PathBuf,
     changed: broadcast::Sender<crate::Changed>,
+    /// Told when a resource it offers changed.
+    updated: broadcast::Sender<crate::Updated>,
     /// Bumped whenever any provider's lists change (the hub's routing cache key).
     epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
@@ -442,7 +447,7 @@ impl Provider {
         spec: Arc<ProviderSpec>,
         cache_dir: &std::path::Path,
         logs_dir: &std::path::Path,
-        changed: broadcast::Sender<crate::Changed>,
+        (changed, updated): (broadcast::Sender<crate::Changed>, broadcast::Sender<crate::Updated>),
         epoch: Arc<AtomicU64>,
     ) -> Arc<Self> {
         let cache = cache_dir.join(format!("{}.json", spec.id));
@@ -465,6 +470,7 @@ impl Provider {
             start_lock: tokio::sync::Mutex::new(()),
             cache,
             changed,
+            updated,
             epoch,
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
@@ -665,13 +671,9 @@ impl Provider {
                         self.stop_for(&conn, why).await;
                         break;
                     }
-                    let provider = Arc::clone(&self);
-                    conn.dispatch(message, move || provider.relist()).await;
+                    conn.dispatch(message, &self).await;
                 }
-                ProviderLine::Message(message) => {
-                    let provider = Arc::clone(&self);
-                    conn.dispatch(message, move || provider.relist()).await;
-                }
+                ProviderLine::Message(message) => conn.dispatch(message, &self).await,
                 ProviderLine::Blank => {}
                 ProviderLine::NotJson => {
                     let text = String::from_utf8_lossy(&line);

@@ -126,9 +126,16 @@ impl Context {
         upcalls: Option<Upcalls>,
     ) -> Result<Value, RpcError> {
         if self.era == Era::Legacy {
-            match method.as_str() {
-                "ping" => return Ok(json!({})),
-                "logging/setLevel" => return self.set_log_level(&params),
+            let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
+            match (method.as_str(), &self.session) {
+                ("ping", _) => return Ok(json!({})),
+                ("logging/setLevel", _) => return self.set_log_level(&params),
+                ("resources/subscribe", session) => {
+                    return self.hub.subscribe(self.scope, session.as_deref(), uri()).await;
+                }
+                ("resources/unsubscribe", Some(session)) => {
+                    return self.hub.unsubscribe(self.scope, session, uri()).await;
+                }
                 _ => {}
             }
         }
@@ -465,6 +472,32 @@ impl Drive {
 /// One JSON-RPC message as an SSE event.
 pub fn message_event(message: &Value) -> Event {
     Event::default().event("message").data(message.to_string())
+}
+
+/// `notifications/resources/updated` for each resource a provider offers that changed, by
+/// the URI clients know it by — only those `wanted` says (asked as each comes) — each made
+/// by `note` from that URI. A listener that fell behind misses the ones it could not keep.
+pub fn resource_notes(
+    hub: Arc<Hub>,
+    wanted: impl Fn(&str) -> bool + Send + 'static,
+    note: impl Fn(&str) -> Value + Send + 'static,
+) -> impl Stream<Item = Value> + Send + 'static {
+    let updates = hub.resource_updates();
+    futures_util::stream::unfold((hub, updates, wanted, note), |(hub, mut updates, wanted, note)| async move {
+        loop {
+            match updates.recv().await {
+                Ok(updated) => {
+                    let uri = hub.public_uri(&updated);
+                    if wanted(&uri) {
+                        let next = note(&uri);
+                        return Some((next, (hub, updates, wanted, note)));
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
 }
 
 /// The hub's list changes as notifications, only the kinds in `wanted`, each made by

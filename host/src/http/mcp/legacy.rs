@@ -3,8 +3,9 @@
 //! a client that accepts `text/event-stream` and whose provider sends something first, an
 //! SSE stream of its progress and of the provider's requests for the client (sampling,
 //! elicitation, roots: the client `POST`s its answer under the id the hub gave), ending
-//! with the answer. `GET` with a session streams list-change notifications; `DELETE` ends
-//! a session.
+//! with the answer. `GET` with a session streams list-change notifications and the
+//! updates of the resources it subscribed to (`resources/subscribe`); `DELETE` ends a
+//! session.
 //!
 //! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
 //! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
@@ -152,15 +153,24 @@ async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
 
 /// `GET`: list-change notifications for the session, as SSE, each of its own kind.
 pub fn listen(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap) -> Response {
-    if let Err(refusal) = session_of(hub, scope, headers, &Value::Null) {
-        return *refusal;
-    }
+    let session_id = match session_of(hub, scope, headers, &Value::Null) {
+        Ok((session_id, _)) => session_id,
+        Err(refusal) => return *refusal,
+    };
     let notes = answer::change_notes(
         hub.changes(),
         butler_mcp::Changed::ALL,
         |method| json!({"jsonrpc": "2.0", "method": method}),
     );
-    let events = futures_util::StreamExt::map(notes, |note| Ok::<_, Infallible>(answer::message_event(&note)));
+    let subscriber = Arc::clone(hub);
+    let updates = answer::resource_notes(
+        Arc::clone(hub),
+        move |uri| subscriber.subscribed(&session_id, uri),
+        |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
+    );
+    let events = futures_util::StreamExt::map(futures_util::stream::select(notes, updates), |note| {
+        Ok::<_, Infallible>(answer::message_event(&note))
+    });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 

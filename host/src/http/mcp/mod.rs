@@ -159,7 +159,7 @@ fn capabilities() -> Value {
     json!({
         "tools": {"listChanged": true},
         "prompts": {"listChanged": true},
-        "resources": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": true},
         "completions": {},
         "logging": {},
     })

@@ -103,7 +103,7 @@ async fn request(
     }
     match method.as_str() {
         "server/discover" => return Json(answer::envelope(id, Ok(discover(scope)))).into_response(),
-        "subscriptions/listen" => return listen(hub, id, &params),
+        "subscriptions/listen" => return listen(hub, scope, id, &params).await,
         removed if REMOVED.contains(&removed) => {
             let error = RpcError {
                 code: -32601,
@@ -234,10 +234,10 @@ fn discover(scope: Scope) -> Value {
 }
 
 /// `subscriptions/listen`: an SSE stream that opens with the acknowledgement of what it
-/// will carry, then each list change the client asked for, tagged with the request's id.
-/// Resource subscriptions are not offered (`resources.subscribe` is not advertised), so
-/// they are left out of the acknowledgement.
-fn listen(hub: &Arc<Hub>, id: Value, params: &Value) -> Response {
+/// will carry, then each list change the client asked for and each update of the
+/// resources it named (`resourceSubscriptions`: those a provider took the subscription
+/// for), tagged with the request's id.
+async fn listen(hub: &Arc<Hub>, scope: Scope, id: Value, params: &Value) -> Response {
     let Some(asked) = params.get("notifications").filter(|n| n.is_object()) else {
         let error = RpcError::invalid_params("Invalid params: subscriptions/listen needs `notifications` (an object)");
         return Json(answer::envelope(id, Err(error))).into_response();
@@ -258,17 +258,52 @@ fn listen(hub: &Arc<Hub>, id: Value, params: &Value) -> Response {
             honoured.insert(key.to_owned(), json!(true));
         }
     }
+    let named = match asked.get("resourceSubscriptions") {
+        None => Vec::new(),
+        Some(Value::Array(uris))
+            if uris.len() <= butler_mcp::MAX_SUBSCRIPTIONS && uris.iter().all(Value::is_string) =>
+        {
+            uris.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+        }
+        Some(_) => {
+            let error = RpcError::invalid_params(format!(
+                "Invalid params: `resourceSubscriptions` must be an array of at most {} URIs",
+                butler_mcp::MAX_SUBSCRIPTIONS
+            ));
+            return Json(answer::envelope(id, Err(error))).into_response();
+        }
+    };
+    let mut subscribed = Vec::new();
+    for uri in named {
+        if let Ok(listening) = hub.listen_to(scope, &uri).await {
+            subscribed.push(listening);
+        }
+    }
+    if asked.get("resourceSubscriptions").is_some() {
+        let uris: Vec<&str> = subscribed.iter().map(butler_mcp::Listening::uri).collect();
+        honoured.insert("resourceSubscriptions".to_owned(), json!(uris));
+    }
     let tag = json!({META_SUBSCRIPTION: id});
     let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                      "params": {"_meta": tag, "notifications": honoured}});
     let changes = hub.changes();
+    let list_tag = tag.clone();
     let notes = answer::change_notes(
         changes,
         wanted,
-        move |method| json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": tag.clone()}}),
+        move |method| json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": list_tag.clone()}}),
+    );
+    let updates = answer::resource_notes(
+        Arc::clone(hub),
+        // The stream holds its subscriptions: they end when it does.
+        move |uri| subscribed.iter().any(|s| s.uri() == uri),
+        move |uri| {
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": uri, "_meta": tag.clone()}})
+        },
     );
     let events = futures_util::StreamExt::map(
-        futures_util::StreamExt::chain(futures_util::stream::iter([ack]), notes),
+        futures_util::StreamExt::chain(futures_util::stream::iter([ack]), futures_util::stream::select(notes, updates)),
         |note| Ok::<_, Infallible>(answer::message_event(&note)),
     );
     let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
