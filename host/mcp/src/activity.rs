@@ -52,8 +52,11 @@ pub struct Entry {
     /// When it was answered (RFC 3339, UTC).
     #[serde(default)]
     pub at: String,
-    /// The endpoint: `main` or `butler`.
+    /// The endpoint: `main`, `butler` or `p/<profile>`.
     pub endpoint: String,
+    /// The name of the profile token the request carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// The protocol revision of the request.
     pub revision: String,
     /// The legacy session it belongs to (2026-07-28 has none).
@@ -66,7 +69,8 @@ pub struct Entry {
     pub provider: Option<String>,
     /// How long it took, in milliseconds.
     pub ms: f64,
-    /// `ok`, `error` (a JSON-RPC error) or `tool_error` (a tool result with `isError`).
+    /// `ok`, `error` (a JSON-RPC error), `tool_error` (a tool result with `isError`) or
+    /// `input_required` (a round of a multi-round-trip call).
     pub outcome: String,
     /// The JSON-RPC error code, for `error`.
     pub code: Option<i64>,
@@ -476,6 +480,7 @@ mod tests {
             seq: 0,
             at: String::new(),
             endpoint: "main".into(),
+            token: None,
             revision: "2026-07-28".into(),
             session: None,
             method: "tools/call".into(),

@@ -5,6 +5,7 @@
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
 //! - [`templates`]: which resource template a URI is one of;
+//! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
 //!   client) on its way to the client that made the call;
 //! - public names and conflict settlement come from [`butler_catalog::names`].
@@ -24,6 +25,7 @@ pub mod host_tools;
 pub mod provider;
 pub mod templates;
 pub mod upcall;
+pub mod view;
 
 mod changes;
 pub use changes::Changed;
@@ -43,6 +45,7 @@ use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+pub use view::{Profile, ProfileSpec, View};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 const MAX_SESSIONS: usize = 1024;
@@ -96,8 +99,8 @@ impl RpcError {
 /// One MCP session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
-    /// The endpoint it came through.
-    pub scope: Scope,
+    /// The endpoint it came through ([`View::endpoint`]).
+    pub endpoint: String,
     /// The protocol revision agreed at `initialize`.
     pub version: String,
     /// The capabilities the client declared at `initialize`.
@@ -379,24 +382,19 @@ impl Hub {
         &self.activity
     }
 
-    /// Who answers `method` for `name` (a tool or prompt name, a resource URI) on `scope`:
+    /// Who answers `method` for `name` (a tool or prompt name, a resource URI) on `view`:
     /// a provider's id, `host` for the host's own, `None` when nobody does (or the method
     /// names nothing).
     #[must_use]
-    pub fn owner_of(&self, scope: Scope, method: &str, name: &str) -> Option<String> {
+    pub fn owner_of(&self, view: &View, method: &str, name: &str) -> Option<String> {
         let host = || Some("host".to_owned());
         match method {
-            "tools/call" if self.host_tools.has(scope, name) => host(),
-            "tools/call" => (scope == Scope::Main).then(|| self.routes().get(name).map(|(p, _)| p.spec.id.clone()))?,
-            "prompts/get" if name == CONTEXT_NAME => host(),
-            "resources/read" if name == CONTEXT_URI => host(),
-            "prompts/get" if scope == Scope::Main => self
-                .exposed(ItemKind::Prompt)
-                .0
-                .into_iter()
-                .find(|e| e.public == name)
-                .map(|e| e.provider.spec.id.clone()),
-            "resources/read" => self.resource_owner(scope, name).map(|(p, _)| p.spec.id.clone()),
+            "tools/call" if self.offers_host_tool(view, name) => host(),
+            "tools/call" => self.tool_route(view, name).map(|(p, _)| p.spec.id.clone()),
+            "prompts/get" if name == CONTEXT_NAME && view.offers_context() => host(),
+            "resources/read" if name == CONTEXT_URI && view.offers_context() => host(),
+            "prompts/get" => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
+            "resources/read" => self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()),
             _ => None,
         }
     }
@@ -439,12 +437,13 @@ impl Hub {
         Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
     }
 
-    /// Starts, concurrently, the providers whose lists are not known yet (never run, no
-    /// cache): the others are listed from what they listed last, and start on a call.
-    /// Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken provider
-    /// delays nobody longer.
-    async fn start_unlisted(&self) {
-        let providers: Vec<_> = self.providers().into_iter().filter(|p| !p.listed()).collect();
+    /// Starts, concurrently, the providers `view` offers whose lists are not known yet
+    /// (never run, no cache): the others are listed from what they listed last, and start
+    /// on a call. Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken
+    /// provider delays nobody longer.
+    async fn start_unlisted(&self, view: &View) {
+        let providers: Vec<_> =
+            self.providers().into_iter().filter(|p| !p.listed() && view.offers_provider(&p.spec.id)).collect();
         futures_util::future::join_all(providers.iter().map(|p| p.ensure())).await;
     }
 
@@ -506,14 +505,57 @@ impl Hub {
         routes
     }
 
-    /// `tools/list` for `scope`: the host's tools, then every provider's, each under its
-    /// public name (a provider is started only when its lists are not known yet).
-    pub async fn list_tools(&self, scope: Scope) -> Vec<Value> {
+    /// Whether `view` offers the faculties' tool `name`.
+    fn offers_host_tool(&self, view: &View, name: &str) -> bool {
+        view.offers_host_tool(name) && self.host_tools.has(view.scope(), name)
+    }
+
+    /// The provider tool `view` offers as `name`, and the tool's own name.
+    fn tool_route(&self, view: &View, name: &str) -> Option<(Arc<Provider>, Value)> {
+        match view {
+            View::Restricted => None,
+            View::Profile(profile) if !profile.spec.prefixed => self
+                .exposed(ItemKind::Tool)
+                .0
+                .into_iter()
+                .find(|e| {
+                    e.item.get("name").and_then(Value::as_str) == Some(name)
+                        && view.offers_tool(&e.provider.spec.id, &e.public)
+                })
+                .map(|e| {
+                    let original = e.item.get("name").cloned().unwrap_or(Value::Null);
+                    (e.provider, original)
+                }),
+            _ => self.routes().get(name).filter(|(p, _)| view.offers_tool(&p.spec.id, name)).cloned(),
+        }
+    }
+
+    /// `item` (a provider's, public name `public`) under the name `view` shows it by.
+    fn shown(view: &View, item: Value, public: &str) -> Value {
+        let original = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let name = view.name_for(public, &original).to_owned();
+        renamed(item, &name)
+    }
+
+    /// `tools/list` on `view`: the host's tools, then the providers', each under the name
+    /// `view` shows it by (a provider is started only when its lists are not known yet).
+    pub async fn list_tools(&self, view: &View) -> Vec<Value> {
         self.host_tools.settle().await;
-        let mut tools = self.host_tools.list(scope);
-        if scope == Scope::Main {
-            self.start_unlisted().await;
-            tools.extend(self.exposed(ItemKind::Tool).0.into_iter().map(|e| renamed(e.item, &e.public)));
+        let mut tools: Vec<Value> = self
+            .host_tools
+            .list(view.scope())
+            .into_iter()
+            .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
+            .collect();
+        if !matches!(view, View::Restricted) {
+            self.start_unlisted(view).await;
+            tools.extend(
+                self.exposed(ItemKind::Tool)
+                    .0
+                    .into_iter()
+                    .filter(|e| view.offers_tool(&e.provider.spec.id, &e.public))
+                    .map(|e| Self::shown(view, e.item, &e.public)),
+            );
         }
         tools
     }
@@ -525,31 +567,35 @@ impl Hub {
     /// An unknown tool, or a provider's own JSON-RPC error.
     pub async fn call_tool(
         &self,
-        scope: Scope,
+        view: &View,
         session: &str,
         request_id: &Value,
         params: Value,
         upcalls: Option<upcall::Upcalls>,
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if !self.host_tools.has(scope, &name) && self.routes().get(&name).is_none() {
-            self.host_tools.settle().await;
+        let mut target = None;
+        if !self.offers_host_tool(view, &name) {
+            target = self.tool_route(view, &name);
+            if target.is_none() {
+                self.host_tools.settle().await;
+            }
         }
-        if self.host_tools.has(scope, &name) {
+        if self.offers_host_tool(view, &name) {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.host_tools.call(scope, &name, arguments).await);
+            return Ok(self.host_tools.call(view.scope(), &name, arguments).await);
         }
-        if scope != Scope::Main {
-            return Err(RpcError::invalid_params(format!("unknown tool: {name}")));
+        let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
+        if matches!(view, View::Restricted) {
+            return Err(unknown());
         }
-        let find = || self.routes().get(&name).cloned();
         // A provider never started (and never cached) has no known tools yet: start them
         // and look again before calling the name unknown.
-        let target = match find() {
+        let target = match target {
             Some(target) => target,
             None => {
-                self.start_unlisted().await;
-                find().ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name}")))?
+                self.start_unlisted(view).await;
+                self.tool_route(view, &name).ok_or_else(unknown)?
             }
         };
         let (provider, original) = target;
@@ -574,33 +620,48 @@ impl Hub {
     }
 
     /// `prompts/list`: the compiled context, then the providers' prompts.
-    pub async fn list_prompts(&self, scope: Scope) -> Vec<Value> {
-        let mut prompts = vec![
-            json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
-        ];
-        if scope == Scope::Main {
-            self.start_unlisted().await;
-            prompts.extend(self.exposed(ItemKind::Prompt).0.into_iter().map(|e| renamed(e.item, &e.public)));
+    pub async fn list_prompts(&self, view: &View) -> Vec<Value> {
+        let mut prompts = Vec::new();
+        if view.offers_context() {
+            prompts.push(
+                json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
+            );
+        }
+        if !matches!(view, View::Restricted) {
+            self.start_unlisted(view).await;
+            prompts.extend(
+                self.exposed(ItemKind::Prompt)
+                    .0
+                    .into_iter()
+                    .filter(|e| view.offers_provider(&e.provider.spec.id))
+                    .map(|e| Self::shown(view, e.item, &e.public)),
+            );
         }
         prompts
+    }
+
+    /// The provider prompt `view` offers as `name`.
+    fn prompt_in(&self, view: &View, name: &str) -> Option<Exposed> {
+        self.exposed(ItemKind::Prompt).0.into_iter().find(|e| {
+            let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
+            view.offers_provider(&e.provider.spec.id) && view.name_for(&e.public, original) == name
+        })
     }
 
     /// `prompts/get`.
     ///
     /// # Errors
     /// An unknown prompt, or the provider's error.
-    pub async fn get_prompt(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
+    pub async fn get_prompt(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if name == CONTEXT_NAME {
+        if name == CONTEXT_NAME && view.offers_context() {
             let text = self.host_tools.context().await;
             return Ok(
                 json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
             );
         }
-        let target = (scope == Scope::Main)
-            .then(|| self.exposed(ItemKind::Prompt).0.into_iter().find(|e| e.public == name))
-            .flatten()
-            .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
+        let target =
+            self.prompt_in(view, &name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
         forward(&target.provider, "prompts/get", params).await
     }
@@ -608,17 +669,22 @@ impl Hub {
     /// `resources/list`: the compiled context, then the providers' resources (names
     /// namespaced; URIs as the provider gives them, but a URI an earlier provider already
     /// offers becomes `butler://<namespace>/<uri>`).
-    pub async fn list_resources(&self, scope: Scope) -> Vec<Value> {
-        let mut resources = vec![
-            json!({"uri": CONTEXT_URI, "name": CONTEXT_NAME, "title": "Compiled context", "mimeType": "text/markdown"}),
-        ];
-        if scope == Scope::Main {
-            self.start_unlisted().await;
-            resources.extend(self.resources().0.into_iter().map(|r| {
-                let mut item = renamed(r.exposed.item, &r.exposed.public);
-                item["uri"] = json!(r.uri);
-                item
-            }));
+    pub async fn list_resources(&self, view: &View) -> Vec<Value> {
+        let mut resources = Vec::new();
+        if view.offers_context() {
+            resources.push(
+                json!({"uri": CONTEXT_URI, "name": CONTEXT_NAME, "title": "Compiled context", "mimeType": "text/markdown"}),
+            );
+        }
+        if !matches!(view, View::Restricted) {
+            self.start_unlisted(view).await;
+            resources.extend(
+                self.resources().0.into_iter().filter(|r| view.offers_provider(&r.exposed.provider.spec.id)).map(|r| {
+                    let mut item = Self::shown(view, r.exposed.item, &r.exposed.public);
+                    item["uri"] = json!(r.uri);
+                    item
+                }),
+            );
         }
         resources
     }
@@ -650,33 +716,34 @@ impl Hub {
 
     /// Who offers the resource clients know as `uri`, and its URI there: a listed
     /// resource, else the first provider with a template that describes it.
-    fn resource_owner(&self, scope: Scope, uri: &str) -> Option<(Arc<Provider>, String)> {
-        if scope != Scope::Main {
-            return None;
-        }
-        if let Some(found) = self.resources().0.into_iter().find(|r| r.uri == uri) {
+    fn resource_owner(&self, view: &View, uri: &str) -> Option<(Arc<Provider>, String)> {
+        let offered = |p: &Arc<Provider>| view.offers_provider(&p.spec.id);
+        if let Some(found) = self.resources().0.into_iter().find(|r| r.uri == uri && offered(&r.exposed.provider)) {
             return Some((found.exposed.provider, found.original));
         }
         let described = |p: &Arc<Provider>| {
-            p.lists().resource_templates.iter().any(|t| {
-                t.get("uriTemplate").and_then(Value::as_str).is_some_and(|template| templates::matches(template, uri))
-            })
+            offered(p)
+                && p.lists().resource_templates.iter().any(|t| {
+                    t.get("uriTemplate")
+                        .and_then(Value::as_str)
+                        .is_some_and(|template| templates::matches(template, uri))
+                })
         };
         self.providers().into_iter().find(described).map(|p| (p, uri.to_owned()))
     }
 
     /// `resources/templates/list`: every provider's templates, names namespaced.
-    pub async fn list_resource_templates(&self, scope: Scope) -> Vec<Value> {
-        if scope != Scope::Main {
+    pub async fn list_resource_templates(&self, view: &View) -> Vec<Value> {
+        if matches!(view, View::Restricted) {
             return Vec::new();
         }
-        self.start_unlisted().await;
+        self.start_unlisted(view).await;
         let mut templates = Vec::new();
-        for provider in self.providers() {
+        for provider in self.providers().into_iter().filter(|p| view.offers_provider(&p.spec.id)) {
             for template in provider.lists().resource_templates {
-                let name = template.get("name").and_then(Value::as_str).unwrap_or_default();
-                templates.push(match names::public(&provider.spec.namespace, name) {
-                    Ok(public) => renamed(template, &public),
+                let name = template.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                templates.push(match names::public(&provider.spec.namespace, &name) {
+                    Ok(public) => Self::shown(view, template, &public),
                     Err(_) => template,
                 });
             }
@@ -689,14 +756,14 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown resource (`-32002`), or the provider's error.
-    pub async fn read_resource(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
+    pub async fn read_resource(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if uri == CONTEXT_URI {
+        if uri == CONTEXT_URI && view.offers_context() {
             return Ok(
                 json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
             );
         }
-        let (provider, original) = self.resource_owner(scope, &uri).ok_or_else(|| not_a_resource(&uri))?;
+        let (provider, original) = self.resource_owner(view, &uri).ok_or_else(|| not_a_resource(&uri))?;
         params["uri"] = json!(original);
         let mut result = forward(&provider, "resources/read", params).await?;
         if original != uri
@@ -715,7 +782,7 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown resource (`-32002`), too many subscriptions, or the provider's error.
-    pub async fn subscribe(&self, scope: Scope, session: Option<&str>, uri: &str) -> Result<Value, RpcError> {
+    pub async fn subscribe(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Value, RpcError> {
         if let Some(session) = session
             && self.session(session).is_some_and(|s| s.subscriptions.len() >= MAX_SUBSCRIPTIONS)
         {
@@ -723,8 +790,8 @@ impl Hub {
                 "a session subscribes to {MAX_SUBSCRIPTIONS} resources at most; unsubscribe from one first"
             )));
         }
-        if uri != CONTEXT_URI {
-            let (provider, original) = self.resource_owner(scope, uri).ok_or_else(|| not_a_resource(uri))?;
+        if uri != CONTEXT_URI || !view.offers_context() {
+            let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
             forward(&provider, "resources/subscribe", json!({"uri": original})).await?;
         }
         if let Some(session) = session
@@ -740,8 +807,8 @@ impl Hub {
     ///
     /// # Errors
     /// As [`Self::subscribe`].
-    pub async fn listen_to(&self, scope: Scope, uri: &str) -> Result<Listening, RpcError> {
-        self.subscribe(scope, None, uri).await?;
+    pub async fn listen_to(&self, view: &View, uri: &str) -> Result<Listening, RpcError> {
+        self.subscribe(view, None, uri).await?;
         *lock(&self.listening).entry(uri.to_owned()).or_default() += 1;
         Ok(Listening { uri: uri.to_owned(), listening: Arc::clone(&self.listening) })
     }
@@ -751,7 +818,7 @@ impl Hub {
     ///
     /// # Errors
     /// The provider's error.
-    pub async fn unsubscribe(&self, scope: Scope, session: &str, uri: &str) -> Result<Value, RpcError> {
+    pub async fn unsubscribe(&self, view: &View, session: &str, uri: &str) -> Result<Value, RpcError> {
         let still_wanted = {
             let mut sessions = lock(&self.sessions);
             if let Some(open) = sessions.by_id.get_mut(session) {
@@ -762,7 +829,7 @@ impl Hub {
         };
         if !still_wanted
             && uri != CONTEXT_URI
-            && let Some((provider, original)) = self.resource_owner(scope, uri)
+            && let Some((provider, original)) = self.resource_owner(view, uri)
         {
             forward(&provider, "resources/unsubscribe", json!({"uri": original})).await?;
         }
@@ -789,39 +856,36 @@ impl Hub {
     /// reference names (the host's own prompt takes no arguments: nothing to complete).
     ///
     /// # Errors
-    /// A reference to nothing this scope offers (`-32602`), or the provider's error.
-    pub async fn complete(&self, scope: Scope, mut params: Value) -> Result<Value, RpcError> {
+    /// A reference to nothing this view offers (`-32602`), or the provider's error.
+    pub async fn complete(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = text("name");
-                if name == CONTEXT_NAME {
+                if name == CONTEXT_NAME && view.offers_context() {
                     return Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}));
                 }
-                let target = (scope == Scope::Main)
-                    .then(|| self.exposed(ItemKind::Prompt).0.into_iter().find(|e| e.public == name))
-                    .flatten()
-                    .ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
+                let target = self.prompt_in(view, &name).ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
                 params["ref"]["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
                 forward(&target.provider, "completion/complete", params).await
             }
             Some("ref/resource") => {
                 let uri = text("uri");
-                let owner = (scope == Scope::Main)
-                    .then(|| {
-                        self.providers().into_iter().find(|p| {
-                            let lists = p.lists();
-                            lists
-                                .resource_templates
-                                .iter()
-                                .any(|t| t.get("uriTemplate").and_then(Value::as_str) == Some(&uri))
-                                || lists.resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(&uri))
-                        })
-                    })
-                    .flatten()
-                    .ok_or_else(|| unknown(&format!("resource {uri:?}")))?;
+                // A template by its `uriTemplate`, or a resource by the URI clients know.
+                let template = self.providers().into_iter().find(|p| {
+                    view.offers_provider(&p.spec.id)
+                        && p.lists()
+                            .resource_templates
+                            .iter()
+                            .any(|t| t.get("uriTemplate").and_then(Value::as_str) == Some(&uri))
+                });
+                let (owner, original) = match template {
+                    Some(provider) => (provider, uri.clone()),
+                    None => self.resource_owner(view, &uri).ok_or_else(|| unknown(&format!("resource {uri:?}")))?,
+                };
+                params["ref"]["uri"] = json!(original);
                 forward(&owner, "completion/complete", params).await
             }
             _ => Err(RpcError::invalid_params(
@@ -929,7 +993,7 @@ impl Hub {
     }
 
     /// Opens a session for a client that declared `capabilities`; returns its id.
-    pub fn open_session(&self, scope: Scope, version: String, capabilities: Value) -> String {
+    pub fn open_session(&self, view: &View, version: String, capabilities: Value) -> String {
         let id = session_id();
         let mut sessions = lock(&self.sessions);
         if sessions.order.len() >= MAX_SESSIONS
@@ -938,7 +1002,13 @@ impl Hub {
             sessions.by_id.remove(&oldest);
         }
         sessions.order.push_back(id.clone());
-        let session = Session { scope, version, capabilities, log_level: None, subscriptions: HashSet::new() };
+        let session = Session {
+            endpoint: view.endpoint(),
+            version,
+            capabilities,
+            log_level: None,
+            subscriptions: HashSet::new(),
+        };
         sessions.by_id.insert(id.clone(), session);
         id
     }

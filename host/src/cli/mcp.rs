@@ -1,7 +1,8 @@
 //! `butler mcp status`: what the running host's MCP hub serves — each provider's state,
 //! tools, rejected names and counters, and the namespace conflicts; `butler mcp
 //! start|stop|restart ID`: one provider on request; `butler mcp log`: the hub's activity
-//! log (`--follow` to keep printing, `--tool GLOB` to keep to some names).
+//! log (`--follow` to keep printing, `--tool GLOB` to keep to some names); `butler mcp token
+//! add|list|revoke`: the tokens of the MCP profiles (no running host needed).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -63,12 +64,45 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// The tokens that open the MCP profiles (`mcp.profiles` in the root config).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+/// `butler mcp token` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for a profile and print it — once: only its hash is kept.
+    Add {
+        /// What to call it (the client it is for): letters, digits, `-`, `_`, `.`.
+        name: String,
+        /// The profile it opens.
+        #[arg(long)]
+        profile: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// The tokens: name, profile, when made (never the tokens themselves).
+    List {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Revoke a token: it opens nothing from the next request on.
+    Revoke {
+        /// Its name.
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 /// Runs a `butler mcp` subcommand.
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
+        Command::Token { command } => token(command)?,
         Command::Start { id, target } => act(&id, "start", target)?,
         Command::Stop { id, target } => act(&id, "stop", target)?,
         Command::Restart { id, target } => act(&id, "restart", target)?,
@@ -212,4 +246,46 @@ fn render(status: &Value) -> String {
         );
     }
     out
+}
+
+/// `butler mcp token …`: straight on the instance's state directory, so it works whether
+/// or not a host runs (a running host reads the file again on its next request).
+fn token(command: TokenCommand) -> anyhow::Result<()> {
+    use butler_host::instance::{Instance, tokens};
+    let (TokenCommand::Add { target, .. } | TokenCommand::List { target } | TokenCommand::Revoke { target, .. }) =
+        &command;
+    let workdir = super::settings::workdir(target.workdir.clone(), &super::settings::Settings::load()?)?;
+    let instance = Instance::open(&workdir)?;
+    let state_dir = instance.state_dir();
+    match command {
+        TokenCommand::Add { name, profile, .. } => {
+            if !instance.config.mcp.profiles.contains_key(&profile) {
+                let known: Vec<&str> = instance.config.mcp.profiles.keys().map(String::as_str).collect();
+                anyhow::bail!(
+                    "the root config declares no MCP profile `{profile}` (it declares: {})",
+                    if known.is_empty() { "none — add one under mcp.profiles".to_owned() } else { known.join(", ") }
+                );
+            }
+            let token = tokens::add(&state_dir, &name, &profile)?;
+            println!("{token}");
+            eprintln!(
+                "token `{name}` opens the profile `{profile}` — send it as `Authorization: Bearer <token>` to {}/mcp/p/{profile}; it is shown only now",
+                butler_host::http::API_PREFIX
+            );
+        }
+        TokenCommand::List { .. } => {
+            let listed = tokens::list(&state_dir)?;
+            if listed.is_empty() {
+                println!("no tokens (make one with `butler mcp token add NAME --profile P`)");
+            }
+            for record in listed {
+                println!("{:<24} profile {:<16} made {}", record.name, record.profile, record.created);
+            }
+        }
+        TokenCommand::Revoke { name, .. } => {
+            let gone = tokens::revoke(&state_dir, &name)?;
+            println!("revoked `{}` (profile {})", gone.name, gone.profile);
+        }
+    }
+    Ok(())
 }

@@ -110,6 +110,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     catalog.follow(Arc::clone(&supervisor)).await;
     let host_tools = HostTools::new(Arc::clone(&faculties));
     let idle = std::time::Duration::from_secs(instance.config.mcp.idle_sec);
+    let profiles = instance.config.mcp.checked_profiles().map_err(|e| anyhow::anyhow!("the root config: {e}"))?;
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), idle);
     mcp.relay_faculty_changes();
     mcp.stop_idle_providers();
@@ -127,6 +128,8 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         pipeline,
         supervisor: Arc::clone(&supervisor),
         mcp: Arc::clone(&mcp),
+        profiles: Arc::new(profiles),
+        tokens: Arc::new(butler_host::instance::tokens::Tokens::new(&instance.state_dir())),
         owner_token: owner_token.into(),
         sessions,
         origin: host_url.clone().into(),

@@ -6,8 +6,9 @@
 //! say — or every connection, when the root config sets `"mcp": {"auth": "token"}` — must
 //! carry a credential on every API route and on `/mcp`: the owner token
 //! (`Authorization: Bearer …`, what the CLI and `butler mcp stdio` send, and what an MCP
-//! client is configured with) or the console's session cookie. Refusals are
-//! `401 token_required` (a JSON-RPC error on the MCP routes). The login route, which
+//! client is configured with), the console's session cookie, or — on a profile's endpoint
+//! `/mcp/p/<name>` only — a token made for that profile. Refusals are `401 token_required`
+//! with `WWW-Authenticate: Bearer` (a JSON-RPC error on the MCP routes). The login route, which
 //! redeems a one-time link, and the console's static page and assets need none.
 
 use axum::extract::{Request, State};
@@ -39,11 +40,24 @@ pub async fn require(State(state): State<AppState>, request: Request, next: Next
             "the host could not verify which user this connection belongs to, so it asks for a credential: send the owner token as `Authorization: Bearer <token>` (it is in the state directory's `owner-token`), or use `butler mcp stdio`"
         },
     );
-    if super::framing::is_mcp(request.uri().path()) {
+    let mut response = if super::framing::is_mcp(request.uri().path()) {
         super::framing::json_rpc_error(&refusal)
     } else {
         refusal.into_response()
-    }
+    };
+    response
+        .headers_mut()
+        .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(r#"Bearer realm="butler""#));
+    response
+}
+
+/// The profile whose endpoint `path` is (`…/mcp/p/<name>`), if it is one.
+fn profile_of(path: &str) -> Option<&str> {
+    [super::API_PREFIX, super::LEGACY_PREFIX]
+        .iter()
+        .find_map(|prefix| path.strip_prefix(prefix))
+        .and_then(|rest| rest.strip_prefix("/mcp/p/"))
+        .filter(|name| !name.is_empty() && !name.contains('/'))
 }
 
 /// Whether a request for `path` must carry a credential.
@@ -65,7 +79,15 @@ pub fn needs_credential(mode: AuthMode, peer_verified: bool, path: &str) -> bool
 
 fn has_credential(state: &AppState, request: &Request) -> bool {
     let headers = request.headers();
+    let profile_token = || {
+        profile_of(request.uri().path()).is_some_and(|profile| {
+            super::mcp::bearer(headers)
+                .and_then(|given| state.tokens.check(given))
+                .is_some_and(|t| t.profile == profile)
+        })
+    };
     has_token(headers, &state.owner_token)
+        || profile_token()
         || headers
             .get_all(axum::http::header::COOKIE)
             .iter()
@@ -105,5 +127,14 @@ mod tests {
             assert!(!needs_credential(AuthMode::Token, false, path), "{path}");
         }
         assert!(needs_credential(AuthMode::Token, false, "/myspace-butler/api/loginx"));
+    }
+
+    #[test]
+    fn a_profile_token_counts_only_on_its_profiles_endpoint() {
+        assert_eq!(profile_of("/myspace-butler/api/mcp/p/fs"), Some("fs"));
+        assert_eq!(profile_of("/myspace-butler/api/mcp/p/fs/x"), None);
+        assert_eq!(profile_of("/myspace-butler/api/mcp/p/"), None);
+        assert_eq!(profile_of("/myspace-butler/api/mcp"), None);
+        assert_eq!(profile_of("/myspace-butler/api/extensions"), None);
     }
 }

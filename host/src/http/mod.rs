@@ -53,6 +53,10 @@ pub struct AppState {
     pub supervisor: Arc<Supervisor>,
     /// The MCP hub.
     pub mcp: Arc<Hub>,
+    /// The MCP profiles the root config declares, by name.
+    pub profiles: Arc<std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>>,
+    /// The tokens made for them.
+    pub tokens: Arc<crate::instance::tokens::Tokens>,
     /// The local owner token.
     pub owner_token: Arc<str>,
     /// The console's login links and sessions.

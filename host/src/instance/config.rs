@@ -80,12 +80,70 @@ pub struct McpConfig {
     /// on the next one).
     #[serde(rename = "idleSec", default = "default_idle_sec")]
     pub idle_sec: u64,
+    /// Named profiles, each served at `/mcp/p/<name>`.
+    #[serde(default)]
+    pub profiles: std::collections::BTreeMap<String, ProfileConfig>,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { auth: AuthMode::default(), idle_sec: default_idle_sec() }
+        Self { auth: AuthMode::default(), idle_sec: default_idle_sec(), profiles: std::collections::BTreeMap::new() }
     }
+}
+
+impl McpConfig {
+    /// The profiles, checked.
+    ///
+    /// # Errors
+    /// The first profile declared wrongly.
+    pub fn checked_profiles(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, std::sync::Arc<butler_mcp::Profile>>, butler_mcp::view::ProfileError>
+    {
+        self.profiles
+            .iter()
+            .map(|(name, config)| {
+                let spec = butler_mcp::ProfileSpec {
+                    providers: config.providers.clone(),
+                    include: config.include.clone(),
+                    exclude: config.exclude.clone(),
+                    prefixed: config.prefix,
+                    host_tools: config.host_tools,
+                    require_token: config.require_token,
+                };
+                butler_mcp::Profile::new(name, spec).map(|p| (name.clone(), std::sync::Arc::new(p)))
+            })
+            .collect()
+    }
+}
+
+/// `mcp.profiles.<name>`: what a client of that profile's endpoint sees.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// The providers (extension ids) it offers; absent: all.
+    #[serde(default)]
+    pub providers: Option<Vec<String>>,
+    /// Globs over public tool names; a tool is offered when it matches one (none: all).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Globs over public tool names; a tool that matches one is not offered.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Whether names keep their `<namespace>__` prefix (default); `false` only over one
+    /// provider.
+    #[serde(default = "default_prefix")]
+    pub prefix: bool,
+    /// Whether the faculties' tools and the compiled context are offered too.
+    #[serde(rename = "hostTools", default)]
+    pub host_tools: bool,
+    /// Whether a client must send a token made for this profile.
+    #[serde(rename = "requireToken", default)]
+    pub require_token: bool,
+}
+
+fn default_prefix() -> bool {
+    true
 }
 
 fn default_idle_sec() -> u64 {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod host_file;
 pub mod owner;
 pub mod skeleton;
+pub mod tokens;
 
 use std::path::{Path, PathBuf};
 

@@ -20,14 +20,16 @@ use tokio::sync::broadcast;
 use super::rounds;
 use butler_mcp::activity::Entry;
 use butler_mcp::upcall::{self, Asked, Call, Next, Parked, Upcall, Upcalls};
-use butler_mcp::{Changed, Hub, RpcError, Scope};
+use butler_mcp::{Changed, Hub, RpcError, View};
 
 /// What answering a request needs.
 pub struct Context {
     /// The hub.
     pub hub: Arc<Hub>,
     /// The endpoint the request came through.
-    pub scope: Scope,
+    pub view: View,
+    /// The name of the profile token it carried.
+    pub token: Option<String>,
     /// Whose request it is, for cancellation: a legacy session, or one stateless request.
     pub caller: String,
     /// The legacy session, for the activity log.
@@ -73,7 +75,7 @@ impl Context {
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
-        let provider = name.as_deref().and_then(|name| self.hub.owner_of(self.scope, method, name));
+        let provider = name.as_deref().and_then(|name| self.hub.owner_of(&self.view, method, name));
         Noted { method: method.to_owned(), name, provider, began: Instant::now() }
     }
 
@@ -88,11 +90,8 @@ impl Context {
         self.hub.activity().record(Entry {
             seq: 0,
             at: String::new(),
-            endpoint: match self.scope {
-                Scope::Main => "main",
-                Scope::Restricted => "butler",
-            }
-            .to_owned(),
+            endpoint: self.view.endpoint(),
+            token: self.token.clone(),
             revision: self.revision.clone(),
             session: self.session.clone(),
             method: noted.method,
@@ -131,10 +130,10 @@ impl Context {
                 ("ping", _) => return Ok(json!({})),
                 ("logging/setLevel", _) => return self.set_log_level(&params),
                 ("resources/subscribe", session) => {
-                    return self.hub.subscribe(self.scope, session.as_deref(), uri()).await;
+                    return self.hub.subscribe(&self.view, session.as_deref(), uri()).await;
                 }
                 ("resources/unsubscribe", Some(session)) => {
-                    return self.hub.unsubscribe(self.scope, session, uri()).await;
+                    return self.hub.unsubscribe(&self.view, session, uri()).await;
                 }
                 _ => {}
             }
@@ -175,16 +174,16 @@ impl Context {
         upcalls: Option<Upcalls>,
     ) -> Option<Result<Value, RpcError>> {
         let hub = &self.hub;
-        let scope = self.scope;
+        let view = &self.view;
         Some(match method {
-            "tools/list" => Ok(json!({"tools": hub.list_tools(scope).await})),
-            "tools/call" => hub.call_tool(scope, &self.caller, id, params, upcalls).await,
-            "prompts/list" => Ok(json!({"prompts": hub.list_prompts(scope).await})),
-            "prompts/get" => hub.get_prompt(scope, params).await,
-            "resources/list" => Ok(json!({"resources": hub.list_resources(scope).await})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": hub.list_resource_templates(scope).await})),
-            "resources/read" => hub.read_resource(scope, params).await,
-            "completion/complete" => hub.complete(scope, params).await,
+            "tools/list" => Ok(json!({"tools": hub.list_tools(view).await})),
+            "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls).await,
+            "prompts/list" => Ok(json!({"prompts": hub.list_prompts(view).await})),
+            "prompts/get" => hub.get_prompt(view, params).await,
+            "resources/list" => Ok(json!({"resources": hub.list_resources(view).await})),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": hub.list_resource_templates(view).await})),
+            "resources/read" => hub.read_resource(view, params).await,
+            "completion/complete" => hub.complete(view, params).await,
             _ => return None,
         })
     }

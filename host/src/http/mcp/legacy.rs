@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::answer::{self, Context, Era};
 use super::{accepts_sse, header, rpc_error};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
-use butler_mcp::{Hub, Scope, Session};
+use butler_mcp::{Hub, Session, View};
 
 /// The legacy revisions this endpoint speaks, newest first.
 pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -31,7 +31,7 @@ pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The session a request names, or the answer refusing it.
-fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Result<(String, Session), Box<Response>> {
+fn session_of(hub: &Hub, view: &View, headers: &HeaderMap, id: &Value) -> Result<(String, Session), Box<Response>> {
     let Some(session_id) = header(headers, SESSION_HEADER) else {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -40,7 +40,7 @@ fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Resul
             "Bad Request: no Mcp-Session-Id header; send initialize first (2025 revisions), or the per-request _meta of 2026-07-28",
         )));
     };
-    let Some(session) = hub.session(session_id).filter(|s| s.scope == scope) else {
+    let Some(session) = hub.session(session_id).filter(|s| s.endpoint == view.endpoint()) else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             id.clone(),
@@ -63,7 +63,14 @@ fn session_of(hub: &Hub, scope: Scope, headers: &HeaderMap, id: &Value) -> Resul
 }
 
 /// `POST` of a legacy client.
-pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody, body_bytes: usize) -> Response {
+pub async fn post(
+    hub: &Arc<Hub>,
+    endpoint: &super::Endpoint,
+    headers: &HeaderMap,
+    body: ClientBody,
+    body_bytes: usize,
+) -> Response {
+    let view = &endpoint.view;
     let ClientBody { array, messages } = body;
     if let Some(Message::Request { id, params, .. }) =
         messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
@@ -76,13 +83,13 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
                 "Invalid Request: initialize must be sent alone",
             );
         }
-        return initialize(hub, scope, id.clone(), params);
+        return initialize(hub, view, id.clone(), params);
     }
     let first_id = messages
         .iter()
         .find_map(|m| if let Message::Request { id, .. } = m { Some(id.clone()) } else { None })
         .unwrap_or(Value::Null);
-    let (session_id, session) = match session_of(hub, scope, headers, &first_id) {
+    let (session_id, session) = match session_of(hub, view, headers, &first_id) {
         Ok(found) => found,
         Err(refusal) => return *refusal,
     };
@@ -101,7 +108,8 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
     }
     let context = Arc::new(Context {
         hub: Arc::clone(hub),
-        scope,
+        view: view.clone(),
+        token: endpoint.token.clone(),
         caller: session_id.clone(),
         session: Some(session_id),
         revision: session.version,
@@ -124,16 +132,16 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
     Json(Value::Array(answers)).into_response()
 }
 
-fn initialize(hub: &Hub, scope: Scope, id: Value, params: &Value) -> Response {
+fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
     let capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}));
-    let session_id = hub.open_session(scope, (*version).to_owned(), capabilities);
+    let session_id = hub.open_session(view, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,
         "capabilities": super::capabilities(),
         "serverInfo": super::server_info(),
-        "instructions": super::instructions(scope),
+        "instructions": super::instructions(view),
     });
     let mut response = Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
     if let Ok(value) = HeaderValue::from_str(&session_id) {
@@ -152,8 +160,8 @@ async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
 }
 
 /// `GET`: list-change notifications for the session, as SSE, each of its own kind.
-pub fn listen(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap) -> Response {
-    let session_id = match session_of(hub, scope, headers, &Value::Null) {
+pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
+    let session_id = match session_of(hub, view, headers, &Value::Null) {
         Ok((session_id, _)) => session_id,
         Err(refusal) => return *refusal,
     };
@@ -175,8 +183,8 @@ pub fn listen(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap) -> Response {
 }
 
 /// `DELETE`: ends the session.
-pub fn end(hub: &Hub, scope: Scope, headers: &HeaderMap) -> Response {
-    match session_of(hub, scope, headers, &Value::Null) {
+pub fn end(hub: &Hub, view: &View, headers: &HeaderMap) -> Response {
+    match session_of(hub, view, headers, &Value::Null) {
         Ok((session_id, _)) => {
             hub.close_session(&session_id);
             StatusCode::NO_CONTENT.into_response()

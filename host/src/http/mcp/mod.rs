@@ -22,15 +22,18 @@ pub mod rounds;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use std::sync::Arc;
+
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header::ALLOW};
+use axum::extract::{Path, State};
+use axum::http::header::{ALLOW, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::http::AppState;
 use butler_mcp::framing;
-use butler_mcp::{Hub, Scope};
+use butler_mcp::{Hub, View};
 
 /// The header that names a request's protocol revision.
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -41,10 +44,7 @@ pub async fn post_main(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match body {
-        Ok(body) => post(&state.mcp, Scope::Main, &headers, &body).await,
-        Err(rejection) => body_refused(&rejection),
-    }
+    post(&state.mcp, &Endpoint::of(View::Main), &headers, body).await
 }
 
 /// `POST /mcp/butler` (the distilling agent's endpoint).
@@ -53,30 +53,60 @@ pub async fn post_restricted(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match body {
-        Ok(body) => post(&state.mcp, Scope::Restricted, &headers, &body).await,
-        Err(rejection) => body_refused(&rejection),
+    post(&state.mcp, &Endpoint::of(View::Restricted), &headers, body).await
+}
+
+/// `POST /mcp/p/{name}`: a profile's endpoint.
+pub async fn post_profile(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match profile(&state, &name, &headers) {
+        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body).await,
+        Err(refusal) => *refusal,
     }
 }
 
 /// `GET /mcp`: a legacy session's notification stream.
 pub async fn get_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, Scope::Main, &headers))
+    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Main, &headers))
 }
 
 /// `GET /mcp/butler`.
 pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, Scope::Restricted, &headers))
+    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Restricted, &headers))
+}
+
+/// `GET /mcp/p/{name}`.
+pub async fn get_profile(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> Response {
+    match profile(&state, &name, &headers) {
+        Ok(endpoint) => {
+            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
+        }
+        Err(refusal) => *refusal,
+    }
 }
 
 /// `DELETE /mcp`: ends a legacy session.
 pub async fn delete_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, Scope::Main, &headers))
+    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Main, &headers))
 }
 
 /// `DELETE /mcp/butler`.
 pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, Scope::Restricted, &headers))
+    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Restricted, &headers))
+}
+
+/// `DELETE /mcp/p/{name}`.
+pub async fn delete_profile(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> Response {
+    match profile(&state, &name, &headers) {
+        Ok(endpoint) => {
+            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
+        }
+        Err(refusal) => *refusal,
+    }
 }
 
 /// `GET /mcp/status`.
@@ -84,16 +114,74 @@ pub async fn status(State(state): State<AppState>) -> Json<Value> {
     Json(state.mcp.status())
 }
 
-async fn post(hub: &std::sync::Arc<Hub>, scope: Scope, headers: &HeaderMap, raw: &Bytes) -> Response {
-    let body = match framing::client_messages(raw) {
+/// The endpoint a request came through, and the profile token it sent.
+pub struct Endpoint {
+    /// What the endpoint offers.
+    pub view: View,
+    /// The name of the profile token the request carried, if any.
+    pub token: Option<String>,
+}
+
+impl Endpoint {
+    fn of(view: View) -> Self {
+        Self { view, token: None }
+    }
+}
+
+/// Profile `name`'s endpoint for a request with `headers`: 404 when the root config
+/// declares no such profile; 401 with `WWW-Authenticate` when it requires a token and the
+/// request carries none made for it.
+fn profile(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
+    let Some(profile) = state.profiles.get(name) else {
+        return Err(Box::new(rpc_error(
+            StatusCode::NOT_FOUND,
+            Value::Null,
+            -32600,
+            format!("no MCP profile `{name}`: the root config's `mcp.profiles` declares them"),
+        )));
+    };
+    let token = bearer(headers).and_then(|given| state.tokens.check(given)).filter(|t| t.profile == name);
+    if profile.spec.require_token && token.is_none() {
+        let mut refusal = rpc_error(
+            StatusCode::UNAUTHORIZED,
+            Value::Null,
+            -32001,
+            format!(
+                "the profile `{name}` needs a token made for it: `butler mcp token add NAME --profile {name}`, sent as `Authorization: Bearer <token>`"
+            ),
+        );
+        refusal
+            .headers_mut()
+            .insert(WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="butler", error="invalid_token""#));
+        return Err(Box::new(refusal));
+    }
+    Ok(Endpoint { view: View::Profile(Arc::clone(profile)), token: token.map(|t| t.name) })
+}
+
+/// The bearer token of a request, if it carries one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    header(headers, "authorization").and_then(|v| v.strip_prefix("Bearer ")).map(str::trim)
+}
+
+async fn post(
+    hub: &Arc<Hub>,
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let raw = match body {
+        Ok(raw) => raw,
+        Err(rejection) => return body_refused(&rejection),
+    };
+    let body = match framing::client_messages(&raw) {
         Ok(parsed) => parsed,
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
     let body_bytes = raw.len();
     if modern::speaks(headers, &body.messages) {
-        modern::post(hub, scope, headers, body, body_bytes).await
+        modern::post(hub, endpoint, headers, body, body_bytes).await
     } else {
-        legacy::post(hub, scope, headers, body, body_bytes).await
+        legacy::post(hub, endpoint, headers, body, body_bytes).await
     }
 }
 
@@ -142,13 +230,17 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 }
 
 /// What the hub tells a client it is for, at `initialize` and `server/discover`.
-fn instructions(scope: Scope) -> &'static str {
-    match scope {
-        Scope::Main => {
-            "Butler aggregates the owner's MCP tools as <namespace>__<tool>: those of the owner's extensions and those the owner's faculties offer (each tool's description says what it does)."
+fn instructions(view: &View) -> String {
+    match view {
+        View::Profile(profile) => format!(
+            "Butler profile `{}`: a part of the owner's MCP tools, as the owner chose it for this client (each tool's description says what it does).",
+            profile.name
+        ),
+        View::Main => {
+            "Butler aggregates the owner's MCP tools as <namespace>__<tool>: those of the owner's extensions and those the owner's faculties offer (each tool's description says what it does).".to_owned()
         }
-        Scope::Restricted => {
-            "Butler's restricted endpoint: only the tools the owner's faculties offer here, no extension tools. Nothing arriving here acts as the owner: whatever needs the owner waits for their review."
+        View::Restricted => {
+            "Butler's restricted endpoint: only the tools the owner's faculties offer here, no extension tools. Nothing arriving here acts as the owner: whatever needs the owner waits for their review.".to_owned()
         }
     }
 }

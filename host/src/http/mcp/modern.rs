@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::answer::{self, Context, Era, completed};
 use super::{VERSION_HEADER, accepts_sse, header, legacy};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
-use butler_mcp::{Changed, Hub, RpcError, Scope};
+use butler_mcp::{Changed, Hub, RpcError, View};
 
 /// The stateless revision.
 pub const REVISION: &str = "2026-07-28";
@@ -71,14 +71,20 @@ impl Refused {
 }
 
 /// `POST` of a 2026-07-28 client.
-pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: ClientBody, body_bytes: usize) -> Response {
+pub async fn post(
+    hub: &Arc<Hub>,
+    endpoint: &super::Endpoint,
+    headers: &HeaderMap,
+    body: ClientBody,
+    body_bytes: usize,
+) -> Response {
     if body.array {
         return Refused::bad(-32600, "Invalid Request: 2026-07-28 takes one message per POST, not an array of them")
             .answer(Value::Null);
     }
     match body.messages.into_iter().next() {
         Some(Message::Request { id, method, params }) => {
-            request(hub, scope, headers, id, method, params, body_bytes).await
+            request(hub, endpoint, headers, id, method, params, body_bytes).await
         }
         Some(Message::Notification { .. }) => StatusCode::ACCEPTED.into_response(),
         Some(Message::Response { .. }) | None => Refused::bad(
@@ -91,19 +97,20 @@ pub async fn post(hub: &Arc<Hub>, scope: Scope, headers: &HeaderMap, body: Clien
 
 async fn request(
     hub: &Arc<Hub>,
-    scope: Scope,
+    endpoint: &super::Endpoint,
     headers: &HeaderMap,
     id: Value,
     method: String,
     params: Value,
     body_bytes: usize,
 ) -> Response {
+    let view = &endpoint.view;
     if let Err(refused) = check(headers, &method, &params) {
         return refused.answer(id);
     }
     match method.as_str() {
-        "server/discover" => return Json(answer::envelope(id, Ok(discover(scope)))).into_response(),
-        "subscriptions/listen" => return listen(hub, scope, id, &params).await,
+        "server/discover" => return Json(answer::envelope(id, Ok(discover(view)))).into_response(),
+        "subscriptions/listen" => return listen(hub, view, id, &params).await,
         removed if REMOVED.contains(&removed) => {
             let error = RpcError {
                 code: -32601,
@@ -114,13 +121,14 @@ async fn request(
         }
         _ => {}
     }
-    let caller = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
+    let request_name = format!("stateless-{}", REQUESTS.fetch_add(1, Ordering::Relaxed));
     let capabilities = params["_meta"][META_CAPABILITIES].clone();
     let log_level = params["_meta"][META_LOG_LEVEL].as_str().map(str::to_owned);
     let context = Context {
         hub: Arc::clone(hub),
-        scope,
-        caller,
+        view: view.clone(),
+        token: endpoint.token.clone(),
+        caller: request_name,
         session: None,
         revision: REVISION.to_owned(),
         body_bytes,
@@ -219,7 +227,7 @@ fn decoded(value: &str) -> Result<String, String> {
 }
 
 /// `server/discover`: the revisions and capabilities the hub serves.
-fn discover(scope: Scope) -> Value {
+fn discover(view: &View) -> Value {
     let mut supported = vec![REVISION];
     supported.extend(legacy::REVISIONS);
     completed(
@@ -227,7 +235,7 @@ fn discover(scope: Scope) -> Value {
         json!({
             "supportedVersions": supported,
             "capabilities": super::capabilities(),
-            "instructions": super::instructions(scope),
+            "instructions": super::instructions(view),
             "_meta": {META_SERVER_INFO: super::server_info()},
         }),
     )
@@ -237,7 +245,7 @@ fn discover(scope: Scope) -> Value {
 /// will carry, then each list change the client asked for and each update of the
 /// resources it named (`resourceSubscriptions`: those a provider took the subscription
 /// for), tagged with the request's id.
-async fn listen(hub: &Arc<Hub>, scope: Scope, id: Value, params: &Value) -> Response {
+async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Response {
     let Some(asked) = params.get("notifications").filter(|n| n.is_object()) else {
         let error = RpcError::invalid_params("Invalid params: subscriptions/listen needs `notifications` (an object)");
         return Json(answer::envelope(id, Err(error))).into_response();
@@ -275,7 +283,7 @@ async fn listen(hub: &Arc<Hub>, scope: Scope, id: Value, params: &Value) -> Resp
     };
     let mut subscribed = Vec::new();
     for uri in named {
-        if let Ok(listening) = hub.listen_to(scope, &uri).await {
+        if let Ok(listening) = hub.listen_to(view, &uri).await {
             subscribed.push(listening);
         }
     }
@@ -374,7 +382,7 @@ mod tests {
         assert_eq!(called, json!({"content": [], "resultType": "complete"}));
         let asked = completed("tools/call", json!({"resultType": "input_required", "requestState": "x"}));
         assert_eq!(asked["resultType"], "input_required");
-        let discovered = discover(Scope::Main);
+        let discovered = discover(&View::Main);
         assert_eq!(discovered["supportedVersions"][0], REVISION);
         assert!(discovered["capabilities"].get("logging").is_some(), "{discovered}");
         assert_eq!(discovered["ttlMs"], DISCOVER_TTL_MS);

@@ -1,0 +1,213 @@
+//! What one endpoint offers of the hub: the main endpoint (every provider, and the
+//! faculties' tools offered there), the restricted one (only the faculties' tools offered
+//! there), or a **profile** — the providers and tools the root config names for it, under
+//! their public names or, for a profile over one provider, under the provider's own names.
+
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::host_tools::Scope;
+
+/// A profile as the root config declares it (`mcp.profiles.<name>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileSpec {
+    /// The providers (extension ids) it offers; `None`: all of them.
+    pub providers: Option<Vec<String>>,
+    /// Globs over public tool names (`<namespace>__<tool>`, or the host's tools' names): a
+    /// tool is offered when it matches one (none given: every tool).
+    pub include: Vec<String>,
+    /// Globs over public tool names: a tool that matches one is not offered.
+    pub exclude: Vec<String>,
+    /// Whether names keep their `<namespace>__` prefix (only a profile over exactly one
+    /// provider may drop it).
+    pub prefixed: bool,
+    /// Whether the faculties' tools offered on the main endpoint (and the compiled
+    /// context) are offered too.
+    pub host_tools: bool,
+    /// Whether a client must send a token made for this profile.
+    pub require_token: bool,
+}
+
+/// A profile, checked.
+#[derive(Debug)]
+pub struct Profile {
+    /// Its name (the endpoint is `/mcp/p/<name>`).
+    pub name: String,
+    /// As declared.
+    pub spec: ProfileSpec,
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+/// A profile the root config declares wrongly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mcp.profiles.{name}: {why}")]
+pub struct ProfileError {
+    /// The profile.
+    pub name: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl Profile {
+    /// Checks `spec` as profile `name`.
+    ///
+    /// # Errors
+    /// A name that cannot be a path segment, a glob that does not compile, or unprefixed
+    /// names over other than exactly one provider.
+    pub fn new(name: &str, spec: ProfileSpec) -> Result<Self, ProfileError> {
+        let wrong = |why: String| ProfileError { name: name.to_owned(), why };
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !valid {
+            return Err(wrong("a profile's name is 1 to 64 of a-z, 0-9, `-` and `_`".to_owned()));
+        }
+        if !spec.prefixed && spec.providers.as_ref().is_none_or(|p| p.len() != 1) {
+            return Err(wrong(
+                "`prefix: false` needs exactly one provider in `providers` (names of two could collide)".to_owned(),
+            ));
+        }
+        let globs = |patterns: &[String], field: &str| -> Result<Option<GlobSet>, ProfileError> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            let mut set = GlobSetBuilder::new();
+            for pattern in patterns {
+                set.add(Glob::new(pattern).map_err(|e| wrong(format!("`{field}`: {e}")))?);
+            }
+            set.build().map(Some).map_err(|e| wrong(format!("`{field}`: {e}")))
+        };
+        let include = globs(&spec.include, "include")?;
+        let exclude = globs(&spec.exclude, "exclude")?;
+        Ok(Self { name: name.to_owned(), spec, include, exclude })
+    }
+
+    fn admits(&self, public: &str) -> bool {
+        self.include.as_ref().is_none_or(|set| set.is_match(public))
+            && !self.exclude.as_ref().is_some_and(|set| set.is_match(public))
+    }
+}
+
+/// The endpoint a request came through, and so what it may see.
+#[derive(Debug, Clone)]
+pub enum View {
+    /// `/mcp`.
+    Main,
+    /// `/mcp/butler`.
+    Restricted,
+    /// `/mcp/p/<name>`.
+    Profile(Arc<Profile>),
+}
+
+impl View {
+    /// Whose faculties' tools it offers.
+    #[must_use]
+    pub fn scope(&self) -> Scope {
+        match self {
+            Self::Restricted => Scope::Restricted,
+            Self::Main | Self::Profile(_) => Scope::Main,
+        }
+    }
+
+    /// Its name in sessions and the activity log: `main`, `butler` or `p/<name>`.
+    #[must_use]
+    pub fn endpoint(&self) -> String {
+        match self {
+            Self::Main => "main".to_owned(),
+            Self::Restricted => "butler".to_owned(),
+            Self::Profile(profile) => format!("p/{}", profile.name),
+        }
+    }
+
+    /// Whether it offers the faculties' tool `name` (and the compiled context).
+    #[must_use]
+    pub fn offers_host_tool(&self, name: &str) -> bool {
+        match self {
+            Self::Main | Self::Restricted => true,
+            Self::Profile(profile) => profile.spec.host_tools && profile.admits(name),
+        }
+    }
+
+    /// Whether it offers the host's own prompt and resource (the compiled context).
+    #[must_use]
+    pub fn offers_context(&self) -> bool {
+        match self {
+            Self::Main | Self::Restricted => true,
+            Self::Profile(profile) => profile.spec.host_tools,
+        }
+    }
+
+    /// Whether it offers anything of provider `id` (its prompts and resources).
+    #[must_use]
+    pub fn offers_provider(&self, id: &str) -> bool {
+        match self {
+            Self::Main => true,
+            Self::Restricted => false,
+            Self::Profile(profile) => profile.spec.providers.as_ref().is_none_or(|ids| ids.iter().any(|p| p == id)),
+        }
+    }
+
+    /// Whether it offers provider `id`'s tool whose public name is `public`.
+    #[must_use]
+    pub fn offers_tool(&self, id: &str, public: &str) -> bool {
+        self.offers_provider(id)
+            && match self {
+                Self::Profile(profile) => profile.admits(public),
+                Self::Main | Self::Restricted => true,
+            }
+    }
+
+    /// The name it shows a provider's item by: the public one, or the provider's own in a
+    /// profile without prefixes.
+    #[must_use]
+    pub fn name_for<'a>(&self, public: &'a str, original: &'a str) -> &'a str {
+        match self {
+            Self::Profile(profile) if !profile.spec.prefixed => original,
+            _ => public,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(spec: ProfileSpec) -> View {
+        View::Profile(Arc::new(Profile::new("p", spec).expect("a valid profile")))
+    }
+
+    #[test]
+    fn a_profile_offers_only_what_it_names() {
+        let view = profile(ProfileSpec {
+            providers: Some(vec!["fs".into()]),
+            include: vec!["fs__read_*".into()],
+            exclude: vec!["fs__read_secret*".into()],
+            prefixed: true,
+            ..ProfileSpec::default()
+        });
+        assert!(view.offers_tool("fs", "fs__read_file"));
+        assert!(!view.offers_tool("fs", "fs__write_file"), "not included");
+        assert!(!view.offers_tool("fs", "fs__read_secrets"), "excluded");
+        assert!(!view.offers_tool("git", "git__read_log"), "another provider");
+        assert!(!view.offers_host_tool("butler__search") && !view.offers_context(), "no host tools");
+        assert_eq!(view.endpoint(), "p/p");
+        assert_eq!(View::Main.endpoint(), "main");
+        assert!(View::Main.offers_tool("git", "git__x") && !View::Restricted.offers_provider("git"));
+    }
+
+    #[test]
+    fn unprefixed_names_need_exactly_one_provider() {
+        let one = ProfileSpec { providers: Some(vec!["conf".into()]), prefixed: false, ..ProfileSpec::default() };
+        let view = profile(one.clone());
+        assert_eq!(view.name_for("conf__test", "test"), "test");
+        assert_eq!(View::Main.name_for("conf__test", "test"), "conf__test");
+        for providers in [None, Some(vec![]), Some(vec!["a".into(), "b".into()])] {
+            assert!(Profile::new("p", ProfileSpec { providers, ..one.clone() }).is_err());
+        }
+        assert!(Profile::new("Bad Name", ProfileSpec { prefixed: true, ..ProfileSpec::default() }).is_err());
+        let glob = ProfileSpec { include: vec!["[".into()], prefixed: true, ..ProfileSpec::default() };
+        assert!(Profile::new("p", glob).is_err());
+    }
+}

