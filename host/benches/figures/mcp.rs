@@ -66,6 +66,12 @@ impl Session {
 
     /// A session with the MCP endpoint at `path`.
     pub(super) fn open_at(authority: &str, path: &str) -> Self {
+        Self::open_declaring(authority, path, "{}")
+    }
+
+    /// A session with the MCP endpoint at `path` of a client that declared `capabilities`
+    /// (a JSON object) at `initialize`.
+    fn open_declaring(authority: &str, path: &str, capabilities: &str) -> Self {
         let stream = TcpStream::connect(authority).expect("connect");
         stream.set_nodelay(true).expect("nodelay");
         let mut session = Self {
@@ -76,8 +82,10 @@ impl Session {
             next: 1,
             stateless: false,
         };
-        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
-        let (status, _, id) = session.post(init);
+        let init = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{capabilities},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#
+        );
+        let (status, _, id) = session.post(&init);
         assert_eq!(status, 200);
         session.session = id.expect("a session id");
         assert_eq!(session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).0, 202);
@@ -108,6 +116,17 @@ impl Session {
 
     /// `post` with more header lines (each ending in CRLF).
     fn post_with(&mut self, body: &str, headers: &str) -> (u16, Vec<u8>, Option<String>) {
+        self.send_post(body, headers);
+        let (status, headers) = read_head(&mut self.stream);
+        let length = header(&headers, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let session = header(&headers, "mcp-session-id").map(str::to_owned);
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).expect("body");
+        (status, body, session)
+    }
+
+    /// Writes a `POST` of `body` with more header lines `headers` (each ending in CRLF).
+    fn send_post(&mut self, body: &str, headers: &str) {
         let session =
             if self.session.is_empty() { String::new() } else { format!("Mcp-Session-Id: {}\r\n", self.session) };
         let session = format!("{session}{headers}");
@@ -119,12 +138,6 @@ impl Session {
             body.len()
         );
         self.stream.get_mut().write_all(request.as_bytes()).expect("send");
-        let (status, headers) = read_head(&mut self.stream);
-        let length = header(&headers, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let session = header(&headers, "mcp-session-id").map(str::to_owned);
-        let mut body = vec![0; length];
-        self.stream.read_exact(&mut body).expect("body");
-        (status, body, session)
     }
 
     fn echo(&mut self) {
@@ -275,13 +288,19 @@ impl Drop for Direct {
 /// The host on a new instance whose one extension is the provider `argv` as an `mcp`
 /// block (id and namespace `everything`); the instance lives as long as the guard.
 pub(super) fn hub_with_everything(argv: &[String]) -> (Host, tempfile::TempDir) {
+    hub_with("everything", "Everything", argv)
+}
+
+/// The host on a new instance whose one extension is the provider `argv` as an `mcp`
+/// block, under the id (and namespace) `id`.
+fn hub_with(id: &str, name: &str, argv: &[String]) -> (Host, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path().join("instance");
-    let ext = root.join("tools/everything");
+    let ext = root.join("tools").join(id);
     std::fs::create_dir_all(&ext).expect("mkdir");
     std::fs::write(root.join("butler.json"), "{}").expect("root");
     let mcp = json!({"transport": "stdio", "command": argv});
-    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "Everything", "mcp": mcp});
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": name, "mcp": mcp});
     std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
     (Host::start_quiet(&root), dir)
 }
@@ -375,4 +394,280 @@ pub fn b4_hub_call() {
             "calls/s",
         );
     }
+}
+
+/// B15's provider: `tests/providers/sampling_provider.py` (standard library only, one tool
+/// `sample` that asks its client one `sampling/createMessage`), run by the interpreter
+/// `python3` resolves to — named by its own path, so no shim starts between the host and it.
+fn sampling_provider() -> Vec<String> {
+    let output =
+        Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().expect("run python3");
+    assert!(output.status.success(), "python3: {}", String::from_utf8_lossy(&output.stderr));
+    let python = String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/providers/sampling_provider.py");
+    let script = script.canonicalize().expect("tests/providers/sampling_provider.py");
+    vec![python, script.display().to_string()]
+}
+
+/// The client's answer to every `sampling/createMessage` of B15 (a `CreateMessageResult`).
+const SAMPLED: &str = r#"{"role":"assistant","model":"bench","content":{"type":"text","text":"sampled"}}"#;
+
+/// What the provider's tool answers once it got [`SAMPLED`].
+const SAMPLED_TEXT: &str = "LLM response: sampled";
+
+/// The text of a tool result's first content item.
+fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// The sampling provider spoken to directly over its stdio by one caller on its own
+/// thread, which declared `sampling` at `initialize` and answers the provider's request on
+/// the pipe: the baseline of B15.
+struct DirectSampler {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    line: String,
+}
+
+impl DirectSampler {
+    fn start(argv: &[String]) -> Self {
+        let (child, stdin, stdout) = spawn_provider(argv);
+        let mut direct = Self { child, stdin, stdout: BufReader::new(stdout), next: 1, line: String::new() };
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+                          "clientInfo": {"name": "bench", "version": "1"}});
+        direct.request("initialize", &init.to_string());
+        direct.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").expect("write");
+        direct
+    }
+
+    /// One sampling round trip: the call, the provider's request answered, the result.
+    fn sample(&mut self) {
+        let result = self.request("tools/call", r#"{"name":"sample","arguments":{"prompt":"hello"}}"#);
+        assert_eq!(first_text(&result["result"]), SAMPLED_TEXT, "{result}");
+    }
+
+    /// Sends request `method`, answers the provider's `sampling/createMessage` meanwhile;
+    /// the answer.
+    fn request(&mut self, method: &str, params: &str) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}\n");
+        self.stdin.write_all(line.as_bytes()).expect("write");
+        loop {
+            self.line.clear();
+            assert!(self.stdout.read_line(&mut self.line).expect("read") > 0, "the provider closed its stdout");
+            let Ok(message) = serde_json::from_str::<Value>(&self.line) else { continue };
+            if message["method"] == "sampling/createMessage" {
+                let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{SAMPLED}}}\n", message["id"]);
+                self.stdin.write_all(answer.as_bytes()).expect("write");
+            } else if message["id"].as_u64() == Some(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for DirectSampler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `data` of the SSE events of a chunked response body, decoded as they arrive.
+#[derive(Default)]
+struct Events {
+    /// Body bytes received and not yet taken as an event.
+    pending: Vec<u8>,
+    /// The last chunk was read.
+    ended: bool,
+}
+
+impl Events {
+    /// The next event's data as JSON; `None` once the body has ended.
+    fn next(&mut self, stream: &mut BufReader<TcpStream>) -> Option<Value> {
+        loop {
+            if let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.pending.drain(..end + 2).collect();
+                let text = String::from_utf8_lossy(&event);
+                let data: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect();
+                if data.is_empty() {
+                    continue; // a comment (keep-alive) or an event without data
+                }
+                return Some(serde_json::from_str(&data.join("\n")).expect("an event's data is JSON"));
+            }
+            if self.ended {
+                assert!(self.pending.iter().all(u8::is_ascii_whitespace), "a partial event at the end");
+                return None;
+            }
+            let mut line = String::new();
+            stream.read_line(&mut line).expect("chunk size");
+            let size = line.trim().split(';').next().unwrap_or_default();
+            let size = usize::from_str_radix(size, 16).unwrap_or_else(|_| panic!("a chunk size, not {line:?}"));
+            if size == 0 {
+                // Trailers (none expected) up to the empty line.
+                loop {
+                    line.clear();
+                    stream.read_line(&mut line).expect("trailer");
+                    if line.trim_end().is_empty() {
+                        break;
+                    }
+                }
+                self.ended = true;
+                continue;
+            }
+            let start = self.pending.len();
+            self.pending.resize(start + size, 0);
+            stream.read_exact(&mut self.pending[start..]).expect("chunk");
+            let mut crlf = [0; 2];
+            stream.read_exact(&mut crlf).expect("chunk end");
+        }
+    }
+}
+
+impl Session {
+    /// A second connection of the same session (to `POST` on while this one reads a stream).
+    fn second_connection(&self) -> Self {
+        let stream = TcpStream::connect(&self.authority).expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self {
+            stream: BufReader::new(stream),
+            authority: self.authority.clone(),
+            path: self.path.clone(),
+            session: self.session.clone(),
+            next: 1,
+            stateless: false,
+        }
+    }
+
+    /// One sampling round trip of a legacy session (declared `sampling`): `tools/call` of
+    /// `tool` answered as SSE, whose first event is the provider's `sampling/createMessage`
+    /// under the hub's id; the answer `POST`ed on `answering` (another connection of the
+    /// session: this one is busy with the stream), then the result, the stream's last event.
+    fn sample_on_stream(&mut self, answering: &mut Self, tool: &str) {
+        self.next += 1;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"prompt":"hello"}}}}}}"#,
+            self.next
+        );
+        self.send_post(&body, "");
+        let (status, headers) = read_head(&mut self.stream);
+        let sse = header(&headers, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+        let chunked = header(&headers, "transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
+        if !(status == 200 && sse && chunked) {
+            let length = header(&headers, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let mut body = vec![0; length];
+            self.stream.read_exact(&mut body).expect("body");
+            panic!("not an SSE stream ({status}, {headers:?}): {}", String::from_utf8_lossy(&body));
+        }
+        let mut events = Events::default();
+        let mut answered = false;
+        loop {
+            let message = events.next(&mut self.stream).expect("the call's answer before the stream ends");
+            if message["method"] == "sampling/createMessage" {
+                let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{SAMPLED}}}"#, message["id"]);
+                let (status, refused, _) = answering.post(&answer);
+                assert_eq!(status, 202, "{}", String::from_utf8_lossy(&refused));
+                answered = true;
+            } else if message.get("method").is_none() {
+                assert!(answered && first_text(&message["result"]) == SAMPLED_TEXT, "{message}");
+                break;
+            }
+        }
+        assert!(events.next(&mut self.stream).is_none(), "the stream ends with the answer");
+    }
+
+    /// One sampling round trip of a 2026-07-28 client (`sampling` in its capabilities):
+    /// `tools/call` of `tool` answered `input_required` with the provider's request, then
+    /// the retry (a new id, the same call, `inputResponses` and the `requestState`) answered
+    /// with the result.
+    fn sample_in_rounds(&mut self, tool: &str) {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}"#;
+        let headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n");
+        let round = |this: &mut Self, more: &str| {
+            this.next += 1;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"prompt":"hello"}},{meta}{more}}}}}"#,
+                this.next
+            );
+            let (status, answer, _) = this.post_with(&body, &headers);
+            let answer: Value = serde_json::from_slice(&answer)
+                .unwrap_or_else(|_| panic!("{status}: {}", String::from_utf8_lossy(&answer)));
+            assert_eq!(status, 200, "{answer}");
+            answer
+        };
+        let first = round(self, "");
+        let asked = &first["result"];
+        assert_eq!(asked["resultType"], "input_required", "{first}");
+        let (key, request) = asked["inputRequests"].as_object().and_then(|r| r.iter().next()).expect("a request");
+        assert_eq!(request["method"], "sampling/createMessage", "{first}");
+        let state = asked["requestState"].as_str().expect("a request state");
+        let more = format!(r#","inputResponses":{{{}:{SAMPLED}}},"requestState":{}"#, json!(key), json!(state));
+        let last = round(self, &more);
+        assert!(last["result"]["resultType"] == "complete" && first_text(&last["result"]) == SAMPLED_TEXT, "{last}");
+    }
+}
+
+/// B15: a sampling round trip (a `tools/call` whose provider asks the client one
+/// `sampling/createMessage` before it answers) through the hub, in both eras, against the
+/// same round trip with the provider spoken to directly over its stdio.
+pub fn b15_sampling() {
+    const RUNS: usize = 1000;
+    const WARM_UP: usize = 100;
+    const TOOL: &str = "sampler__sample";
+    let argv = sampling_provider();
+    let (host, _dir) = hub_with("sampler", "Sampler", &argv);
+    let mut direct = DirectSampler::start(&argv);
+
+    let mut legacy = Session::open_declaring(host.authority(), "/myspace-butler/api/mcp", r#"{"sampling":{}}"#);
+    let mut answering = legacy.second_connection();
+    // The host starts its providers in the background: until the tool is listed.
+    let listed = super::poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        legacy.next += 1;
+        let list = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list"}}"#, legacy.next);
+        let (_, tools, _) = legacy.post(&list);
+        String::from_utf8_lossy(&tools).contains(TOOL).then_some(())
+    });
+    listed.expect("the sampling provider's tool is listed by the hub");
+    let mut modern = Session::stateless(host.authority());
+
+    // In turns: direct stdio, a 2025-11-25 session (SSE + an answering POST on a second
+    // connection), a 2026-07-28 client (input_required + retry), and the HTTP floor of two
+    // requests: `GET /health` twice on one connection.
+    let samples = in_turns::<4>(RUNS, WARM_UP, |kind| match kind {
+        0 => direct.sample(),
+        1 => legacy.sample_on_stream(&mut answering, TOOL),
+        2 => modern.sample_in_rounds(TOOL),
+        _ => {
+            legacy.health();
+            legacy.health();
+        }
+    });
+    let [(base50, base99), (legacy50, legacy99), (modern50, modern99), (floor50, _)] = samples.map(percentiles);
+    let label = "B15 sampling round trip through the hub";
+    line_us(&format!("{label}, 2025-11-25 session, SSE (p50; baseline = direct stdio)"), legacy50, base50);
+    line_us(&format!("{label}, 2025-11-25 session, SSE (p99; baseline = direct stdio)"), legacy99, base99);
+    line_us(&format!("{label}, 2026-07-28, input_required + retry (p50; baseline = direct stdio)"), modern50, base50);
+    line_us(&format!("{label}, 2026-07-28, input_required + retry (p99; baseline = direct stdio)"), modern99, base99);
+    let (legacy_added, modern_added) = (legacy50.saturating_sub(base50), modern50.saturating_sub(base50));
+    let floor = "baseline = two HTTP round trips to the host, GET /health twice";
+    line_us(&format!("B15 added p50, 2025-11-25 session ({floor})"), legacy_added, floor50);
+    line_us(&format!("B15 added p50, 2026-07-28 ({floor})"), modern_added, floor50);
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    note(&format!(
+        "B15: direct stdio p50 {:.0} µs / p99 {:.0} µs; the hub adds {:.0} µs at p50 to a 2025-11-25 session's round \
+         trip and {:.0} µs to a 2026-07-28 one's ({:.2}x the session's); two GET /health {:.0} µs",
+        us(base50),
+        us(base99),
+        us(legacy_added),
+        us(modern_added),
+        us(modern_added) / us(legacy_added),
+        us(floor50)
+    ));
 }
