@@ -383,7 +383,6 @@ fn prepare(dir: &Path, marker: &str) -> (PathBuf, Vec<(String, String)>) {
     }
     let seeded = seed_candidates(&first, SEEDED);
     let workdir = first.workdir.clone();
-    assert!(first.stop().success());
     let script = root().join("tests/providers/fake_mcp.py").display().to_string();
     let env = json!({"BUTLER_TEST_MARKER": marker, "FAKE_MCP_LOG": dir.join("fake.log").display().to_string()});
     write_manifest(
@@ -392,6 +391,17 @@ fn prepare(dir: &Path, marker: &str) -> (PathBuf, Vec<(String, String)>) {
         &json!({"schemaVersion": 1, "kind": "tool", "id": "fake", "name": "Fake",
                 "mcp": {"transport": "stdio", "command": ["python3", script], "env": env, "timeoutSec": 10}}),
     );
+    // A new instance holds a provider's tools until the owner approves them: trust it.
+    let token = format!("Bearer {}", first.owner_token());
+    wait_until(READY_LIMIT, "the owner to trust the fake provider", || {
+        let (status, _) = first.post_json(
+            "/mcp/quarantine/approve",
+            &json!({"provider": "fake", "tools": [], "trust": true}),
+            &[("authorization", token.as_str())],
+        );
+        status == 200
+    });
+    assert!(first.stop().success());
     write_manifest(
         &workdir,
         "services/keeper",

@@ -17,6 +17,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_duplex;
 mod mcp_profiles;
+mod mcp_quarantine;
 mod mcp_stateless;
 mod openapi;
 mod pipeline;

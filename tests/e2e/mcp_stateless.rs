@@ -106,6 +106,12 @@ fn the_stateless_revision_is_served_beside_the_legacy_ones() {
     let log = dir.path().join("fake.log");
     write_manifest(&workdir, "tools/fake", &fake("fake", &log, json!({})));
     let butler = Butler::start(&workdir);
+    // A new instance holds the provider's tools until the owner approves them.
+    let token = format!("Bearer {}", butler.owner_token());
+    let (status, approved) =
+        butler.post_json("/mcp/quarantine/approve", &json!({"provider": "fake"}), &[("authorization", token.as_str())]);
+    assert_eq!(status, 200, "{approved}");
+    assert!(approved["data"]["approved"].as_array().is_some_and(|a| a.iter().any(|n| n == "echo")), "{approved}");
 
     // Discovery: the revisions and what the hub serves; who it is in `_meta`.
     let discovered = ask(&butler, "/mcp", &request(1, "server/discover", json!({})))["result"].clone();

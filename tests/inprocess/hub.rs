@@ -81,7 +81,7 @@ async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
     let state = root.join("state");
     let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
         .expect("a faculty runtime without faculties");
-    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, Duration::from_secs(600));
+    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, Duration::from_secs(600), false);
     hub.reconcile(catalog).await;
     hub
 }

@@ -4,6 +4,7 @@
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - [`quarantine`]: tool definitions held until the owner approves them, pinned by hash;
 //! - [`templates`]: which resource template a URI is one of;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
@@ -23,6 +24,7 @@ pub mod activity;
 pub mod framing;
 pub mod host_tools;
 pub mod provider;
+pub mod quarantine;
 pub mod templates;
 pub mod upcall;
 pub mod view;
@@ -215,6 +217,42 @@ pub struct Hub {
     idle: Duration,
     /// Every request answered.
     activity: activity::ActivityLog,
+    /// The approved tool definitions, when `mcp.quarantine` is on.
+    pins: Option<quarantine::Pins>,
+}
+
+/// A provider's tool held out of the lists until the owner approves it.
+pub struct HeldTool {
+    /// The provider's id.
+    pub provider: String,
+    /// The tool's own name.
+    pub name: String,
+    /// The name clients would call it by (on the endpoint asked about).
+    pub public: String,
+    /// Its definition as the provider gives it now.
+    pub definition: Value,
+    /// Why it is held.
+    pub held: quarantine::Held,
+}
+
+/// An approval that could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    /// No provider has this id.
+    #[error("no MCP provider `{0}` (see `butler mcp status`)")]
+    Unknown(String),
+    /// Quarantine is off: nothing is held.
+    #[error("the quarantine is off (`mcp.quarantine` in the root config): no tool is held")]
+    Off,
+    /// The tool is not held (approved already, or no such tool).
+    #[error("`{0}` is not held: it is approved already, or the provider has no such tool")]
+    NotHeld(String),
+    /// The tool's definition changed since the owner looked at it.
+    #[error("`{0}` changed since it was shown (its sha256 differs): look at it again before approving")]
+    Stale(String),
+    /// The pins could not be written.
+    #[error("the approval could not be kept: {0}")]
+    Failed(String),
 }
 
 /// What the owner can ask of one provider.
@@ -248,7 +286,7 @@ impl Hub {
     /// A hub with no providers yet; `state_dir` holds the list cache and provider logs, and
     /// a provider that ran `idle` without a call is stopped (see [`Self::stop_idle_providers`]).
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, idle: Duration) -> Arc<Self> {
+    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, idle: Duration, quarantine: bool) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
         Arc::new(Self {
@@ -269,6 +307,7 @@ impl Hub {
             reconciling: tokio::sync::Mutex::new(false),
             idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
+            pins: quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
         })
     }
 
@@ -473,6 +512,7 @@ impl Hub {
                     if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
                 });
                 match outcome {
+                    Ok(_) if matches!(kind, ItemKind::Tool) && self.is_held(&provider.spec.id, &name, &item) => {}
                     Ok(public) => exposed.push(Exposed { public, provider: Arc::clone(&provider), item }),
                     Err(reason) => {
                         rejected.entry(provider.spec.id.clone()).or_default().push(Rejected { tool: name, reason })
@@ -481,6 +521,99 @@ impl Hub {
             }
         }
         (exposed, rejected)
+    }
+
+    fn is_held(&self, id: &str, name: &str, definition: &Value) -> bool {
+        self.pins.as_ref().is_some_and(|pins| pins.held(id, name, definition).is_some())
+    }
+
+    /// The providers' tools held for the owner's review, under the names `view` would
+    /// show them by.
+    #[must_use]
+    pub fn held_tools(&self, view: &View) -> Vec<HeldTool> {
+        let Some(pins) = &self.pins else { return Vec::new() };
+        let mut held = Vec::new();
+        for provider in self.providers() {
+            for definition in provider.lists().tools {
+                let name = definition.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let Ok(public) = names::public(&provider.spec.namespace, &name) else { continue };
+                if !view.offers_tool(&provider.spec.id, &public) {
+                    continue;
+                }
+                if let Some(why) = pins.held(&provider.spec.id, &name, &definition) {
+                    let public = view.name_for(&public, &name).to_owned();
+                    held.push(HeldTool { provider: provider.spec.id.clone(), name, public, definition, held: why });
+                }
+            }
+        }
+        held
+    }
+
+    /// `GET /mcp/quarantine`: whether it is on, the providers trusted wholesale, and every
+    /// held tool with its definition now and, when it changed, the one approved (providers
+    /// never listed are started first, so their tools can be seen before they are approved).
+    pub async fn quarantine(&self) -> Value {
+        if self.pins.is_some() {
+            self.start_unlisted(&View::Main).await;
+        }
+        let held: Vec<Value> = self
+            .held_tools(&View::Main)
+            .into_iter()
+            .map(|h| {
+                let (reason, approved) = match h.held {
+                    quarantine::Held::New => ("new", Value::Null),
+                    quarantine::Held::Changed(pin) => ("changed", json!(pin)),
+                };
+                json!({"provider": h.provider, "tool": h.name, "public": h.public, "reason": reason,
+                       "sha256": quarantine::fingerprint(&h.definition), "definition": h.definition,
+                       "approved": approved})
+            })
+            .collect();
+        let trusted: Vec<String> = match &self.pins {
+            Some(pins) => self.providers().iter().map(|p| p.spec.id.clone()).filter(|id| pins.trusted(id)).collect(),
+            None => Vec::new(),
+        };
+        json!({"enabled": self.pins.is_some(), "held": held, "trusted": trusted})
+    }
+
+    /// The owner approves provider `id`'s held tools — `tools` (each by its own name, with
+    /// the sha256 the owner was shown, if any), or all of them — and, with `trust`, sets
+    /// whether the provider is trusted wholesale. Clients are told the tools changed.
+    ///
+    /// # Errors
+    /// [`ApprovalError`]; nothing is approved then.
+    pub async fn approve(
+        &self,
+        id: &str,
+        tools: Option<&[(String, Option<String>)]>,
+        trust: Option<bool>,
+    ) -> Result<Value, ApprovalError> {
+        let pins = self.pins.as_ref().ok_or(ApprovalError::Off)?;
+        if !self.providers().iter().any(|p| p.spec.id == id) {
+            return Err(ApprovalError::Unknown(id.to_owned()));
+        }
+        self.start_unlisted(&View::Main).await;
+        let held: Vec<HeldTool> = self.held_tools(&View::Main).into_iter().filter(|h| h.provider == id).collect();
+        let chosen: Vec<(String, Value)> = match tools {
+            None => held.into_iter().map(|h| (h.name, h.definition)).collect(),
+            Some(named) => {
+                let mut chosen = Vec::new();
+                for (name, seen) in named {
+                    let found =
+                        held.iter().find(|h| &h.name == name).ok_or_else(|| ApprovalError::NotHeld(name.clone()))?;
+                    if seen.as_ref().is_some_and(|sha| *sha != quarantine::fingerprint(&found.definition)) {
+                        return Err(ApprovalError::Stale(name.clone()));
+                    }
+                    chosen.push((found.name.clone(), found.definition.clone()));
+                }
+                chosen
+            }
+        };
+        pins.approve(id, &chosen, trust).map_err(|e| ApprovalError::Failed(e.to_string()))?;
+        self.epoch.fetch_add(1, Ordering::Release);
+        let _ = self.changed.send(Changed::TOOLS);
+        let approved: Vec<&str> = chosen.iter().map(|(name, _)| name.as_str()).collect();
+        Ok(json!({"provider": id, "approved": approved, "trusted": pins.trusted(id)}))
     }
 
     /// The tool routing table, rebuilt only when providers or their lists changed.
@@ -595,7 +728,15 @@ impl Hub {
             Some(target) => target,
             None => {
                 self.start_unlisted(view).await;
-                self.tool_route(view, &name).ok_or_else(unknown)?
+                match self.tool_route(view, &name) {
+                    Some(target) => target,
+                    None if self.held_tools(view).iter().any(|h| h.public == name) => {
+                        return Ok(host_tools::error_result(format!(
+                            "{name}: this tool is held for the owner's review — it is new, or its description or schema changed since the owner approved it — and cannot be called until they approve it (in the console's review queue, or `butler mcp approve`)"
+                        )));
+                    }
+                    None => return Err(unknown()),
+                }
             }
         };
         let (provider, original) = target;
@@ -898,6 +1039,7 @@ impl Hub {
     #[must_use]
     pub fn status(&self) -> Value {
         let (tools, rejected) = self.exposed(ItemKind::Tool);
+        let held = self.held_tools(&View::Main);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
         let providers: Vec<Value> = self
             .providers()
@@ -905,6 +1047,9 @@ impl Hub {
             .map(|p| {
                 let names = tools.iter().filter(|e| Arc::ptr_eq(&e.provider, p)).map(|e| e.public.clone()).collect();
                 let mut status = json!(p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default()));
+                let held: Vec<String> =
+                    held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
+                status["held"] = json!(held);
                 if let Err(e) = &p.spec.launch {
                     status["lastError"] = json!(format!("cannot start: {e}"));
                 }

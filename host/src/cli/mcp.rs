@@ -2,7 +2,8 @@
 //! tools, rejected names and counters, and the namespace conflicts; `butler mcp
 //! start|stop|restart ID`: one provider on request; `butler mcp log`: the hub's activity
 //! log (`--follow` to keep printing, `--tool GLOB` to keep to some names); `butler mcp token
-//! add|list|revoke`: the tokens of the MCP profiles (no running host needed).
+//! add|list|revoke`: the tokens of the MCP profiles (no running host needed); `butler mcp held`
+//! and `butler mcp approve`: the quarantine of tool definitions.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -64,6 +65,30 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Tools held for the owner's review (`mcp.quarantine`): new ones, and changed ones
+    /// with what changed since they were approved.
+    Held {
+        /// Print the full JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Approve a provider's held tools — those named, or all — or trust it wholesale.
+    Approve {
+        /// The provider's extension id.
+        provider: String,
+        /// Its tools to approve, by their own names (none: every held tool of it).
+        tools: Vec<String>,
+        /// Trust the provider wholesale: its tools pass as they come, changed or not.
+        #[arg(long)]
+        trust: bool,
+        /// No longer trust it wholesale (its tools are checked against their pins again).
+        #[arg(long, conflicts_with = "trust")]
+        distrust: bool,
+        #[command(flatten)]
+        target: Target,
+    },
     /// The tokens that open the MCP profiles (`mcp.profiles` in the root config).
     Token {
         #[command(subcommand)]
@@ -103,6 +128,10 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
         Command::Token { command } => token(command)?,
+        Command::Held { json, target } => held(json, target)?,
+        Command::Approve { provider, tools, trust, distrust, target } => {
+            approve(&provider, &tools, (trust || distrust).then_some(trust), target)?;
+        }
         Command::Start { id, target } => act(&id, "start", target)?,
         Command::Stop { id, target } => act(&id, "stop", target)?,
         Command::Restart { id, target } => act(&id, "restart", target)?,
@@ -287,5 +316,67 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
             println!("revoked `{}` (profile {})", gone.name, gone.profile);
         }
     }
+    Ok(())
+}
+
+/// `butler mcp held`: each held tool, and for a changed one the fields that changed.
+fn held(json: bool, target: Target) -> anyhow::Result<()> {
+    let report = Client::connect(target.workdir)?.get("/mcp/quarantine")?;
+    if json {
+        println!("{report:#}");
+        return Ok(());
+    }
+    if report["enabled"] != true {
+        println!("the quarantine is off (`mcp.quarantine` in the root config): no tool is held");
+        return Ok(());
+    }
+    let held = report["held"].as_array().cloned().unwrap_or_default();
+    if held.is_empty() {
+        println!("no tool is held");
+    }
+    for tool in held {
+        let text = |key: &str| tool[key].as_str().unwrap_or("-").to_owned();
+        println!("{} {} ({}): {}", text("provider"), text("tool"), text("public"), text("reason"));
+        let now = &tool["definition"];
+        match tool["approved"].get("definition") {
+            None => println!("  description: {}", now["description"].as_str().unwrap_or("")),
+            Some(before) => {
+                let mut keys: Vec<&String> = now.as_object().into_iter().flat_map(|o| o.keys()).collect();
+                keys.extend(before.as_object().into_iter().flat_map(|o| o.keys()));
+                keys.sort();
+                keys.dedup();
+                for key in keys.into_iter().filter(|k| now.get(*k) != before.get(*k)) {
+                    println!("  {key}:\n    - {}\n    + {}", shown(before.get(key)), shown(now.get(key)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        None => "(absent)".to_owned(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// `butler mcp approve PROVIDER [TOOL…] [--trust|--distrust]`.
+fn approve(provider: &str, tools: &[String], trust: Option<bool>, target: Target) -> anyhow::Result<()> {
+    let mut body = serde_json::json!({"provider": provider});
+    if !tools.is_empty() {
+        body["tools"] = tools.iter().map(|name| serde_json::json!({"name": name})).collect();
+    }
+    if let Some(trust) = trust {
+        body["trust"] = serde_json::json!(trust);
+    }
+    let done = Client::connect(target.workdir)?.post("/mcp/quarantine/approve", &body)?;
+    let approved: Vec<&str> = done["approved"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    println!(
+        "{provider}: approved {}{}",
+        if approved.is_empty() { "nothing held".to_owned() } else { approved.join(", ") },
+        if done["trusted"] == true { "; trusted wholesale" } else { "" }
+    );
     Ok(())
 }

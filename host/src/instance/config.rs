@@ -83,11 +83,19 @@ pub struct McpConfig {
     /// Named profiles, each served at `/mcp/p/<name>`.
     #[serde(default)]
     pub profiles: std::collections::BTreeMap<String, ProfileConfig>,
+    /// Whether providers' tools are held until the owner approves their definitions.
+    #[serde(default)]
+    pub quarantine: bool,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { auth: AuthMode::default(), idle_sec: default_idle_sec(), profiles: std::collections::BTreeMap::new() }
+        Self {
+            auth: AuthMode::default(),
+            idle_sec: default_idle_sec(),
+            profiles: std::collections::BTreeMap::new(),
+            quarantine: false,
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! The MCP hub, on request: its providers started, stopped or restarted (`POST
-//! /mcp/providers/{id}/{start|stop|restart}`) and its activity log (`GET /mcp/activity`).
+//! /mcp/providers/{id}/{start|stop|restart}`), its activity log (`GET /mcp/activity`), and
+//! the quarantine of tool definitions (`GET /mcp/quarantine`, and the owner's
+//! `POST /mcp/quarantine/approve`).
 
 use axum::Json;
 use axum::extract::State;
@@ -9,9 +11,10 @@ use serde_json::{Value, json};
 use serde::Deserialize;
 
 use super::extract::{ApiPath, ApiQuery};
-use crate::http::{ApiError, AppState};
+use crate::http::owner::Caller;
+use crate::http::{ApiError, ApiJson, AppState};
 use butler_mcp::activity::{MAX_PAGE, Query};
-use butler_mcp::{ActionError, ProviderAction};
+use butler_mcp::{ActionError, ApprovalError, ProviderAction};
 
 /// `POST /mcp/providers/{id}/{start|stop|restart}`: the provider's status after.
 pub async fn action(
@@ -70,4 +73,64 @@ pub async fn activity(
     let entries = state.mcp.activity().page(&Query { before: query.before, after: query.after, name, limit }).await;
     let next = (entries.len() == limit).then(|| entries.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"entries": entries, "next": next})))
+}
+
+/// `GET /mcp/quarantine`: `{"enabled", "trusted": [ids], "held": [{"provider", "tool",
+/// "public", "reason": "new"|"changed", "sha256", "definition", "approved": {"sha256",
+/// "definition", "approved"} or null}]}`.
+pub async fn quarantine(State(state): State<AppState>) -> Json<Value> {
+    Json(state.mcp.quarantine().await)
+}
+
+/// One tool to approve: its own name and, if the owner was shown it, its sha256.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolApproval {
+    name: String,
+    sha256: Option<String>,
+}
+
+/// `POST /mcp/quarantine/approve`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    provider: String,
+    /// Absent: every held tool of the provider.
+    tools: Option<Vec<ToolApproval>>,
+    /// Trust the provider wholesale (`true`), or no longer (`false`).
+    trust: Option<bool>,
+}
+
+/// `POST /mcp/quarantine/approve {"provider", "tools"?: [{"name", "sha256"?}], "trust"?}`:
+/// the owner approves held tools (pinning their definitions) or trusts a provider.
+///
+/// # Errors
+/// 403 `owner_required` for anyone but the owner; 404 `unknown_provider`; 409
+/// `quarantine_off`, `not_held` or `stale` (the definition changed since it was shown);
+/// 500 `approval_failed`.
+pub async fn approve(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(approval): ApiJson<Approval>,
+) -> Result<Json<Value>, ApiError> {
+    if !caller.owner {
+        return Err(ApiError::forbidden(
+            "owner_required",
+            "approving tool definitions needs the owner (the console's review queue, or `butler mcp approve`)",
+        ));
+    }
+    let tools: Option<Vec<(String, Option<String>)>> =
+        approval.tools.map(|tools| tools.into_iter().map(|t| (t.name, t.sha256)).collect());
+    match state.mcp.approve(&approval.provider, tools.as_deref(), approval.trust).await {
+        Ok(done) => Ok(Json(json!({"ok": true, "data": done}))),
+        Err(error @ ApprovalError::Unknown(_)) => Err(ApiError::not_found("unknown_provider", error.to_string())),
+        Err(error @ ApprovalError::Off) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "quarantine_off", error.to_string()))
+        }
+        Err(error @ ApprovalError::NotHeld(_)) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "not_held", error.to_string()))
+        }
+        Err(error @ ApprovalError::Stale(_)) => Err(ApiError::new(StatusCode::CONFLICT, "stale", error.to_string())),
+        Err(error @ ApprovalError::Failed(_)) => Err(ApiError::internal(error.to_string())),
+    }
 }

@@ -80,6 +80,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/mcp/status", mcp::status),
         op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
         op(M::GET, "/mcp/activity", hub::activity),
+        op(M::GET, "/mcp/quarantine", hub::quarantine),
+        op(M::POST, "/mcp/quarantine/approve", hub::approve),
     ]
 }
 

@@ -43,6 +43,10 @@ const en = {
   report_list_empty: 'Nothing yet.',
   severity_error: 'error — not registered', severity_warning: 'warning', severity_pending: 'pending',
   load_failed: 'Could not load: {msg}',
+  held_title: 'MCP tools held for your approval', held_new: 'new tool', held_changed: 'changed since approved',
+  held_hint: 'No client sees these tools, and none can call them, until you approve them.',
+  approve_tool: 'Approve this definition', trust_provider: 'Trust {id} wholesale', held_approved: 'Approved.',
+  definition: 'Definition', definition_diff: 'Changes against the approved definition',
 };
 
 const zh = {
@@ -50,6 +54,10 @@ const zh = {
   nav_review: '待确认', nav_library: '卡片库', nav_tools: '工具', nav_services: '服务', nav_butler: 'Butler',
   nav_mcp: 'MCP', nav_diagnostics: '诊断',
   review_title: '等待你确认', review_empty: '没有待确认的候选。',
+  held_title: '等待你批准的 MCP 工具', held_new: '新工具', held_changed: '批准后已改变',
+  held_hint: '在你批准之前，没有客户端能看到或调用这些工具。',
+  approve_tool: '批准这个定义', trust_provider: '完全信任 {id}', held_approved: '已批准。',
+  definition: '定义', definition_diff: '与已批准定义的差异',
   op_create: '新卡片', op_revise: '修订', op_archive: '归档',
   approve: '批准', reject: '拒绝', reject_reason: '拒绝理由（可选）', approving: '正在批准…', rejecting: '正在拒绝…',
   approved: '已批准为 {id}（修订 {rev}）。', rejected: '已拒绝。', failed: '失败：{msg}',

@@ -1,8 +1,10 @@
 // The review queue (default view): each pending candidate with its card, a diff against
 // the current card, evidence, checks and conflict; approve or reject through the owner
-// gate. A decision is sent once: a failure is shown and the candidate stays put.
+// gate. A decision is sent once: a failure is shown and the candidate stays put. Below
+// them, the MCP tools the quarantine holds, each with its definition (and, when it changed,
+// the diff against the one approved): approve it, or trust its provider wholesale.
 
-import { freshKey, pipeline } from './api.js';
+import { call, freshKey, get, pipeline } from './api.js';
 import { h, replace, when } from './dom.js';
 import { t } from './i18n.js';
 import { renderMarkdown } from './md.js';
@@ -36,9 +38,71 @@ export async function reviewView(main, ctx) {
     if (shown.size) empty.remove();
     else list.append(empty);
   };
-  replace(main, h('h1', null, t('review_title'), ' ', count), list);
-  await refresh();
-  return { refresh };
+  const held = h('section', { class: 'stack', id: 'held-tools', 'aria-labelledby': 'held-title' });
+  const refreshHeld = async () => {
+    let report;
+    try {
+      report = await get('/mcp/quarantine');
+    } catch {
+      return; // the hub's quarantine is optional in this view
+    }
+    const tools = report.enabled ? report.held || [] : [];
+    if (!tools.length) {
+      held.replaceChildren();
+      return;
+    }
+    held.replaceChildren(h('h2', { id: 'held-title' }, t('held_title'), ' ', h('span', { class: 'count' }, String(tools.length))),
+      h('p', { class: 'muted' }, t('held_hint')), ...tools.map((tool) => heldCard(tool, refreshHeld)));
+  };
+  // The held tools show even where no faculty serves the cards' queue.
+  const refreshCards = async () => {
+    try {
+      await refresh();
+    } catch (e) {
+      list.replaceChildren(h('p', { class: 'error' }, t('load_failed', { msg: `${e.message} (${e.code})` })));
+    }
+  };
+  replace(main, h('h1', null, t('review_title'), ' ', count), list, held);
+  await Promise.all([refreshCards(), refreshHeld()]);
+  return { refresh: async () => { await Promise.all([refreshCards(), refreshHeld()]); } };
+}
+
+function heldCard(tool, refreshHeld) {
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve-tool' }, t('approve_tool'));
+  const trust = h('button', { type: 'button', 'data-act': 'trust' }, t('trust_provider', { id: tool.provider }));
+  const now = JSON.stringify(tool.definition, null, 2);
+  const before = tool.approved ? JSON.stringify(tool.approved.definition, null, 2) : null;
+  const article = h('article', { class: 'card held-tool', 'data-tool': tool.public },
+    h('header', { class: 'row' },
+      h('span', { class: 'badge' }, t(tool.reason === 'changed' ? 'held_changed' : 'held_new')),
+      h('h3', null, tool.public)),
+    h('p', { class: 'summary' }, (tool.definition && tool.definition.description) || ''),
+    before === null
+      ? h('details', null, h('summary', null, t('definition')), h('pre', { class: 'diffview' }, now))
+      : h('section', { class: 'diff' }, h('h4', null, t('definition_diff')), lineDiff(before, now)),
+    h('div', { class: 'decide row' }, approve, trust),
+    outcome);
+  const decide = async (body) => {
+    approve.disabled = true;
+    trust.disabled = true;
+    try {
+      // Sent once, with the sha256 shown: a definition that changed since is refused.
+      await call('POST', '/mcp/quarantine/approve', body, { owner: true });
+      outcome.className = 'outcome ok';
+      outcome.textContent = t('held_approved');
+      setTimeout(refreshHeld, 800);
+    } catch (e) {
+      outcome.className = 'outcome error';
+      outcome.dataset.code = e.code || '';
+      outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
+      approve.disabled = false;
+      trust.disabled = false;
+    }
+  };
+  approve.addEventListener('click', () => decide({ provider: tool.provider, tools: [{ name: tool.tool, sha256: tool.sha256 }] }));
+  trust.addEventListener('click', () => decide({ provider: tool.provider, tools: [], trust: true }));
+  return article;
 }
 
 function candidateCard(c, ctx) {
