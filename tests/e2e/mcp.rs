@@ -82,6 +82,11 @@ impl<'a> Client<'a> {
         client
     }
 
+    /// The session's id.
+    pub(crate) fn session_id(&self) -> &str {
+        self.session.as_deref().unwrap_or_default()
+    }
+
     pub(crate) fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Value) {
         let mut request = self
             .butler

@@ -271,3 +271,29 @@ asyncio.run(main(sys.argv[1]))
     assert!(stdout.lines().any(|l| l == "UPDATED test://watched-resource"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "AFTER 1"), "no update once unsubscribed: {stdout}");
 }
+
+/// A legacy session that sends nothing for `mcp.sessionIdleSec` ends (its client gets 404
+/// and initializes again), unless it holds its notification stream open.
+#[test]
+fn an_idle_session_ends_unless_its_stream_is_open() {
+    let dir = instance();
+    std::fs::write(dir.path().join("butler.json"), r#"{"mcp": {"sessionIdleSec": 1}}"#).expect("root config");
+    let butler = Butler::start(dir.path());
+    let idle = crate::mcp::Client::connect(&butler, "/mcp");
+    let listening = crate::mcp::Client::connect(&butler, "/mcp");
+    let session = |client: &crate::mcp::Client| client.session_id().to_owned();
+    let stream = butler
+        .request(reqwest::Method::GET, &butler.api("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session(&listening))
+        .send()
+        .expect("the stream");
+    assert_eq!(stream.status(), 200);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    let (status, _, body) = idle.post(&ping, &[]);
+    assert_eq!((status, body["error"]["code"].as_i64()), (404, Some(-32001)), "the idle one ended: {body}");
+    let (status, _, body) = listening.post(&ping, &[]);
+    assert_eq!(status, 200, "the one with its stream open lives: {body}");
+    drop(stream);
+}

@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
@@ -81,7 +80,7 @@ async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
     let state = root.join("state");
     let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
         .expect("a faculty runtime without faculties");
-    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, Duration::from_secs(600), false);
+    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, butler_mcp::Settings::default());
     hub.reconcile(catalog).await;
     hub
 }

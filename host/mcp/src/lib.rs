@@ -50,7 +50,25 @@ use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 pub use view::{Profile, ProfileSpec, View};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
-const MAX_SESSIONS: usize = 1024;
+pub const MAX_SESSIONS: usize = 1024;
+
+/// How the hub is set up (the root config's `mcp`).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
+    pub provider_idle: Duration,
+    /// A session that sent nothing for this long, and has no notification stream open,
+    /// ends; its client re-initializes on 404 (`mcp.sessionIdleSec`).
+    pub session_idle: Duration,
+    /// Whether tools are held until the owner approves them (`mcp.quarantine`).
+    pub quarantine: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { provider_idle: Duration::from_secs(600), session_idle: Duration::from_secs(1800), quarantine: false }
+    }
+}
 
 /// The most resources one session (or one `subscriptions/listen` stream) subscribes to.
 pub const MAX_SUBSCRIPTIONS: usize = 256;
@@ -126,6 +144,47 @@ pub struct Updated {
 struct Sessions {
     by_id: HashMap<String, Session>,
     order: VecDeque<String>,
+    /// When each session last sent a request, and how many notification streams it has open.
+    seen: HashMap<String, (std::time::Instant, usize)>,
+}
+
+impl Sessions {
+    fn forget(&mut self, id: &str) -> bool {
+        self.order.retain(|s| s != id);
+        self.seen.remove(id);
+        self.by_id.remove(id).is_some()
+    }
+
+    /// Ends the sessions idle longer than `idle` with no stream open; how many.
+    fn expire(&mut self, idle: Duration) -> usize {
+        let gone: Vec<String> = self
+            .seen
+            .iter()
+            .filter(|(_, (at, streams))| *streams == 0 && at.elapsed() >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            self.forget(id);
+        }
+        gone.len()
+    }
+}
+
+/// A session's notification stream, while it is open: the session does not expire.
+pub struct SessionStream {
+    hub: std::sync::Weak<Hub>,
+    id: String,
+}
+
+impl Drop for SessionStream {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade()
+            && let Some((at, streams)) = lock(&hub.sessions).seen.get_mut(&self.id)
+        {
+            *streams = streams.saturating_sub(1);
+            *at = std::time::Instant::now();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -219,6 +278,8 @@ pub struct Hub {
     activity: activity::ActivityLog,
     /// The approved tool definitions, when `mcp.quarantine` is on.
     pins: Option<quarantine::Pins>,
+    /// A session idle this long (no stream open) ends.
+    session_idle: Duration,
 }
 
 /// A provider's tool held out of the lists until the owner approves it.
@@ -286,7 +347,7 @@ impl Hub {
     /// A hub with no providers yet; `state_dir` holds the list cache and provider logs, and
     /// a provider that ran `idle` without a call is stopped (see [`Self::stop_idle_providers`]).
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, idle: Duration, quarantine: bool) -> Arc<Self> {
+    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, settings: Settings) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
         Arc::new(Self {
@@ -305,9 +366,10 @@ impl Hub {
             parked: Mutex::new(VecDeque::new()),
             listening: Arc::new(Mutex::new(HashMap::new())),
             reconciling: tokio::sync::Mutex::new(false),
-            idle,
+            idle: settings.provider_idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
-            pins: quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
+            pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
+            session_idle: settings.session_idle,
         })
     }
 
@@ -448,6 +510,13 @@ impl Hub {
                 tokio::time::sleep(every).await;
                 let Some(hub) = watcher.upgrade() else { break };
                 hub.drop_expired_parked();
+                let expired = lock(&hub.sessions).expire(hub.session_idle);
+                if expired > 0 {
+                    tracing::debug!(
+                        "{expired} MCP sessions ended after {} s without a request",
+                        hub.session_idle.as_secs()
+                    );
+                }
                 for provider in hub.providers() {
                     provider.stop_if_idle(hub.idle).await;
                 }
@@ -1141,12 +1210,14 @@ impl Hub {
     pub fn open_session(&self, view: &View, version: String, capabilities: Value) -> String {
         let id = session_id();
         let mut sessions = lock(&self.sessions);
+        sessions.expire(self.session_idle);
         if sessions.order.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.order.pop_front()
+            && let Some(oldest) = sessions.order.front().cloned()
         {
-            sessions.by_id.remove(&oldest);
+            sessions.forget(&oldest);
         }
         sessions.order.push_back(id.clone());
+        sessions.seen.insert(id.clone(), (std::time::Instant::now(), 0));
         let session = Session {
             endpoint: view.endpoint(),
             version,
@@ -1166,17 +1237,33 @@ impl Hub {
         true
     }
 
-    /// The session `id`, if it is open.
+    /// The session `id`, if it is open (and not idle past [`Settings::session_idle`]); it
+    /// counts as used from now.
     #[must_use]
     pub fn session(&self, id: &str) -> Option<Session> {
-        lock(&self.sessions).by_id.get(id).cloned()
+        let mut sessions = lock(&self.sessions);
+        let (at, streams) = *sessions.seen.get(id)?;
+        if streams == 0 && at.elapsed() >= self.session_idle {
+            sessions.forget(id);
+            return None;
+        }
+        sessions.seen.insert(id.to_owned(), (std::time::Instant::now(), streams));
+        sessions.by_id.get(id).cloned()
+    }
+
+    /// Session `id` opened a notification stream: it does not expire while the returned
+    /// guard lives.
+    #[must_use]
+    pub fn session_stream(self: &Arc<Self>, id: &str) -> SessionStream {
+        if let Some((_, streams)) = lock(&self.sessions).seen.get_mut(id) {
+            *streams += 1;
+        }
+        SessionStream { hub: Arc::downgrade(self), id: id.to_owned() }
     }
 
     /// Ends session `id`; whether it was open.
     pub fn close_session(&self, id: &str) -> bool {
-        let mut sessions = lock(&self.sessions);
-        sessions.order.retain(|s| s != id);
-        sessions.by_id.remove(id).is_some()
+        lock(&self.sessions).forget(id)
     }
 
     /// Stops every provider (the host is shutting down).

@@ -111,8 +111,12 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
     let host_tools = HostTools::new(Arc::clone(&faculties));
     let idle = std::time::Duration::from_secs(instance.config.mcp.idle_sec);
     let profiles = instance.config.mcp.checked_profiles().map_err(|e| anyhow::anyhow!("the root config: {e}"))?;
-    let quarantine = instance.config.mcp.quarantine;
-    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), idle, quarantine);
+    let settings = butler_mcp::Settings {
+        provider_idle: idle,
+        session_idle: std::time::Duration::from_secs(instance.config.mcp.session_idle_sec),
+        quarantine: instance.config.mcp.quarantine,
+    };
+    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();
     mcp.stop_idle_providers();
     catalog.follow(Arc::clone(&mcp)).await;

@@ -86,6 +86,13 @@ pub struct McpConfig {
     /// Whether providers' tools are held until the owner approves their definitions.
     #[serde(default)]
     pub quarantine: bool,
+    /// A session that sent nothing for this many seconds (no stream open) ends.
+    #[serde(rename = "sessionIdleSec", default = "default_session_idle_sec")]
+    pub session_idle_sec: u64,
+}
+
+fn default_session_idle_sec() -> u64 {
+    1800
 }
 
 impl Default for McpConfig {
@@ -95,6 +102,7 @@ impl Default for McpConfig {
             idle_sec: default_idle_sec(),
             profiles: std::collections::BTreeMap::new(),
             quarantine: false,
+            session_idle_sec: default_session_idle_sec(),
         }
     }
 }

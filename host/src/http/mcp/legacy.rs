@@ -171,9 +171,14 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
         |method| json!({"jsonrpc": "2.0", "method": method}),
     );
     let subscriber = Arc::clone(hub);
+    // The session lives while its stream is open.
+    let open = hub.session_stream(&session_id);
     let updates = answer::resource_notes(
         Arc::clone(hub),
-        move |uri| subscriber.subscribed(&session_id, uri),
+        move |uri| {
+            let _open = &open;
+            subscriber.subscribed(&session_id, uri)
+        },
         |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
     );
     let events = futures_util::StreamExt::map(futures_util::stream::select(notes, updates), |note| {
