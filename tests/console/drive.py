@@ -361,7 +361,31 @@ def held(browser, origin, shots, args):
             "summary": fresh.locator(".summary").inner_text()}
 
 
-SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held)}
+def providers(browser, origin, shots, args):
+    """An MCP provider started from the MCP view, its state updated live there, its log
+    shown, and stopped again."""
+    page = Page(browser, origin, shots)
+    page.open("mcp")
+    row = lambda: page.page.locator(f"tr[data-provider='{args['id']}']")
+    # Running (the test started it): stopped on request, then started from here.
+    expect(row().locator(".badge")).to_have_text("ready")
+    row().locator("button[data-act='stop']").click()
+    expect(row().locator(".badge")).to_have_text("stopped")
+    row().locator("button[data-act='start']").click()
+    # Drawn again when the events say the provider's state changed.
+    expect(row().locator(".badge")).to_have_text("ready")
+    row().locator("button[data-act='logs']").click()
+    log = page.page.locator("dialog.logview pre.log")
+    expect(log).to_contain_text("started:")
+    page.shot("provider-log")
+    page.page.locator("dialog.logview button.close").click()
+    row().locator("button[data-act='stop']").click()
+    expect(row().locator(".badge")).to_have_text("stopped")
+    page.shot("provider-stopped")
+    return {"errors": page.errors}
+
+
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers)}
 
 
 def main():

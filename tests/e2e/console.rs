@@ -384,3 +384,24 @@ fn held_mcp_tools_are_reviewed_beside_the_cards() {
     let held: Vec<&str> = report["held"].as_array().expect("held").iter().filter_map(|h| h["tool"].as_str()).collect();
     assert_eq!(held, ["greet"], "the page approved add, only add: {report}");
 }
+
+/// An MCP provider started, watched, its log read and stopped from the MCP view.
+#[test]
+fn an_mcp_provider_is_started_watched_and_stopped_from_the_console() {
+    let (butler, dir) = Butler::start_fresh();
+    let log = dir.path().join("fake.log");
+    write_manifest(&butler.workdir, "tools/fake", &crate::mcp::fake("fake", &log, json!({})));
+    wait_until(Duration::from_secs(30), "the provider to be registered", || {
+        let (_, status) = butler.get_json("/mcp/status");
+        status["providers"].as_array().is_some_and(|p| p.iter().any(|p| p["id"] == "fake"))
+    });
+    // Listing what the quarantine holds starts it (as the review queue, the first view, does).
+    let (status, _) = butler.get_json("/mcp/quarantine");
+    assert_eq!(status, 200);
+    wait_until(Duration::from_secs(30), "the provider to run", || {
+        crate::mcp::provider_status(&butler, "fake")["state"] == "ready"
+    });
+    let result = drive(&butler, "providers", &json!({"id": "fake"}));
+    assert_no_errors(&result);
+    assert_eq!(crate::mcp::provider_status(&butler, "fake")["state"], "stopped");
+}

@@ -471,6 +471,27 @@ impl Hub {
         });
     }
 
+    /// Provider `id`'s log (its stderr and the hub's notes about it).
+    #[must_use]
+    pub fn provider_log(&self, id: &str) -> Option<Arc<butler_process::logs::Log>> {
+        self.providers().into_iter().find(|p| p.spec.id == id).map(|p| Arc::clone(&p.log))
+    }
+
+    /// Changes whenever what the console shows of the hub may have: a provider's state,
+    /// pid or last error, or any list or approval (the routing epoch) — not per call.
+    #[must_use]
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        self.epoch.load(Ordering::Acquire).hash(&mut hasher);
+        for provider in self.providers() {
+            let status = provider.status(Vec::new(), Vec::new());
+            (status.id, serde_json::to_string(&status.state).unwrap_or_default(), status.pid, status.last_error)
+                .hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     /// Says whenever a resource a provider offers changed.
     #[must_use]
     pub fn resource_updates(&self) -> broadcast::Receiver<Updated> {

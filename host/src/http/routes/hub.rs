@@ -75,6 +75,22 @@ pub async fn activity(
     Ok(Json(json!({"entries": entries, "next": next})))
 }
 
+/// `GET /mcp/providers/{id}/log`: the provider's stderr and the hub's notes about it, as
+/// the hosted items' logs are served (backlog, `live`, then each line).
+///
+/// # Errors
+/// 404 `unknown_provider`.
+pub async fn log(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let log = state.mcp.provider_log(&id).ok_or_else(|| {
+        ApiError::not_found("unknown_provider", format!("no MCP provider `{id}` (see `butler mcp status`)"))
+    })?;
+    Ok(super::supervise::log_events(&log).into_response())
+}
+
 /// `GET /mcp/quarantine`: `{"enabled", "trusted": [ids], "held": [{"provider", "tool",
 /// "public", "reason": "new"|"changed", "sha256", "definition", "approved": {"sha256",
 /// "definition", "approved"} or null}]}`.

@@ -79,6 +79,7 @@ pub fn operations() -> Vec<Operation> {
         op(M::DELETE, "/mcp/p/{name}", mcp::delete_profile),
         op(M::GET, "/mcp/status", mcp::status),
         op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
+        op(M::GET, "/mcp/providers/{id}/log", hub::log),
         op(M::GET, "/mcp/activity", hub::activity),
         op(M::GET, "/mcp/quarantine", hub::quarantine),
         op(M::POST, "/mcp/quarantine/approve", hub::approve),

@@ -79,7 +79,14 @@ fn log(
     id: &str,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     let item = find(state, kind, id)?;
-    let follow = item.log.follow();
+    Ok(log_events(&item.log))
+}
+
+/// A log as SSE, as [`log`] describes (also an MCP provider's).
+pub(super) fn log_events(
+    log: &butler_process::logs::Log,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+    let follow = log.follow();
     let start = (follow.backlog.into_iter(), follow.live, true);
     let stream = futures_util::stream::unfold(start, |(mut backlog, mut live, mut pending_live)| async move {
         if let Some(line) = backlog.next() {
@@ -96,7 +103,7 @@ fn log(
         };
         Some((Ok(event), (backlog, live, pending_live)))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
 fn line_event(line: &LogLine) -> Event {

@@ -12,12 +12,12 @@ import { butlerView } from './butler.js';
 import { diagnosticsView, mcpView } from './status.js';
 
 const VIEWS = {
-  review: { key: 'nav_review', render: reviewView, watches: ['queue'] },
+  review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp'] },
   library: { key: 'nav_library', render: libraryView, watches: [] },
   tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
   services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
   butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
-  mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog'] },
+  mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp'] },
   diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
 };
 
@@ -84,12 +84,17 @@ function renderNav() {
   document.querySelector('.skip').textContent = t('skip');
 }
 
+/** Changes announced while a view was being drawn: it may have drawn them already or not. */
+let missed = new Set();
+let rendering = 0;
+
 async function show(focus = false) {
   const name = route();
   const seq = ++renderSeq;
   renderNav();
   document.body.dataset.view = name;
   document.body.dataset.ready = 'false';
+  rendering += 1;
   try {
     const view = await VIEWS[name].render(main, ctx);
     if (seq !== renderSeq) return;
@@ -98,9 +103,16 @@ async function show(focus = false) {
     if (seq !== renderSeq) return;
     current = { name, view: null };
     replace(main, h('p', { class: 'error' }, t('load_failed', { msg: `${e.message} (${e.code || 'error'})` })));
+  } finally {
+    rendering -= 1;
   }
   document.body.dataset.ready = 'true';
   if (focus) main.focus();
+  if (missed.size) {
+    const again = missed;
+    missed = new Set();
+    refresh(again);
+  }
 }
 
 let refreshing = false;
@@ -108,6 +120,11 @@ let queued = new Set();
 
 /** Reloads the current view when something it shows changed. */
 async function refresh(what) {
+  if (rendering) {
+    // Drawn with data fetched before the change, maybe: looked at again once drawn.
+    for (const w of what) missed.add(w);
+    return;
+  }
   for (const w of what) queued.add(w);
   if (refreshing) return;
   refreshing = true;

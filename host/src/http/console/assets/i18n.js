@@ -47,6 +47,7 @@ const en = {
   held_hint: 'No client sees these tools, and none can call them, until you approve them.',
   approve_tool: 'Approve this definition', trust_provider: 'Trust {id} wholesale', held_approved: 'Approved.',
   definition: 'Definition', definition_diff: 'Changes against the approved definition',
+  actions: 'Actions', held_count: '{n} held for your approval —',
 };
 
 const zh = {
@@ -58,6 +59,7 @@ const zh = {
   held_hint: '在你批准之前，没有客户端能看到或调用这些工具。',
   approve_tool: '批准这个定义', trust_provider: '完全信任 {id}', held_approved: '已批准。',
   definition: '定义', definition_diff: '与已批准定义的差异',
+  actions: '操作', held_count: '{n} 个等待你批准 —',
   op_create: '新卡片', op_revise: '修订', op_archive: '归档',
   approve: '批准', reject: '拒绝', reject_reason: '拒绝理由（可选）', approving: '正在批准…', rejecting: '正在拒绝…',
   approved: '已批准为 {id}（修订 {rev}）。', rejected: '已拒绝。', failed: '失败：{msg}',
