@@ -20,6 +20,9 @@ const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 fn with_conformance_providers(ids: &[&str]) -> (tempfile::TempDir, Butler) {
     let tools = tools();
     let dir = instance();
+    // A profile that offers one harmless tool, to retry a call on where it was not made.
+    let config = json!({"mcp": {"profiles": {"narrow": {"providers": [ids[0]], "include": ["*__test_simple_text"]}}}});
+    std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
     let python = tools.join("mcp-venv/bin/python").display().to_string();
     let script = root().join("tests/providers/conformance_server.py").display().to_string();
     for id in ids {
@@ -136,7 +139,8 @@ fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
             json!({key.as_str(): {"action": "accept", "content": {"response": "me"}}});
         send(&butler, &message)
     };
-    // Altered, or sent with another tool: refused, and the call still waits for its own retry.
+    // Altered, or sent with another tool, other arguments, or to a profile that does not
+    // offer the tool: refused, and the call still waits for its own retry.
     let mut altered = state.clone();
     let last = altered.pop().expect("not empty");
     altered.push(if last == 'A' { 'B' } else { 'A' });
@@ -145,6 +149,17 @@ fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
         assert_eq!((status, refused["error"]["code"].as_i64()), (200, Some(-32602)), "{name}: {refused}");
         assert!(refused.get("result").is_none(), "{refused}");
     }
+    let mut other_arguments = call(2, "conf__test_elicitation", json!({"message": "else"}), capabilities.clone());
+    other_arguments["params"]["requestState"] = json!(state);
+    other_arguments["params"]["inputResponses"] =
+        json!({key.as_str(): {"action": "accept", "content": {"response": "me"}}});
+    let (_, refused) = send(&butler, &other_arguments);
+    assert_eq!(refused["error"]["code"], -32602, "other arguments: {refused}");
+    let mut elsewhere = other_arguments.clone();
+    elsewhere["params"]["arguments"] = json!({"message": "who?"});
+    let (status, refused) = post(&butler, "/mcp/p/narrow", &elsewhere, &headers_for(&elsewhere));
+    assert_eq!((status, refused["error"]["code"].as_i64()), (200, Some(-32602)), "another endpoint: {refused}");
+    assert!(refused.get("result").is_none(), "{refused}");
     let (status, done) = retry(3, "conf__test_elicitation", &state);
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["result"]["resultType"], "complete", "{done}");

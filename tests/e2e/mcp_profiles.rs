@@ -98,6 +98,8 @@ fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
     }
     let (status, body, _) = ask(&butler, "nowhere", &list, None);
     assert_eq!(status, 404, "{body}");
+    let (status, body) = butler.raw("POST", "/mcp/p/%ff", &[("content-type", "application/json")], b"{}");
+    assert_eq!((status, body["error"]["code"].as_i64()), (400, Some(-32600)), "a JSON-RPC error, never text: {body}");
 
     // With its token: only what the profile names; the rest is neither listed nor callable.
     let (status, listed, _) = ask(&butler, "echo", &list, Some(&laptop));

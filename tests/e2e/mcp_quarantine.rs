@@ -145,6 +145,14 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(shown.contains("shifty greet (shifty__greet): changed") && shown.contains("- Says hello"), "{shown}");
 
+    // A change of trust alone approves nothing; `tools: null` is refused, never "all".
+    let (status, body) = approve(&butler, &json!({"provider": "shifty", "trust": false}), &owner);
+    assert_eq!((status, &body["data"]["approved"]), (200, &json!([])), "{body}");
+    let (status, body) = approve(&butler, &json!({"provider": "shifty", "tools": null}), &owner);
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_body")), "{body}");
+    let (_, report) = butler.get_json("/mcp/quarantine");
+    assert_eq!(report["held"].as_array().map(Vec::len), Some(2), "still held: {report}");
+
     // Trusted wholesale: everything passes as it comes, the held and the changed.
     let (status, body) = approve(&butler, &json!({"provider": "shifty", "tools": [], "trust": true}), &owner);
     assert_eq!((status, &body["data"]["trusted"]), (200, &json!(true)), "{body}");

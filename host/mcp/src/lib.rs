@@ -667,8 +667,9 @@ impl Hub {
     }
 
     /// The owner approves provider `id`'s held tools — `tools` (each by its own name, with
-    /// the sha256 the owner was shown, if any), or all of them — and, with `trust`, sets
-    /// whether the provider is trusted wholesale. Clients are told the tools changed.
+    /// the sha256 the owner was shown, if any), or, with neither `tools` nor `trust`, all of
+    /// them — and, with `trust`, sets whether the provider is trusted wholesale (a change of
+    /// trust alone approves nothing). Clients are told the tools changed.
     ///
     /// # Errors
     /// [`ApprovalError`]; nothing is approved then.
@@ -685,6 +686,7 @@ impl Hub {
         self.start_unlisted(&View::Main).await;
         let held: Vec<HeldTool> = self.held_tools(&View::Main).into_iter().filter(|h| h.provider == id).collect();
         let chosen: Vec<(String, Value)> = match tools {
+            None if trust.is_some() => Vec::new(),
             None => held.into_iter().map(|h| (h.name, h.definition)).collect(),
             Some(named) => {
                 let mut chosen = Vec::new();

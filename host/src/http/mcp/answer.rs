@@ -249,7 +249,9 @@ pub async fn single(
     }
     let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let mut drive = Drive { context, call: None, id, method, name, keys: 0, token, sse, queued: VecDeque::new() };
+    let arguments = rounds::arguments_digest(&params);
+    let mut drive =
+        Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
     if drive.context.era == Era::Modern && rounds::is_retry(&params) {
         if let Err(error) = drive.resume(&params) {
             drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
@@ -301,6 +303,8 @@ struct Drive {
     id: Value,
     method: String,
     name: String,
+    /// The digest of the call's arguments, which its request state is bound to.
+    arguments: String,
     /// Keys given to the provider's requests so far (a parked call keeps counting).
     keys: u64,
     /// The client's progress token.
@@ -423,7 +427,13 @@ impl Drive {
 
     /// Parks `parked` and asks its client what it waits for.
     fn ask_again(&self, parked: Parked) -> Value {
-        let state = rounds::State { parked: String::new(), method: parked.method.clone(), name: parked.name.clone() };
+        let state = rounds::State {
+            parked: String::new(),
+            method: parked.method.clone(),
+            name: parked.name.clone(),
+            endpoint: self.context.view.endpoint(),
+            arguments: self.arguments.clone(),
+        };
         let mut result = rounds::input_required(&parked);
         let id = self.context.hub.park(parked);
         let Some(sealed) = rounds::seal(&rounds::State { parked: id, ..state }) else {
@@ -443,7 +453,7 @@ impl Drive {
     /// Takes up the call a retry names, answering what its provider asked with the
     /// client's `inputResponses`; what they leave unanswered is asked again at once.
     fn resume(&mut self, params: &Value) -> Result<(), RpcError> {
-        let (state, mut responses) = rounds::retry_of(&self.method, params)?;
+        let (state, mut responses) = rounds::retry_of(&self.context.view.endpoint(), &self.method, params)?;
         let mut parked = self.context.hub.unpark(&state.parked).ok_or_else(|| {
             RpcError::invalid_params(
                 "Invalid params: this `requestState` was used already, or its call ended or waited too long",

@@ -24,7 +24,7 @@ use axum::Json;
 use axum::body::Bytes;
 use std::sync::Arc;
 
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::header::{ALLOW, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -59,11 +59,11 @@ pub async fn post_restricted(
 /// `POST /mcp/p/{name}`: a profile's endpoint.
 pub async fn post_profile(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    name: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match profile(&state, &name, &headers) {
+    match profile(&state, name, &headers) {
         Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body).await,
         Err(refusal) => *refusal,
     }
@@ -80,8 +80,12 @@ pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -
 }
 
 /// `GET /mcp/p/{name}`.
-pub async fn get_profile(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> Response {
-    match profile(&state, &name, &headers) {
+pub async fn get_profile(
+    State(state): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    match profile(&state, name, &headers) {
         Ok(endpoint) => {
             session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
         }
@@ -100,8 +104,12 @@ pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap
 }
 
 /// `DELETE /mcp/p/{name}`.
-pub async fn delete_profile(State(state): State<AppState>, Path(name): Path<String>, headers: HeaderMap) -> Response {
-    match profile(&state, &name, &headers) {
+pub async fn delete_profile(
+    State(state): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    match profile(&state, name, &headers) {
         Ok(endpoint) => {
             session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
         }
@@ -131,13 +139,29 @@ impl Endpoint {
 /// Profile `name`'s endpoint for a request with `headers`: 404 when the root config
 /// declares no such profile; 401 with `WWW-Authenticate` when it requires a token and the
 /// request carries none made for it.
-fn profile(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
+fn profile(
+    state: &AppState,
+    name: Result<Path<String>, PathRejection>,
+    headers: &HeaderMap,
+) -> Result<Endpoint, Box<Response>> {
+    let Ok(Path(name)) = name else {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32600,
+            "Invalid Request: the profile's name does not read (not UTF-8)",
+        )));
+    };
+    let name = name.as_str();
     let Some(profile) = state.profiles.get(name) else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
             -32600,
-            format!("no MCP profile `{name}`: the root config's `mcp.profiles` declares them"),
+            format!(
+                "no MCP profile `{}`: the root config's `mcp.profiles` declares them",
+                butler_catalog::text::clip(name, 80)
+            ),
         )));
     };
     let token = bearer(headers).and_then(|given| state.tokens.check(given)).filter(|t| t.profile == name);

@@ -4,9 +4,11 @@
 //! `InputRequiredResult`; the client's retry carries `inputResponses` and the
 //! `requestState` the hub gave, and the call goes on.
 //!
-//! `requestState` names the parked call and the tool it was called as, sealed with an
-//! HMAC-SHA256 under a key drawn when the host starts: a state that was altered, or comes
-//! from another run of the host, is refused (`-32602`), as is a retry naming another tool.
+//! `requestState` names the parked call, the endpoint it was made on, the tool it was
+//! called as and a digest of its arguments, sealed with an HMAC-SHA256 under a key drawn
+//! when the host starts: a state that was altered, or comes from another run of the host,
+//! is refused (`-32602`), as is a retry on another endpoint (a profile that does not offer
+//! the tool), of another tool, or with other arguments.
 //! A call is parked at most [`butler_mcp::PARKED_FOR`], once: the retry takes it back.
 
 use std::sync::LazyLock;
@@ -36,6 +38,15 @@ pub struct State {
     pub method: String,
     /// The tool it called.
     pub name: String,
+    /// The endpoint it was made on ([`butler_mcp::View::endpoint`]).
+    pub endpoint: String,
+    /// The digest of its arguments ([`butler_mcp::quarantine::fingerprint`]).
+    pub arguments: String,
+}
+
+/// The digest a call's arguments are bound to its state by (key order aside).
+pub fn arguments_digest(params: &Value) -> String {
+    butler_mcp::quarantine::fingerprint(params.get("arguments").unwrap_or(&Value::Null))
 }
 
 fn mac(key: &str, text: &str) -> Hmac<Sha256> {
@@ -48,7 +59,9 @@ fn mac(key: &str, text: &str) -> Hmac<Sha256> {
 /// `state`, sealed; `None` without a key.
 pub fn seal(state: &State) -> Option<String> {
     let key = KEY.as_deref()?;
-    let payload = json!({"p": state.parked, "m": state.method, "n": state.name}).to_string();
+    let payload =
+        json!({"p": state.parked, "m": state.method, "n": state.name, "e": state.endpoint, "a": state.arguments})
+            .to_string();
     let body = format!("{FORMAT}.{}", URL_SAFE_NO_PAD.encode(payload));
     let tag = URL_SAFE_NO_PAD.encode(mac(key, &body).finalize().into_bytes());
     Some(format!("{body}.{tag}"))
@@ -70,7 +83,13 @@ pub fn open(text: &str) -> Result<State, RpcError> {
     let payload: Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).map_err(|_| refused())?).map_err(|_| refused())?;
     let field = |key: &str| payload.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(refused);
-    Ok(State { parked: field("p")?, method: field("m")?, name: field("n")? })
+    Ok(State {
+        parked: field("p")?,
+        method: field("m")?,
+        name: field("n")?,
+        endpoint: field("e")?,
+        arguments: field("a")?,
+    })
 }
 
 /// Whether a request is a retry: it carries `requestState` or `inputResponses`.
@@ -95,11 +114,15 @@ pub fn input_required(parked: &Parked) -> Value {
 }
 
 /// A retry's `requestState` and `inputResponses`, checked: the state sealed, naming the same
-/// method and tool, the responses an object (or absent).
+/// endpoint, method, tool and arguments, the responses an object (or absent).
 ///
 /// # Errors
 /// `-32602` for each of those that fails.
-pub fn retry_of(method: &str, params: &Value) -> Result<(State, serde_json::Map<String, Value>), RpcError> {
+pub fn retry_of(
+    endpoint: &str,
+    method: &str,
+    params: &Value,
+) -> Result<(State, serde_json::Map<String, Value>), RpcError> {
     let text = params.get("requestState").and_then(Value::as_str).ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `inputResponses` without the `requestState` the server gave")
     })?;
@@ -110,6 +133,16 @@ pub fn retry_of(method: &str, params: &Value) -> Result<(State, serde_json::Map<
             "Invalid params: this `requestState` belongs to {} of {:?}, not {method} of {name:?}",
             state.method, state.name
         )));
+    }
+    if state.endpoint != endpoint {
+        return Err(RpcError::invalid_params(
+            "Invalid params: this `requestState` belongs to a call made on another endpoint; retry where the call was made",
+        ));
+    }
+    if state.arguments != arguments_digest(params) {
+        return Err(RpcError::invalid_params(
+            "Invalid params: a retry repeats the call's arguments as they were; these differ",
+        ));
     }
     let responses = match params.get("inputResponses") {
         None | Some(Value::Null) => serde_json::Map::new(),
@@ -124,7 +157,13 @@ mod tests {
     use super::*;
 
     fn state() -> State {
-        State { parked: "abc".into(), method: "tools/call".into(), name: "ns__ask".into() }
+        State {
+            parked: "abc".into(),
+            method: "tools/call".into(),
+            name: "ns__ask".into(),
+            endpoint: "main".into(),
+            arguments: arguments_digest(&json!({"arguments": {"q": 1}})),
+        }
     }
 
     #[test]
@@ -148,14 +187,20 @@ mod tests {
     #[test]
     fn a_retry_must_name_the_same_tool_and_carry_an_object() {
         let sealed = seal(&state()).expect("a key");
-        let ok = json!({"name": "ns__ask", "requestState": sealed, "inputResponses": {"k": {}}});
-        assert_eq!(retry_of("tools/call", &ok).expect("a retry").1.len(), 1);
-        let other_tool = json!({"name": "ns__other", "requestState": sealed});
-        assert_eq!(retry_of("tools/call", &other_tool).map_err(|e| e.code).err(), Some(-32602));
-        let not_object = json!({"name": "ns__ask", "requestState": sealed, "inputResponses": 7});
-        assert_eq!(retry_of("tools/call", &not_object).map_err(|e| e.code).err(), Some(-32602));
+        let args = json!({"q": 1});
+        let ok = json!({"name": "ns__ask", "arguments": args, "requestState": sealed, "inputResponses": {"k": {}}});
+        assert_eq!(retry_of("main", "tools/call", &ok).expect("a retry").1.len(), 1);
+        let refused =
+            |endpoint: &str, params: Value| retry_of(endpoint, "tools/call", &params).map_err(|e| e.code).err();
+        assert_eq!(refused("p/narrow", ok.clone()), Some(-32602), "another endpoint");
+        let other_args = json!({"name": "ns__ask", "arguments": {"q": 2}, "requestState": sealed});
+        assert_eq!(refused("main", other_args), Some(-32602), "other arguments");
+        let other_tool = json!({"name": "ns__other", "arguments": args, "requestState": sealed});
+        assert_eq!(refused("main", other_tool), Some(-32602));
+        let not_object = json!({"name": "ns__ask", "arguments": args, "requestState": sealed, "inputResponses": 7});
+        assert_eq!(refused("main", not_object), Some(-32602));
         let no_state = json!({"name": "ns__ask", "inputResponses": {}});
-        assert_eq!(retry_of("tools/call", &no_state).map_err(|e| e.code).err(), Some(-32602));
+        assert_eq!(refused("main", no_state.clone()), Some(-32602));
         assert!(is_retry(&no_state) && !is_retry(&json!({"name": "x"})));
     }
 }

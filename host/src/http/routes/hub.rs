@@ -111,8 +111,10 @@ pub struct ToolApproval {
 #[serde(deny_unknown_fields)]
 pub struct Approval {
     provider: String,
-    /// Absent: every held tool of the provider.
-    tools: Option<Vec<ToolApproval>>,
+    /// Absent: every held tool of the provider (none when `trust` is given). `null` is
+    /// refused, never read as "all".
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Option<Vec<ToolApproval>>>,
     /// Trust the provider wholesale (`true`), or no longer (`false`).
     trust: Option<bool>,
 }
@@ -135,8 +137,16 @@ pub async fn approve(
             "approving tool definitions needs the owner (the console's review queue, or `butler mcp approve`)",
         ));
     }
-    let tools: Option<Vec<(String, Option<String>)>> =
-        approval.tools.map(|tools| tools.into_iter().map(|t| (t.name, t.sha256)).collect());
+    let tools: Option<Vec<(String, Option<String>)>> = match approval.tools {
+        None => None,
+        Some(None) => {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "`tools` is a list of {\"name\", \"sha256\"?}; leave it out to approve every held tool",
+            ));
+        }
+        Some(Some(tools)) => Some(tools.into_iter().map(|t| (t.name, t.sha256)).collect()),
+    };
     match state.mcp.approve(&approval.provider, tools.as_deref(), approval.trust).await {
         Ok(done) => Ok(Json(json!({"ok": true, "data": done}))),
         Err(error @ ApprovalError::Unknown(_)) => Err(ApiError::not_found("unknown_provider", error.to_string())),
@@ -149,4 +159,11 @@ pub async fn approve(
         Err(error @ ApprovalError::Stale(_)) => Err(ApiError::new(StatusCode::CONFLICT, "stale", error.to_string())),
         Err(error @ ApprovalError::Failed(_)) => Err(ApiError::internal(error.to_string())),
     }
+}
+
+/// A field that is present, even as `null` (`Some(None)`), as opposed to absent (`None`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
 }
