@@ -95,10 +95,10 @@ def owner_call(origin, token, action, args):
 def smoke(browser, origin, shots, args):
     """Every view loads without errors; screenshots of each, in both languages and at 360 px."""
     page = Page(browser, origin, shots)
-    views = ["review", "library", "tools", "services", "butler", "mcp", "diagnostics"]
+    views = ["review", "library", "tools", "services", "butler", "mcp", "mcp/activity", "diagnostics"]
     for view in views:
         page.open(view)
-        page.shot(f"{view}")
+        page.shot(view.replace("/", "-"))
     page.page.click("#lang")
     page.ready()
     chinese = page.page.locator("nav a[data-view='review']").inner_text()
@@ -351,14 +351,19 @@ def held(browser, origin, shots, args):
     fresh = page.page.locator(f"[data-tool='{args['new']}']")
     expect(fresh).to_be_visible()
     images = fresh.locator("img").count()
+    summary = fresh.locator(".summary").inner_text()
     page.shot("held-tools")
     fresh.locator("button[data-act='approve-tool']").click()
     expect(fresh.locator(".outcome.ok")).to_be_visible()
+    # The approved card stays with its outcome while the view refreshes (the approval
+    # changes the hub's lists, which the event stream announces).
+    page.page.wait_for_timeout(1500)
+    expect(fresh.locator(".outcome.ok")).to_be_visible()
+    expect(fresh.locator("button[data-act='approve-tool']")).to_be_disabled()
     page.shot("held-approved")
     # This instance has no card faculty: its queue answers 404, which the view shows.
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
-    return {"errors": errors, "removed": removed, "added": added, "images": images,
-            "summary": fresh.locator(".summary").inner_text()}
+    return {"errors": errors, "removed": removed, "added": added, "images": images, "summary": summary}
 
 
 def providers(browser, origin, shots, args):
@@ -385,7 +390,99 @@ def providers(browser, origin, shots, args):
     return {"errors": page.errors}
 
 
-SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers)}
+def mcp_calls(origin, token, calls):
+    """Calls tools through the hub's main endpoint, in one legacy session: `calls` is a list
+    of [tool, arguments]; the JSON-RPC answers."""
+    def post(body, session=None):
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "authorization": f"Bearer {token}"}
+        if session:
+            headers["mcp-session-id"] = session
+        request = urllib.request.Request(f"{origin}/myspace-butler/api/mcp", data=json.dumps(body).encode(),
+                                         headers=headers, method="POST")
+        with urllib.request.urlopen(request) as response:
+            text = response.read()
+            return response.headers.get("mcp-session-id"), json.loads(text) if text else None
+
+    session, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "drive", "version": "1"}}})
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    return [post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+                 session)[1] for i, (name, arguments) in enumerate(calls, 1)]
+
+
+def activity(browser, origin, shots, args):
+    """The MCP activity log: newest first, paged back with "older", filtered by outcome, name
+    glob, method and endpoint; a bad glob is shown; new calls appear live under the filter."""
+    page = Page(browser, origin, shots)
+    page.open("mcp/activity")
+    rows = page.page.locator("#activity-rows tr")
+
+    def shown():
+        return rows.evaluate_all(
+            "rows => rows.map(r => ({seq: Number(r.dataset.seq), name: r.dataset.name, outcome: r.dataset.outcome,"
+            " method: r.dataset.method}))")
+
+    expect(page.page.locator("nav.tabs a[data-tab='activity']")).to_have_attribute("aria-current", "page")
+    expect(rows).to_have_count(min(args["total"], args["page"]))
+    first_page = rows.count()
+    older = page.page.locator("#activity-older")
+    expect(older).to_be_visible()
+    older.click()
+    expect(rows).to_have_count(args["total"])
+    expect(older).to_be_hidden()
+    everything = shown()
+    page.shot("activity-all")
+
+    page.page.select_option("#activity-outcome", "error")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-name", args["missing"])
+    errors = shown()
+    # New calls while the filter is on, without a reload: the error shows, the ok one does not.
+    page.page.evaluate("window.__stayed = true")
+    answers = mcp_calls(origin, args["token"], [[args["echo"], {"text": "live"}], [args["live"], {}]])
+    expect(rows.first).to_have_attribute("data-name", args["live"])
+    expect(rows).to_have_count(2)
+    live = shown()
+    stayed = page.page.evaluate("window.__stayed === true")
+    page.shot("activity-live")
+
+    # A name glob, with the outcome filter cleared.
+    page.page.select_option("#activity-outcome", "")
+    page.page.fill("#activity-name", f"{args['echo'][:-2]}*")
+    page.page.press("#activity-name", "Enter")
+    expect(rows).to_have_count(2)
+    expect(page.page.locator(f"#activity-rows tr:not([data-name='{args['echo']}'])")).to_have_count(0)
+    glob = shown()
+    # Method and endpoint, exactly.
+    page.page.fill("#activity-name", "")
+    page.page.fill("#activity-method", "tools/call")
+    page.page.fill("#activity-endpoint", "main")
+    page.page.click("#activity-filters button[type='submit']")
+    expect(rows).to_have_count(4)
+    calls = shown()
+    page.page.fill("#activity-endpoint", "butler")
+    page.page.press("#activity-endpoint", "Enter")
+    expect(rows).to_have_count(0)
+    expect(page.page.locator("#activity-empty")).to_be_visible()
+    # A name that is no glob: the host's refusal is shown, nothing else.
+    page.page.click("#activity-clear")
+    expect(rows).to_have_count(min(args["total"] + 2, args["page"]))
+    page.page.fill("#activity-name", "[")
+    page.page.press("#activity-name", "Enter")
+    expect(page.page.locator("#activity-error")).to_contain_text("invalid_query")
+    expect(rows).to_have_count(0)
+    page.shot("activity-refused")
+    followed = any(method == "GET" and "/mcp/activity?" in url and "after=" in url for method, url, _ in page.requests)
+    # The refused glob's 400 is the page's to show, not an error of its own.
+    errors_logged = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors_logged, "firstPage": first_page, "all": everything, "errorRows": errors,
+            "liveRows": live, "globRows": glob, "callRows": calls, "stayed": stayed, "followed": followed,
+            "answers": answers}
+
+
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
+                                     activity)}
 
 
 def main():

@@ -405,3 +405,71 @@ fn an_mcp_provider_is_started_watched_and_stopped_from_the_console() {
     assert_no_errors(&result);
     assert_eq!(crate::mcp::provider_status(&butler, "fake")["state"], "stopped");
 }
+
+/// The hub's activity log in the MCP view: every entry newest first (paged back with
+/// "older"), filtered by outcome, name glob, method and endpoint as `GET /mcp/activity`
+/// filters them, a bad glob refused, and new calls shown live under the filter.
+#[test]
+fn the_mcp_activity_log_is_filtered_and_followed_live_in_the_console() {
+    // No quarantine (a root config without it): the provider's tools are called at once.
+    let dir = crate::mcp::instance();
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &crate::mcp::fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    // More than a page of lists, one call that answers and one that fails.
+    let client = crate::mcp::Client::connect(&butler, "/mcp");
+    let rpc = |id: u64, method: &str, params: Value| {
+        let (status, _, body) =
+            client.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), &[]);
+        assert_eq!(status, 200, "{method}: {body}");
+        body
+    };
+    for id in 1..=60 {
+        assert!(rpc(id, "tools/list", json!({}))["result"]["tools"].is_array());
+    }
+    let echo = rpc(61, "tools/call", json!({"name": "fake__echo", "arguments": {"text": "hi"}}));
+    assert!(echo.get("error").is_none(), "{echo}");
+    let failed = rpc(62, "tools/call", json!({"name": "fake__nothing", "arguments": {}}));
+    assert_eq!(failed["error"]["code"], -32602, "{failed}");
+    let page = |query: &str| {
+        let (status, page) = butler.get_json(&format!("/mcp/activity?limit=500{query}"));
+        assert_eq!(status, 200, "{query}: {page}");
+        page["entries"].as_array().cloned().unwrap_or_default()
+    };
+    let seqs = |entries: &[Value]| entries.iter().map(|e| e["seq"].clone()).collect::<Vec<_>>();
+    wait_until(Duration::from_secs(20), "the calls to be logged", || page("&outcome=error").len() == 1);
+    let before = page("");
+    assert_eq!(before.len(), 62, "{before:?}");
+    // What the view's filters send: an outcome no entry has is refused, as a bad glob is.
+    for bad in ["&outcome=nope", "&name=%5B"] {
+        let (status, body) = butler.get_json(&format!("/mcp/activity?limit=5{bad}"));
+        assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_query")), "{bad}: {body}");
+    }
+
+    let result = drive(
+        &butler,
+        "activity",
+        &json!({"total": before.len(), "page": 50, "echo": "fake__echo", "missing": "fake__nothing",
+                "live": "fake__gone", "token": butler.owner_token()}),
+    );
+    assert_no_errors(&result);
+    assert_eq!(result["firstPage"], 50, "one page first: {result}");
+    let rows = |key: &str| result[key].as_array().cloned().unwrap_or_default();
+    assert_eq!(seqs(&rows("all")), seqs(&before), "every entry, newest first, as the API pages them");
+    // The live calls: the error shown on top under the filter, the answered one not.
+    assert_eq!(result["answers"][0]["result"]["content"][0]["text"], "live", "{result}");
+    assert_eq!(result["answers"][1]["error"]["code"], -32602, "{result}");
+    let errors = page("&outcome=error");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(seqs(&rows("errorRows")), seqs(&errors[1..]), "before the live calls: {result}");
+    assert_eq!(seqs(&rows("liveRows")), seqs(&errors), "{result}");
+    assert_eq!(result["liveRows"][0]["name"], "fake__gone", "{result}");
+    assert_eq!((&result["stayed"], &result["followed"]), (&json!(true), &json!(true)), "live, not reloaded: {result}");
+    let echoes = page("&name=fake__ec*");
+    assert_eq!(echoes.len(), 2, "{echoes:?}");
+    assert_eq!(seqs(&rows("globRows")), seqs(&echoes), "{result}");
+    let calls = page("&method=tools/call&endpoint=main");
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert_eq!(seqs(&rows("callRows")), seqs(&calls), "{result}");
+    assert!(rows("callRows").iter().all(|r| r["method"] == "tools/call"), "{result}");
+}

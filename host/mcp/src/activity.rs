@@ -102,9 +102,20 @@ pub struct Query {
     pub after: Option<u64>,
     /// Only entries whose `name` matches this glob (`*`, `?`, `[…]`).
     pub name: Option<globset::GlobMatcher>,
+    /// Only entries of this JSON-RPC method.
+    pub method: Option<String>,
+    /// Only entries this provider answered (an extension id, or `host`).
+    pub provider: Option<String>,
+    /// Only entries with this outcome (one of [`OUTCOMES`]).
+    pub outcome: Option<String>,
+    /// Only entries through this endpoint (`main`, `butler`, `p/<profile>`).
+    pub endpoint: Option<String>,
     /// At most this many ([`MAX_PAGE`] when larger, 1 when 0).
     pub limit: usize,
 }
+
+/// The outcomes an entry has (its `outcome`).
+pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "input_required"];
 
 impl Query {
     /// Whether `entry` belongs in the page.
@@ -112,6 +123,10 @@ impl Query {
         self.before.is_none_or(|before| entry.seq < before)
             && self.after.is_none_or(|after| entry.seq > after)
             && self.name.as_ref().is_none_or(|glob| entry.name.as_deref().is_some_and(|n| glob.is_match(n)))
+            && self.method.as_ref().is_none_or(|method| entry.method == *method)
+            && self.provider.as_ref().is_none_or(|provider| entry.provider.as_ref() == Some(provider))
+            && self.outcome.as_ref().is_none_or(|outcome| entry.outcome == *outcome)
+            && self.endpoint.as_ref().is_none_or(|endpoint| entry.endpoint == *endpoint)
     }
 }
 
@@ -160,6 +175,14 @@ impl ActivityLog {
         {
             self.dropped.fetch_add(1 + entry.dropped_before, Ordering::Relaxed);
         }
+    }
+
+    /// The `seq` of the newest entry written, 0 before the first (or before the writer has
+    /// learnt where the files end); from memory, so cheap enough to poll.
+    #[must_use]
+    pub fn newest(&self) -> u64 {
+        let recent = lock(&self.shared.recent);
+        recent.entries.back().map_or_else(|| recent.covers_from.map_or(0, |from| from.saturating_sub(1)), |e| e.seq)
     }
 
     /// A page of entries: with `query.after` the oldest first, otherwise the newest first
@@ -740,5 +763,105 @@ mod tests {
         reopened.record(entry("again"));
         written(&reopened, 4).await;
         assert_eq!(names(&reopened.page(&query(Some(2), None, 10)).await), ["time__now", "again"]);
+    }
+
+    /// Entries that differ in method, provider, outcome and endpoint, named `n{seq}`.
+    fn varied() -> Vec<Entry> {
+        let e = |name: &str, method: &str, provider: Option<&str>, outcome: &str, endpoint: &str| Entry {
+            method: method.into(),
+            provider: provider.map(Into::into),
+            outcome: outcome.into(),
+            code: (outcome == "error").then_some(-32602),
+            endpoint: endpoint.into(),
+            ..entry(name)
+        };
+        vec![
+            e("n1", "tools/call", Some("fake"), "ok", "main"),
+            e("n2", "tools/call", Some("fake"), "error", "main"),
+            e("n3", "tools/list", Some("host"), "ok", "butler"),
+            e("n4", "tools/call", Some("time"), "tool_error", "p/work"),
+            e("n5", "prompts/get", Some("fake"), "input_required", "p/work"),
+            e("n6", "tools/call", None, "error", "main"),
+            e("n7", "tools/call", Some("fake"), "error", "p/work"),
+        ]
+    }
+
+    #[test]
+    fn each_filter_admits_only_its_exact_value_and_they_combine() {
+        let entries: Vec<Entry> = varied().into_iter().zip(1..).map(|(e, seq)| Entry { seq, ..e }).collect();
+        let admitted = |query: Query| entries.iter().filter(|e| query.admits(e)).map(|e| e.seq).collect::<Vec<_>>();
+        let by = |f: fn(&mut Query)| {
+            let mut query = Query { limit: 10, ..Query::default() };
+            f(&mut query);
+            admitted(query)
+        };
+        assert_eq!(by(|q| q.method = Some("tools/call".into())), [1, 2, 4, 6, 7]);
+        assert_eq!(by(|q| q.method = Some("tools".into())), [0u64; 0], "exact, not a prefix");
+        assert_eq!(by(|q| q.provider = Some("fake".into())), [1, 2, 5, 7]);
+        assert_eq!(by(|q| q.provider = Some("host".into())), [3], "none answered is no provider");
+        assert_eq!(by(|q| q.outcome = Some("error".into())), [2, 6, 7]);
+        assert_eq!(by(|q| q.outcome = Some("tool_error".into())), [4]);
+        assert_eq!(by(|q| q.outcome = Some("input_required".into())), [5]);
+        assert_eq!(by(|q| q.endpoint = Some("p/work".into())), [4, 5, 7]);
+        assert_eq!(by(|q| q.endpoint = Some("p".into())), [0u64; 0]);
+        // Together, and with the name glob and the seq bounds.
+        let all = |q: &mut Query| {
+            q.method = Some("tools/call".into());
+            q.provider = Some("fake".into());
+            q.outcome = Some("error".into());
+        };
+        assert_eq!(by(all), [2, 7]);
+        assert_eq!(
+            by(|q| {
+                q.outcome = Some("error".into());
+                q.endpoint = Some("main".into());
+                q.name = Some(globset::Glob::new("n[2-9]").expect("glob").compile_matcher());
+            }),
+            [2, 6]
+        );
+        assert_eq!(
+            by(|q| {
+                q.outcome = Some("error".into());
+                q.before = Some(7);
+                q.after = Some(2);
+            }),
+            [6]
+        );
+        assert!(OUTCOMES.iter().all(|o| entries.iter().any(|e| e.outcome == *o)), "every outcome is covered");
+    }
+
+    #[tokio::test]
+    async fn filtered_pages_come_from_memory_and_the_files_alike() {
+        let dir = tempfile::tempdir().expect("temp");
+        let path = dir.path().join("activity.jsonl");
+        // Older entries on disk only: seqs 1..=7, then 7 more recorded (8..=14).
+        let on_disk: Vec<Entry> = varied().into_iter().zip(1..).map(|(e, seq)| Entry { seq, ..e }).collect();
+        append(&path, &on_disk, &mut 0).expect("append");
+        let log = ActivityLog::open(path.clone());
+        assert_eq!(log.newest(), 0, "nothing known before the writer starts, or nothing written");
+        for e in varied() {
+            log.record(e);
+        }
+        written(&log, 14).await;
+        assert_eq!(log.newest(), 14);
+        let errors =
+            |after, before, limit| Query { outcome: Some("error".into()), after, before, limit, ..Query::default() };
+        // Newest first: the memory's three, then the files'.
+        assert_eq!(seqs(&log.page(&errors(None, None, 10)).await), [14, 13, 9, 7, 6, 2]);
+        assert_eq!(seqs(&log.page(&errors(None, None, 2)).await), [14, 13]);
+        assert_eq!(seqs(&log.page(&errors(None, Some(13), 2)).await), [9, 7], "across memory and the files");
+        // Following: oldest first, from memory and from the files.
+        assert_eq!(seqs(&log.page(&errors(Some(9), None, 10)).await), [13, 14]);
+        assert_eq!(seqs(&log.page(&errors(Some(1), Some(14), 10)).await), [2, 6, 7, 9, 13]);
+        let work =
+            Query { endpoint: Some("p/work".into()), method: Some("tools/call".into()), limit: 10, ..Query::default() };
+        assert_eq!(seqs(&log.page(&work).await), [14, 11, 7, 4]);
+        let host = Query { provider: Some("host".into()), limit: 10, ..Query::default() };
+        assert_eq!(seqs(&log.page(&host).await), [10, 3]);
+        let none = Query { method: Some("resources/read".into()), limit: 10, ..Query::default() };
+        assert!(log.page(&none).await.is_empty());
+        log.record(entry("later"));
+        written(&log, 15).await;
+        assert_eq!(log.newest(), 15, "the newest entry, whatever it matches");
     }
 }

@@ -1,14 +1,17 @@
 //! `butler mcp status`: what the running host's MCP hub serves — each provider's state,
 //! tools, rejected names and counters, and the namespace conflicts; `butler mcp
 //! start|stop|restart ID`: one provider on request; `butler mcp log`: the hub's activity
-//! log (`--follow` to keep printing, `--tool GLOB` to keep to some names); `butler mcp token
-//! add|list|revoke`: the tokens of the MCP profiles (no running host needed); `butler mcp held`
-//! and `butler mcp approve`: the quarantine of tool definitions.
+//! log (`--follow` to keep printing; `--tool GLOB`, `--method`, `--provider`, `--outcome`
+//! and `--endpoint` to keep to some entries); `butler mcp token add|list|revoke`: the tokens
+//! of the MCP profiles (no running host needed); `butler mcp held` and `butler mcp
+//! approve`: the quarantine of tool definitions.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::Value;
+
+use butler_mcp::activity::OUTCOMES;
 
 use super::client::Client;
 use super::pipeline::Target;
@@ -53,6 +56,18 @@ pub enum Command {
         /// Only requests whose tool, prompt or resource URI matches this glob.
         #[arg(long, value_name = "GLOB")]
         tool: Option<String>,
+        /// Only requests of this JSON-RPC method (`tools/call`, `resources/read`, …).
+        #[arg(long)]
+        method: Option<String>,
+        /// Only requests this provider answered (an extension id, or `host`).
+        #[arg(long, value_name = "ID")]
+        provider: Option<String>,
+        /// Only requests with this outcome.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(OUTCOMES))]
+        outcome: Option<String>,
+        /// Only requests through this endpoint: `main`, `butler` or `p/PROFILE`.
+        #[arg(long)]
+        endpoint: Option<String>,
         /// How many of the latest entries to print first.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -135,7 +150,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Start { id, target } => act(&id, "start", target)?,
         Command::Stop { id, target } => act(&id, "stop", target)?,
         Command::Restart { id, target } => act(&id, "restart", target)?,
-        Command::Log { follow, tool, limit, target } => log(follow, tool.as_deref(), limit, target)?,
+        Command::Log { follow, tool, method, provider, outcome, endpoint, limit, target } => {
+            let filter = [
+                ("name", tool),
+                ("method", method),
+                ("provider", provider),
+                ("outcome", outcome),
+                ("endpoint", endpoint),
+            ];
+            log(follow, &filter, limit, target)?;
+        }
         Command::Status { json, target } => {
             let status = Client::connect(target.workdir)?.get("/mcp/status")?;
             if json {
@@ -148,13 +172,18 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the latest `limit` entries of the activity log, then (with `follow`) the new ones
+/// Prints the latest `limit` entries of the activity log that match `filter` (query
+/// parameters of `GET /mcp/activity`, each when given), then (with `follow`) the new ones
 /// every second until interrupted.
-fn log(follow: bool, tool: Option<&str>, limit: usize, target: Target) -> anyhow::Result<()> {
+fn log(follow: bool, filter: &[(&str, Option<String>)], limit: usize, target: Target) -> anyhow::Result<()> {
     let client = Client::connect(target.workdir)?;
-    let filter = tool.map_or_else(String::new, |glob| {
-        format!("&name={}", percent_encoding::utf8_percent_encode(glob, percent_encoding::NON_ALPHANUMERIC))
-    });
+    let filter: String = filter
+        .iter()
+        .filter_map(|(key, value)| Some((key, value.as_deref()?)))
+        .map(|(key, value)| {
+            format!("&{key}={}", percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC))
+        })
+        .collect();
     let limit = limit.clamp(1, 500);
     if !follow {
         let page = client.get(&format!("/mcp/activity?limit={limit}{filter}"))?;

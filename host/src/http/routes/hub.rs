@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::extract::{ApiPath, ApiQuery};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
-use butler_mcp::activity::{MAX_PAGE, Query};
+use butler_mcp::activity::{MAX_PAGE, OUTCOMES, Query};
 use butler_mcp::{ActionError, ApprovalError, ProviderAction};
 
 /// `POST /mcp/providers/{id}/{start|stop|restart}`: the provider's status after.
@@ -53,10 +53,22 @@ pub struct ActivityQuery {
     after: Option<u64>,
     /// Only entries whose tool, prompt or URI matches this glob.
     name: Option<String>,
+    /// Only entries of this JSON-RPC method.
+    method: Option<String>,
+    /// Only entries this provider answered (an extension id, or `host`).
+    provider: Option<String>,
+    /// Only entries with this outcome: `ok`, `error`, `tool_error` or `input_required`.
+    outcome: Option<String>,
+    /// Only entries through this endpoint: `main`, `butler` or `p/<profile>`.
+    endpoint: Option<String>,
 }
 
 /// `GET /mcp/activity`: entries newest first (oldest first with `after`), and the `seq` to
-/// ask `before` (with `after`: `after`) for the next page.
+/// ask `before` (with `after`: `after`) for the next page; `name` (a glob), `method`,
+/// `provider`, `outcome` and `endpoint` keep to the entries that match them all.
+///
+/// # Errors
+/// 400 `invalid_query`: `name` is not a glob, or `outcome` is not one an entry has.
 pub async fn activity(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ActivityQuery>,
@@ -69,8 +81,28 @@ pub async fn activity(
             })
         })
         .transpose()?;
+    if let Some(outcome) = query.outcome.as_deref().filter(|o| !OUTCOMES.contains(o)) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!(
+                "`outcome` is not one an entry has (`{}`): use {}",
+                crate::text::clip(outcome, 100),
+                OUTCOMES.join(", ")
+            ),
+        ));
+    }
     let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
-    let entries = state.mcp.activity().page(&Query { before: query.before, after: query.after, name, limit }).await;
+    let filter = Query {
+        before: query.before,
+        after: query.after,
+        name,
+        method: query.method,
+        provider: query.provider,
+        outcome: query.outcome,
+        endpoint: query.endpoint,
+        limit,
+    };
+    let entries = state.mcp.activity().page(&filter).await;
     let next = (entries.len() == limit).then(|| entries.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"entries": entries, "next": next})))
 }

@@ -17,7 +17,7 @@ const VIEWS = {
   tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
   services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
   butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
-  mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp'] },
+  mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp', 'mcpActivity'] },
   diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
 };
 
@@ -57,6 +57,8 @@ let renderSeq = 0;
 const ctx = {
   layout,
   state: {},
+  /** The parts the event stream last sent (null until it has): `mcpActivity` is the newest seq. */
+  events: null,
   setPending(n) {
     pending = n;
     renderNav();
@@ -133,7 +135,8 @@ async function refresh(what) {
       const batch = queued;
       queued = new Set();
       if (!current) continue;
-      const watches = VIEWS[current.name].watches;
+      // A view may watch fewer parts than its entry says (the MCP view's tabs).
+      const watches = (current.view && current.view.watches) || VIEWS[current.name].watches;
       if (![...batch].some((w) => watches.includes(w))) continue;
       // A form the owner is typing in (a rejection reason, a search) is not thrown away.
       if (current.view && current.view.refresh) await current.view.refresh(batch).catch(() => null);
@@ -154,6 +157,7 @@ function listen() {
     } catch {
       return;
     }
+    ctx.events = now;
     if (last) {
       const what = new Set(Object.keys(now).filter((k) => now[k] !== last[k]));
       // `report:<faculty>/<report>`: a watched report changed; the review queue is the one

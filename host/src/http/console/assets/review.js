@@ -39,6 +39,8 @@ export async function reviewView(main, ctx) {
     else list.append(empty);
   };
   const held = h('section', { class: 'stack', id: 'held-tools', 'aria-labelledby': 'held-title' });
+  // Approved here: kept on screen, with the outcome, until the view is left.
+  const decided = new Map();
   const refreshHeld = async () => {
     let report;
     try {
@@ -47,12 +49,14 @@ export async function reviewView(main, ctx) {
       return; // the hub's quarantine is optional in this view
     }
     const tools = report.enabled ? report.held || [] : [];
-    if (!tools.length) {
+    const kept = [...decided].filter(([name]) => !tools.some((tool) => tool.public === name)).map(([, card]) => card);
+    if (!tools.length && !kept.length) {
       held.replaceChildren();
       return;
     }
+    const onDecided = (tool, card) => decided.set(tool.public, card);
     held.replaceChildren(h('h2', { id: 'held-title' }, t('held_title'), ' ', h('span', { class: 'count' }, String(tools.length))),
-      h('p', { class: 'muted' }, t('held_hint')), ...tools.map((tool) => heldCard(tool, refreshHeld)));
+      h('p', { class: 'muted' }, t('held_hint')), ...tools.map((tool) => heldCard(tool, refreshHeld, onDecided)), ...kept);
   };
   // The held tools show even where no faculty serves the cards' queue.
   const refreshCards = async () => {
@@ -67,7 +71,7 @@ export async function reviewView(main, ctx) {
   return { refresh: async () => { await Promise.all([refreshCards(), refreshHeld()]); } };
 }
 
-function heldCard(tool, refreshHeld) {
+function heldCard(tool, refreshHeld, onDecided) {
   const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
   const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve-tool' }, t('approve_tool'));
   const trust = h('button', { type: 'button', 'data-act': 'trust' }, t('trust_provider', { id: tool.provider }));
@@ -91,6 +95,7 @@ function heldCard(tool, refreshHeld) {
       await call('POST', '/mcp/quarantine/approve', body, { owner: true });
       outcome.className = 'outcome ok';
       outcome.textContent = t('held_approved');
+      onDecided(tool, article);
       setTimeout(refreshHeld, 800);
     } catch (e) {
       outcome.className = 'outcome error';
