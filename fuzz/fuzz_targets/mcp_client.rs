@@ -92,7 +92,7 @@ fn forwarded(id: u64, method: &str, params: Value) {
         assert_eq!(&public["fuzz__".len()..], name);
     }
     let token = id.wrapping_mul(2).wrapping_add(1);
-    let line = provider_request(id, method, params.clone(), Some(token));
+    let line = provider_request(id, method, params.clone(), Some(token), None);
     assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
     assert_eq!(line.last(), Some(&b'\n'));
     assert_eq!(provider_lines(&line, line.len()), Ok(vec![&line[..]]));

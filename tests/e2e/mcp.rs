@@ -209,6 +209,41 @@ fn real_providers_are_aggregated_under_their_namespaces() {
     assert!(rejected.contains(&"bad name!") && rejected.iter().any(|r| r.len() == 70), "{fake}");
     assert_eq!(provider_status(&butler, "clock")["namespace"], "time");
     assert!(provider_status(&butler, "everything")["calls"].as_u64() >= Some(2));
+
+    // Each is spoken to in its own era: mcp-server-time answers `server/discover` with
+    // 2026-07-28; server-everything and the fake refuse it and get `initialize`.
+    assert_eq!(provider_status(&butler, "clock")["protocol"], "2026-07-28");
+    assert_eq!(provider_status(&butler, "everything")["protocol"], "2025-06-18");
+    assert_eq!(provider_status(&butler, "fake")["protocol"], "2025-06-18");
+    // Whichever era the client speaks.
+    let asked = crate::mcp_stateless::request(
+        9,
+        "tools/call",
+        json!({"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}),
+    );
+    let now = crate::mcp_stateless::ask(&butler, "/mcp", &asked);
+    assert!(text_of(&now["result"]).contains("UTC"), "{now}");
+    let asked = crate::mcp_stateless::request(
+        10,
+        "tools/call",
+        json!({"name": "everything__echo", "arguments": {"message": "stateless"}}),
+    );
+    assert!(text_of(&crate::mcp_stateless::ask(&butler, "/mcp", &asked)["result"]).contains("stateless"));
+}
+
+#[test]
+fn a_provider_named_in_legacy_providers_is_spoken_to_with_initialize_only() {
+    let tools = tools();
+    let dir = instance();
+    std::fs::write(dir.path().join("butler.json"), json!({"mcp": {"legacyProviders": ["clock"]}}).to_string())
+        .expect("root config");
+    let time = json!([tools.join("mcp-venv/bin/mcp-server-time").display().to_string()]);
+    write_manifest(dir.path(), "tools/clock", &provider("clock", time, json!({"namespace": "time"})));
+    let butler = Butler::start(dir.path());
+    let mut client = Client::connect(&butler, "/mcp");
+    let now = client.call("time__get_current_time", json!({"timezone": "UTC"}));
+    assert!(text_of(&now).contains("UTC"), "{now}");
+    assert_eq!(provider_status(&butler, "clock")["protocol"], "2025-06-18");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! Full duplex through the hub: a provider's own requests for the client — sampling,
 //! elicitation, roots — reach the client whose call caused them and the answers go back,
-//! in both eras: on the call's SSE stream for a legacy session, as an `InputRequiredResult`
-//! and its retry for a 2026-07-28 client (the hub bridges a 2025 provider to it). The
+//! for every pair of eras: on the call's SSE stream for a legacy session, as an
+//! `InputRequiredResult` and its retry for a 2026-07-28 client — whether the provider asked
+//! the 2025 way (the hub parks the call) or in 2026-07-28 (its own `InputRequiredResult`,
+//! passed through to a 2026-07-28 client and turned into requests for a legacy one). The
 //! provider is our port of the conformance suite's reference server
-//! (`tests/providers/conformance_server.py`); the client is the official Python SDK. Then
+//! (`tests/providers/conformance_server.py`, which speaks both eras; `mcp.legacyProviders`
+//! keeps it on the 2025 handshake); the client is the official Python SDK. Then
 //! the providers' resources: templates namespaced and readable, a URI two providers offer
 //! told apart, and `notifications/resources/updated` reaching only who subscribed.
 
@@ -15,13 +18,24 @@ use crate::util::{Butler, write_manifest};
 
 const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The era the hub speaks to the conformance server in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Provider {
+    /// 2026-07-28: it answers `server/discover`.
+    Modern,
+    /// 2025-06-18: it is named in `mcp.legacyProviders`.
+    Legacy,
+}
+
 /// An instance whose providers are the conformance server under each of `ids` (each its
-/// namespace).
-fn with_conformance_providers(ids: &[&str]) -> (tempfile::TempDir, Butler) {
+/// namespace), spoken to in `era`.
+fn with_conformance_providers(ids: &[&str], era: Provider) -> (tempfile::TempDir, Butler) {
     let tools = tools();
     let dir = instance();
     // A profile that offers one harmless tool, to retry a call on where it was not made.
-    let config = json!({"mcp": {"profiles": {"narrow": {"providers": [ids[0]], "include": ["*__test_simple_text"]}}}});
+    let legacy: Vec<&str> = if era == Provider::Legacy { ids.to_vec() } else { Vec::new() };
+    let config = json!({"mcp": {"legacyProviders": legacy,
+                                "profiles": {"narrow": {"providers": [ids[0]], "include": ["*__test_simple_text"]}}}});
     std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
     let python = tools.join("mcp-venv/bin/python").display().to_string();
     let script = root().join("tests/providers/conformance_server.py").display().to_string();
@@ -34,13 +48,23 @@ fn with_conformance_providers(ids: &[&str]) -> (tempfile::TempDir, Butler) {
     (dir, butler)
 }
 
-fn with_conformance_provider() -> (tempfile::TempDir, Butler) {
-    with_conformance_providers(&["conf"])
+fn with_conformance_provider(era: Provider) -> (tempfile::TempDir, Butler) {
+    with_conformance_providers(&["conf"], era)
 }
 
 #[test]
-fn a_providers_requests_reach_the_client_whose_call_made_them_in_both_eras() {
-    let (_dir, butler) = with_conformance_provider();
+fn a_2025_providers_requests_reach_the_client_whose_call_made_them_in_both_eras() {
+    providers_requests_reach_the_client_whose_call_made_them(Provider::Legacy);
+}
+
+#[test]
+fn a_2026_providers_input_requests_reach_the_client_whose_call_made_them_in_both_eras() {
+    providers_requests_reach_the_client_whose_call_made_them(Provider::Modern);
+}
+
+fn providers_requests_reach_the_client_whose_call_made_them(era: Provider) {
+    let (_dir, butler) = with_conformance_provider(era);
+    let protocol = if era == Provider::Modern { "2026-07-28" } else { "2025-06-18" };
     let url = format!("http://localhost:{}/myspace-butler/api/mcp", butler.port);
     let python = r#"
 import asyncio, json, sys, mcp
@@ -95,12 +119,16 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
         ] {
             assert!(stdout.lines().any(|l| l == expected), "{mode}: {expected:?} in\n{stdout}");
         }
+        // The hub refuses a 2025 provider's request the client cannot take; a 2026-07-28
+        // provider hears of the client's capabilities in the envelope and decides itself.
         let bare = stdout.lines().find(|l| l.starts_with("BARE ")).unwrap_or_default();
-        assert!(
-            bare.starts_with("BARE True") && bare.contains("did not declare the `sampling` capability"),
-            "{mode}: {stdout}"
-        );
+        let refusal = match era {
+            Provider::Legacy => "did not declare the `sampling` capability",
+            Provider::Modern => "Sampling not supported: the client did not declare it",
+        };
+        assert!(bare.starts_with("BARE True") && bare.contains(refusal), "{mode}: {stdout}");
     }
+    assert_eq!(crate::mcp::provider_status(&butler, "conf")["protocol"], protocol);
 }
 
 /// A 2026-07-28 `tools/call` with the client's capabilities.
@@ -116,7 +144,7 @@ fn send(butler: &Butler, message: &Value) -> (u16, Value) {
 
 #[test]
 fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
-    let (_dir, butler) = with_conformance_provider();
+    let (_dir, butler) = with_conformance_provider(Provider::Legacy);
     let capabilities = json!({"elicitation": {}});
     let asking = call(1, "conf__test_elicitation", json!({"message": "who?"}), capabilities.clone());
     let (status, first) = send(&butler, &asking);
@@ -195,7 +223,7 @@ fn result_of(butler: &Butler, message: &Value) -> Value {
 
 #[test]
 fn resources_are_routed_by_uri_and_template_and_their_updates_reach_who_subscribed() {
-    let (_dir, butler) = with_conformance_providers(&["conf", "twin"]);
+    let (_dir, butler) = with_conformance_providers(&["conf", "twin"], Provider::Modern);
 
     // Both offer test://static-text: the first keeps it, the second's is told apart.
     let listed = result_of(&butler, &request(1, "resources/list", json!({})));
@@ -227,7 +255,9 @@ fn resources_are_routed_by_uri_and_template_and_their_updates_reach_who_subscrib
     let read = result_of(&butler, &request(4, "resources/read", json!({"uri": "test://template/7/data"})));
     assert!(read["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Data for ID: 7")), "{read}");
     let (status, missing) = send(&butler, &request(5, "resources/read", json!({"uri": "test://nothing/here"})));
-    assert_eq!((status, missing["error"]["code"].as_i64()), (200, Some(-32002)), "{missing}");
+    // 2026-07-28 names it `-32602` (SEP-2164), with the URI.
+    assert_eq!((status, missing["error"]["code"].as_i64()), (200, Some(-32602)), "{missing}");
+    assert_eq!(missing["error"]["data"]["uri"], "test://nothing/here", "{missing}");
 
     // A stateless listener that named the watched resource gets its update, tagged.
     let listen = {

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
 use butler_faculty::{FacultyRuntime, Setup};
-use butler_mcp::{HostTools, Hub, View};
+use butler_mcp::{Asker, HostTools, Hub, View};
 use butler_process::HostEnv;
 use serde_json::{Value, json};
 
@@ -121,7 +121,7 @@ fn text_of(result: &Value) -> String {
 /// be answered (a provider's failure is an `isError` result, still an answer).
 async fn call(hub: &Hub, session: &str, id: Value, name: &str, arguments: Value) -> Value {
     let params = json!({"name": name, "arguments": arguments});
-    within(&format!("{name} to answer"), hub.call_tool(&View::Main, session, &id, params, None))
+    within(&format!("{name} to answer"), hub.call_tool(&View::Main, session, &id, params, None, &Asker::hub()))
         .await
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
@@ -229,7 +229,8 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
 async fn progress(hub: &Hub, session: &str, id: Value) -> (String, Vec<Value>) {
     let (sink, mut got) = butler_mcp::upcall::channel();
     let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
-    let result = hub.call_tool(&View::Main, session, &id, params, Some(sink)).await.expect("progress answers");
+    let result =
+        hub.call_tool(&View::Main, session, &id, params, Some(sink), &Asker::hub()).await.expect("progress answers");
     let mut notifications = Vec::new();
     while let Ok(upcall) = got.try_recv() {
         match upcall {
@@ -256,7 +257,15 @@ async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
     let hanging = tokio::spawn({
         let (hub, one) = (Arc::clone(&hub), one.clone());
         async move {
-            hub.call_tool(&View::Main, &one, &json!(7), json!({"name": "alpha__hang", "arguments": {}}), None).await
+            hub.call_tool(
+                &View::Main,
+                &one,
+                &json!(7),
+                json!({"name": "alpha__hang", "arguments": {}}),
+                None,
+                &Asker::hub(),
+            )
+            .await
         }
     });
     let hang_id = logged(r, "alpha", "hanging ", 1).await.remove(0);
@@ -301,7 +310,15 @@ async fn a_cancellation_reaches_the_provider_for_the_call_it_names() {
     let hang = |session: &'static str| {
         let hub = Arc::clone(&hub);
         tokio::spawn(async move {
-            hub.call_tool(&View::Main, session, &json!(5), json!({"name": "alpha__hang", "arguments": {}}), None).await
+            hub.call_tool(
+                &View::Main,
+                session,
+                &json!(5),
+                json!({"name": "alpha__hang", "arguments": {}}),
+                None,
+                &Asker::hub(),
+            )
+            .await
         })
     };
     // Both sessions' request 5 hangs; the provider knows them by ids of the hub's own.

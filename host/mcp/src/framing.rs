@@ -161,17 +161,46 @@ pub fn tool_call_params(params: Value, original: Value) -> Value {
     params
 }
 
-/// The line (compact JSON and `\n`) that sends request `id` to a provider; with `progress`,
-/// the hub's own progress token goes into `params._meta` (when `params` and its `_meta`
-/// are objects).
+/// The protocol revision of the stateless era, as the hub speaks it to providers.
+pub const MODERN_REVISION: &str = "2026-07-28";
+
+/// The `_meta` envelope of a 2026-07-28 request the hub sends a provider: the revision, the
+/// client capabilities it may rely on, the hub as the client, and the log level wanted
+/// (none: the provider sends no log messages).
 #[must_use]
-pub fn provider_request(id: u64, method: &str, mut params: Value, progress: Option<u64>) -> Vec<u8> {
-    if let Some(token) = progress
+pub fn envelope(capabilities: &Value, log_level: Option<&str>) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(ENVELOPE_KEYS[0].into(), json!(MODERN_REVISION));
+    meta.insert(ENVELOPE_KEYS[1].into(), capabilities.clone());
+    meta.insert(ENVELOPE_KEYS[2].into(), json!({"name": "butler", "version": env!("CARGO_PKG_VERSION")}));
+    if let Some(level) = log_level {
+        meta.insert(ENVELOPE_KEYS[3].into(), json!(level));
+    }
+    meta
+}
+
+/// The line (compact JSON and `\n`) that sends request `id` to a provider; with `progress`,
+/// the hub's own progress token goes into `params._meta`, and with `envelope` (a provider
+/// of 2026-07-28) its keys do too (when `params` and its `_meta` are objects).
+#[must_use]
+pub fn provider_request(
+    id: u64,
+    method: &str,
+    mut params: Value,
+    progress: Option<u64>,
+    envelope: Option<&serde_json::Map<String, Value>>,
+) -> Vec<u8> {
+    if (progress.is_some() || envelope.is_some())
         && let Some(object) = params.as_object_mut()
     {
         let meta = object.entry("_meta").or_insert_with(|| json!({}));
         if let Some(meta) = meta.as_object_mut() {
-            meta.insert("progressToken".into(), json!(token));
+            if let Some(token) = progress {
+                meta.insert("progressToken".into(), json!(token));
+            }
+            for (key, value) in envelope.into_iter().flatten() {
+                meta.insert(key.clone(), value.clone());
+            }
         }
     }
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -355,11 +384,25 @@ mod tests {
             json!("echo"),
         );
         assert_eq!(params, json!({"name": "echo", "_meta": {"trace": 1}, "arguments": {}}));
-        let line = provider_request(7, "tools/call", params, Some(8));
+        let line = provider_request(7, "tools/call", params.clone(), Some(8), None);
         assert_eq!(line.last(), Some(&b'\n'));
         let ProviderLine::Message(sent) = provider_line(&line) else { panic!("a message") };
         assert_eq!(sent["id"], 7);
         assert_eq!(sent["params"]["_meta"]["progressToken"], 8);
+        assert!(sent["params"]["_meta"].get(ENVELOPE_KEYS[0]).is_none(), "no envelope for the 2025 revisions");
+        // A provider of 2026-07-28 hears of the client in each request's envelope.
+        let meta = envelope(&json!({"sampling": {}}), Some("info"));
+        let ProviderLine::Message(sent) = provider_line(&provider_request(9, "tools/call", params, None, Some(&meta)))
+        else {
+            panic!("a message")
+        };
+        let sent = &sent["params"]["_meta"];
+        assert_eq!(sent[ENVELOPE_KEYS[0]], MODERN_REVISION);
+        assert_eq!(sent[ENVELOPE_KEYS[1]], json!({"sampling": {}}));
+        assert_eq!(sent[ENVELOPE_KEYS[2]]["name"], "butler");
+        assert_eq!(sent[ENVELOPE_KEYS[3]], "info");
+        assert_eq!(sent["trace"], 1, "the client's own keys stay");
+        assert!(envelope(&json!({}), None).get(ENVELOPE_KEYS[3]).is_none(), "no level: no log messages");
     }
 
     #[test]

@@ -47,13 +47,14 @@ use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, View};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 pub const MAX_SESSIONS: usize = 1024;
 
 /// How the hub is set up (the root config's `mcp`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
     pub provider_idle: Duration,
@@ -62,11 +63,20 @@ pub struct Settings {
     pub session_idle: Duration,
     /// Whether tools are held until the owner approves them (`mcp.quarantine`).
     pub quarantine: bool,
+    /// Providers spoken to with the 2025 revisions' `initialize` at once, never asked
+    /// `server/discover` (`mcp.legacyProviders`): for one that would speak 2026-07-28 but
+    /// asks its clients for input the 2025 way, which that era does not allow.
+    pub legacy_providers: std::collections::BTreeSet<String>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { provider_idle: Duration::from_secs(600), session_idle: Duration::from_secs(1800), quarantine: false }
+        Self {
+            provider_idle: Duration::from_secs(600),
+            session_idle: Duration::from_secs(1800),
+            quarantine: false,
+            legacy_providers: std::collections::BTreeSet::new(),
+        }
     }
 }
 
@@ -280,6 +290,8 @@ pub struct Hub {
     pins: Option<quarantine::Pins>,
     /// A session idle this long (no stream open) ends.
     session_idle: Duration,
+    /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
+    legacy_providers: std::collections::BTreeSet<String>,
 }
 
 /// A provider's tool held out of the lists until the owner approves it.
@@ -370,6 +382,7 @@ impl Hub {
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
             session_idle: settings.session_idle,
+            legacy_providers: settings.legacy_providers,
         })
     }
 
@@ -394,6 +407,10 @@ impl Hub {
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
             .filter_map(|e| ProviderSpec::of(e, &self.host))
+            .map(|mut spec| {
+                spec.probe = !self.legacy_providers.contains(&spec.id);
+                spec
+            })
             .collect();
         // `of_kind` visits tools then services; settle in scan order.
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
@@ -598,6 +615,12 @@ impl Hub {
             };
             for item in items {
                 let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                if matches!(kind, ItemKind::Resource) {
+                    // A resource is known by its URI; its name is only a label.
+                    let public = label(&provider.spec.namespace, &name);
+                    exposed.push(Exposed { public, provider: Arc::clone(&provider), item });
+                    continue;
+                }
                 let outcome = names::public(&provider.spec.namespace, &name).and_then(|public| {
                     if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
                 });
@@ -627,7 +650,7 @@ impl Hub {
             for definition in provider.lists().tools {
                 let name = definition.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let Ok(public) = names::public(&provider.spec.namespace, &name) else { continue };
-                if !view.offers_tool(&provider.spec.id, &public) {
+                if !view.offers_tool(&provider.spec.id, &public) || !view.offers_definition(&definition) {
                     continue;
                 }
                 if let Some(why) = pins.held(&provider.spec.id, &name, &definition) {
@@ -746,12 +769,24 @@ impl Hub {
                 .find(|e| {
                     e.item.get("name").and_then(Value::as_str) == Some(name)
                         && view.offers_tool(&e.provider.spec.id, &e.public)
+                        && view.offers_definition(&e.item)
                 })
                 .map(|e| {
                     let original = e.item.get("name").cloned().unwrap_or(Value::Null);
                     (e.provider, original)
                 }),
-            _ => self.routes().get(name).filter(|(p, _)| view.offers_tool(&p.spec.id, name)).cloned(),
+            _ => self
+                .routes()
+                .get(name)
+                .filter(|(p, original)| {
+                    view.offers_tool(&p.spec.id, name)
+                        && (!view.filters_by_tags()
+                            || p.lists()
+                                .tools
+                                .iter()
+                                .any(|d| d.get("name") == Some(original) && view.offers_definition(d)))
+                })
+                .cloned(),
         }
     }
 
@@ -778,7 +813,7 @@ impl Hub {
                 self.exposed(ItemKind::Tool)
                     .0
                     .into_iter()
-                    .filter(|e| view.offers_tool(&e.provider.spec.id, &e.public))
+                    .filter(|e| view.offers_tool(&e.provider.spec.id, &e.public) && view.offers_definition(&e.item))
                     .map(|e| Self::shown(view, e.item, &e.public)),
             );
         }
@@ -797,6 +832,7 @@ impl Hub {
         request_id: &Value,
         params: Value,
         upcalls: Option<upcall::Upcalls>,
+        asker: &Asker,
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut target = None;
@@ -834,7 +870,7 @@ impl Hub {
         let (provider, original) = target;
         let params = framing::tool_call_params(params, original);
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
-        let reply = provider.call("tools/call", params, upcalls, |conn, id| inflight.started(conn, id)).await;
+        let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
         inflight.answered = true;
         drop(inflight);
         match reply {
@@ -885,7 +921,7 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown prompt, or the provider's error.
-    pub async fn get_prompt(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
+    pub async fn get_prompt(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name == CONTEXT_NAME && view.offers_context() {
             let text = self.host_tools.context().await;
@@ -896,7 +932,7 @@ impl Hub {
         let target =
             self.prompt_in(view, &name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-        forward(&target.provider, "prompts/get", params).await
+        forward(&target.provider, "prompts/get", params, asker).await
     }
 
     /// `resources/list`: the compiled context, then the providers' resources (names
@@ -975,10 +1011,8 @@ impl Hub {
         for provider in self.providers().into_iter().filter(|p| view.offers_provider(&p.spec.id)) {
             for template in provider.lists().resource_templates {
                 let name = template.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                templates.push(match names::public(&provider.spec.namespace, &name) {
-                    Ok(public) => Self::shown(view, template, &public),
-                    Err(_) => template,
-                });
+                let public = label(&provider.spec.namespace, &name);
+                templates.push(Self::shown(view, template, &public));
             }
         }
         templates
@@ -989,7 +1023,7 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown resource (`-32002`), or the provider's error.
-    pub async fn read_resource(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
+    pub async fn read_resource(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI && view.offers_context() {
             return Ok(
@@ -998,7 +1032,7 @@ impl Hub {
         }
         let (provider, original) = self.resource_owner(view, &uri).ok_or_else(|| not_a_resource(&uri))?;
         params["uri"] = json!(original);
-        let mut result = forward(&provider, "resources/read", params).await?;
+        let mut result = forward(&provider, "resources/read", params, asker).await?;
         if original != uri
             && let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut)
         {
@@ -1025,7 +1059,7 @@ impl Hub {
         }
         if uri != CONTEXT_URI || !view.offers_context() {
             let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
-            forward(&provider, "resources/subscribe", json!({"uri": original})).await?;
+            forward(&provider, "resources/subscribe", json!({"uri": original}), &Asker::hub()).await?;
         }
         if let Some(session) = session
             && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
@@ -1064,7 +1098,7 @@ impl Hub {
             && uri != CONTEXT_URI
             && let Some((provider, original)) = self.resource_owner(view, uri)
         {
-            forward(&provider, "resources/unsubscribe", json!({"uri": original})).await?;
+            forward(&provider, "resources/unsubscribe", json!({"uri": original}), &Asker::hub()).await?;
         }
         Ok(json!({}))
     }
@@ -1090,7 +1124,7 @@ impl Hub {
     ///
     /// # Errors
     /// A reference to nothing this view offers (`-32602`), or the provider's error.
-    pub async fn complete(&self, view: &View, mut params: Value) -> Result<Value, RpcError> {
+    pub async fn complete(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
@@ -1102,7 +1136,7 @@ impl Hub {
                 }
                 let target = self.prompt_in(view, &name).ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
                 params["ref"]["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-                forward(&target.provider, "completion/complete", params).await
+                forward(&target.provider, "completion/complete", params, asker).await
             }
             Some("ref/resource") => {
                 let uri = text("uri");
@@ -1119,7 +1153,7 @@ impl Hub {
                     None => self.resource_owner(view, &uri).ok_or_else(|| unknown(&format!("resource {uri:?}")))?,
                 };
                 params["ref"]["uri"] = json!(original);
-                forward(&owner, "completion/complete", params).await
+                forward(&owner, "completion/complete", params, asker).await
             }
             _ => Err(RpcError::invalid_params(
                 "completion/complete: `ref` must be {\"type\": \"ref/prompt\", \"name\"} or {\"type\": \"ref/resource\", \"uri\"}",
@@ -1357,14 +1391,20 @@ fn provider_error(error: Value) -> RpcError {
     }
 }
 
+/// The name a provider's resource or template is listed by: namespaced like a tool's, but
+/// with no rule on its characters — the URI identifies it, the name only labels it.
+fn label(namespace: &str, name: &str) -> String {
+    format!("{namespace}__{name}")
+}
+
 /// `-32002`: no resource has `uri`.
 fn not_a_resource(uri: &str) -> RpcError {
     RpcError { code: -32002, message: format!("resource not found: {uri}"), data: Some(json!({"uri": uri})) }
 }
 
-/// Sends a non-tool request to a provider; its failures become JSON-RPC errors.
-async fn forward(provider: &Arc<Provider>, method: &str, params: Value) -> Result<Value, RpcError> {
-    match provider.call(method, framing::without_envelope(params), None, |_, _| {}).await {
+/// Sends a non-tool request to a provider for `asker`; its failures become JSON-RPC errors.
+async fn forward(provider: &Arc<Provider>, method: &str, params: Value, asker: &Asker) -> Result<Value, RpcError> {
+    match provider.call((method, framing::without_envelope(params)), None, asker, |_, _| {}).await {
         Ok(result) => Ok(result),
         Err(CallFailure::Error(error)) => Err(provider_error(error)),
         Err(failure) => Err(RpcError { code: -32603, message: failure.to_string(), data: None }),

@@ -9,8 +9,16 @@
 //! The provider's own requests for a client (sampling, elicitation, roots) go to the call in
 //! flight that can take them — the oldest, when several are: stdio does not say which call a
 //! request belongs to — and their answers go back under the provider's own id.
+//!
+//! A provider speaks either era. Starting, the hub asks it `server/discover`: one that
+//! answers with 2026-07-28 among its versions is spoken to statelessly — each request with
+//! the envelope naming the client's capabilities and log level, list changes and resource
+//! updates through one `subscriptions/listen` request, its `InputRequiredResult`s passed to a
+//! 2026-07-28 client as they are, or settled for a client of the 2025 revisions by asking it
+//! each input request and retrying the call. Any other answer, or none within
+//! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +31,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, oneshot};
 
 use super::framing::{ProviderLine, ProviderRoute, provider_line};
-use super::upcall::{self, Asked, Upcall, Upcalls};
+use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use butler_catalog::Extension;
 use butler_catalog::lock;
 use butler_process::logs::{Log, Stream};
@@ -36,8 +44,17 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// A crashed provider is started again this long after.
 pub const RESTART_AFTER: Duration = Duration::from_secs(5);
 
-/// The protocol revision the hub speaks to providers.
+/// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";
+
+/// How long a starting provider may take to answer `server/discover` before the hub also
+/// sends it `initialize` (providers of the 2025 revisions mostly refuse the question at once;
+/// one that answers neither is given [`START_TIMEOUT`] in all).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The rounds of input one request of a 2026-07-28 provider may ask of a client of the
+/// 2025 revisions; one more and the call fails.
+pub const MAX_ROUNDS: usize = 16;
 
 /// The longest line a provider may send (a huge tool list, a large result).
 const MAX_LINE: u64 = 16 * 1024 * 1024;
@@ -71,6 +88,9 @@ pub struct ProviderSpec {
     pub launch: Result<Launch, LaunchError>,
     /// Per-call limit.
     pub timeout: Duration,
+    /// Whether it is asked `server/discover` first (else it is spoken to with the 2025
+    /// revisions' `initialize` at once: `mcp.legacyProviders`).
+    pub probe: bool,
     source: (butler_catalog::manifest::Mcp, PathBuf),
 }
 
@@ -86,14 +106,15 @@ impl ProviderSpec {
             namespace: mcp.effective_namespace(extension.id()),
             launch,
             timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
+            probe: true,
             source: (mcp.clone(), extension.dir.clone()),
         })
     }
 
-    /// Same manifest block and folder.
+    /// Same manifest block and folder, and asked the same way.
     #[must_use]
     pub fn same_source(&self, other: &Self) -> bool {
-        self.source == other.source
+        self.source == other.source && self.probe == other.probe
     }
 }
 
@@ -140,6 +161,9 @@ pub enum CallFailure {
     Cancelled,
     /// The provider answered with a JSON-RPC error.
     Error(Value),
+    /// A 2026-07-28 provider asked for input the client could not give (see
+    /// [`Provider::call`]).
+    Unanswered(String),
 }
 
 impl std::fmt::Display for CallFailure {
@@ -149,6 +173,7 @@ impl std::fmt::Display for CallFailure {
             Self::Timeout(limit) => write!(f, "the provider did not answer within {} s", limit.as_secs()),
             Self::Crashed(why) => write!(f, "the provider stopped during the call ({why})"),
             Self::Cancelled => f.write_str("the call was cancelled"),
+            Self::Unanswered(why) => f.write_str(why),
             Self::Error(error) => {
                 write!(
                     f,
@@ -177,6 +202,22 @@ pub struct Conn {
     next: AtomicU64,
     kept: tokio::sync::Mutex<Kept>,
     group: u32,
+    /// Whether it speaks 2026-07-28 (set while it is asked `server/discover`).
+    modern: AtomicBool,
+    /// Its `subscriptions/listen` request (2026-07-28).
+    listen: Mutex<Listen>,
+}
+
+/// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
+/// its id while it is open (it is sent again, the old one cancelled, when the resources
+/// clients subscribe to change).
+#[derive(Debug, Default)]
+struct Listen {
+    id: Option<u64>,
+    /// The list changes it is asked for (`toolsListChanged`, …), as its capabilities offer.
+    changes: Vec<&'static str>,
+    /// The resources clients subscribe to, by the provider's own URIs.
+    uris: BTreeSet<String>,
 }
 
 impl Conn {
@@ -193,11 +234,12 @@ impl Conn {
     /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
     /// the provider. `upcalls` receives the provider's progress for it (its token is the
     /// request's id) and its requests for the client.
+    /// A provider of 2026-07-28 hears of the client as `asker` says, in the request's envelope.
     async fn request(
         &self,
-        method: &str,
-        params: Value,
+        (method, params): (&str, Value),
         upcalls: Option<Upcalls>,
+        asker: &Asker,
         limit: Duration,
         started: impl FnOnce(u64),
     ) -> Reply {
@@ -209,7 +251,8 @@ impl Conn {
             id
         });
         started(id);
-        let line = super::framing::provider_request(id, method, params, token);
+        let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities, asker.log_level.as_deref()));
+        let line = super::framing::provider_request(id, method, params, token, envelope.as_ref());
         if let Err(e) = self.stdin.lock().await.write_all(&line).await {
             lock(&self.pending).remove(&id);
             return Err(CallFailure::Crashed(format!("cannot write to it: {e}")));
@@ -230,6 +273,54 @@ impl Conn {
 
     async fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await
+    }
+
+    /// Whether it speaks 2026-07-28.
+    fn modern(&self) -> bool {
+        self.modern.load(Ordering::Acquire)
+    }
+
+    /// Sends its `subscriptions/listen` request again with what [`Listen`] holds now (none
+    /// when it asks for nothing), and cancels the one open before.
+    async fn relisten(&self) {
+        let (open, fresh) = {
+            let mut listen = lock(&self.listen);
+            let open = listen.id.take();
+            let mut notifications: serde_json::Map<String, Value> =
+                listen.changes.iter().map(|change| ((*change).to_owned(), json!(true))).collect();
+            if !listen.uris.is_empty() {
+                notifications.insert("resourceSubscriptions".into(), json!(listen.uris));
+            }
+            let fresh = (!notifications.is_empty()).then(|| {
+                let id = self.take_id();
+                listen.id = Some(id);
+                (id, json!({"notifications": notifications}))
+            });
+            (open, fresh)
+        };
+        if let Some(open) = open {
+            let _ = self.notify("notifications/cancelled", json!({"requestId": open})).await;
+        }
+        if let Some((id, params)) = fresh {
+            // Open for as long as the provider runs: nobody waits for its answer.
+            let envelope = super::framing::envelope(&upcall::routed_capabilities(), None);
+            let line = super::framing::provider_request(id, "subscriptions/listen", params, None, Some(&envelope));
+            let _ = self.stdin.lock().await.write_all(&line).await;
+        }
+    }
+
+    /// `resources/subscribe` or `resources/unsubscribe` of a 2026-07-28 provider (which has
+    /// neither): the URI joins or leaves its `subscriptions/listen` request.
+    async fn subscription(&self, method: &str, params: &Value) -> Reply {
+        let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let changed = {
+            let mut listen = lock(&self.listen);
+            if method == "resources/subscribe" { listen.uris.insert(uri) } else { listen.uris.remove(&uri) }
+        };
+        if changed {
+            self.relisten().await;
+        }
+        Ok(json!({}))
     }
 
     /// The caller cancelled request `id`: tell the provider and end the wait.
@@ -334,6 +425,45 @@ impl Conn {
     }
 }
 
+/// A 2026-07-28 provider's answer as the client gets it: without the provider's identity in
+/// `_meta` (the hub is the server clients talk to), and for a client of the 2025 revisions
+/// without the fields of 2026-07-28 results (`resultType: "complete"`, cache hints).
+fn for_the_client(mut answer: Value, asker: &Asker) -> Value {
+    let Some(fields) = answer.as_object_mut() else { return answer };
+    if let Some(meta) = fields.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("io.modelcontextprotocol/serverInfo");
+        if meta.is_empty() {
+            fields.remove("_meta");
+        }
+    }
+    if !asker.modern && fields.get("resultType").and_then(Value::as_str) == Some("complete") {
+        for key in ["resultType", "ttlMs", "cacheScope"] {
+            fields.remove(key);
+        }
+    }
+    answer
+}
+
+/// A call failed by the hub itself, saying why.
+fn refused(why: impl Into<String>) -> CallFailure {
+    CallFailure::Unanswered(why.into())
+}
+
+/// The 2025 revisions' handshake with a starting provider; its capabilities.
+async fn initialize(conn: &Conn) -> Result<Value, String> {
+    let init = json!({
+        "protocolVersion": PROVIDER_PROTOCOL,
+        "capabilities": upcall::routed_capabilities(),
+        "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let answer = conn
+        .request(("initialize", init), None, &Asker::hub(), START_TIMEOUT, |_| {})
+        .await
+        .map_err(|e| format!("initialize failed: {e}"))?;
+    conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
+    Ok(answer.get("capabilities").cloned().unwrap_or(Value::Null))
+}
+
 /// The error answer to the provider's request `id`.
 fn refusal(id: &Value, why: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}})
@@ -372,6 +502,8 @@ pub struct Status {
     pub state: State,
     /// The provider's pid while it runs.
     pub pid: Option<u32>,
+    /// The protocol revision it is spoken to with, while it runs.
+    pub protocol: Option<&'static str>,
     /// Public tool names (from the cache until it first runs).
     pub tools: Vec<String>,
     /// Tools not exposed, and why.
@@ -419,6 +551,8 @@ struct Inner {
     active: u32,
     /// Stopped on request: calls are refused until it is started again.
     held: bool,
+    /// It exited when asked `server/discover`: it is spoken to with `initialize` only.
+    skip_probe: bool,
 }
 
 /// One provider.
@@ -465,6 +599,7 @@ impl Provider {
                 last_used: Instant::now(),
                 active: 0,
                 held: false,
+                skip_probe: false,
             }),
             spec,
             start_lock: tokio::sync::Mutex::new(()),
@@ -589,23 +724,26 @@ impl Provider {
             next: AtomicU64::new(1),
             kept: tokio::sync::Mutex::new(kept),
             group,
+            modern: AtomicBool::new(false),
+            listen: Mutex::new(Listen::default()),
         });
         let _ = spawned.send(Arc::clone(&conn));
         self.log.note(format!("started: {}", launch.argv.join(" ")));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
-        let init = json!({
-            "protocolVersion": PROVIDER_PROTOCOL,
-            "capabilities": upcall::routed_capabilities(),
-            "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let answer = conn
-            .request("initialize", init, None, START_TIMEOUT, |_| {})
-            .await
-            .map_err(|e| format!("initialize failed: {e}"))?;
-        conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
-        let capabilities = answer.get("capabilities").cloned().unwrap_or(Value::Null);
+        let probe = self.spec.probe && !lock(&self.inner).skip_probe;
+        let capabilities = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
         let lists = list_all(&conn, &capabilities).await?;
+        if conn.modern() {
+            let offers = |kind: &str| capabilities.get(kind).and_then(|c| c.get("listChanged")) == Some(&json!(true));
+            lock(&conn.listen).changes = [("tools", "toolsListChanged"), ("prompts", "promptsListChanged")]
+                .into_iter()
+                .chain([("resources", "resourcesListChanged")])
+                .filter(|(kind, _)| offers(kind))
+                .map(|(_, change)| change)
+                .collect();
+            conn.relisten().await;
+        }
         self.store(lists);
         let mut inner = lock(&self.inner);
         inner.state = State::Ready;
@@ -616,6 +754,68 @@ impl Provider {
         inner.last_used = Instant::now();
         drop(inner);
         Ok(conn)
+    }
+
+    /// The era a starting provider speaks, and its capabilities: it is asked
+    /// `server/discover`, and speaks 2026-07-28 (then `conn` does too) when it answers with
+    /// that among its versions; on any other answer it gets `initialize`. One silent for
+    /// [`PROBE_TIMEOUT`] gets `initialize` too, and its era is that of the first of the two
+    /// it answers as asked: a provider that is only slow to start is not taken for one of
+    /// the 2025 revisions.
+    ///
+    /// # Errors
+    /// Neither succeeded; it exited on being asked (then the next start skips the question).
+    async fn handshake(&self, conn: &Conn) -> Result<Value, String> {
+        conn.modern.store(true, Ordering::Release);
+        let asked = std::sync::atomic::AtomicU64::new(0);
+        let hub = Asker::hub();
+        let discover = conn.request(("server/discover", json!({})), None, &hub, START_TIMEOUT, |id| {
+            asked.store(id, Ordering::Relaxed);
+        });
+        tokio::pin!(discover);
+        let first = tokio::select! {
+            answer = &mut discover => Some(answer),
+            () = tokio::time::sleep(PROBE_TIMEOUT) => None,
+        };
+        let modern = |answer: &Value| {
+            answer
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|versions| versions.iter().any(|v| v.as_str() == Some(super::framing::MODERN_REVISION)))
+        };
+        let discovered = |answer: Value| {
+            self.log.note(format!("speaks {} (it answered server/discover)", super::framing::MODERN_REVISION));
+            answer.get("capabilities").cloned().unwrap_or_else(|| json!({}))
+        };
+        match first {
+            Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
+            Some(Err(CallFailure::Crashed(why))) => {
+                lock(&self.inner).skip_probe = true;
+                return Err(format!("it stopped when asked server/discover ({why}); the next start uses initialize"));
+            }
+            Some(_) => {
+                conn.modern.store(false, Ordering::Release);
+                return initialize(conn).await;
+            }
+            None => conn.modern.store(false, Ordering::Release),
+        }
+        let initialized = initialize(conn);
+        tokio::pin!(initialized);
+        let legacy = tokio::select! {
+            biased;
+            answer = &mut discover => match answer {
+                Ok(answer) if modern(&answer) => {
+                    conn.modern.store(true, Ordering::Release);
+                    return Ok(discovered(answer));
+                }
+                // Refused late: the handshake decides.
+                _ => (&mut initialized).await,
+            },
+            capabilities = &mut initialized => capabilities,
+        };
+        // The question nobody answered waits no longer.
+        lock(&conn.pending).remove(&asked.load(Ordering::Relaxed));
+        legacy
     }
 
     /// Keeps fresh lists, in memory and in the cache, and tells the listeners which of
@@ -769,26 +969,120 @@ impl Provider {
         conn.kept.lock().await.stop().await;
     }
 
-    /// Sends `method` with `params` to the provider (started if needed) and waits for the
-    /// answer within its `timeoutSec`. `started` learns the provider's id for the request
-    /// (to forward a cancellation).
+    /// Sends `method` with `params` to the provider (started if needed) for `asker` and
+    /// waits for the answer within its `timeoutSec`. `started` learns the provider's id for
+    /// each request (to forward a cancellation).
+    ///
+    /// A 2026-07-28 provider's `InputRequiredResult` is the answer for a 2026-07-28 client;
+    /// for another, the hub asks the client each input request through `upcalls` and sends
+    /// the request again with the answers, at most [`MAX_ROUNDS`] times.
     ///
     /// # Errors
     /// [`CallFailure`].
     pub async fn call(
         self: &Arc<Self>,
-        method: &str,
-        params: Value,
+        (method, mut params): (&str, Value),
         upcalls: Option<Upcalls>,
-        started: impl FnOnce(Arc<Conn>, u64),
+        asker: &Asker,
+        mut started: impl FnMut(Arc<Conn>, u64),
     ) -> Reply {
         let _active = Active::begin(self);
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
-        let handle = Arc::clone(&conn);
-        let reply = conn.request(method, params, upcalls, self.spec.timeout, move |id| started(handle, id)).await;
+        let settles = conn.modern() && !asker.modern;
+        if !conn.modern()
+            && let Some(fields) = params.as_object_mut()
+        {
+            // Rounds of 2026-07-28 mean nothing to a provider of the 2025 revisions.
+            fields.remove("inputResponses");
+            fields.remove("requestState");
+        }
+        if conn.modern() && matches!(method, "resources/subscribe" | "resources/unsubscribe") {
+            return conn.subscription(method, &params).await;
+        }
+        let mut rounds = 0;
+        let reply = loop {
+            let again = settles.then(|| params.clone());
+            let handle = Arc::clone(&conn);
+            let started = &mut started;
+            let reply = conn
+                .request((method, params), upcalls.clone(), asker, self.spec.timeout, move |id| started(handle, id))
+                .await;
+            let reply = if conn.modern() { reply.map(|answer| for_the_client(answer, asker)) } else { reply };
+            let (Ok(answer), Some(mut again)) = (&reply, again) else { break reply };
+            if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                break reply;
+            }
+            rounds += 1;
+            if rounds > MAX_ROUNDS {
+                break Err(refused(format!("the provider asked for input more than {MAX_ROUNDS} times in one call")));
+            }
+            match self.settle(answer, upcalls.as_ref()).await {
+                Ok(responses) => {
+                    if let Some(fields) = again.as_object_mut() {
+                        fields.insert("inputResponses".into(), responses);
+                        match answer.get("requestState") {
+                            Some(state) => fields.insert("requestState".into(), state.clone()),
+                            None => fields.remove("requestState"),
+                        };
+                    }
+                    params = again;
+                }
+                Err(failure) => break Err(failure),
+            }
+        };
         self.record(began.elapsed(), &reply);
         reply
+    }
+
+    /// Asks the client each input request of a 2026-07-28 provider's `InputRequiredResult`
+    /// through the call's `upcalls`, as the 2025 revisions' requests; the answers by key,
+    /// all within the provider's `timeoutSec`.
+    async fn settle(&self, answer: &Value, upcalls: Option<&Upcalls>) -> Result<Value, CallFailure> {
+        let requests = answer.get("inputRequests").and_then(Value::as_object);
+        let Some(requests) = requests.filter(|r| !r.is_empty() && r.len() <= upcall::QUEUE) else {
+            return Err(refused(format!(
+                "the provider asked for input without naming it, or more than {} inputs at once",
+                upcall::QUEUE
+            )));
+        };
+        let Some(sink) = upcalls else {
+            return Err(refused(
+                "the provider asked the client for input, which the hub passes to clients of the 2025 revisions only during a tool call",
+            ));
+        };
+        let limit = self.spec.timeout;
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut answers = Vec::with_capacity(requests.len());
+        for (key, request) in requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if upcall::capability_of(&method).is_none() {
+                return Err(refused(format!("the provider asked for input by `{method}`, which no client is asked")));
+            }
+            let (asked, answer) =
+                Asked::new(method.clone(), request.get("params").cloned().unwrap_or_else(|| json!({})));
+            if tokio::time::timeout_at(deadline, sink.send(Upcall::Request(asked))).await.is_err() {
+                return Err(CallFailure::Timeout(limit));
+            }
+            answers.push((key.clone(), method, answer));
+        }
+        let mut responses = serde_json::Map::new();
+        for (key, method, answer) in answers {
+            match tokio::time::timeout_at(deadline, answer).await {
+                Ok(Ok(Ok(response))) => {
+                    responses.insert(key, response);
+                }
+                Ok(Ok(Err(error))) => {
+                    let why = error.get("message").and_then(Value::as_str).unwrap_or("it refused");
+                    return Err(CallFailure::Unanswered(format!(
+                        "the provider needs `{method}` answered, and the client could not: {why}"
+                    )));
+                }
+                Ok(Err(_)) => return Err(CallFailure::Cancelled),
+                Err(_) => return Err(CallFailure::Timeout(limit)),
+            }
+        }
+        Ok(Value::Object(responses))
     }
 
     /// Stops the process if it has run `idle` without a call and has nothing in flight;
@@ -873,6 +1167,10 @@ impl Provider {
             namespace: self.spec.namespace.clone(),
             state: inner.state,
             pid,
+            protocol: inner
+                .conn
+                .as_ref()
+                .map(|c| if c.modern() { super::framing::MODERN_REVISION } else { PROVIDER_PROTOCOL }),
             tools,
             rejected,
             last_error: inner.last_error.clone(),
@@ -943,7 +1241,7 @@ async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, Strin
     for _ in 0..100 {
         let params = cursor.take().map_or_else(|| json!({}), |c| json!({"cursor": c}));
         let page = conn
-            .request(method, params, None, START_TIMEOUT, |_| {})
+            .request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {})
             .await
             .map_err(|e| format!("{method} failed: {e}"))?;
         all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());

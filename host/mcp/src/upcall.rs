@@ -38,6 +38,48 @@ pub fn routed_capabilities() -> Value {
     json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
 }
 
+/// The client a request is forwarded for, as a provider of 2026-07-28 hears of it in each
+/// request's envelope, and how that provider's multi-round-trip requests are settled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asker {
+    /// The client capabilities the provider is told of.
+    pub capabilities: Value,
+    /// The least severe log level the client wants (`None`: the provider sends no log
+    /// messages).
+    pub log_level: Option<String>,
+    /// Whether the client speaks 2026-07-28 itself: then a provider's
+    /// `InputRequiredResult` goes to it as it is, and its retry back; otherwise the hub
+    /// asks it each input request as the provider's own request (see [`Upcall::Request`])
+    /// and retries the call with the answers.
+    pub modern: bool,
+}
+
+impl Asker {
+    /// The hub itself (its own lists): every capability it routes, no log messages.
+    #[must_use]
+    pub fn hub() -> Self {
+        Self { capabilities: routed_capabilities(), log_level: None, modern: false }
+    }
+
+    /// A client of the 2025 revisions that declared `capabilities`: the provider hears only
+    /// of those the hub can route to it.
+    #[must_use]
+    pub fn legacy(capabilities: &Value, log_level: Option<String>) -> Self {
+        let routed = routed_capabilities();
+        let capabilities: serde_json::Map<String, Value> = capabilities
+            .as_object()
+            .map(|declared| {
+                declared
+                    .iter()
+                    .filter(|(name, value)| routed.get(name.as_str()).is_some() && value.is_object())
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { capabilities: Value::Object(capabilities), log_level, modern: false }
+    }
+}
+
 /// Whether a client that declared `capabilities` can take `method` with `params` (for
 /// elicitation, its mode: `elicitation: {}` means form only); `Err` says why not.
 ///
@@ -207,6 +249,16 @@ mod tests {
         assert!(client_can_take(&url_only, "elicitation/create", &json!({"mode": "url"})).is_ok());
         assert!(client_can_take(&url_only, "elicitation/create", &json!({})).is_err());
         assert!(client_can_take(&json!({"sampling": {}}), "tools/call", &json!({})).is_err());
+    }
+
+    #[test]
+    fn a_legacy_client_is_described_by_what_the_hub_can_route_to_it() {
+        let declared =
+            json!({"sampling": {}, "roots": {"listChanged": true}, "experimental": {"x": {}}, "elicitation": true});
+        let asker = Asker::legacy(&declared, Some("info".into()));
+        assert_eq!(asker.capabilities, json!({"sampling": {}, "roots": {"listChanged": true}}));
+        assert!(!asker.modern);
+        assert_eq!(Asker::legacy(&json!(null), None).capabilities, json!({}));
     }
 
     #[test]

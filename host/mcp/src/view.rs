@@ -3,9 +3,11 @@
 //! there), or a **profile** — the providers and tools the root config names for it, under
 //! their public names or, for a profile over one provider, under the provider's own names.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde_json::Value;
 
 use crate::host_tools::Scope;
 
@@ -19,6 +21,9 @@ pub struct ProfileSpec {
     pub include: Vec<String>,
     /// Globs over public tool names: a tool that matches one is not offered.
     pub exclude: Vec<String>,
+    /// Tags ([`tool_tags`]): a provider's tool is offered only when it carries one of them
+    /// (none given: any tool).
+    pub tags: Vec<String>,
     /// Whether names keep their `<namespace>__` prefix (only a profile over exactly one
     /// provider may drop it).
     pub prefixed: bool,
@@ -90,6 +95,34 @@ impl Profile {
     }
 }
 
+/// The tags a tool definition carries: each of its annotations' hints that is `true`, as
+/// `readOnly`, `destructive`, `idempotent`, `openWorld`; and the strings of its
+/// `_meta.tags` (and `_meta._fastmcp.tags`, where FastMCP servers put theirs).
+#[must_use]
+pub fn tool_tags(definition: &Value) -> BTreeSet<String> {
+    let mut tags = BTreeSet::new();
+    if let Some(annotations) = definition.get("annotations").and_then(Value::as_object) {
+        for (hint, tag) in
+            [("readOnlyHint", "readOnly"), ("destructiveHint", "destructive"), ("idempotentHint", "idempotent")]
+                .into_iter()
+                .chain([("openWorldHint", "openWorld")])
+        {
+            if annotations.get(hint) == Some(&Value::Bool(true)) {
+                tags.insert(tag.to_owned());
+            }
+        }
+    }
+    let meta = definition.get("_meta");
+    for listed in [meta.and_then(|m| m.get("tags")), meta.and_then(|m| m.get("_fastmcp")).and_then(|f| f.get("tags"))]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+    {
+        tags.extend(listed.iter().filter_map(Value::as_str).map(str::to_owned));
+    }
+    tags
+}
+
 /// The endpoint a request came through, and so what it may see.
 #[derive(Debug, Clone)]
 pub enum View {
@@ -159,6 +192,25 @@ impl View {
             }
     }
 
+    /// Whether its tag filter needs the tools' definitions (a profile that names tags).
+    #[must_use]
+    pub fn filters_by_tags(&self) -> bool {
+        matches!(self, Self::Profile(profile) if !profile.spec.tags.is_empty())
+    }
+
+    /// Whether a provider's tool `definition` carries a tag it asks for (any does, when it
+    /// names none).
+    #[must_use]
+    pub fn offers_definition(&self, definition: &Value) -> bool {
+        match self {
+            Self::Profile(profile) if !profile.spec.tags.is_empty() => {
+                let carried = tool_tags(definition);
+                profile.spec.tags.iter().any(|tag| carried.contains(tag))
+            }
+            _ => true,
+        }
+    }
+
     /// The name it shows a provider's item by: the public one, or the provider's own in a
     /// profile without prefixes.
     #[must_use]
@@ -195,6 +247,26 @@ mod tests {
         assert_eq!(view.endpoint(), "p/p");
         assert_eq!(View::Main.endpoint(), "main");
         assert!(View::Main.offers_tool("git", "git__x") && !View::Restricted.offers_provider("git"));
+    }
+
+    #[test]
+    fn a_profile_with_tags_offers_only_tools_that_carry_one() {
+        let view = profile(ProfileSpec {
+            tags: vec!["readOnly".into(), "notes".into()],
+            prefixed: true,
+            ..ProfileSpec::default()
+        });
+        let reader = serde_json::json!({"name": "read", "annotations": {"readOnlyHint": true, "openWorldHint": false}});
+        let writer =
+            serde_json::json!({"name": "write", "annotations": {"readOnlyHint": false, "destructiveHint": true}});
+        let tagged = serde_json::json!({"name": "jot", "_meta": {"tags": ["notes", 7]}});
+        let fast = serde_json::json!({"name": "jot", "_meta": {"_fastmcp": {"tags": ["notes"]}}});
+        assert!(view.filters_by_tags());
+        assert!(view.offers_definition(&reader) && view.offers_definition(&tagged) && view.offers_definition(&fast));
+        assert!(!view.offers_definition(&writer), "{:?}", tool_tags(&writer));
+        assert!(!view.offers_definition(&serde_json::json!({"name": "bare"})));
+        assert_eq!(tool_tags(&writer).into_iter().collect::<Vec<_>>(), ["destructive"]);
+        assert!(View::Main.offers_definition(&writer) && !View::Main.filters_by_tags());
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub struct McpConfig {
     /// A session that sent nothing for this many seconds (no stream open) ends.
     #[serde(rename = "sessionIdleSec", default = "default_session_idle_sec")]
     pub session_idle_sec: u64,
+    /// Providers (by extension id) spoken to with the 2025 revisions' `initialize` at once,
+    /// never asked `server/discover`.
+    #[serde(rename = "legacyProviders", default)]
+    pub legacy_providers: std::collections::BTreeSet<String>,
 }
 
 fn default_session_idle_sec() -> u64 {
@@ -103,6 +107,7 @@ impl Default for McpConfig {
             profiles: std::collections::BTreeMap::new(),
             quarantine: false,
             session_idle_sec: default_session_idle_sec(),
+            legacy_providers: std::collections::BTreeSet::new(),
         }
     }
 }
@@ -123,6 +128,7 @@ impl McpConfig {
                     providers: config.providers.clone(),
                     include: config.include.clone(),
                     exclude: config.exclude.clone(),
+                    tags: config.tags.clone(),
                     prefixed: config.prefix,
                     host_tools: config.host_tools,
                     require_token: config.require_token,
@@ -146,6 +152,9 @@ pub struct ProfileConfig {
     /// Globs over public tool names; a tool that matches one is not offered.
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// Tags: a provider's tool is offered only when it carries one (none: any tool).
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// Whether names keep their `<namespace>__` prefix (default); `false` only over one
     /// provider.
     #[serde(default = "default_prefix")]

@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use super::rounds;
 use butler_mcp::activity::Entry;
 use butler_mcp::upcall::{self, Asked, Call, Next, Parked, Upcall, Upcalls};
-use butler_mcp::{Changed, Hub, RpcError, View};
+use butler_mcp::{Asker, Changed, Hub, RpcError, View};
 
 /// What answering a request needs.
 pub struct Context {
@@ -115,8 +115,22 @@ pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
 }
 
 impl Context {
+    /// Who the providers are told the client is, for a request of this context.
+    fn asker(&self) -> Asker {
+        match self.era {
+            Era::Modern => {
+                Asker { capabilities: self.capabilities.clone(), log_level: self.log_level.clone(), modern: true }
+            }
+            // A session that set no level takes every level.
+            Era::Legacy => {
+                Asker::legacy(&self.capabilities, Some(self.log_level.clone().unwrap_or_else(|| "debug".into())))
+            }
+        }
+    }
+
     /// The result of one request of this context's era (`upcalls` takes what a tool call's
-    /// provider sends back meanwhile).
+    /// provider sends back meanwhile). For 2026-07-28, a provider's `InputRequiredResult`
+    /// gets its state sealed ([`rounds::relayed`]).
     pub async fn result(
         self: Arc<Self>,
         id: Value,
@@ -124,6 +138,17 @@ impl Context {
         params: Value,
         upcalls: Option<Upcalls>,
     ) -> Result<Value, RpcError> {
+        if self.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) {
+            let state = rounds::State {
+                held: rounds::Held::Relayed(None),
+                name: rounds::subject(&method, &params),
+                arguments: rounds::arguments_digest(&params),
+                method: method.clone(),
+                endpoint: self.view.endpoint(),
+            };
+            let result = self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
+            return rounds::relayed(result?, state);
+        }
         if self.era == Era::Legacy {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
             match (method.as_str(), &self.session) {
@@ -161,7 +186,14 @@ impl Context {
     pub fn envelope(&self, id: Value, method: &str, result: Result<Value, RpcError>) -> Value {
         match self.era {
             Era::Legacy => envelope(id, result),
-            Era::Modern => envelope(id, result.map(|result| completed(method, result))),
+            // 2026-07-28 names an unknown resource `-32602` (the 2025 revisions: `-32002`).
+            Era::Modern => envelope(
+                id,
+                result.map(|result| completed(method, result)).map_err(|error| match error.code {
+                    -32002 => RpcError { code: -32602, ..error },
+                    _ => error,
+                }),
+            ),
         }
     }
 
@@ -175,15 +207,16 @@ impl Context {
     ) -> Option<Result<Value, RpcError>> {
         let hub = &self.hub;
         let view = &self.view;
+        let asker = self.asker();
         Some(match method {
             "tools/list" => Ok(json!({"tools": hub.list_tools(view).await})),
-            "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls).await,
+            "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await,
             "prompts/list" => Ok(json!({"prompts": hub.list_prompts(view).await})),
-            "prompts/get" => hub.get_prompt(view, params).await,
+            "prompts/get" => hub.get_prompt(view, params, &asker).await,
             "resources/list" => Ok(json!({"resources": hub.list_resources(view).await})),
             "resources/templates/list" => Ok(json!({"resourceTemplates": hub.list_resource_templates(view).await})),
-            "resources/read" => hub.read_resource(view, params).await,
-            "completion/complete" => hub.complete(view, params).await,
+            "resources/read" => hub.read_resource(view, params, &asker).await,
+            "completion/complete" => hub.complete(view, params, &asker).await,
             _ => return None,
         })
     }
@@ -240,8 +273,27 @@ pub async fn single(
     status: fn(&Value) -> StatusCode,
 ) -> Response {
     let noted = context.note(&method, &params);
+    let mut params = params;
+    // A 2026-07-28 retry: of a call the hub parked (taken up below), or of one whose
+    // provider asked itself (it goes to the provider with the provider's state again).
+    let mut resumed = None;
+    if context.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) && rounds::is_retry(&params) {
+        match rounds::retry_of(&context.view.endpoint(), &method, &params) {
+            Ok((rounds::State { held: rounds::Held::Relayed(provider), .. }, _)) => {
+                params = rounds::unsealed(params, provider);
+            }
+            Ok((rounds::State { held: rounds::Held::Parked(parked), .. }, responses)) => {
+                resumed = Some(Ok((parked, responses)));
+            }
+            Err(error) => resumed = Some(Err(error)),
+        }
+    }
     if method != "tools/call" {
-        let result = Arc::clone(&context).result(id.clone(), method.clone(), params, None).await;
+        let result = match resumed {
+            Some(Err(error)) => Err(error),
+            Some(Ok(_)) => Err(RpcError::invalid_params("Invalid params: this `requestState` belongs to a tool call")),
+            None => Arc::clone(&context).result(id.clone(), method.clone(), params, None).await,
+        };
         let answer = context.envelope(id, &method, result);
         let (response, size) = json(status(&answer), &answer);
         context.record(noted, &answer, size);
@@ -252,8 +304,8 @@ pub async fn single(
     let arguments = rounds::arguments_digest(&params);
     let mut drive =
         Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
-    if drive.context.era == Era::Modern && rounds::is_retry(&params) {
-        if let Err(error) = drive.resume(&params) {
+    if let Some(resumed) = resumed {
+        if let Err(error) = resumed.and_then(|(parked, responses)| drive.resume(&parked, responses)) {
             drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
         }
     } else {
@@ -428,7 +480,7 @@ impl Drive {
     /// Parks `parked` and asks its client what it waits for.
     fn ask_again(&self, parked: Parked) -> Value {
         let state = rounds::State {
-            parked: String::new(),
+            held: rounds::Held::Parked(String::new()),
             method: parked.method.clone(),
             name: parked.name.clone(),
             endpoint: self.context.view.endpoint(),
@@ -436,7 +488,7 @@ impl Drive {
         };
         let mut result = rounds::input_required(&parked);
         let id = self.context.hub.park(parked);
-        let Some(sealed) = rounds::seal(&rounds::State { parked: id, ..state }) else {
+        let Some(sealed) = rounds::seal(&rounds::State { held: rounds::Held::Parked(id), ..state }) else {
             return envelope(
                 self.id.clone(),
                 Err(RpcError {
@@ -450,11 +502,10 @@ impl Drive {
         self.context.envelope(self.id.clone(), &self.method, Ok(result))
     }
 
-    /// Takes up the call a retry names, answering what its provider asked with the
+    /// Takes up the parked call a retry names, answering what its provider asked with the
     /// client's `inputResponses`; what they leave unanswered is asked again at once.
-    fn resume(&mut self, params: &Value) -> Result<(), RpcError> {
-        let (state, mut responses) = rounds::retry_of(&self.context.view.endpoint(), &self.method, params)?;
-        let mut parked = self.context.hub.unpark(&state.parked).ok_or_else(|| {
+    fn resume(&mut self, parked: &str, mut responses: serde_json::Map<String, Value>) -> Result<(), RpcError> {
+        let mut parked = self.context.hub.unpark(parked).ok_or_else(|| {
             RpcError::invalid_params(
                 "Invalid params: this `requestState` was used already, or its call ended or waited too long",
             )

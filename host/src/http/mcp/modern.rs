@@ -136,10 +136,14 @@ async fn request(
         capabilities,
         log_level,
     };
-    let not_found = |answer: &Value| {
-        if answer["error"]["code"] == -32601 { StatusCode::NOT_FOUND } else { StatusCode::OK }
+    // As the transport has it: an unknown method 404; a capability the request needed but
+    // did not declare (a provider's own refusal, passed on) 400.
+    let status = |answer: &Value| match answer["error"]["code"].as_i64() {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32021) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     };
-    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), not_found).await
+    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), status).await
 }
 
 /// The request's `_meta` and headers, checked in the order the module doc gives.

@@ -1,14 +1,21 @@
-//! The multi-round-trip requests of 2026-07-28, for a provider of the 2025 revisions: when
-//! a provider asks the client something (sampling, elicitation, roots) during a stateless
-//! client's `tools/call`, the hub sets the call aside and answers with an
-//! `InputRequiredResult`; the client's retry carries `inputResponses` and the
-//! `requestState` the hub gave, and the call goes on.
+//! The multi-round-trip requests of 2026-07-28, for a stateless client, whichever era its
+//! provider speaks:
 //!
-//! `requestState` names the parked call, the endpoint it was made on, the tool it was
-//! called as and a digest of its arguments, sealed with an HMAC-SHA256 under a key drawn
-//! when the host starts: a state that was altered, or comes from another run of the host,
-//! is refused (`-32602`), as is a retry on another endpoint (a profile that does not offer
-//! the tool), of another tool, or with other arguments.
+//! - a provider of the 2025 revisions asks the client something (sampling, elicitation,
+//!   roots) during a `tools/call`: the hub sets the call aside ("parks" it) and answers with
+//!   an `InputRequiredResult`; the client's retry carries `inputResponses` and the
+//!   `requestState` the hub gave, and the call goes on;
+//! - a provider of 2026-07-28 answers with an `InputRequiredResult` of its own (a
+//!   `tools/call`, `prompts/get` or `resources/read`): it reaches the client as it is, but
+//!   with the provider's `requestState` sealed inside the hub's ("relayed"); the retry goes
+//!   to the provider with the provider's state again.
+//!
+//! `requestState` names the parked call or carries the provider's state, and names the
+//! endpoint the call was made on, the method, the tool, prompt or URI it was made for and a
+//! digest of its arguments, sealed with an HMAC-SHA256 under a key drawn when the host
+//! starts: a state that was altered, or comes from another run of the host, is refused
+//! (`-32602`), as is a retry on another endpoint (a profile that does not offer the tool),
+//! of another tool, or with other arguments.
 //! A call is parked at most [`butler_mcp::PARKED_FOR`], once: the retry takes it back.
 
 use std::sync::LazyLock;
@@ -29,14 +36,23 @@ const FORMAT: &str = "b1";
 /// no randomness — then no call is parked).
 static KEY: LazyLock<Option<String>> = LazyLock::new(|| crate::instance::owner::random_secret().ok());
 
+/// What a sealed state holds the call by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// The hub's parked call, by its id.
+    Parked(String),
+    /// The provider's own `requestState`, if it gave one.
+    Relayed(Option<String>),
+}
+
 /// What a sealed state says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
-    /// The parked call's id.
-    pub parked: String,
+    /// The call it continues.
+    pub held: Held,
     /// The method the call was made with.
     pub method: String,
-    /// The tool it called.
+    /// The tool or prompt it called, or the URI it read.
     pub name: String,
     /// The endpoint it was made on ([`butler_mcp::View::endpoint`]).
     pub endpoint: String,
@@ -49,6 +65,15 @@ pub fn arguments_digest(params: &Value) -> String {
     butler_mcp::quarantine::fingerprint(params.get("arguments").unwrap_or(&Value::Null))
 }
 
+/// What a request of `method` is made for: its tool or prompt name, or the URI it reads.
+pub fn subject(method: &str, params: &Value) -> String {
+    let key = if method == "resources/read" { "uri" } else { "name" };
+    params.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+/// The methods whose result may be an `InputRequiredResult`.
+pub const ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
 fn mac(key: &str, text: &str) -> Hmac<Sha256> {
     // HMAC takes a key of any length.
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!());
@@ -59,9 +84,12 @@ fn mac(key: &str, text: &str) -> Hmac<Sha256> {
 /// `state`, sealed; `None` without a key.
 pub fn seal(state: &State) -> Option<String> {
     let key = KEY.as_deref()?;
-    let payload =
-        json!({"p": state.parked, "m": state.method, "n": state.name, "e": state.endpoint, "a": state.arguments})
-            .to_string();
+    let mut payload = json!({"m": state.method, "n": state.name, "e": state.endpoint, "a": state.arguments});
+    match &state.held {
+        Held::Parked(id) => payload["p"] = json!(id),
+        Held::Relayed(provider) => payload["r"] = json!(provider),
+    }
+    let payload = payload.to_string();
     let body = format!("{FORMAT}.{}", URL_SAFE_NO_PAD.encode(payload));
     let tag = URL_SAFE_NO_PAD.encode(mac(key, &body).finalize().into_bytes());
     Some(format!("{body}.{tag}"))
@@ -83,23 +111,58 @@ pub fn open(text: &str) -> Result<State, RpcError> {
     let payload: Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).map_err(|_| refused())?).map_err(|_| refused())?;
     let field = |key: &str| payload.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(refused);
-    Ok(State {
-        parked: field("p")?,
-        method: field("m")?,
-        name: field("n")?,
-        endpoint: field("e")?,
-        arguments: field("a")?,
-    })
+    let held = match (payload.get("p"), payload.get("r")) {
+        (Some(_), None) => Held::Parked(field("p")?),
+        (None, Some(Value::Null)) => Held::Relayed(None),
+        (None, Some(_)) => Held::Relayed(Some(field("r")?)),
+        _ => return Err(refused()),
+    };
+    Ok(State { held, method: field("m")?, name: field("n")?, endpoint: field("e")?, arguments: field("a")? })
 }
 
-/// Whether a request is a retry: it carries `requestState` or `inputResponses`.
+/// Whether a request is a retry: it carries `requestState`. (`inputResponses` alone answer
+/// nothing the hub asked: the request goes on as a fresh one, as the revision says of
+/// parameters a server does not expect.)
 pub fn is_retry(params: &Value) -> bool {
-    params.get("requestState").is_some() || params.get("inputResponses").is_some()
+    params.get("requestState").is_some()
 }
 
 /// Whether calls can be parked (the key was drawn).
 pub fn available() -> bool {
     KEY.is_some()
+}
+
+/// A 2026-07-28 provider's `result` for a client: an `InputRequiredResult` gets the
+/// provider's `requestState` sealed inside the hub's, bound to `state`'s call.
+///
+/// # Errors
+/// `-32603` when the hub has no key to seal with.
+pub fn relayed(mut result: Value, state: State) -> Result<Value, RpcError> {
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Ok(result);
+    }
+    let provider = result.get("requestState").and_then(Value::as_str).map(str::to_owned);
+    let sealed = seal(&State { held: Held::Relayed(provider), ..state }).ok_or_else(|| RpcError {
+        code: -32603,
+        message: "the hub has no key to seal a request state with".into(),
+        data: None,
+    })?;
+    if let Some(fields) = result.as_object_mut() {
+        fields.insert("requestState".into(), json!(sealed));
+    }
+    Ok(result)
+}
+
+/// A relayed retry's params as the provider gets them: its own `requestState` again (none
+/// when it gave none).
+pub fn unsealed(mut params: Value, provider: Option<String>) -> Value {
+    if let Some(fields) = params.as_object_mut() {
+        match provider {
+            Some(state) => fields.insert("requestState".into(), json!(state)),
+            None => fields.remove("requestState"),
+        };
+    }
+    params
 }
 
 /// The `InputRequiredResult` asking the client what `parked` waits for (its
@@ -123,11 +186,12 @@ pub fn retry_of(
     method: &str,
     params: &Value,
 ) -> Result<(State, serde_json::Map<String, Value>), RpcError> {
-    let text = params.get("requestState").and_then(Value::as_str).ok_or_else(|| {
-        RpcError::invalid_params("Invalid params: `inputResponses` without the `requestState` the server gave")
-    })?;
+    let text = params
+        .get("requestState")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("Invalid params: `requestState` must be the string the server gave"))?;
     let state = open(text)?;
-    let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+    let name = subject(method, params);
     if state.method != method || state.name != name {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: this `requestState` belongs to {} of {:?}, not {method} of {name:?}",
@@ -158,7 +222,7 @@ mod tests {
 
     fn state() -> State {
         State {
-            parked: "abc".into(),
+            held: Held::Parked("abc".into()),
             method: "tools/call".into(),
             name: "ns__ask".into(),
             endpoint: "main".into(),
@@ -179,9 +243,32 @@ mod tests {
             assert_eq!(open(&altered).map_err(|e| e.code), Err(-32602), "{altered}");
         }
         // Another payload under the same tag.
-        let other = State { parked: "abd".into(), ..state() };
+        let other = State { held: Held::Parked("abd".into()), ..state() };
         let other_body = seal(&other).expect("a key").rsplit_once('.').map(|(b, _)| b.to_owned()).expect("a tag");
         assert!(open(&format!("{other_body}.{tag}")).is_err());
+    }
+
+    #[test]
+    fn a_providers_state_travels_sealed_inside_the_hubs() {
+        let asks =
+            json!({"resultType": "input_required", "inputRequests": {"user_name": {}}, "requestState": "theirs"});
+        let sent = relayed(asks, state()).expect("sealed");
+        assert_eq!(sent["inputRequests"], json!({"user_name": {}}), "asked as the provider asked");
+        let sealed = sent["requestState"].as_str().expect("a state");
+        assert_ne!(sealed, "theirs");
+        let opened = open(sealed).expect("opens");
+        assert_eq!(opened.held, Held::Relayed(Some("theirs".into())));
+        assert_eq!(
+            unsealed(json!({"requestState": sealed, "x": 1}), Some("theirs".into())),
+            json!({"requestState": "theirs", "x": 1})
+        );
+        // A provider that keeps no state gets none back.
+        let stateless = relayed(json!({"resultType": "input_required", "inputRequests": {}}), state()).expect("sealed");
+        let opened = open(stateless["requestState"].as_str().expect("a state")).expect("opens");
+        assert_eq!(opened.held, Held::Relayed(None));
+        assert_eq!(unsealed(json!({"requestState": "b1.x.y"}), None), json!({}));
+        // A complete result passes untouched.
+        assert_eq!(relayed(json!({"content": []}), state()).expect("as is"), json!({"content": []}));
     }
 
     #[test]
@@ -201,6 +288,6 @@ mod tests {
         assert_eq!(refused("main", not_object), Some(-32602));
         let no_state = json!({"name": "ns__ask", "inputResponses": {}});
         assert_eq!(refused("main", no_state.clone()), Some(-32602));
-        assert!(is_retry(&no_state) && !is_retry(&json!({"name": "x"})));
+        assert!(!is_retry(&no_state) && !is_retry(&json!({"name": "x"})) && is_retry(&ok));
     }
 }
