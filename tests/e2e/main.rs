@@ -16,6 +16,7 @@ mod layers;
 mod lifecycle;
 mod mcp;
 mod mcp_duplex;
+mod mcp_inspector;
 mod mcp_profiles;
 mod mcp_quarantine;
 mod mcp_stateless;
