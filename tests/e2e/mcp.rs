@@ -767,6 +767,36 @@ fn providers_start_on_need_stop_when_idle_and_on_request() {
 /// Every request the hub answers is in the activity log — who answered, how it went, the
 /// sizes — and never what was asked or answered; the CLI prints it, filtered by name.
 #[test]
+fn with_log_payloads_the_activity_log_keeps_arguments_and_results_but_no_credential() {
+    tools();
+    let dir = instance();
+    std::fs::write(dir.path().join("butler.json"), json!({"mcp": {"logPayloads": true}}).to_string())
+        .expect("root config");
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let butler = Butler::start(dir.path());
+    let mut client = Client::connect(&butler, "/mcp");
+    let arguments = json!({"text": "visible words", "api_key": "sk-live-4711",
+                           "options": {"header": "Bearer tok-4711", "password": "hunter4711"}});
+    assert_eq!(text_of(&client.call("fake__echo", arguments)), "visible words");
+    let mut echo = Value::Null;
+    wait_until(LIMIT, "the call to be logged", || {
+        let (_, page) = butler.get_json("/mcp/activity?name=fake__echo");
+        echo = page["entries"][0].clone();
+        !echo.is_null()
+    });
+    let kept = &echo["request"]["arguments"];
+    assert_eq!(kept["text"], "visible words", "{echo}");
+    for redacted in [&kept["api_key"], &kept["options"]["header"], &kept["options"]["password"]] {
+        assert_eq!(redacted, "[redacted]", "{echo}");
+    }
+    assert_eq!(text_of(&echo["response"]), "visible words", "the result is kept: {echo}");
+    let file = std::fs::read_to_string(dir.path().join(".butler/logs/mcp-activity.jsonl")).expect("the log file");
+    assert!(file.contains("visible words"), "{file}");
+    assert!(!file.contains("4711"), "no credential reaches the file: {file}");
+}
+
+#[test]
 fn every_answered_request_is_in_the_activity_log_without_its_arguments() {
     tools();
     let dir = instance();

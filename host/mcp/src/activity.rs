@@ -1,7 +1,8 @@
 //! The hub's activity log: one JSON line per MCP request it answered — when, through which
 //! endpoint and session, the method, the tool, prompt or URI, the provider, how long it
-//! took, the outcome and error code, and the request's and answer's sizes. Never
-//! arguments or results, so never a credential either.
+//! took, the outcome and error code, and the request's and answer's sizes. Arguments and
+//! results only where the owner asks for them (`mcp.logPayloads`): then each side, with
+//! every credential-like value [`redacted`] and cut to [`MAX_PAYLOAD`] bytes.
 //!
 //! Append-only and bounded: `stateDir/logs/mcp-activity.jsonl`, moved to `….1` (the one
 //! older file kept) once it passes [`MAX_FILE_BYTES`]. Records reach the file through a
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// A file of the log is rotated beyond this size.
@@ -81,6 +83,87 @@ pub struct Entry {
     /// Records dropped just before this one because the queue was full.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_before: u64,
+    /// The request's `params` ([`payload`]), with `mcp.logPayloads` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+    /// The answer's `result` or `error` ([`payload`]), with `mcp.logPayloads` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+}
+
+/// The most bytes of one side of a request kept with `mcp.logPayloads`; a longer one is
+/// kept as the start of its JSON text and its size.
+pub const MAX_PAYLOAD: usize = 4096;
+
+/// What a value becomes when it is a credential.
+pub const REDACTED: &str = "[redacted]";
+
+/// Whether an object key names a credential: `token`, `secret`, `password`, `passwd`,
+/// `authorization`, `cookie`, `credential`, `api_key`/`apikey`/`api-key`, `private_key`,
+/// `session_id`, anywhere in the key and in any case.
+fn names_a_credential(key: &str) -> bool {
+    let key: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "authorization",
+        "cookie",
+        "credential",
+        "apikey",
+        "privatekey",
+        "sessionid",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// Whether a string is a credential by its look: a bearer or basic authorization, a Butler
+/// token (`bmt_…`), or a JSON Web Token.
+fn looks_like_a_credential(text: &str) -> bool {
+    let lower = text.trim_start().to_ascii_lowercase();
+    lower.starts_with("bearer ")
+        || lower.starts_with("basic ")
+        || text.starts_with("bmt_")
+        || (text.starts_with("eyJ") && text.matches('.').count() == 2)
+}
+
+/// `value` with every credential-like part replaced by [`REDACTED`]: the value of any key
+/// that names a credential, and any string that looks like one.
+#[must_use]
+pub fn redacted(value: Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| {
+                    let value = if names_a_credential(&key) { json!(REDACTED) } else { redacted(value) };
+                    (key, value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(redacted).collect()),
+        Value::String(text) if looks_like_a_credential(&text) => json!(REDACTED),
+        other => other,
+    }
+}
+
+/// One side of a request as `mcp.logPayloads` keeps it: [`redacted`], and when its JSON
+/// is longer than [`MAX_PAYLOAD`] bytes, `{"truncated": <the start of that JSON>, "bytes":
+/// <its size>}`.
+#[must_use]
+pub fn payload(value: &Value) -> Value {
+    let clean = redacted(value.clone());
+    let text = clean.to_string();
+    if text.len() <= MAX_PAYLOAD {
+        return clean;
+    }
+    let mut end = MAX_PAYLOAD;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    json!({"truncated": &text[..end], "bytes": text.len()})
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -515,7 +598,43 @@ mod tests {
             request_bytes: 10,
             response_bytes: 20,
             dropped_before: 0,
+            request: None,
+            response: None,
         }
+    }
+
+    #[test]
+    fn credentials_are_redacted_wherever_they_are() {
+        let params = json!({
+            "name": "fs__read",
+            "arguments": {"path": "/notes", "api_key": "sk-live-1", "nested": [{"Authorization": "x"}, "Bearer abc"],
+                          "accessToken": {"deep": 1}, "hint": "bmt_0123", "jwt": "eyJa.eyJb.sig", "count": 3},
+        });
+        let kept = redacted(params);
+        let arguments = &kept["arguments"];
+        assert_eq!(arguments["path"], "/notes");
+        assert_eq!(arguments["count"], 3);
+        for redacted in [
+            &arguments["api_key"],
+            &arguments["nested"][0]["Authorization"],
+            &arguments["nested"][1],
+            &arguments["accessToken"],
+            &arguments["hint"],
+            &arguments["jwt"],
+        ] {
+            assert_eq!(redacted, REDACTED, "{kept}");
+        }
+        assert!(!kept.to_string().contains("sk-live-1") && !kept.to_string().contains("abc"), "{kept}");
+    }
+
+    #[test]
+    fn a_long_payload_keeps_its_start_and_its_size() {
+        assert_eq!(payload(&json!({"a": 1})), json!({"a": 1}));
+        let long = json!({"text": "é".repeat(MAX_PAYLOAD)});
+        let kept = payload(&long);
+        let start = kept["truncated"].as_str().expect("the start");
+        assert!(start.len() <= MAX_PAYLOAD && start.starts_with("{\"text\":\"é"), "{start}");
+        assert_eq!(kept["bytes"].as_u64(), Some(long.to_string().len() as u64));
     }
 
     /// Entries `seqs`, named `n{seq}`, appended to `path` as the writer would.

@@ -67,6 +67,9 @@ pub struct Settings {
     /// `server/discover` (`mcp.legacyProviders`): for one that would speak 2026-07-28 but
     /// asks its clients for input the 2025 way, which that era does not allow.
     pub legacy_providers: std::collections::BTreeSet<String>,
+    /// Whether the activity log keeps each request's params and answer, credentials
+    /// redacted (`mcp.logPayloads`).
+    pub log_payloads: bool,
 }
 
 impl Default for Settings {
@@ -76,6 +79,7 @@ impl Default for Settings {
             session_idle: Duration::from_secs(1800),
             quarantine: false,
             legacy_providers: std::collections::BTreeSet::new(),
+            log_payloads: false,
         }
     }
 }
@@ -292,6 +296,8 @@ pub struct Hub {
     session_idle: Duration,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: std::collections::BTreeSet<String>,
+    /// [`Settings::log_payloads`].
+    log_payloads: bool,
 }
 
 /// A provider's tool held out of the lists until the owner approves it.
@@ -383,7 +389,14 @@ impl Hub {
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
             session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
+            log_payloads: settings.log_payloads,
         })
+    }
+
+    /// Whether the activity log keeps requests' params and answers ([`Settings::log_payloads`]).
+    #[must_use]
+    pub fn log_payloads(&self) -> bool {
+        self.log_payloads
     }
 
     /// Says which lists clients see may have changed, whenever they may have.

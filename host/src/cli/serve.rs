@@ -116,6 +116,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         session_idle: std::time::Duration::from_secs(instance.config.mcp.session_idle_sec),
         quarantine: instance.config.mcp.quarantine,
         legacy_providers: instance.config.mcp.legacy_providers.clone(),
+        log_payloads: instance.config.mcp.log_payloads,
     };
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();

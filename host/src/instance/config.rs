@@ -93,6 +93,10 @@ pub struct McpConfig {
     /// never asked `server/discover`.
     #[serde(rename = "legacyProviders", default)]
     pub legacy_providers: std::collections::BTreeSet<String>,
+    /// Whether the activity log keeps each request's params and answer (credentials
+    /// redacted, each side cut to 4 KiB).
+    #[serde(rename = "logPayloads", default)]
+    pub log_payloads: bool,
 }
 
 fn default_session_idle_sec() -> u64 {
@@ -108,6 +112,7 @@ impl Default for McpConfig {
             quarantine: false,
             session_idle_sec: default_session_idle_sec(),
             legacy_providers: std::collections::BTreeSet::new(),
+            log_payloads: false,
         }
     }
 }

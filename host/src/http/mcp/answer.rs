@@ -62,6 +62,8 @@ pub struct Noted {
     name: Option<String>,
     provider: Option<String>,
     began: Instant,
+    /// The request's params as the log keeps them, with `mcp.logPayloads`.
+    params: Option<Value>,
 }
 
 impl Context {
@@ -76,7 +78,8 @@ impl Context {
         .and_then(Value::as_str)
         .map(str::to_owned);
         let provider = name.as_deref().and_then(|name| self.hub.owner_of(&self.view, method, name));
-        Noted { method: method.to_owned(), name, provider, began: Instant::now() }
+        let params = self.hub.log_payloads().then(|| butler_mcp::activity::payload(params));
+        Noted { method: method.to_owned(), name, provider, began: Instant::now(), params }
     }
 
     /// Records a request answered with `answer`, `response_bytes` long.
@@ -103,6 +106,10 @@ impl Context {
             request_bytes: self.body_bytes,
             response_bytes,
             dropped_before: 0,
+            response: noted.params.is_some().then(|| {
+                butler_mcp::activity::payload(answer.get("result").or(answer.get("error")).unwrap_or(&Value::Null))
+            }),
+            request: noted.params,
         });
     }
 }
