@@ -113,6 +113,19 @@ fn check_validates_a_whole_instance() {
     let (code, _, err) = run(&["check", dir.path().join("nowhere").to_str().expect("utf8")]);
     assert_ne!(code, 0);
     assert!(err.contains("not a Butler instance"), "{err}");
+
+    // What the host checks of its root config only as it starts is checked too.
+    std::fs::remove_dir_all(workdir.join("tools/b")).expect("remove");
+    let config = json!({"mcp": {"profiles": {"both": {"prefix": false}}, "legacyProviders": ["gone"]}});
+    std::fs::write(workdir.join("butler.json"), config.to_string()).expect("root config");
+    let (code, out, _) = run(&["check", path]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("butler.json — rejected")
+            && out.contains("/mcp/profiles/both: `prefix: false` needs exactly one provider"),
+        "{out}"
+    );
+    assert!(out.contains("/mcp/legacyProviders: no extension `gone`"), "{out}");
 }
 
 #[test]

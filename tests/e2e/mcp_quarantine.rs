@@ -100,7 +100,7 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     assert!(names.iter().all(|n| !n.contains("approve") && !n.contains("quarantine")), "{names:?}");
     let token = format!("Bearer {}", butler.owner_token());
     let owner = [("authorization", token.as_str())];
-    let stale = json!({"provider": "shifty", "tools": [{"name": "add", "sha256": "0000"}]});
+    let stale = json!({"provider": "shifty", "tools": [{"name": "add", "sha256": "0".repeat(64)}]});
     let (status, body) = approve(&butler, &stale, &owner);
     assert_eq!((status, body["error"]["code"].as_str()), (409, Some("stale")), "{body}");
     let (status, body) = approve(&butler, &only_greet, &owner);
@@ -148,8 +148,14 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     // A change of trust alone approves nothing; `tools: null` is refused, never "all".
     let (status, body) = approve(&butler, &json!({"provider": "shifty", "trust": false}), &owner);
     assert_eq!((status, &body["data"]["approved"]), (200, &json!([])), "{body}");
-    let (status, body) = approve(&butler, &json!({"provider": "shifty", "tools": null}), &owner);
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_body")), "{body}");
+    // Nor is any body that is not plainly one approval: an array (serde would read one), a
+    // tool named twice, a digest that is no SHA-256.
+    let twice = json!({"provider": "shifty", "tools": [{"name": "greet"}, {"name": "greet"}]});
+    let not_hex = json!({"provider": "shifty", "tools": [{"name": "greet", "sha256": "zz"}]});
+    for refused in [json!({"provider": "shifty", "tools": null}), json!(["shifty", null, true]), twice, not_hex] {
+        let (status, body) = approve(&butler, &refused, &owner);
+        assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_body")), "{refused}: {body}");
+    }
     let (_, report) = butler.get_json("/mcp/quarantine");
     assert_eq!(report["held"].as_array().map(Vec::len), Some(2), "still held: {report}");
 

@@ -1,5 +1,7 @@
-//! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance,
-//! and say in the terminal what is wrong. Exits 1 when anything is rejected.
+//! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance —
+//! its extensions, and the parts of its root config the host checks only as it starts (the
+//! MCP profiles; the providers `mcp.legacyProviders` names) — and say in the terminal what is
+//! wrong. Exits 1 when anything is rejected.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -114,8 +116,17 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
     let catalog = scan(&config, None);
-    Ok(Outcome {
-        registered: catalog.extensions.iter().map(|e| e.id().to_owned()).collect(),
-        diagnostics: catalog.diagnostics,
-    })
+    let mut diagnostics = catalog.diagnostics;
+    let root = |severity, pointer: String, message: String| {
+        Diagnostic::single(MANIFEST_FILE.to_owned(), None, severity, &pointer, message)
+    };
+    if let Err(wrong) = instance.config.mcp.checked_profiles() {
+        diagnostics.push(root(Severity::Error, format!("/mcp/profiles/{}", wrong.name), wrong.why));
+    }
+    let providers: Vec<&str> = catalog.extensions.iter().filter(|e| e.manifest.mcp.is_some()).map(|e| e.id()).collect();
+    for id in instance.config.mcp.legacy_providers.iter().filter(|id| !providers.contains(&id.as_str())) {
+        let why = format!("no extension `{id}` with an `mcp` block is registered (it is ignored)");
+        diagnostics.push(root(Severity::Warning, "/mcp/legacyProviders".to_owned(), why));
+    }
+    Ok(Outcome { registered: catalog.extensions.iter().map(|e| e.id().to_owned()).collect(), diagnostics })
 }

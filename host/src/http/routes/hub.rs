@@ -161,7 +161,7 @@ pub struct Approval {
 pub async fn approve(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(approval): ApiJson<Approval>,
+    ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Value>, ApiError> {
     if !caller.owner {
         return Err(ApiError::forbidden(
@@ -169,6 +169,7 @@ pub async fn approve(
             "approving tool definitions needs the owner (the console's review queue, or `butler mcp approve`)",
         ));
     }
+    let approval = approval_of(body)?;
     let tools: Option<Vec<(String, Option<String>)>> = match approval.tools {
         None => None,
         Some(None) => {
@@ -191,6 +192,31 @@ pub async fn approve(
         Err(error @ ApprovalError::Stale(_)) => Err(ApiError::new(StatusCode::CONFLICT, "stale", error.to_string())),
         Err(error @ ApprovalError::Failed(_)) => Err(ApiError::internal(error.to_string())),
     }
+}
+
+/// The approval a body asks for, read strictly: an object (serde would also read a struct
+/// from an array), each tool named once, each `sha256` 64 lowercase hex digits.
+fn approval_of(body: Value) -> Result<Approval, ApiError> {
+    let invalid = |why: String| ApiError::bad_request("invalid_body", why);
+    if !body.is_object() {
+        return Err(invalid("the body is an object: {\"provider\", \"tools\"?, \"trust\"?}".to_owned()));
+    }
+    let approval: Approval = serde_json::from_value(body).map_err(|e| invalid(format!("the body: {e}")))?;
+    let mut named = std::collections::BTreeSet::new();
+    for tool in approval.tools.iter().flatten().flatten() {
+        if !named.insert(tool.name.as_str()) {
+            return Err(invalid(format!("`{}` is named twice in `tools`", tool.name)));
+        }
+        if let Some(sha) = &tool.sha256
+            && !(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        {
+            return Err(invalid(format!(
+                "`{}`: `sha256` is 64 lowercase hex digits, as the quarantine shows it",
+                tool.name
+            )));
+        }
+    }
+    Ok(approval)
 }
 
 /// A field that is present, even as `null` (`Some(None)`), as opposed to absent (`None`).
