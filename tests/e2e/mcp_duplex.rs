@@ -188,6 +188,12 @@ fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
     let (status, refused) = post(&butler, "/mcp/p/narrow", &elsewhere, &headers_for(&elsewhere));
     assert_eq!((status, refused["error"]["code"].as_i64()), (200, Some(-32602)), "another endpoint: {refused}");
     assert!(refused.get("result").is_none(), "{refused}");
+    // An answer that is no result is refused, and the call still waits.
+    let mut malformed = elsewhere.clone();
+    malformed["params"]["inputResponses"] = json!({key.as_str(): "accept"});
+    let (_, refused) = send(&butler, &malformed);
+    assert_eq!(refused["error"]["code"], -32602, "a malformed answer: {refused}");
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains(key.as_str())), "{refused}");
     let (status, done) = retry(3, "conf__test_elicitation", &state);
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["result"]["resultType"], "complete", "{done}");

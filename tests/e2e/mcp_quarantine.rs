@@ -132,18 +132,21 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     assert_eq!(greet["reason"], "changed", "{greet}");
     assert_eq!(greet["approved"]["definition"]["description"], "Says hello", "{greet}");
     assert!(greet["definition"]["description"].as_str().is_some_and(|d| d.contains("evil.example")), "{greet}");
-    let (code, shown, stderr) = {
+    let cli = |command: &str| {
         let home = tempfile::tempdir().expect("home");
         let output = crate::util::butler_command(home.path())
-            .args(["mcp", "held", "--workdir"])
+            .args(["mcp", command, "--workdir"])
             .arg(dir.path())
             .output()
             .expect("run butler");
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         (output.status.code(), text(&output.stdout), text(&output.stderr))
     };
+    let (code, shown, stderr) = cli("held");
     assert_eq!(code, Some(0), "{stderr}");
     assert!(shown.contains("shifty greet (shifty__greet): changed") && shown.contains("- Says hello"), "{shown}");
+    let (_, status, _) = cli("status");
+    assert!(status.contains("(2 held for review: `butler mcp held`)"), "the status says so: {status}");
 
     // A change of trust alone approves nothing; `tools: null` is refused, never "all".
     let (status, body) = approve(&butler, &json!({"provider": "shifty", "trust": false}), &owner);

@@ -271,9 +271,14 @@ fn render(status: &Value) -> String {
         let pid = p["pid"].as_u64().map_or_else(|| "-".to_owned(), |pid| pid.to_string());
         let tools = p["tools"].as_array().map_or(0, Vec::len);
         let p50 = p["p50Ms"].as_f64().map_or_else(|| "-".to_owned(), |ms| format!("{ms:.1} ms"));
+        let held = match p["held"].as_array().map_or(0, Vec::len) {
+            0 => String::new(),
+            n => format!(" ({n} held for review: `butler mcp held`)"),
+        };
+        let protocol = p["protocol"].as_str().map(|v| format!(", {v}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{} ({}__*): {}, pid {pid}, {tools} tools{}, {} calls ({} errors, {} timeouts), p50 {p50}",
+            "{} ({}__*): {}{protocol}, pid {pid}, {tools} tools{}{held}, {} calls ({} errors, {} timeouts), p50 {p50}",
             text("id"),
             text("namespace"),
             text("state"),

@@ -512,6 +512,13 @@ impl Drive {
     /// Takes up the parked call a retry names, answering what its provider asked with the
     /// client's `inputResponses`; what they leave unanswered is asked again at once.
     fn resume(&mut self, parked: &str, mut responses: serde_json::Map<String, Value>) -> Result<(), RpcError> {
+        // Each answers a request as its result would: an object. Refused before the call is
+        // taken up, so it stays parked for a retry that answers properly.
+        if let Some((key, _)) = responses.iter().find(|(_, response)| !response.is_object()) {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `inputResponses.{key}` must be the result of the request asked (an object)"
+            )));
+        }
         let mut parked = self.context.hub.unpark(parked).ok_or_else(|| {
             RpcError::invalid_params(
                 "Invalid params: this `requestState` was used already, or its call ended or waited too long",
