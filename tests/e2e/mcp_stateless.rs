@@ -352,3 +352,41 @@ await client.close();
         assert!(output.status.success(), "{scenario}:\n{text}");
     }
 }
+
+#[test]
+fn a_stdio_client_of_2026_cancels_a_call_and_the_provider_is_told() {
+    tools();
+    let dir = instance();
+    let log = dir.path().join("fake.log");
+    write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
+    let _butler = Butler::start(dir.path());
+    let mut bridge = std::process::Command::new(crate::util::butler_binary())
+        .args(["mcp", "stdio", "--workdir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the bridge");
+    let mut stdin = bridge.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(bridge.stdout.take().expect("stdout"));
+    let mut send = |message: &Value| writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("write");
+
+    send(&request(5, "tools/call", json!({"name": "fake__hang", "arguments": {}})));
+    wait_until(LIMIT, "the provider to get the call", || log_lines(&log).iter().any(|l| l.starts_with("hanging ")));
+    let hanging = log_lines(&log).iter().find_map(|l| l.strip_prefix("hanging ").map(str::to_owned)).expect("id");
+    // Over stdio this revision cancels with a notification; the bridge closes the request's
+    // connection, which is how it cancels over HTTP.
+    send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}));
+    wait_until(LIMIT, "the cancellation to reach the provider", || {
+        log_lines(&log).contains(&format!("cancelled {hanging} the client went away"))
+    });
+    // The cancelled call gets no answer: the next line is the next request's.
+    send(&request(6, "tools/list", json!({})));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("an answer");
+    let answer: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(answer["id"], 6, "{answer}");
+    assert!(answer["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{answer}");
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+}

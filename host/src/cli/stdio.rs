@@ -12,11 +12,14 @@
 //!
 //! A client of revision 2026-07-28 needs no session: each request's `_meta` names the
 //! revision, and the bridge adds the headers that revision asks of HTTP clients
-//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). Over HTTP that revision cancels a
+//! request by closing its connection: the client's `notifications/cancelled` for one in
+//! flight closes it.
 //!
 //! Bounds: a line of at most [`MAX_LINE`] bytes, at most [`IN_FLIGHT`] requests at once
 //! (stdin is not read further until one ends), every answer within [`ANSWER_TIMEOUT`].
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -52,6 +55,8 @@ pub fn run(workdir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         initialize: Mutex::new(None),
         out: Mutex::new(std::io::stdout()),
         closed: AtomicBool::new(false),
+        stateless: Mutex::new(HashMap::new()),
+        cancelled: Mutex::new(std::collections::HashSet::new()),
     });
     let (slot_back, slots) = mpsc::sync_channel::<()>(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
@@ -90,6 +95,9 @@ pub fn run(workdir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 let listener = Arc::clone(&bridge);
                 std::thread::spawn(move || listener.listen());
             }
+            continue;
+        }
+        if message["method"] == "notifications/cancelled" && bridge.cancel(&message["params"]["requestId"]) {
             continue;
         }
         let _ = slots.recv();
@@ -148,6 +156,10 @@ struct Bridge {
     out: Mutex<std::io::Stdout>,
     /// Set when stdout is gone: nobody reads any more.
     closed: AtomicBool,
+    /// The connections of the 2026-07-28 requests in flight, by request id.
+    stateless: Mutex<HashMap<String, Stream>>,
+    /// Those the client cancelled: their end is not answered.
+    cancelled: Mutex<std::collections::HashSet<String>>,
 }
 
 /// What an exchange with the host ended with.
@@ -178,16 +190,20 @@ impl Bridge {
             let session = lock(&self.session).clone();
             let body = message.to_string();
             let mut streamed = false;
+            let headers = stateless_headers(message);
+            // A 2026-07-28 request's connection can be closed to cancel it.
+            let cancellable = id.as_ref().filter(|_| !headers.is_empty()).map(Value::to_string);
             let outcome = self.exchange_with(
-                "POST",
-                session.as_deref(),
-                Some(&body),
-                &stateless_headers(message),
+                ("POST", session.as_deref(), Some(&body)),
+                (&headers, cancellable.as_deref()),
                 &mut |event| {
                     streamed = true;
                     self.write_raw(event);
                 },
             );
+            if cancellable.as_ref().is_some_and(|id| lock(&self.cancelled).remove(id)) {
+                return; // the client asked for no answer
+            }
             match outcome {
                 Outcome::Answered { status: 404, .. } if attempt == 0 && session.is_some() && !streamed => {
                     // The host restarted and forgot the session: open a new one, send again.
@@ -239,6 +255,15 @@ impl Bridge {
         }
     }
 
+    /// Closes the connection of the 2026-07-28 request `id` if one is in flight (the hub
+    /// then tells its provider); whether one was.
+    fn cancel(&self, id: &Value) -> bool {
+        let Some(stream) = lock(&self.stateless).remove(&id.to_string()) else { return false };
+        lock(&self.cancelled).insert(id.to_string());
+        stream.shutdown();
+        true
+    }
+
     /// Replays the client's `initialize` (and `notifications/initialized`) on a new session.
     fn reinitialize(&self) -> bool {
         let Some(initialize) = lock(&self.initialize).clone() else { return false };
@@ -282,22 +307,27 @@ impl Bridge {
         body: Option<&str>,
         on_event: &mut dyn FnMut(&[u8]),
     ) -> Outcome {
-        self.exchange_with(method, session, body, "", on_event)
+        self.exchange_with((method, session, body), ("", None), on_event)
     }
 
-    /// [`Self::exchange`] with more header lines (each ending in CRLF).
+    /// [`Self::exchange`] with more header lines (each ending in CRLF); with `cancellable`,
+    /// the connection is kept under that request id while the answer comes, for
+    /// [`Self::cancel`].
     fn exchange_with(
         &self,
-        method: &str,
-        session: Option<&str>,
-        body: Option<&str>,
-        headers: &str,
+        (method, session, body): (&str, Option<&str>, Option<&str>),
+        (headers, cancellable): (&str, Option<&str>),
         on_event: &mut dyn FnMut(&[u8]),
     ) -> Outcome {
         let (mut stream, token) = match self.connect() {
             Ok(found) => found,
             Err(why) => return Outcome::Unreachable(why),
         };
+        let _kept = cancellable.and_then(|id| {
+            let clone = stream.try_clone().ok()?;
+            lock(&self.stateless).insert(id.to_owned(), clone);
+            Some(Kept { calls: &self.stateless, id })
+        });
         let timeout = if method == "GET" { LISTEN_IDLE } else { ANSWER_TIMEOUT };
         let _ = stream.set_read_timeout(Some(timeout));
         let body = body.unwrap_or_default();
@@ -488,7 +518,34 @@ enum Stream {
     Tcp(std::net::TcpStream),
 }
 
+/// A request's connection kept for [`Bridge::cancel`] until its answer has been read.
+struct Kept<'a> {
+    calls: &'a Mutex<HashMap<String, Stream>>,
+    id: &'a str,
+}
+
+impl Drop for Kept<'_> {
+    fn drop(&mut self) {
+        lock(self.calls).remove(self.id);
+    }
+}
+
 impl Stream {
+    fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(match self {
+            Self::Local(s) => Self::Local(s.try_clone()?),
+            Self::Tcp(s) => Self::Tcp(s.try_clone()?),
+        })
+    }
+
+    /// Closes the connection both ways (a reader of a clone sees its end).
+    fn shutdown(&self) {
+        let _ = match self {
+            Self::Local(s) => s.shutdown(std::net::Shutdown::Both),
+            Self::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
     fn set_read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
         match self {
             Self::Local(s) => s.set_read_timeout(timeout),
