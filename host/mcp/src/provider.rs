@@ -218,6 +218,8 @@ struct Listen {
     changes: Vec<&'static str>,
     /// The resources clients subscribe to, by the provider's own URIs.
     uris: BTreeSet<String>,
+    /// Whether its capabilities offer resource subscriptions (`resources.subscribe`).
+    subscribes: bool,
 }
 
 impl Conn {
@@ -315,6 +317,11 @@ impl Conn {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         let changed = {
             let mut listen = lock(&self.listen);
+            if !listen.subscribes {
+                return Err(CallFailure::Error(
+                    json!({"code": -32601, "message": "this provider does not offer resource subscriptions"}),
+                ));
+            }
             if method == "resources/subscribe" { listen.uris.insert(uri) } else { listen.uris.remove(&uri) }
         };
         if changed {
@@ -735,13 +742,18 @@ impl Provider {
         let capabilities = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
         let lists = list_all(&conn, &capabilities).await?;
         if conn.modern() {
-            let offers = |kind: &str| capabilities.get(kind).and_then(|c| c.get("listChanged")) == Some(&json!(true));
-            lock(&conn.listen).changes = [("tools", "toolsListChanged"), ("prompts", "promptsListChanged")]
-                .into_iter()
-                .chain([("resources", "resourcesListChanged")])
-                .filter(|(kind, _)| offers(kind))
-                .map(|(_, change)| change)
-                .collect();
+            let offers =
+                |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
+            {
+                let mut listen = lock(&conn.listen);
+                listen.changes = [("tools", "toolsListChanged"), ("prompts", "promptsListChanged")]
+                    .into_iter()
+                    .chain([("resources", "resourcesListChanged")])
+                    .filter(|(kind, _)| offers(kind, "listChanged"))
+                    .map(|(_, change)| change)
+                    .collect();
+                listen.subscribes = offers("resources", "subscribe");
+            }
             conn.relisten().await;
         }
         self.store(lists);
