@@ -313,6 +313,19 @@ fn a_provider_that_crashes_hangs_or_reports_progress_costs_only_itself() {
             && log_lines(&log).iter().filter(|l| l.starts_with("started")).count() == 2
     });
     assert_eq!(text_of(&client.call("fake__echo", json!({"text": "back"}))), "back");
+
+    // A provider that stops reading its input: once the pipe is full, a call still ends
+    // at its timeoutSec (5 s) — and so does the next, however the last write ended.
+    let deaf = client.call("fake__deaf", json!({}));
+    assert_eq!(deaf["isError"], true, "{deaf}");
+    let large = "x".repeat(300_000);
+    for text in [large.as_str(), "small"] {
+        let began = std::time::Instant::now();
+        let stuck = client.call("fake__echo", json!({"text": text}));
+        assert_eq!(stuck["isError"], true, "{}", text_of(&stuck));
+        assert!(text_of(&stuck).contains("did not answer within 5 s"), "{}", text_of(&stuck));
+        assert!(began.elapsed() < Duration::from_secs(30), "ended at its limit, not never: {:?}", began.elapsed());
+    }
 }
 
 /// `tools/call` with a progress token, answered as SSE: every message, in order.

@@ -25,7 +25,7 @@ use crate::{scan, until, use_real_keeper, within, write_manifest};
 
 /// The tools of `fake_mcp.py` that can be public, in its order (it also lists `bad name!`
 /// and a 70-character name, which cannot).
-const PUBLIC_TOOLS: [&str; 5] = ["echo", "crash", "hang", "progress", "env"];
+const PUBLIC_TOOLS: [&str; 6] = ["echo", "crash", "hang", "progress", "env", "deaf"];
 
 /// The python interpreter itself (not a version manager's shim, which a provider's
 /// scrubbed environment may not satisfy, and which costs a start each time).

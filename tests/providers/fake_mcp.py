@@ -2,12 +2,14 @@
 
 Tools: echo, crash (exits at once), hang (never answers; records the cancellation it gets),
 progress (sends progress notifications before answering), env (its environment's names),
+deaf (stops reading its stdin for good, answering nothing: the pipe fills),
 plus two tools whose names cannot be public ("bad name!" and one too long). Every start
 and every cancellation is appended to the file named by $FAKE_MCP_LOG.
 """
 
 import json
 import os
+import time
 
 from stdio_provider import Log, error, result, send, serve, text
 
@@ -20,6 +22,7 @@ TOOLS = [
     {"name": "hang", "description": "Never answers", "inputSchema": {"type": "object"}},
     {"name": "progress", "description": "Reports progress", "inputSchema": {"type": "object"}},
     {"name": "env", "description": "Lists its environment", "inputSchema": {"type": "object"}},
+    {"name": "deaf", "description": "Stops reading its input", "inputSchema": {"type": "object"}},
     {"name": "bad name!", "description": "Not a valid public name", "inputSchema": {"type": "object"}},
     {"name": "x" * 70, "description": "Too long", "inputSchema": {"type": "object"}},
 ]
@@ -65,6 +68,9 @@ def call(id, params):
         result(id, text("done"))
     elif name == "env":
         result(id, text(json.dumps(sorted(os.environ.keys()))))
+    elif name == "deaf":
+        log("deaf %s" % id)
+        time.sleep(3600)
     else:
         error(id, -32602, "unknown tool " + str(name))
 

@@ -1417,7 +1417,13 @@ fn not_a_resource(uri: &str) -> RpcError {
 
 /// Sends a non-tool request to a provider for `asker`; its failures become JSON-RPC errors.
 async fn forward(provider: &Arc<Provider>, method: &str, params: Value, asker: &Asker) -> Result<Value, RpcError> {
-    match provider.call((method, framing::without_envelope(params)), None, asker, |_, _| {}).await {
+    let mut params = framing::without_envelope(params);
+    // No upcalls come back for these: a client's progress token would only be confused
+    // with the hub's own tokens (the ids of its requests on that pipe).
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("progressToken");
+    }
+    match provider.call((method, params), None, asker, |_, _| {}).await {
         Ok(result) => Ok(result),
         Err(CallFailure::Error(error)) => Err(provider_error(error)),
         Err(failure) => Err(RpcError { code: -32603, message: failure.to_string(), data: None }),

@@ -52,6 +52,14 @@ const PROVIDER_PROTOCOL: &str = "2025-06-18";
 /// one that answers neither is given [`START_TIMEOUT`] in all).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The resources one 2026-07-28 provider is asked to report updates of, at most (its listen
+/// request names them all, and is sent again whenever they change).
+pub const MAX_LISTENED: usize = 1024;
+
+/// How long a message that is not a call (a notification, an answer) may wait to be
+/// written to a provider; a call waits as long as its own limit.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The rounds of input one request of a 2026-07-28 provider may ask of a client of the
 /// 2025 revisions; one more and the call fails.
 pub const MAX_ROUNDS: usize = 16;
@@ -189,7 +197,7 @@ type Reply = Result<Value, CallFailure>;
 
 /// One running provider process: its pipe and what is in flight on it.
 pub struct Conn {
-    stdin: tokio::sync::Mutex<ChildStdin>,
+    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
     upcalls: Mutex<HashMap<u64, Upcalls>>,
@@ -230,7 +238,20 @@ impl Conn {
     async fn send(&self, message: &Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        self.stdin.lock().await.write_all(&line).await
+        self.write_line(line, WRITE_TIMEOUT).await
+    }
+
+    /// Writes `line` to the provider's stdin within `limit` — a provider that stopped
+    /// reading fills the pipe, and then its callers fail instead of waiting — and whole: a
+    /// write its caller abandons halfway (a cancelled call, a timeout) is finished by a task
+    /// of its own, so the next message never lands inside this one.
+    async fn write_line(&self, line: Vec<u8>, limit: Duration) -> std::io::Result<()> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let timed_out =
+            |_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("it read nothing for {} s", limit.as_secs()));
+        let stdin = tokio::time::timeout_at(deadline, Arc::clone(&self.stdin).lock_owned()).await.map_err(timed_out)?;
+        let mut writing = Writing { stdin: Some(stdin), line, written: 0 };
+        tokio::time::timeout_at(deadline, writing.finish()).await.map_err(timed_out)?
     }
 
     /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
@@ -255,19 +276,27 @@ impl Conn {
         started(id);
         let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities, asker.log_level.as_deref()));
         let line = super::framing::provider_request(id, method, params, token, envelope.as_ref());
-        if let Err(e) = self.stdin.lock().await.write_all(&line).await {
+        let began = tokio::time::Instant::now();
+        if let Err(e) = self.write_line(line, limit).await {
             lock(&self.pending).remove(&id);
-            return Err(CallFailure::Crashed(format!("cannot write to it: {e}")));
+            return Err(if e.kind() == std::io::ErrorKind::TimedOut {
+                CallFailure::Timeout(limit)
+            } else {
+                CallFailure::Crashed(format!("cannot write to it: {e}"))
+            });
         }
         // Dropped with this future too (a cancelled call), so no upcall outlives its call.
         let _forget = Forget { conn: self, id };
-        match tokio::time::timeout(limit, rx).await {
+        match tokio::time::timeout_at(began + limit, rx).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
             Err(_) => {
                 lock(&self.pending).remove(&id);
                 let reason = format!("timed out after {} s", limit.as_secs());
-                let _ = self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason})).await;
+                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": id, "reason": reason}});
+                // Told at once or not at all: a provider that reads nothing holds no caller.
+                let _ = self.write_line(format!("{cancel}\n").into_bytes(), Duration::from_secs(1)).await;
                 Err(CallFailure::Timeout(limit))
             }
         }
@@ -307,7 +336,7 @@ impl Conn {
             // Open for as long as the provider runs: nobody waits for its answer.
             let envelope = super::framing::envelope(&upcall::routed_capabilities(), None);
             let line = super::framing::provider_request(id, "subscriptions/listen", params, None, Some(&envelope));
-            let _ = self.stdin.lock().await.write_all(&line).await;
+            let _ = self.write_line(line, WRITE_TIMEOUT).await;
         }
     }
 
@@ -321,6 +350,9 @@ impl Conn {
                 return Err(CallFailure::Error(
                     json!({"code": -32601, "message": "this provider does not offer resource subscriptions"}),
                 ));
+            }
+            if method == "resources/subscribe" && listen.uris.len() >= MAX_LISTENED && !listen.uris.contains(&uri) {
+                return Err(refused(format!("this provider already follows {MAX_LISTENED} resources for clients")));
             }
             if method == "resources/subscribe" { listen.uris.insert(uri) } else { listen.uris.remove(&uri) }
         };
@@ -379,10 +411,16 @@ impl Conn {
         }
     }
 
-    /// Where the oldest call in flight that takes upcalls sends them.
+    /// Where the oldest call in flight that takes upcalls sends them — the oldest of those
+    /// that run, when any does.
     fn oldest_caller(&self) -> Option<Upcalls> {
         let upcalls = lock(&self.upcalls);
-        upcalls.iter().filter(|(_, sink)| !sink.is_closed()).min_by_key(|(call, _)| **call).map(|(_, s)| s.clone())
+        // A call that runs before a parked one: the parked one's client may never come back.
+        upcalls
+            .iter()
+            .filter(|(_, sink)| !sink.is_closed())
+            .min_by_key(|(call, sink)| (sink.is_parked(), **call))
+            .map(|(_, s)| s.clone())
     }
 
     /// Passes the provider's request `id` to the client of the oldest call in flight that
@@ -432,21 +470,24 @@ impl Conn {
     }
 }
 
-/// A 2026-07-28 provider's answer as the client gets it: without the provider's identity in
-/// `_meta` (the hub is the server clients talk to), and for a client of the 2025 revisions
-/// without the fields of 2026-07-28 results (`resultType: "complete"`, cache hints).
+/// A 2026-07-28 provider's answer as the client gets it: without the protocol's keys in
+/// `_meta` (the provider's identity and the like: the hub is the server clients talk to)
+/// and without cache hints (the hub gives its own); for a client of the 2025 revisions
+/// without `resultType: "complete"` either.
 fn for_the_client(mut answer: Value, asker: &Asker) -> Value {
     let Some(fields) = answer.as_object_mut() else { return answer };
     if let Some(meta) = fields.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.remove("io.modelcontextprotocol/serverInfo");
+        // The protocol's own keys are about the server the client talks to: the hub.
+        meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
         if meta.is_empty() {
             fields.remove("_meta");
         }
     }
+    // Cache hints are the hub's to give (its lists and endpoints have their own).
+    fields.remove("ttlMs");
+    fields.remove("cacheScope");
     if !asker.modern && fields.get("resultType").and_then(Value::as_str) == Some("complete") {
-        for key in ["resultType", "ttlMs", "cacheScope"] {
-            fields.remove(key);
-        }
+        fields.remove("resultType");
     }
     answer
 }
@@ -474,6 +515,41 @@ async fn initialize(conn: &Conn) -> Result<Value, String> {
 /// The error answer to the provider's request `id`.
 fn refusal(id: &Value, why: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}})
+}
+
+/// A line being written to a provider's stdin, with the pipe held: dropped before the line
+/// is whole, it finishes the line in a task of its own (still holding the pipe).
+struct Writing {
+    stdin: Option<tokio::sync::OwnedMutexGuard<ChildStdin>>,
+    line: Vec<u8>,
+    written: usize,
+}
+
+impl Writing {
+    async fn finish(&mut self) -> std::io::Result<()> {
+        let Some(stdin) = self.stdin.as_mut() else { return Ok(()) };
+        while self.written < self.line.len() {
+            match stdin.write(&self.line[self.written..]).await? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                n => self.written += n,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if self.written == 0 || self.written >= self.line.len() {
+            return;
+        }
+        if let (Some(mut stdin), Ok(runtime)) = (self.stdin.take(), tokio::runtime::Handle::try_current()) {
+            let rest = self.line.split_off(self.written);
+            runtime.spawn(async move {
+                let _ = stdin.write_all(&rest).await;
+            });
+        }
+    }
 }
 
 /// Forgets a request's upcall channel when its wait ends, however it ends.
@@ -722,7 +798,7 @@ impl Provider {
         tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, stderr));
         let group = kept.group;
         let conn = Arc::new(Conn {
-            stdin: tokio::sync::Mutex::new(stdin),
+            stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
             pending: Mutex::new(HashMap::new()),
             upcalls: Mutex::new(HashMap::new()),
             asking: std::sync::atomic::AtomicUsize::new(0),
@@ -1002,10 +1078,11 @@ impl Provider {
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
         let settles = conn.modern() && !asker.modern;
-        if !conn.modern()
+        if !(conn.modern() && asker.modern)
             && let Some(fields) = params.as_object_mut()
         {
-            // Rounds of 2026-07-28 mean nothing to a provider of the 2025 revisions.
+            // A round's fields come only from a 2026-07-28 client (whose state the hub
+            // checked) to a provider of that revision, or from the hub itself (below).
             fields.remove("inputResponses");
             fields.remove("requestState");
         }
@@ -1013,13 +1090,22 @@ impl Provider {
             return conn.subscription(method, &params).await;
         }
         let mut rounds = 0;
+        // One limit for the whole call, however many rounds it takes.
+        let deadline = tokio::time::Instant::now() + self.spec.timeout;
         let reply = loop {
             let again = settles.then(|| params.clone());
             let handle = Arc::clone(&conn);
             let started = &mut started;
-            let reply = conn
-                .request((method, params), upcalls.clone(), asker, self.spec.timeout, move |id| started(handle, id))
-                .await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                break Err(CallFailure::Timeout(self.spec.timeout));
+            }
+            let reply =
+                conn.request((method, params), upcalls.clone(), asker, left, move |id| started(handle, id)).await;
+            let reply = match reply {
+                Err(CallFailure::Timeout(_)) => Err(CallFailure::Timeout(self.spec.timeout)),
+                other => other,
+            };
             let reply = if conn.modern() { reply.map(|answer| for_the_client(answer, asker)) } else { reply };
             let (Ok(answer), Some(mut again)) = (&reply, again) else { break reply };
             if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
@@ -1029,7 +1115,7 @@ impl Provider {
             if rounds > MAX_ROUNDS {
                 break Err(refused(format!("the provider asked for input more than {MAX_ROUNDS} times in one call")));
             }
-            match self.settle(answer, upcalls.as_ref()).await {
+            match self.settle(answer, upcalls.as_ref(), deadline).await {
                 Ok(responses) => {
                     if let Some(fields) = again.as_object_mut() {
                         fields.insert("inputResponses".into(), responses);
@@ -1050,7 +1136,12 @@ impl Provider {
     /// Asks the client each input request of a 2026-07-28 provider's `InputRequiredResult`
     /// through the call's `upcalls`, as the 2025 revisions' requests; the answers by key,
     /// all within the provider's `timeoutSec`.
-    async fn settle(&self, answer: &Value, upcalls: Option<&Upcalls>) -> Result<Value, CallFailure> {
+    async fn settle(
+        &self,
+        answer: &Value,
+        upcalls: Option<&Upcalls>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Value, CallFailure> {
         let requests = answer.get("inputRequests").and_then(Value::as_object);
         let Some(requests) = requests.filter(|r| !r.is_empty() && r.len() <= upcall::QUEUE) else {
             return Err(refused(format!(
@@ -1064,15 +1155,19 @@ impl Provider {
             ));
         };
         let limit = self.spec.timeout;
-        let deadline = tokio::time::Instant::now() + limit;
         let mut answers = Vec::with_capacity(requests.len());
         for (key, request) in requests {
             let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
             if upcall::capability_of(&method).is_none() {
-                return Err(refused(format!("the provider asked for input by `{method}`, which no client is asked")));
+                return Err(refused(format!(
+                    "the provider asked for input `{key}` by {method:?}, which is no request a client is asked"
+                )));
             }
-            let (asked, answer) =
-                Asked::new(method.clone(), request.get("params").cloned().unwrap_or_else(|| json!({})));
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            if !params.is_object() {
+                return Err(refused(format!("the provider asked for input `{key}` with params that are no object")));
+            }
+            let (asked, answer) = Asked::new(method.clone(), params);
             if tokio::time::timeout_at(deadline, sink.send(Upcall::Request(asked))).await.is_err() {
                 return Err(CallFailure::Timeout(limit));
             }

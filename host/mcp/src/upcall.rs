@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -166,12 +168,76 @@ impl Asked {
 }
 
 /// Where a call's upcalls go.
-pub type Upcalls = mpsc::Sender<Upcall>;
+#[derive(Debug, Clone)]
+pub struct Upcalls {
+    sender: mpsc::Sender<Upcall>,
+    parked: Arc<AtomicBool>,
+}
+
+impl Upcalls {
+    /// Sends `upcall` unless the call's queue is full (or its call is gone).
+    ///
+    /// # Errors
+    /// The queue is full, or the call ended.
+    pub fn try_send(&self, upcall: Upcall) -> Result<(), mpsc::error::TrySendError<Upcall>> {
+        self.sender.try_send(upcall)
+    }
+
+    /// Sends `upcall`, waiting for room in the call's queue.
+    ///
+    /// # Errors
+    /// The call ended.
+    pub async fn send(&self, upcall: Upcall) -> Result<(), mpsc::error::SendError<Upcall>> {
+        self.sender.send(upcall).await
+    }
+
+    /// Whether its call ended.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Whether its call is parked: set aside for its client's retry, which may never come
+    /// (a provider's request is given to it only when no call that runs could take it).
+    #[must_use]
+    pub fn is_parked(&self) -> bool {
+        self.parked.load(Ordering::Acquire)
+    }
+}
+
+/// The receiving end of a call's upcalls.
+#[derive(Debug)]
+pub struct Inbox {
+    receiver: mpsc::Receiver<Upcall>,
+    parked: Arc<AtomicBool>,
+}
+
+impl Inbox {
+    /// The next upcall, when one comes (`None`: no sender is left).
+    pub async fn recv(&mut self) -> Option<Upcall> {
+        self.receiver.recv().await
+    }
+
+    /// The next upcall, if one waits.
+    ///
+    /// # Errors
+    /// None waits.
+    pub fn try_recv(&mut self) -> Result<Upcall, mpsc::error::TryRecvError> {
+        self.receiver.try_recv()
+    }
+
+    /// Marks the call parked (set aside for its client's retry) or taken up again.
+    pub fn set_parked(&self, parked: bool) {
+        self.parked.store(parked, Ordering::Release);
+    }
+}
 
 /// A call's upcall channel, [`QUEUE`] deep.
 #[must_use]
-pub fn channel() -> (Upcalls, mpsc::Receiver<Upcall>) {
-    mpsc::channel(QUEUE)
+pub fn channel() -> (Upcalls, Inbox) {
+    let (sender, receiver) = mpsc::channel(QUEUE);
+    let parked = Arc::new(AtomicBool::new(false));
+    (Upcalls { sender, parked: Arc::clone(&parked) }, Inbox { receiver, parked })
 }
 
 /// A call's result, to come.
@@ -182,7 +248,7 @@ pub struct Call {
     /// Its result.
     pub calling: Calling,
     /// Its upcalls.
-    pub upcalls: mpsc::Receiver<Upcall>,
+    pub upcalls: Inbox,
 }
 
 /// What a call gave next.

@@ -465,6 +465,7 @@ impl Drive {
     /// Sets `call` aside for the client's next round; the `InputRequiredResult` asking it
     /// what the provider asked (`asked`, and what else it asked meanwhile).
     fn park(&mut self, mut call: Call, asked: Asked) -> Value {
+        call.upcalls.set_parked(true);
         let mut waiting = Vec::from([asked]);
         while let Ok(upcall) = call.upcalls.try_recv() {
             if let Step::Park(more) = self.step(upcall) {
@@ -524,6 +525,8 @@ impl Drive {
                 "Invalid params: this `requestState` was used already, or its call ended or waited too long",
             )
         })?;
+        // What the provider stopped waiting for is asked no more.
+        parked.waiting.retain(|_, asked| !asked.abandoned());
         for (key, asked) in std::mem::take(&mut parked.waiting) {
             match responses.remove(&key) {
                 Some(response) => asked.answer(Ok(response)),
@@ -534,6 +537,7 @@ impl Drive {
         }
         self.keys = parked.keys;
         if parked.waiting.is_empty() {
+            parked.call.upcalls.set_parked(false);
             self.call = Some(parked.call);
         } else {
             let again = self.ask_again(parked);

@@ -71,6 +71,10 @@ pub fn subject(method: &str, params: &Value) -> String {
     params.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
+/// The largest provider `requestState` the hub relays: sealed, it must come back within one
+/// request's 1 MiB.
+pub const MAX_RELAYED_STATE: usize = 256 * 1024;
+
 /// The methods whose result may be an `InputRequiredResult`.
 pub const ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
@@ -141,7 +145,32 @@ pub fn relayed(mut result: Value, state: State) -> Result<Value, RpcError> {
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return Ok(result);
     }
-    let provider = result.get("requestState").and_then(Value::as_str).map(str::to_owned);
+    let malformed = |why: &str| RpcError {
+        code: -32603,
+        message: format!("the provider asked for input in a malformed InputRequiredResult: {why}"),
+        data: None,
+    };
+    let requests = result.get("inputRequests").and_then(Value::as_object);
+    let Some(requests) = requests.filter(|r| !r.is_empty()) else {
+        return Err(malformed("`inputRequests` is no object naming at least one request"));
+    };
+    let well_formed = |request: &Value| {
+        request.get("method").is_some_and(Value::is_string) && request.get("params").is_none_or(Value::is_object)
+    };
+    if let Some((key, _)) = requests.iter().find(|(_, request)| !well_formed(request)) {
+        return Err(malformed(&format!("`inputRequests.{key}` is no {{\"method\", \"params\"?}} request")));
+    }
+    let provider = match result.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text.len() <= MAX_RELAYED_STATE => Some(text.clone()),
+        Some(Value::String(_)) => {
+            return Err(malformed(&format!(
+                "its `requestState` is over {} KiB, too large for the client's retry to carry back",
+                MAX_RELAYED_STATE >> 10
+            )));
+        }
+        Some(_) => return Err(malformed("`requestState` is no string")),
+    };
     let sealed = seal(&State { held: Held::Relayed(provider), ..state }).ok_or_else(|| RpcError {
         code: -32603,
         message: "the hub has no key to seal a request state with".into(),
@@ -250,10 +279,10 @@ mod tests {
 
     #[test]
     fn a_providers_state_travels_sealed_inside_the_hubs() {
-        let asks =
-            json!({"resultType": "input_required", "inputRequests": {"user_name": {}}, "requestState": "theirs"});
+        let ask = json!({"user_name": {"method": "elicitation/create", "params": {"message": "?"}}});
+        let asks = json!({"resultType": "input_required", "inputRequests": ask, "requestState": "theirs"});
         let sent = relayed(asks, state()).expect("sealed");
-        assert_eq!(sent["inputRequests"], json!({"user_name": {}}), "asked as the provider asked");
+        assert_eq!(sent["inputRequests"], ask, "asked as the provider asked");
         let sealed = sent["requestState"].as_str().expect("a state");
         assert_ne!(sealed, "theirs");
         let opened = open(sealed).expect("opens");
@@ -263,12 +292,28 @@ mod tests {
             json!({"requestState": "theirs", "x": 1})
         );
         // A provider that keeps no state gets none back.
-        let stateless = relayed(json!({"resultType": "input_required", "inputRequests": {}}), state()).expect("sealed");
+        let stateless =
+            relayed(json!({"resultType": "input_required", "inputRequests": ask}), state()).expect("sealed");
         let opened = open(stateless["requestState"].as_str().expect("a state")).expect("opens");
         assert_eq!(opened.held, Held::Relayed(None));
         assert_eq!(unsealed(json!({"requestState": "b1.x.y"}), None), json!({}));
         // A complete result passes untouched.
         assert_eq!(relayed(json!({"content": []}), state()).expect("as is"), json!({"content": []}));
+        // What a client could not act on, or not send back, is refused.
+        let too_large = json!("s".repeat(MAX_RELAYED_STATE + 1));
+        for (requests, state_given) in [
+            (json!({}), json!(null)),
+            (json!(5), json!(null)),
+            (json!({"k": 5}), json!(null)),
+            (json!({"k": {"method": 5}}), json!(null)),
+            (json!({"k": {"method": "roots/list", "params": "zzz"}}), json!(null)),
+            (ask.clone(), json!(7)),
+            (ask.clone(), too_large),
+        ] {
+            let result =
+                json!({"resultType": "input_required", "inputRequests": requests, "requestState": state_given});
+            assert_eq!(relayed(result, state()).map_err(|e| e.code).err(), Some(-32603), "{requests}");
+        }
     }
 
     #[test]
