@@ -12,9 +12,9 @@
 
 use serde_json::{Value, json};
 
-use crate::mcp::{instance, root, text_of, tools};
+use crate::mcp::{LIMIT, instance, root, text_of, tools};
 use crate::mcp_stateless::{events, headers_for, post, raw_post, request};
-use crate::util::{Butler, write_manifest};
+use crate::util::{Butler, wait_until, write_manifest};
 
 const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -213,11 +213,16 @@ fn a_request_state_is_taken_back_once_unaltered_and_for_its_own_tool() {
     assert_eq!(asked_again["result"]["resultType"], "input_required", "{asked_again}");
     assert_ne!(asked_again["result"]["requestState"], json!(state), "{asked_again}");
 
-    // The activity log says which rounds asked for input.
-    let (_, log) = butler.get_json("/mcp/activity?limit=20");
-    let outcomes: Vec<&str> =
-        log["entries"].as_array().expect("entries").iter().filter_map(|e| e["outcome"].as_str()).collect();
-    assert!(outcomes.contains(&"input_required") && outcomes.contains(&"ok"), "{log}");
+    // The activity log says which rounds asked for input (it is written in the background).
+    let outcomes = || {
+        let (_, log) = butler.get_json("/mcp/activity?limit=20");
+        let entries = log["entries"].as_array().cloned().unwrap_or_default();
+        entries.iter().filter_map(|e| e["outcome"].as_str().map(str::to_owned)).collect::<Vec<_>>()
+    };
+    wait_until(LIMIT, "both outcomes in the activity log", || {
+        let outcomes = outcomes();
+        outcomes.iter().any(|o| o == "input_required") && outcomes.iter().any(|o| o == "ok")
+    });
 }
 
 /// A 2026-07-28 request's result, refusals included.

@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::mcp::{fake, root, text_of, tools};
+use crate::mcp::{LIMIT, fake, root, text_of, tools};
 use crate::mcp_stateless::{headers_for, request};
-use crate::util::{Butler, write_manifest};
+use crate::util::{Butler, wait_until, write_manifest};
 
 /// An instance with the fake provider, the conformance server, mcp-server-time, and three
 /// profiles: `echo` (only `fake__echo`, token required), `conformance` (the conformance
@@ -124,12 +124,14 @@ fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
         "no host prompt without hostTools: {prompts}"
     );
 
-    // The activity log names the profile and the token.
-    let (_, log) = butler.get_json("/mcp/activity?limit=50");
-    let entry = log["entries"]
-        .as_array()
-        .and_then(|entries| entries.iter().find(|e| e["name"] == "fake__echo").cloned())
-        .expect("the call is in the log");
+    // The activity log (written in the background) names the profile and the token.
+    let mut entry = Value::Null;
+    wait_until(LIMIT, "the call in the activity log", || {
+        let (_, log) = butler.get_json("/mcp/activity?limit=50");
+        let found = log["entries"].as_array().and_then(|entries| entries.iter().find(|e| e["name"] == "fake__echo"));
+        entry = found.cloned().unwrap_or(Value::Null);
+        !entry.is_null()
+    });
     assert_eq!((&entry["endpoint"], &entry["token"]), (&json!("p/echo"), &json!("laptop")), "{entry}");
 
     // A profile by tags: mcp-server-time marks its tools read-only; the fake's and the
