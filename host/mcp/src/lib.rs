@@ -70,6 +70,10 @@ pub struct Settings {
     /// Whether the activity log keeps each request's params and answer, credentials
     /// redacted (`mcp.logPayloads`).
     pub log_payloads: bool,
+    /// The runtime the providers are started on, whose thread then reads and writes their
+    /// pipes: the one that serves the hub's connections, so that a call and its answer stay
+    /// on one thread (`None`: the runtime `Hub::new` runs on).
+    pub io: Option<tokio::runtime::Handle>,
 }
 
 impl Default for Settings {
@@ -80,6 +84,7 @@ impl Default for Settings {
             quarantine: false,
             legacy_providers: std::collections::BTreeSet::new(),
             log_payloads: false,
+            io: None,
         }
     }
 }
@@ -298,6 +303,8 @@ pub struct Hub {
     legacy_providers: std::collections::BTreeSet<String>,
     /// [`Settings::log_payloads`].
     log_payloads: bool,
+    /// Where providers are started ([`Settings::io`]).
+    io: tokio::runtime::Handle,
 }
 
 /// A provider's tool held out of the lists until the owner approves it.
@@ -390,6 +397,7 @@ impl Hub {
             session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
             log_payloads: settings.log_payloads,
+            io: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
         })
     }
 
@@ -451,6 +459,7 @@ impl Hub {
                         &self.logs_dir,
                         (self.changed.clone(), self.updated.clone()),
                         Arc::clone(&self.epoch),
+                        self.io.clone(),
                     ));
                     changed = true;
                 }

@@ -552,6 +552,27 @@ impl Drop for Writing {
     }
 }
 
+/// A provider's start, run as a task of the hub's runtime and awaited from anywhere:
+/// dropped unfinished (a timeout, a caller gone), it is cancelled, as an awaited future
+/// would be.
+struct Launching(tokio::task::JoinHandle<Result<Arc<Conn>, String>>);
+
+impl std::future::Future for Launching {
+    type Output = Result<Arc<Conn>, String>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|joined| joined.unwrap_or_else(|e| Err(format!("its start failed: {e}"))))
+    }
+}
+
+impl Drop for Launching {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Forgets a request's upcall channel when its wait ends, however it ends.
 struct Forget<'a> {
     conn: &'a Conn,
@@ -655,6 +676,8 @@ pub struct Provider {
     stats: Mutex<Stats>,
     removed: AtomicBool,
     relist: Mutex<Relist>,
+    /// The runtime it is started on ([`crate::Settings::io`]).
+    io: tokio::runtime::Handle,
 }
 
 impl Provider {
@@ -666,6 +689,7 @@ impl Provider {
         logs_dir: &std::path::Path,
         (changed, updated): (broadcast::Sender<crate::Changed>, broadcast::Sender<crate::Updated>),
         epoch: Arc<AtomicU64>,
+        io: tokio::runtime::Handle,
     ) -> Arc<Self> {
         let cache = cache_dir.join(format!("{}.json", spec.id));
         let lists: Option<Lists> = std::fs::read(&cache).ok().and_then(|b| serde_json::from_slice(&b).ok());
@@ -693,6 +717,7 @@ impl Provider {
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
             relist: Mutex::new(Relist::default()),
+            io,
         })
     }
 
@@ -746,7 +771,10 @@ impl Provider {
         }
         lock(&self.inner).state = State::Starting;
         let (tx, rx) = oneshot::channel();
-        let result = match tokio::time::timeout(START_TIMEOUT, self.launch(tx)).await {
+        // On the hub's runtime, whose thread then reads and writes its pipes.
+        let launching = Arc::clone(self);
+        let launch = Launching(self.io.spawn(async move { launching.launch(tx).await }));
+        let result = match tokio::time::timeout(START_TIMEOUT, launch).await {
             Ok(result) => result,
             Err(_) => Err(format!("it did not start and list its tools within {} s", START_TIMEOUT.as_secs())),
         };

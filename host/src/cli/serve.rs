@@ -49,11 +49,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     settings::init_logging(&settings);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(serve(args, settings));
+    let hub = HubRuntime::start()?;
+    let outcome = runtime.block_on(serve(args, settings, hub.handle.clone()));
+    hub.stop();
     // Dropping the runtime would wait for every blocking thread, a stuck one included.
     runtime.shutdown_timeout(RUNTIME_GRACE);
     outcome?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The MCP hub's runtime: one thread that serves the connections of the hub's clients and
+/// starts the providers, so reads and writes their pipes too. A call and its provider's
+/// answer then stay on that thread — no wake-up of another thread, no hand-off between
+/// them — while the host's other work keeps the multi-threaded runtime.
+struct HubRuntime {
+    handle: tokio::runtime::Handle,
+    stop: tokio::sync::oneshot::Sender<()>,
+    stopped: std::sync::mpsc::Receiver<()>,
+}
+
+impl HubRuntime {
+    fn start() -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("butler-hub")
+            .build()
+            .context("cannot start the hub's runtime")?;
+        let handle = runtime.handle().clone();
+        let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
+        let (done, stopped) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("butler-hub".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopping.await;
+                });
+                runtime.shutdown_timeout(RUNTIME_GRACE);
+                let _ = done.send(());
+            })
+            .context("cannot start the hub's thread")?;
+        Ok(Self { handle, stop, stopped })
+    }
+
+    /// Ends the runtime (its tasks are dropped, its blocking threads get [`RUNTIME_GRACE`]);
+    /// waits for that a little longer than the grace, never more.
+    fn stop(self) {
+        let _ = self.stop.send(());
+        if self.stopped.recv_timeout(RUNTIME_GRACE * 2).is_err() {
+            tracing::warn!("the hub's thread did not stop in time");
+        }
+    }
 }
 
 /// Raises the soft limit on open files to the hard limit: every connection, provider pipe
@@ -69,7 +114,7 @@ fn raise_file_limit() {
     }
 }
 
-async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
+async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -> anyhow::Result<()> {
     let started = Instant::now();
     raise_file_limit();
     let workdir = settings::workdir(args.workdir, &settings)?;
@@ -117,6 +162,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         quarantine: instance.config.mcp.quarantine,
         legacy_providers: instance.config.mcp.legacy_providers.clone(),
         log_payloads: instance.config.mcp.log_payloads,
+        io: Some(hub_io.clone()),
     };
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();
@@ -170,7 +216,7 @@ async fn serve(args: Args, settings: Settings) -> anyhow::Result<()> {
         shutdown.await;
         tokio::join!(stopping.shutdown(), providers.shutdown(), draining.drain(CALL_DRAIN));
     };
-    let served = http::serve(listener, local_socket, state, shutdown, CONNECTION_GRACE).await;
+    let served = http::serve(listener, local_socket, (state, Some(hub_io)), shutdown, CONNECTION_GRACE).await;
     served?;
     supervisor.shutdown().await;
     mcp.shutdown().await;

@@ -14,6 +14,13 @@
 //! - **Readable refusals**: what hyper refuses by itself (a head it cannot parse, or too
 //!   large) is answered with the error envelope ([`super::framing`]).
 //!
+//! - **The hub's connections on the hub's thread.** With a hub runtime (`serve`'s
+//!   `hub_io`), a TCP connection whose first request is for the MCP endpoints
+//!   ([`is_for_the_hub`], read with `peek` before anything is consumed) is served there,
+//!   where the providers' pipes are read too: a call and its provider's answer then never
+//!   cross a thread, which on a small machine is most of what one extra hop costs. The
+//!   peek waits [`HEADER_TIMEOUT`] at most, like any request head.
+//!
 //! Both listeners serve the same router; requests that came over the local socket carry
 //! [`Transport::Local`] in their extensions (the CLI's operator commands need it).
 
@@ -24,11 +31,12 @@ use std::time::Duration;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream, UnixListener};
+use tokio::runtime::Handle;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use super::connection::{PeerVerified, Transport};
 use super::framing::Enveloped;
@@ -54,13 +62,15 @@ const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 
 /// Accepts and serves connections on the loopback TCP listener and (if any) the local
 /// socket until `shutdown` resolves; then lets the open ones finish for `grace` at most.
+/// With `hub_io`, the TCP connections that start with a request for the MCP endpoints are
+/// served on that runtime (see the module doc).
 ///
 /// # Errors
 /// When the TCP listener fails for good.
 pub async fn serve(
-    tcp: TcpListener,
-    local: Option<UnixListener>,
+    (tcp, local): (TcpListener, Option<UnixListener>),
     app: Router,
+    hub_io: Option<Handle>,
     shutdown: impl Future<Output = ()> + Send,
     grace: Duration,
 ) -> std::io::Result<()> {
@@ -93,7 +103,10 @@ pub async fn serve(
                     .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten());
                 let foreign = uid.filter(|uid| *uid != own);
                 let app = if uid == Some(own) { &tcp_verified } else { &tcp_unverified };
-                admit(stream, foreign, (&slots, cap), &graceful, app);
+                match (&hub_io, foreign) {
+                    (Some(hub_io), None) => admit_tcp(stream, (&slots, cap), &graceful, app, hub_io),
+                    _ => admit(stream, foreign, (&slots, cap), &graceful, app),
+                }
             }
             accepted = accept_local(local.as_ref()) => {
                 let Ok(stream) = accepted else { continue };
@@ -140,25 +153,75 @@ fn admit<S>(
         return;
     }
     let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
-        refuse(
-            stream,
-            503,
-            "too_many_connections",
-            &format!("the host already serves {cap} connections, as many as it allows; close some and try again"),
-        );
+        refuse(stream, 503, "too_many_connections", &over_the_cap(cap));
         return;
     };
-    let service = TowerToHyperService::new(app.clone());
+    tokio::spawn(connection(stream, permit, graceful.watcher(), app.clone()));
+}
+
+/// Serves one accepted TCP connection of the owner's: on `hub_io` when its first request
+/// is for the MCP endpoints, here otherwise; over the cap, refused.
+fn admit_tcp(
+    stream: TcpStream,
+    (slots, cap): (&Arc<Semaphore>, usize),
+    graceful: &GracefulShutdown,
+    app: &Router,
+    hub_io: &Handle,
+) {
+    let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+        refuse(stream, 503, "too_many_connections", &over_the_cap(cap));
+        return;
+    };
+    let (watcher, app, hub_io) = (graceful.watcher(), app.clone(), hub_io.clone());
+    tokio::spawn(async move {
+        let mut start = [0u8; HUB_REQUEST_START];
+        // A connection silent for the whole header timeout is closed, as hyper would.
+        let Ok(peeked) = tokio::time::timeout(HEADER_TIMEOUT, stream.peek(&mut start)).await else { return };
+        let for_the_hub = peeked.is_ok_and(|n| is_for_the_hub(&start[..n]));
+        if !for_the_hub {
+            return connection(stream, permit, watcher, app).await;
+        }
+        // Moved between runtimes as the plain socket it is (nothing of it was read).
+        let Ok(socket) = stream.into_std() else { return };
+        hub_io.spawn(async move {
+            if let Ok(stream) = TcpStream::from_std(socket) {
+                connection(stream, permit, watcher, app).await;
+            }
+        });
+    });
+}
+
+/// How much of a connection's first bytes [`is_for_the_hub`] looks at.
+const HUB_REQUEST_START: usize = 64;
+
+/// Whether a request starting with `start` is for the MCP endpoints (`…/mcp`, `…/mcp/…`).
+fn is_for_the_hub(start: &[u8]) -> bool {
+    let Some(space) = start.iter().position(|b| *b == b' ') else { return false };
+    let (method, rest) = start.split_at(space);
+    let target = rest[1..].strip_prefix(super::API_PREFIX.as_bytes()).and_then(|t| t.strip_prefix(b"/mcp"));
+    matches!(method, b"POST" | b"GET" | b"DELETE")
+        && target.is_some_and(|t| matches!(t.first(), Some(b' ' | b'/' | b'?')))
+}
+
+/// Serves `stream` with `app` until it closes (or the graceful shutdown ends it), holding
+/// its slot under the connection cap.
+async fn connection<S>(stream: S, permit: OwnedSemaphorePermit, watcher: Watcher, app: Router)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let _permit = permit;
+    let service = TowerToHyperService::new(app);
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
         .max_buf_size(MAX_HEAD_BYTES)
         .serve_connection(TokioIo::new(Enveloped::new(stream)), service);
-    let watched = graceful.watch(connection);
-    tokio::spawn(async move {
-        let _permit = permit;
-        let _ = watched.await;
-    });
+    let _ = watcher.watch(connection).await;
+}
+
+/// Why a connection over the cap is refused.
+fn over_the_cap(cap: usize) -> String {
+    format!("the host already serves {cap} connections, as many as it allows; close some and try again")
 }
 
 /// Writes an error envelope and closes, without reading the request. The write is

@@ -128,20 +128,21 @@ pub fn router(state: AppState, gate: GateConfig) -> Router {
 }
 
 /// Serves the loopback listener and the local socket (if any) until `shutdown` resolves,
-/// then gives in-flight requests `grace` to finish (see [`listen`]).
+/// then gives in-flight requests `grace` to finish; the MCP connections on `hub_io`, the
+/// hub's runtime, when there is one (see [`listen`]).
 ///
 /// # Errors
 /// I/O errors from the listener.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     local: Option<tokio::net::UnixListener>,
-    state: AppState,
+    (state, hub_io): (AppState, Option<tokio::runtime::Handle>),
     shutdown: impl Future<Output = ()> + Send,
     grace: std::time::Duration,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let app = router(state, GateConfig { port });
-    listen::serve(listener, local, app, shutdown, grace).await
+    listen::serve((listener, local), app, hub_io, shutdown, grace).await
 }
 
 /// The host's local socket in `state_dir`, for the CLI: mode 0600, replacing a stale one

@@ -308,7 +308,8 @@ pub async fn single(
     }
     let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let arguments = rounds::arguments_digest(&params);
+    // Only a 2026-07-28 call is ever parked, its request state bound to this digest.
+    let arguments = if context.era == Era::Modern { rounds::arguments_digest(&params) } else { String::new() };
     let mut drive =
         Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
     if let Some(resumed) = resumed {
