@@ -58,6 +58,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How often the hub's runtime wakes when it has nothing else to do. Each request on a
+/// kept-alive connection arms a timer seconds ahead (its header timeout), and tokio's timer
+/// wakes its own driver — an eventfd write, then one more `epoll_wait` — whenever a timer is
+/// armed earlier than the wake the driver planned when it last slept, which without a tick
+/// is the far end of a call's timeout: two syscalls more on every call. With a tick the
+/// planned wake is never further than this, so no such timer ever moves it.
+const HUB_TICK: Duration = Duration::from_secs(1);
+
 /// The MCP hub's runtime: one thread that serves the connections of the hub's clients and
 /// starts the providers, so reads and writes their pipes too. A call and its provider's
 /// answer then stay on that thread — no wake-up of another thread, no hand-off between
@@ -82,7 +90,15 @@ impl HubRuntime {
             .name("butler-hub".into())
             .spawn(move || {
                 runtime.block_on(async {
-                    let _ = stopping.await;
+                    let mut tick = tokio::time::interval(HUB_TICK);
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    tokio::pin!(stopping);
+                    loop {
+                        tokio::select! {
+                            _ = &mut stopping => break,
+                            _ = tick.tick() => {}
+                        }
+                    }
                 });
                 runtime.shutdown_timeout(RUNTIME_GRACE);
                 let _ = done.send(());
