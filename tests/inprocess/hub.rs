@@ -227,7 +227,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
 /// `progress` called as request `id` of `session` with a client token of its own: the
 /// answer's text and the progress notifications its sink got.
 async fn progress(hub: &Hub, session: &str, id: Value) -> (String, Vec<Value>) {
-    let (sink, mut got) = butler_mcp::upcall::channel();
+    let (sink, mut got) = butler_mcp::upcall::channel(true);
     let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
     let result =
         hub.call_tool(&View::Main, session, &id, params, Some(sink), &Asker::hub()).await.expect("progress answers");

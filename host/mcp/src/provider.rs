@@ -1,9 +1,10 @@
 //! One stdio MCP provider: started on first need under a keeper, spoken to in
 //! line-delimited JSON-RPC, restarted 5 s after a crash.
 //!
-//! Requests from the hub get the provider's own ids (one counter per pipe), and each
-//! request's progress token is its id, so two clients' ids or tokens can never collide on
-//! one pipe. A reader task matches each response to its waiting call; a crash fails exactly
+//! Requests from the hub get the provider's own ids (one counter per pipe), and a request
+//! whose client takes progress has its id as its progress token (one whose client does not
+//! gets none, so the provider sends no progress nobody reads): two clients' ids or tokens
+//! can never collide on one pipe. A reader task matches each response to its waiting call; a crash fails exactly
 //! the calls in flight on that pipe.
 //!
 //! The provider's own requests for a client (sampling, elicitation, roots) go to the call in
@@ -269,9 +270,11 @@ impl Conn {
         let id = self.take_id();
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
-        let token = upcalls.map(|sink| {
+        // The request's id is its progress token, when its client takes progress.
+        let token = upcalls.and_then(|sink| {
+            let progress = sink.wants_progress();
             lock(&self.upcalls).insert(id, sink);
-            id
+            progress.then_some(id)
         });
         started(id);
         let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities, asker.log_level.as_deref()));

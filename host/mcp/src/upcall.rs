@@ -172,9 +172,19 @@ impl Asked {
 pub struct Upcalls {
     sender: mpsc::Sender<Upcall>,
     parked: Arc<AtomicBool>,
+    /// Whether the call's client takes progress (it sent a token, and can be sent
+    /// notifications before the answer).
+    progress: bool,
 }
 
 impl Upcalls {
+    /// Whether the call's client takes progress: only then is the provider given a progress
+    /// token (a token makes it send notifications nobody would read).
+    #[must_use]
+    pub fn wants_progress(&self) -> bool {
+        self.progress
+    }
+
     /// Sends `upcall` unless the call's queue is full (or its call is gone).
     ///
     /// # Errors
@@ -232,12 +242,12 @@ impl Inbox {
     }
 }
 
-/// A call's upcall channel, [`QUEUE`] deep.
+/// A call's upcall channel, [`QUEUE`] deep, for a client that takes progress or not.
 #[must_use]
-pub fn channel() -> (Upcalls, Inbox) {
+pub fn channel(progress: bool) -> (Upcalls, Inbox) {
     let (sender, receiver) = mpsc::channel(QUEUE);
     let parked = Arc::new(AtomicBool::new(false));
-    (Upcalls { sender, parked: Arc::clone(&parked) }, Inbox { receiver, parked })
+    (Upcalls { sender, parked: Arc::clone(&parked), progress }, Inbox { receiver, parked })
 }
 
 /// A call's result, to come.

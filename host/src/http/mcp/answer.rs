@@ -317,7 +317,7 @@ pub async fn single(
             drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
         }
     } else {
-        let (sink, upcalls) = upcall::channel();
+        let (sink, upcalls) = upcall::channel(drive.token.is_some() && drive.sse);
         let calling = Arc::clone(&drive.context).result(drive.id.clone(), drive.method.clone(), params, Some(sink));
         drive.call = Some(Call { calling: Box::pin(calling), upcalls });
     }
