@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use butler_faculty::FacultyRuntime;
 use butler_host::catalog::spawn_loader;
-use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig};
+use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
 use butler_host::instance::{HostLock, Instance, owner};
 use butler_host::pipeline::{PipelineRouter, observations};
 use butler_host::supervise::Supervisor;
@@ -190,7 +190,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
     let login = sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
     let host_file = host_lock.publish(&host_url)?;
-    let state = AppState {
+    let state = AppState::new(Services {
         catalog,
         instance: Arc::clone(&instance),
         faculties: Arc::clone(&faculties),
@@ -205,7 +205,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         gate: GateConfig { port: local.port() },
         auth: instance.config.mcp.auth,
         started,
-    };
+    });
 
     let shutdown = shutdown_signal()?;
     // One write: a reader that takes the first line and closes the pipe (`| head -1`)

@@ -38,9 +38,29 @@ pub const API_PREFIX: &str = "/myspace-butler/api";
 /// The legacy alias every API route also answers under.
 pub const LEGACY_PREFIX: &str = "/myspace-butler";
 
-/// What handlers can reach.
+/// What handlers can reach: one shared [`Services`], so that the copy every request and
+/// middleware takes of it is one reference count, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    /// The state of an app serving `services`.
+    #[must_use]
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The parts of the host the handlers use.
+pub struct Services {
     /// Catalog snapshots.
     pub catalog: CatalogHandle,
     /// The instance being served.
