@@ -268,10 +268,7 @@ impl Relay {
         let address = listener.local_addr().expect("the relay's address");
         let (child, stdin, stdout) = spawn_provider(argv);
         std::thread::spawn(move || relay(&listener, stdin, stdout));
-        let stream = TcpStream::connect(address).expect("connect to the relay");
-        stream.set_nodelay(true).expect("nodelay");
-        let reading = BufReader::new(stream.try_clone().expect("the relay's socket"));
-        Self { child, lines: Lines::open(stream, reading) }
+        Self { child, lines: relay_client(address) }
     }
 
     /// One echo call through the relay.
@@ -285,6 +282,14 @@ impl Drop for Relay {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A client of the relay listening at `address`, once the provider behind it is initialized.
+fn relay_client(address: std::net::SocketAddr) -> Lines<TcpStream, BufReader<TcpStream>> {
+    let stream = TcpStream::connect(address).expect("connect to the relay");
+    stream.set_nodelay(true).expect("nodelay");
+    let reading = BufReader::new(stream.try_clone().expect("the relay's socket"));
+    Lines::open(stream, reading)
 }
 
 /// The relay's one thread: until its client or the provider closes.
@@ -310,6 +315,92 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
             answer.clear();
             if !matches!(from_child.read_until(b'\n', &mut answer), Ok(n) if n > 0)
                 || to_client.write_all(&answer).is_err()
+            {
+                return;
+            }
+            if !answer.windows(8).any(|w| w == br#""method""#) {
+                break;
+            }
+        }
+    }
+}
+
+/// The floor of one extra hop for an event loop: the same relay as [`Relay`], written as the
+/// hub is — one current-thread tokio runtime, the socket and the provider's pipes
+/// registered with its epoll, each wait a task parked until its descriptor is ready — and
+/// nothing else. What it adds beyond [`Relay`] is what waiting in `epoll_wait` instead of a
+/// blocking `read` costs here; what the hub adds beyond it is the hub's own work.
+pub(super) struct LoopRelay {
+    lines: Lines<TcpStream, BufReader<TcpStream>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl LoopRelay {
+    pub(super) fn start(argv: &[String]) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the relay");
+        let address = listener.local_addr().expect("the relay's address");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let argv = argv.to_vec();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            runtime.block_on(async move {
+                tokio::select! {
+                    () = loop_relay(listener, &argv) => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        Self { lines: relay_client(address), stop: Some(stop) }
+    }
+
+    /// One echo call through the relay.
+    pub(super) fn call(&mut self) {
+        self.lines.call();
+    }
+}
+
+impl Drop for LoopRelay {
+    fn drop(&mut self) {
+        // The runtime's end drops the child, which is killed then (`kill_on_drop`).
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// [`LoopRelay`]'s task: as [`relay`], until its client or the provider closes.
+async fn loop_relay(listener: std::net::TcpListener, argv: &[String]) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+    let mut child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the provider");
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else { return };
+    let Ok((socket, _)) = listener.accept().await else { return };
+    let _ = socket.set_nodelay(true);
+    let (reading, mut to_client) = socket.into_split();
+    let (mut from_client, mut from_child) = (tokio::io::BufReader::new(reading), tokio::io::BufReader::new(stdout));
+    let (mut request, mut answer) = (Vec::new(), Vec::new());
+    loop {
+        request.clear();
+        if !matches!(from_client.read_until(b'\n', &mut request).await, Ok(n) if n > 0)
+            || stdin.write_all(&request).await.is_err()
+        {
+            return;
+        }
+        if !request.starts_with(br#"{"jsonrpc":"2.0","id""#) {
+            continue;
+        }
+        loop {
+            answer.clear();
+            if !matches!(from_child.read_until(b'\n', &mut answer).await, Ok(n) if n > 0)
+                || to_client.write_all(&answer).await.is_err()
             {
                 return;
             }
@@ -426,32 +517,37 @@ pub fn b4_hub_call() {
     let direct = Direct::start(&argv);
     let mut lone = Lone::start(&argv);
     let mut relay = Relay::start(&argv);
+    let mut loop_relay = LoopRelay::start(&argv);
 
-    // In turns: direct stdio, the minimal relay, the hub (a 2025-11-25 session and a
+    // In turns: direct stdio, the two minimal relays, the hub (a 2025-11-25 session and a
     // 2026-07-28 client), and the two floors on the session's connection — `GET /health`
     // (HTTP alone) and an MCP `ping` (HTTP, session, JSON-RPC).
     let mut session = Session::open(host.authority());
     let mut stateless = Session::stateless(host.authority());
-    let samples = in_turns::<6>(RUNS, 200, |kind| match kind {
+    let samples = in_turns::<7>(RUNS, 200, |kind| match kind {
         0 => lone.call(),
         1 => relay.call(),
-        2 => session.echo(),
-        3 => stateless.echo(),
-        4 => session.health(),
+        2 => loop_relay.call(),
+        3 => session.echo(),
+        4 => stateless.echo(),
+        5 => session.health(),
         _ => session.ping(),
     });
-    let [(base50, base99), (relay50, _), (hub50, hub99), (modern50, modern99), (health50, _), (ping50, _)] =
+    let [(base50, base99), (relay50, _), (loop50, _), (hub50, hub99), (modern50, modern99), (health50, _), (ping50, _)] =
         samples.map(percentiles);
     line_us("B4 tools/call echo through the hub, 1 session (p50; baseline = direct stdio)", hub50, base50);
     line_us("B4 tools/call echo through the hub, 1 session (p99; baseline = direct stdio)", hub99, base99);
     line_us("B4 tools/call echo through the hub, 2026-07-28 (p50; baseline = direct stdio)", modern50, base50);
     line_us("B4 tools/call echo through the hub, 2026-07-28 (p99; baseline = direct stdio)", modern99, base99);
     line_us("B4 tools/call echo through a minimal blocking relay (p50; baseline = direct stdio)", relay50, base50);
-    let (added, modern_added, relay_added) =
-        (hub50.saturating_sub(base50), modern50.saturating_sub(base50), relay50.saturating_sub(base50));
+    line_us("B4 tools/call echo through a minimal event-loop relay (p50; baseline = direct stdio)", loop50, base50);
+    let added = |p50: Duration| p50.saturating_sub(base50);
+    let (hub_added, modern_added, relay_added, loop_added) =
+        (added(hub50), added(modern50), added(relay50), added(loop50));
     let floor = "baseline = the minimal blocking relay's added p50, same run";
-    line_us(&format!("B4 added p50, 1 session ({floor})"), added, relay_added);
+    line_us(&format!("B4 added p50, 1 session ({floor})"), hub_added, relay_added);
     line_us(&format!("B4 added p50, 2026-07-28 ({floor})"), modern_added, relay_added);
+    line_us(&format!("B4 added p50, the minimal event-loop relay ({floor})"), loop_added, relay_added);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     // The hub's own record of the provider's answers (from its write to the pipe to the
     // answer read back), over the same calls.
@@ -459,12 +555,13 @@ pub fn b4_hub_call() {
     let inside = status["providers"][0]["p50Ms"].as_f64().unwrap_or(f64::NAN) * 1e3;
     note(&format!(
         "B4: direct stdio p50 {:.0} µs; added p50: the hub {:.0} µs (session), {:.0} µs (2026-07-28), the relay {:.0} µs \
-         (target: the hub at most 1.25x the relay). Same run: GET /health {:.0} µs, MCP ping {:.0} µs; \
-         inside the hub the provider answered in {inside:.0} µs (p50)",
+         (target: the hub at most 1.25x the relay), the event-loop relay {:.0} µs. Same run: GET /health {:.0} µs, \
+         MCP ping {:.0} µs; inside the hub the provider answered in {inside:.0} µs (p50)",
         us(base50),
-        us(added),
+        us(hub_added),
         us(modern_added),
         us(relay_added),
+        us(loop_added),
         us(health50),
         us(ping50)
     ));
