@@ -224,10 +224,11 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     hub.shutdown().await;
 }
 
-/// `progress` called as request `id` of `session` with a client token of its own: the
-/// answer's text and the progress notifications its sink got.
-async fn progress(hub: &Hub, session: &str, id: Value) -> (String, Vec<Value>) {
-    let (sink, mut got) = butler_mcp::upcall::channel(true);
+/// `progress` called as request `id` of `session` with a client token of its own, by a
+/// client that `takes` progress or not: the answer's text and the progress notifications
+/// its sink got.
+async fn progress(hub: &Hub, session: &str, id: Value, takes: bool) -> (String, Vec<Value>) {
+    let (sink, mut got) = butler_mcp::upcall::channel(takes);
     let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
     let result =
         hub.call_tool(&View::Main, session, &id, params, Some(sink), &Asker::hub()).await.expect("progress answers");
@@ -281,7 +282,7 @@ async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
 
     // And request 9 at once, with the same client progress token.
     let ((text_one, progress_one), (text_two, progress_two)) = within("two progress calls", async {
-        tokio::join!(progress(&hub, &one, json!(9)), progress(&hub, &two, json!(9)))
+        tokio::join!(progress(&hub, &one, json!(9), true), progress(&hub, &two, json!(9), true))
     })
     .await;
     assert_eq!((text_one.as_str(), text_two.as_str()), ("done", "done"));
@@ -290,6 +291,9 @@ async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
         assert_eq!(steps, [&json!(1), &json!(2), &json!(3)], "each call gets its own three steps: {got:?}");
     }
     assert_ne!(progress_one[0]["progressToken"], progress_two[0]["progressToken"], "the hub's tokens differ");
+    // A client that does not take progress: its provider is given no token at all.
+    let (text, none) = within("a call without progress", progress(&hub, &one, json!(10), false)).await;
+    assert_eq!((text.as_str(), none.as_slice()), ("done, no token given", &[][..]));
 
     // Session one's 7 still waits; cancelling it ends it.
     assert!(!hanging.is_finished(), "session two's answer did not end session one's call");

@@ -1,7 +1,7 @@
 """A small stdio MCP provider that misbehaves on request, for the hub's tests.
 
 Tools: echo, crash (exits at once), hang (never answers; records the cancellation it gets),
-progress (sends progress notifications before answering), env (its environment's names),
+progress (sends progress notifications before answering when given a token, and says whether it was), env (its environment's names),
 deaf (stops reading its stdin for good, answering nothing: the pipe fills),
 plus two tools whose names cannot be public ("bad name!" and one too long). Every start
 and every cancellation is appended to the file named by $FAKE_MCP_LOG.
@@ -65,7 +65,7 @@ def call(id, params):
             if token is not None:
                 send({"jsonrpc": "2.0", "method": "notifications/progress",
                       "params": {"progressToken": token, "progress": step, "total": 3}})
-        result(id, text("done"))
+        result(id, text("done" if token is not None else "done, no token given"))
     elif name == "env":
         result(id, text(json.dumps(sorted(os.environ.keys()))))
     elif name == "deaf":

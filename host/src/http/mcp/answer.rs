@@ -317,7 +317,7 @@ pub async fn single(
             drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
         }
     } else {
-        let (sink, upcalls) = upcall::channel(drive.token.is_some() && drive.sse);
+        let (sink, upcalls) = upcall::channel(drive.takes_progress());
         let calling = Arc::clone(&drive.context).result(drive.id.clone(), drive.method.clone(), params, Some(sink));
         drive.call = Some(Call { calling: Box::pin(calling), upcalls });
     }
@@ -409,9 +409,15 @@ impl Drive {
         }
     }
 
-    /// A progress notification for the client, if it asked for progress and takes SSE.
+    /// Whether the client takes progress: it sent a token and takes SSE. Only then is its
+    /// provider given a token (progress nobody reads costs a provider real work).
+    fn takes_progress(&self) -> bool {
+        self.token.is_some() && self.sse
+    }
+
+    /// A progress notification for the client, if it takes progress.
     fn progress(&self, mut progress: Value) -> Option<Value> {
-        let token = self.token.as_ref().filter(|_| self.sse)?;
+        let token = self.token.as_ref().filter(|_| self.takes_progress())?;
         progress["progressToken"] = token.clone();
         Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}))
     }
