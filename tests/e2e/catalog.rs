@@ -79,6 +79,11 @@ fn extensions_appear_change_and_vanish_live() {
         &json!({"schemaVersion":1,"kind":"tool","id":"Weather","name":"","reports":[]}),
     );
     wait_until(LIVE, "broken manifest rejected", || !butler.ids().contains(&"weather".to_owned()));
+    // The write is not atomic: a scan may first see the file empty, then its content.
+    wait_until(LIVE, "the broken manifest's diagnostic", || {
+        diagnostic_for(&butler.catalog(), "tools/weather/butler.json")
+            .is_some_and(|d| d["errors"].as_array().is_some_and(|e| e.iter().any(|e| e["pointer"] == "/id")))
+    });
     let catalog = butler.catalog();
     let diagnostic = diagnostic_for(&catalog, "tools/weather/butler.json").expect("diagnostic for the broken manifest");
     let pointers: Vec<&str> = diagnostic["errors"]
