@@ -68,6 +68,58 @@ fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
     assert_error(status, &body, 403, "origin_not_allowed");
 }
 
+/// A `POST` to an MCP endpoint is served on the hub's own path, not through the router:
+/// every gate rule, the body limit and a malformed body are tried there too, on each
+/// endpoint and under both prefixes, as the first request of a fresh connection (which is
+/// what sends a connection to the hub).
+#[test]
+fn the_gate_and_the_body_rules_hold_on_the_hubs_own_path() {
+    let (butler, _dir) = Butler::start_fresh();
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let own = butler.origin.clone();
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}})
+    .to_string();
+    for path in ["/myspace-butler/api/mcp", "/myspace-butler/mcp", "/myspace-butler/api/mcp/butler"] {
+        let post = |headers: &str, body: &str| {
+            format!(
+                "POST {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let refusals = [
+            (format!("Host: attacker.example:{}\r\n", butler.port), 403, "host_not_allowed"),
+            (String::new(), 403, "host_not_allowed"),
+            (format!("Host: {authority}\r\nHost: {authority}\r\n"), 400, "duplicate_header"),
+            (format!("Host: {authority}\r\nOrigin: http://attacker.example\r\n"), 403, "origin_not_allowed"),
+            (
+                format!("Host: {authority}\r\nOrigin: {own}\r\nSec-Fetch-Site: cross-site\r\n"),
+                403,
+                "cross_site_request",
+            ),
+        ];
+        for (headers, status, code) in refusals {
+            let (got, body) = raw_exchange(&butler, post(&headers, &initialize).as_bytes());
+            assert_eq!((got, &body["error"]["data"]["code"]), (status, &serde_json::json!(code)), "{path}: {body}");
+            assert_eq!((body["jsonrpc"].as_str(), body["error"]["code"].as_i64()), (Some("2.0"), Some(-32600)));
+        }
+        // The owner's own request passes the same path.
+        let (got, body) = raw_exchange(&butler, post(&format!("Host: {authority}\r\n"), &initialize).as_bytes());
+        assert_eq!((got, body["result"]["serverInfo"]["name"].as_str()), (200, Some("butler")), "{path}: {body}");
+        // Too large, and a chunked body whose chunk size is not hex: JSON-RPC errors.
+        let big = " ".repeat(1024 * 1024 + 10);
+        let (got, body) = raw_exchange(&butler, post(&format!("Host: {authority}\r\n"), &big).as_bytes());
+        assert_eq!((got, body["error"]["code"].as_i64()), (413, Some(-32600)), "{path}: {body}");
+        let chunked = format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+             Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
+        );
+        let (got, body) = raw_exchange(&butler, chunked.as_bytes());
+        assert_eq!((got, body["error"]["code"].as_i64()), (400, Some(-32600)), "{path}: {body}");
+    }
+}
+
 #[test]
 fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
     let (butler, _dir) = Butler::start_fresh();

@@ -12,7 +12,7 @@
 //! redeems a one-time link, and the console's static page and assets need none.
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -28,8 +28,19 @@ pub use super::connection::PeerVerified;
 /// The middleware.
 pub async fn require(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let verified = request.extensions().get::<PeerVerified>().is_some_and(|v| v.0);
-    if !needs_credential(state.auth, verified, request.uri().path()) || has_credential(&state, &request) {
-        return next.run(request).await;
+    match refusal(&state, verified, request.uri().path(), request.headers()) {
+        None => next.run(request).await,
+        Some(refusal) => refusal,
+    }
+}
+
+/// The answer to a request for `path` with `headers`, over a connection whose user was
+/// `verified` or not, when it must carry a credential and carries none: `401
+/// token_required` (a JSON-RPC error on the MCP routes).
+#[must_use]
+pub fn refusal(state: &AppState, verified: bool, path: &str, headers: &HeaderMap) -> Option<Response> {
+    if !needs_credential(state.auth, verified, path) || has_credential(state, path, headers) {
+        return None;
     }
     let refusal = ApiError::new(
         StatusCode::UNAUTHORIZED,
@@ -40,15 +51,12 @@ pub async fn require(State(state): State<AppState>, request: Request, next: Next
             "the host could not verify which user this connection belongs to, so it asks for a credential: send the owner token as `Authorization: Bearer <token>` (it is in the state directory's `owner-token`), or use `butler mcp stdio`"
         },
     );
-    let mut response = if super::framing::is_mcp(request.uri().path()) {
-        super::framing::json_rpc_error(&refusal)
-    } else {
-        refusal.into_response()
-    };
+    let mut response =
+        if super::framing::is_mcp(path) { super::framing::json_rpc_error(&refusal) } else { refusal.into_response() };
     response
         .headers_mut()
         .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(r#"Bearer realm="butler""#));
-    response
+    Some(response)
 }
 
 /// The profile whose endpoint `path` is (`…/mcp/p/<name>`), if it is one.
@@ -77,10 +85,9 @@ pub fn needs_credential(mode: AuthMode, peer_verified: bool, path: &str) -> bool
     }
 }
 
-fn has_credential(state: &AppState, request: &Request) -> bool {
-    let headers = request.headers();
+fn has_credential(state: &AppState, path: &str, headers: &HeaderMap) -> bool {
     let profile_token = || {
-        profile_of(request.uri().path()).is_some_and(|profile| {
+        profile_of(path).is_some_and(|profile| {
             super::mcp::bearer(headers)
                 .and_then(|given| state.tokens.check(given))
                 .is_some_and(|t| t.profile == profile)

@@ -12,8 +12,8 @@
 use std::net::IpAddr;
 
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
+use axum::http::{HeaderMap, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -32,23 +32,35 @@ pub struct GateConfig {
 /// # Errors
 /// [`ApiError`] 403 when a rule refuses the request.
 pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next) -> Response {
-    match admit(config, &request) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) if super::framing::is_mcp(request.uri().path()) => super::framing::json_rpc_error(&refusal),
-        Err(refusal) => refusal.into_response(),
+    match refusal(config, request.uri(), request.headers()) {
+        None => next.run(request).await,
+        Some(refusal) => refusal,
     }
 }
 
-fn admit(config: GateConfig, request: &Request) -> Result<(), ApiError> {
-    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+/// The gate's answer to a request for `uri` with `headers`, when it refuses it: the error
+/// envelope, or a JSON-RPC error on the MCP routes.
+#[must_use]
+pub fn refusal(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Option<Response> {
+    let refusal = admit(config, uri, headers).err()?;
+    Some(if super::framing::is_mcp(uri.path()) {
+        super::framing::json_rpc_error(&refusal)
+    } else {
+        refusal.into_response()
+    })
+}
+
+fn admit(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
+    if uri.scheme().is_some() || uri.authority().is_some() {
         return Err(ApiError::bad_request(
             "invalid_request_target",
             "requests name a path (`GET /myspace-butler/…`), not a full URL",
         ));
     }
     // hyper's own limit on the head is approximate (a head read in one go can pass it).
-    let head = request.uri().to_string().len()
-        + request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
+    // The target is a path and query (a scheme or authority was refused above).
+    let target = uri.path_and_query().map_or(1, |target| target.as_str().len());
+    let head = target + headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
     if head > super::framing::MAX_HEAD_BYTES {
         return Err(ApiError::new(
             axum::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -56,7 +68,7 @@ fn admit(config: GateConfig, request: &Request) -> Result<(), ApiError> {
             super::framing::HEAD_TOO_LARGE.as_str(),
         ));
     }
-    check(config, request.headers())
+    check(config, headers)
 }
 
 /// The gate's decision for a set of request headers.

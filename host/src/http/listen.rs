@@ -16,8 +16,8 @@
 //!
 //! - **The hub's connections on the hub's thread.** With a hub runtime (`serve`'s
 //!   `hub_io`), a TCP connection whose first request is for the MCP endpoints
-//!   ([`is_for_the_hub`], read with `peek` before anything is consumed) is served there,
-//!   where the providers' pipes are read too: a call and its provider's answer then never
+//!   ([`is_for_the_hub`], read with `peek` before anything is consumed) is served there
+//!   by [`HubService`], where the providers' pipes are read too: a call and its provider's answer then never
 //!   cross a thread, which on a small machine is most of what one extra hop costs. The
 //!   peek waits [`HEADER_TIMEOUT`] at most, like any request head.
 //!
@@ -38,8 +38,10 @@ use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::runtime::Handle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::AppState;
 pub use super::connection::{PeerVerified, Transport};
 use super::framing::Enveloped;
+use super::hub_service::HubService;
 use super::peer;
 
 /// Connections served at once (both listeners together), at most. Each costs a file
@@ -70,7 +72,7 @@ const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 pub async fn serve(
     (tcp, local): (TcpListener, Option<UnixListener>),
     app: Router,
-    hub_io: Option<Handle>,
+    hub_io: Option<(Handle, AppState)>,
     shutdown: impl Future<Output = ()> + Send,
     grace: Duration,
 ) -> std::io::Result<()> {
@@ -102,9 +104,13 @@ pub async fn serve(
                     .ok()
                     .and_then(|local_addr| peer::tcp_peer_uid(local_addr, peer_addr).ok().flatten());
                 let foreign = uid.filter(|uid| *uid != own);
-                let app = if uid == Some(own) { &tcp_verified } else { &tcp_unverified };
+                let verified = uid == Some(own);
+                let app = if verified { &tcp_verified } else { &tcp_unverified };
                 match (&hub_io, foreign) {
-                    (Some(hub_io), None) => admit_tcp(stream, (&slots, cap), &graceful, app, hub_io),
+                    (Some((hub_io, state)), None) => {
+                        let hub = HubService::new(state.clone(), app.clone(), verified);
+                        admit_tcp(stream, (&slots, cap), &graceful, (app, hub), hub_io);
+                    }
                     _ => admit(stream, foreign, (&slots, cap), &graceful, app),
                 }
             }
@@ -159,13 +165,13 @@ fn admit<S>(
     tokio::spawn(connection(stream, permit, graceful.watcher(), app.clone()));
 }
 
-/// Serves one accepted TCP connection of the owner's: on `hub_io` when its first request
-/// is for the MCP endpoints, here otherwise; over the cap, refused.
+/// Serves one accepted TCP connection of the owner's: with `hub` on `hub_io` when its first
+/// request is for the MCP endpoints, with `app` here otherwise; over the cap, refused.
 fn admit_tcp(
     stream: TcpStream,
     (slots, cap): (&Arc<Semaphore>, usize),
     graceful: &GracefulShutdown,
-    app: &Router,
+    (app, hub): (&Router, HubService),
     hub_io: &Handle,
 ) {
     let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
@@ -185,7 +191,7 @@ fn admit_tcp(
         let Ok(socket) = stream.into_std() else { return };
         hub_io.spawn(async move {
             if let Ok(stream) = TcpStream::from_std(socket) {
-                connection(stream, permit, watcher, app).await;
+                hub_connection(stream, permit, watcher, hub).await;
             }
         });
     });
@@ -210,13 +216,26 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let _permit = permit;
-    let service = TowerToHyperService::new(app);
-    let connection = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT)
-        .max_buf_size(MAX_HEAD_BYTES)
-        .serve_connection(TokioIo::new(Enveloped::new(stream)), service);
+    let connection = http1().serve_connection(TokioIo::new(Enveloped::new(stream)), TowerToHyperService::new(app));
     let _ = watcher.watch(connection).await;
+}
+
+/// [`connection`] for a connection on the hub's runtime, served by [`HubService`].
+async fn hub_connection(stream: TcpStream, permit: OwnedSemaphorePermit, watcher: Watcher, hub: HubService) {
+    let _permit = permit;
+    let service = hyper::service::service_fn(move |request| {
+        let hub = hub.clone();
+        async move { Ok::<_, std::convert::Infallible>(hub.answer(request).await) }
+    });
+    let connection = http1().serve_connection(TokioIo::new(Enveloped::new(stream)), service);
+    let _ = watcher.watch(connection).await;
+}
+
+/// How every connection's HTTP/1 is served: the head's timeout and size limit.
+fn http1() -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(MAX_HEAD_BYTES);
+    builder
 }
 
 /// Why a connection over the cap is refused.

@@ -7,6 +7,7 @@ pub mod credential;
 pub mod error;
 pub mod framing;
 pub mod gate;
+pub mod hub_service;
 pub mod listen;
 pub mod mcp;
 pub mod owner;
@@ -160,9 +161,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
     grace: std::time::Duration,
 ) -> std::io::Result<()> {
-    let port = listener.local_addr()?.port();
-    let app = router(state, GateConfig { port });
-    listen::serve((listener, local), app, hub_io, shutdown, grace).await
+    let app = router(state.clone(), state.gate);
+    listen::serve((listener, local), app, hub_io.map(|io| (io, state)), shutdown, grace).await
 }
 
 /// The host's local socket in `state_dir`, for the CLI: mode 0600, replacing a stale one

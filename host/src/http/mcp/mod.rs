@@ -44,7 +44,7 @@ pub async fn post_main(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    post(&state.mcp, &Endpoint::of(View::Main), &headers, body).await
+    post(&state.mcp, &Endpoint::of(View::Main), &headers, body.map_err(Unread::from)).await
 }
 
 /// `POST /mcp/butler` (the distilling agent's endpoint).
@@ -53,7 +53,7 @@ pub async fn post_restricted(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    post(&state.mcp, &Endpoint::of(View::Restricted), &headers, body).await
+    post(&state.mcp, &Endpoint::of(View::Restricted), &headers, body.map_err(Unread::from)).await
 }
 
 /// `POST /mcp/p/{name}`: a profile's endpoint.
@@ -64,8 +64,67 @@ pub async fn post_profile(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match profile(&state, name, &headers) {
-        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body).await,
+        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body.map_err(Unread::from)).await,
         Err(refusal) => *refusal,
+    }
+}
+
+/// An MCP endpoint a `POST` can be for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door<'a> {
+    /// `…/mcp`.
+    Main,
+    /// `…/mcp/butler`.
+    Restricted,
+    /// `…/mcp/p/<name>`.
+    Profile(&'a str),
+}
+
+impl<'a> Door<'a> {
+    /// The endpoint `path` names, when it names one exactly as the router routes it, under
+    /// either prefix; `None` for any other path, and for a profile's name that would need
+    /// percent-decoding (the router serves those).
+    #[must_use]
+    pub fn of(path: &'a str) -> Option<Self> {
+        let rest = [crate::http::API_PREFIX, crate::http::LEGACY_PREFIX]
+            .iter()
+            .find_map(|prefix| path.strip_prefix(prefix).and_then(|rest| rest.strip_prefix("/mcp")))?;
+        match rest {
+            "" => Some(Self::Main),
+            "/butler" => Some(Self::Restricted),
+            _ => rest
+                .strip_prefix("/p/")
+                .filter(|name| !name.is_empty() && !name.contains(['/', '%']))
+                .map(Self::Profile),
+        }
+    }
+}
+
+/// A `POST` to `door`, served without the router (for the hub's own connections: the
+/// gate and the credential check have run).
+pub async fn post_to(state: &AppState, door: Door<'_>, headers: &HeaderMap, body: Result<Bytes, Unread>) -> Response {
+    let endpoint = match door {
+        Door::Main => Endpoint::of(View::Main),
+        Door::Restricted => Endpoint::of(View::Restricted),
+        Door::Profile(name) => match profile_named(state, name, headers) {
+            Ok(endpoint) => endpoint,
+            Err(refusal) => return *refusal,
+        },
+    };
+    post(&state.mcp, &endpoint, headers, body).await
+}
+
+/// Why a request's body could not be read: too large, a malformed chunked encoding.
+pub struct Unread {
+    /// The HTTP status that says why.
+    pub status: StatusCode,
+    /// What went wrong, for the client.
+    pub why: String,
+}
+
+impl From<BytesRejection> for Unread {
+    fn from(rejection: BytesRejection) -> Self {
+        Self { status: rejection.status(), why: rejection.body_text() }
     }
 }
 
@@ -152,7 +211,11 @@ fn profile(
             "Invalid Request: the profile's name does not read (not UTF-8)",
         )));
     };
-    let name = name.as_str();
+    profile_named(state, &name, headers)
+}
+
+/// [`profile`] for a name already read.
+fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
     let Some(profile) = state.profiles.get(name) else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
@@ -187,15 +250,10 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     header(headers, "authorization").and_then(|v| v.strip_prefix("Bearer ")).map(str::trim)
 }
 
-async fn post(
-    hub: &Arc<Hub>,
-    endpoint: &Endpoint,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn post(hub: &Arc<Hub>, endpoint: &Endpoint, headers: &HeaderMap, body: Result<Bytes, Unread>) -> Response {
     let raw = match body {
         Ok(raw) => raw,
-        Err(rejection) => return body_refused(&rejection),
+        Err(unread) => return body_refused(&unread),
     };
     let body = match framing::client_messages(&raw) {
         Ok(parsed) => parsed,
@@ -229,14 +287,13 @@ fn session_only(headers: &HeaderMap, method: &str) -> Option<Response> {
 
 /// A body that could not be read (too large, a malformed chunked encoding), as a JSON-RPC
 /// error with the HTTP status that says why.
-fn body_refused(rejection: &BytesRejection) -> Response {
-    let status = rejection.status();
-    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+fn body_refused(unread: &Unread) -> Response {
+    let message = if unread.status == StatusCode::PAYLOAD_TOO_LARGE {
         format!("Invalid Request: the body is larger than {} KiB", crate::http::error::MAX_BODY_BYTES / 1024)
     } else {
-        format!("Invalid Request: the body could not be read: {}", rejection.body_text())
+        format!("Invalid Request: the body could not be read: {}", unread.why)
     };
-    rpc_error(status, Value::Null, -32600, message)
+    rpc_error(unread.status, Value::Null, -32600, message)
 }
 
 /// A JSON-RPC error answer.
