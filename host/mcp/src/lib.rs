@@ -1321,12 +1321,12 @@ impl Hub {
     #[must_use]
     pub fn session(&self, id: &str) -> Option<Session> {
         let mut sessions = lock(&self.sessions);
-        let (at, streams) = *sessions.seen.get(id)?;
-        if streams == 0 && at.elapsed() >= self.session_idle {
+        let seen = sessions.seen.get_mut(id)?;
+        if seen.1 == 0 && seen.0.elapsed() >= self.session_idle {
             sessions.forget(id);
             return None;
         }
-        sessions.seen.insert(id.to_owned(), (std::time::Instant::now(), streams));
+        seen.0 = std::time::Instant::now();
         sessions.by_id.get(id).cloned()
     }
 
