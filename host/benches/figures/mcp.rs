@@ -333,6 +333,8 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
 pub(super) struct LoopRelay {
     lines: Lines<TcpStream, BufReader<TcpStream>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The relay's thread, as `/proc/<pid>/task/<tid>`.
+    thread: PathBuf,
 }
 
 impl LoopRelay {
@@ -342,7 +344,9 @@ impl LoopRelay {
         listener.set_nonblocking(true).expect("nonblocking");
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let argv = argv.to_vec();
+        let (tell, thread) = mpsc::channel();
         std::thread::spawn(move || {
+            let _ = tell.send(std::fs::read_link("/proc/thread-self").map(|t| Path::new("/proc").join(t)));
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
             runtime.block_on(async move {
                 tokio::select! {
@@ -351,13 +355,40 @@ impl LoopRelay {
                 }
             });
         });
-        Self { lines: relay_client(address), stop: Some(stop) }
+        let thread = thread.recv().expect("the relay's thread").expect("/proc/thread-self");
+        Self { lines: relay_client(address), stop: Some(stop), thread }
     }
 
     /// One echo call through the relay.
     pub(super) fn call(&mut self) {
         self.lines.call();
     }
+}
+
+/// The CPU time `thread` (a `/proc/<pid>/task/<tid>` directory) has used so far, from its
+/// `schedstat` (nanoseconds, unlike `stat`'s clock ticks).
+fn cpu_time(thread: &Path) -> Duration {
+    let stat = std::fs::read_to_string(thread.join("schedstat")).expect("schedstat");
+    Duration::from_nanos(stat.split_whitespace().next().and_then(|n| n.parse().ok()).expect("schedstat's CPU time"))
+}
+
+/// The CPU time `thread` spends per call over `runs` calls of `call`.
+fn cpu_per_call(thread: &Path, runs: u32, mut call: impl FnMut()) -> Duration {
+    let before = cpu_time(thread);
+    for _ in 0..runs {
+        call();
+    }
+    cpu_time(thread).saturating_sub(before) / runs
+}
+
+/// The host's thread named `name`, as `/proc/<pid>/task/<tid>`.
+fn host_thread(pid: u32, name: &str) -> PathBuf {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the host's threads")
+        .filter_map(Result::ok)
+        .map(|task| task.path())
+        .find(|task| std::fs::read_to_string(task.join("comm")).is_ok_and(|comm| comm.trim() == name))
+        .unwrap_or_else(|| panic!("the host has no thread {name}"))
 }
 
 impl Drop for LoopRelay {
@@ -565,6 +596,19 @@ pub fn b4_hub_call() {
         us(health50),
         us(ping50)
     ));
+
+    // The same calls' CPU on the thread that relays them: the hub's, against the
+    // event-loop relay's (the same runtime, doing nothing but relaying). Not timing: the
+    // kernel's count of the thread's time on a CPU, so a busy machine moves it far less.
+    let hub_thread = host_thread(host.pid(), "butler-hub");
+    let runs = u32::try_from(RUNS).unwrap_or(u32::MAX);
+    let relay_thread = loop_relay.thread.clone();
+    let relay_cpu = cpu_per_call(&relay_thread, runs, || loop_relay.call());
+    let hub_cpu = cpu_per_call(&hub_thread, runs, || session.echo());
+    let modern_cpu = cpu_per_call(&hub_thread, runs, || stateless.echo());
+    let own = "baseline = the minimal event-loop relay's thread, same run";
+    line_us(&format!("B4 CPU per call on the relaying thread, the hub, 1 session ({own})"), hub_cpu, relay_cpu);
+    line_us(&format!("B4 CPU per call on the relaying thread, the hub, 2026-07-28 ({own})"), modern_cpu, relay_cpu);
 
     for callers in [8usize, 32] {
         let authority = host.authority().to_owned();
