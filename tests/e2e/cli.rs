@@ -90,6 +90,37 @@ fn check_explains_a_manifest_before_it_is_dropped_in() {
     assert_eq!(parsed["diagnostics"][0]["errors"].as_array().map(Vec::len), Some(2));
 }
 
+/// A Suzu Lives capability package's static checks, from the command line: its folder or
+/// its manifest; a good package passes, a bad one lists each problem with its rule.
+#[test]
+fn check_runs_a_suzu_packages_static_checks() {
+    let dir = tempfile::tempdir().expect("temp");
+    let package = dir.path();
+    let manifest = json!({"schemaVersion": 1, "id": "example.weather", "name": "Weather", "version": "1.0.0",
+        "adapters": {"skill": {"directory": "skill"}, "mcp": {"transport": "stdio", "command": "node", "args": ["./server.mjs"]}}});
+    std::fs::write(package.join("suzu-capability.json"), manifest.to_string()).expect("manifest");
+    std::fs::create_dir(package.join("skill")).expect("mkdir");
+    std::fs::write(package.join("skill/SKILL.md"), "---\nname: weather\n---\nSay it.\n").expect("skill");
+    std::fs::write(package.join("server.mjs"), "").expect("server");
+    let (code, out, _) = run(&["check", package.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("example.weather 1.0.0 — Weather") && out.contains("passes the static checks"), "{out}");
+
+    std::os::unix::fs::symlink("/etc/passwd", package.join("skill/passwd")).expect("symlink");
+    std::fs::remove_file(package.join("server.mjs")).expect("rm");
+    let path = package.join("suzu-capability.json");
+    let (code, out, _) = run(&["check", path.to_str().expect("utf8")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("skill/passwd: [symlink]") && out.contains("server.mjs: [missing]"), "{out}");
+    let (code, out, _) = run(&["check", "--json", path.to_str().expect("utf8")]);
+    assert_eq!(code, 1);
+    let parsed: Value = serde_json::from_str(&out).expect("json output");
+    let rules: Vec<&str> =
+        parsed["report"]["problems"].as_array().expect("problems").iter().filter_map(|p| p["rule"].as_str()).collect();
+    assert_eq!(rules, ["symlink", "missing"], "{parsed}");
+    assert_eq!(parsed["report"]["manifest"], path.to_str().expect("utf8"));
+}
+
 #[test]
 fn check_validates_a_whole_instance() {
     let dir = tempfile::tempdir().expect("temp");

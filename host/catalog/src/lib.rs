@@ -4,7 +4,8 @@
 //! Synchronous and free of any async runtime: the host's loader task runs [`scan`] and
 //! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
 //! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
-//! snapshots implements.
+//! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
+//! packages.
 //!
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
@@ -20,6 +21,7 @@ pub mod names;
 pub mod public;
 mod rules;
 pub mod scan;
+pub mod suzu;
 pub mod text;
 pub mod time;
 pub mod validation;

@@ -1,14 +1,15 @@
 //! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance —
 //! its extensions, and the parts of its root config the host checks only as it starts (the
-//! MCP profiles; the providers `mcp.legacyProviders` names) — and say in the terminal what is
-//! wrong. Exits 1 when anything is rejected.
+//! MCP profiles; the providers `mcp.legacyProviders` names) — or run a Suzu Lives capability
+//! package's static checks (`suzu-capability.json`, or its folder), and say in the terminal
+//! what is wrong. Exits 1 when anything is rejected.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use butler_faculty::FacultyRuntime;
 use butler_host::catalog::scan::MANIFEST_FILE;
-use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan};
+use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan, suzu};
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -17,7 +18,8 @@ use super::settings::{self, Settings};
 /// `butler check` arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A manifest file, an extension folder, or an instance folder [default: the instance]
+    /// A manifest file, an extension folder, an instance folder, or a Suzu Lives capability
+    /// package (its `suzu-capability.json` or its folder) [default: the instance]
     path: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -33,6 +35,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             &Settings::load()?,
         )?,
     };
+    if let Some(manifest) = suzu_manifest(&path) {
+        return Ok(check_suzu(&manifest, args.json));
+    }
     let outcome = if is_extension(&path) { check_extension(&path) } else { check_instance(&path)? };
     if args.json {
         let diagnostics = &outcome.diagnostics;
@@ -80,6 +85,60 @@ impl Outcome {
 
 fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// The Suzu Lives manifest `path` is or holds: the file `suzu-capability.json`, or a folder
+/// with one and no `butler.json`.
+fn suzu_manifest(path: &Path) -> Option<PathBuf> {
+    if path.file_name().is_some_and(|name| name == suzu::MANIFEST_FILE) {
+        return Some(path.to_owned());
+    }
+    let manifest = path.join(suzu::MANIFEST_FILE);
+    (path.is_dir() && manifest.is_file() && !path.join(MANIFEST_FILE).exists()).then_some(manifest)
+}
+
+/// A Suzu Lives package's static checks, printed; failure when any problem was found.
+fn check_suzu(manifest: &Path, json: bool) -> ExitCode {
+    let report = suzu::inspect(&std::path::absolute(manifest).unwrap_or_else(|_| manifest.to_owned()));
+    if json {
+        println!("{:#}", json!({"ok": report.ok(), "format": "suzu-capability", "report": report}));
+    } else {
+        print!("{}", render_suzu(&report));
+    }
+    if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+fn render_suzu(report: &suzu::Report) -> String {
+    let mut out = format!("{} — Suzu Lives capability package\n", report.manifest.display());
+    if let Some(package) = &report.package {
+        out.push_str(&format!("  {} {} — {}\n", package.id, package.version, package.name));
+        let mut adapters = package.adapters.join(", ");
+        if let Some(skill) = &package.skill {
+            adapters.push_str(&format!(
+                "; skill {} `{}`: {}, {} bytes",
+                skill.form,
+                skill.path,
+                plural(skill.files.len(), "file"),
+                skill.bytes
+            ));
+        }
+        out.push_str(&format!("  adapters: {adapters}\n"));
+    }
+    for problem in &report.problems {
+        let at = match &problem.pointer {
+            Some(pointer) if !pointer.is_empty() => format!("{} {pointer}", problem.file),
+            _ => problem.file.clone(),
+        };
+        let rule =
+            serde_json::to_value(problem.rule).ok().and_then(|r| r.as_str().map(str::to_owned)).unwrap_or_default();
+        out.push_str(&format!("  {at}: [{rule}] {}\n", problem.message));
+    }
+    if report.ok() {
+        out.push_str("passes the static checks\n");
+    } else {
+        out.push_str(&format!("rejected: {}\n", plural(report.problems.len(), "problem")));
+    }
+    out
 }
 
 /// A manifest file, or a folder whose `butler.json` looks like a manifest (has `kind`,
