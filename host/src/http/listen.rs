@@ -17,9 +17,9 @@
 //! - **The hub's connections on the hub's thread.** With a hub runtime (`serve`'s
 //!   `hub_io`), a TCP connection whose first request is for the MCP endpoints
 //!   ([`is_for_the_hub`], read with `peek` before anything is consumed) is served there
-//!   by [`HubService`], where the providers' pipes are read too: a call and its provider's answer then never
-//!   cross a thread, which on a small machine is most of what one extra hop costs. The
-//!   peek waits [`HEADER_TIMEOUT`] at most, like any request head.
+//!   by [`HubService`], where the providers' pipes are read too: a call and its provider's
+//!   answer then never cross a thread, which on a small machine is most of what one extra
+//!   hop costs. The peek waits [`HEADER_TIMEOUT`] at most, like any request head.
 //!
 //! Both listeners serve the same router; requests that came over the local socket carry
 //! [`Transport::Local`] in their extensions (the CLI's operator commands need it).
