@@ -127,6 +127,16 @@ impl ProviderSpec {
     }
 }
 
+/// Where a provider's lists are cached (`stateDir/mcp/<id>.json`), and which of its
+/// lists the file holds.
+struct ListCache {
+    path: PathBuf,
+    /// The generation of the lists last written.
+    written: Arc<Mutex<u64>>,
+    /// The generation of the lists last stored.
+    stored: AtomicU64,
+}
+
 /// What a provider offers, as it listed it (kept in `stateDir/mcp/<id>.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Lists {
@@ -670,7 +680,7 @@ pub struct Provider {
     start_lock: tokio::sync::Mutex<()>,
     /// Its stderr and the hub's notes about it.
     pub log: Arc<Log>,
-    cache: PathBuf,
+    cache: ListCache,
     changed: broadcast::Sender<crate::Changed>,
     /// Told when a resource it offers changed.
     updated: broadcast::Sender<crate::Updated>,
@@ -713,7 +723,7 @@ impl Provider {
             }),
             spec,
             start_lock: tokio::sync::Mutex::new(()),
-            cache,
+            cache: ListCache { path: cache, written: Arc::new(Mutex::new(0)), stored: AtomicU64::new(0) },
             changed,
             updated,
             epoch,
@@ -937,16 +947,32 @@ impl Provider {
         legacy
     }
 
+    /// Writes the lists' cache on the blocking pool: the write ends with an fsync, which
+    /// must never hold the hub's thread (every MCP call waits on it). When writes overlap,
+    /// the newest lists stay on disk.
+    fn cache_later(&self, bytes: Vec<u8>) {
+        let generation = self.cache.stored.fetch_add(1, Ordering::AcqRel) + 1;
+        let (path, written, id) = (self.cache.path.clone(), Arc::clone(&self.cache.written), self.spec.id.clone());
+        self.io.spawn_blocking(move || {
+            let mut last = lock(&written);
+            if *last > generation {
+                return;
+            }
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match butler_catalog::files::write_atomic(&path, &bytes) {
+                Ok(()) => *last = generation,
+                Err(e) => tracing::warn!(provider = %id, "cannot cache its lists: {e}"),
+            }
+        });
+    }
+
     /// Keeps fresh lists, in memory and in the cache, and tells the listeners which of
     /// them changed.
     fn store(&self, lists: Lists) {
         if let Ok(bytes) = serde_json::to_vec(&lists) {
-            if let Some(dir) = self.cache.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            if let Err(e) = butler_catalog::files::write_atomic(&self.cache, &bytes) {
-                tracing::warn!(provider = %self.spec.id, "cannot cache its lists: {e}");
-            }
+            self.cache_later(bytes);
         }
         let mut inner = lock(&self.inner);
         let changed = crate::Changed::between(&inner.lists, &lists);

@@ -52,6 +52,8 @@ pub enum Held {
 pub struct Pins {
     path: PathBuf,
     file: Mutex<PinFile>,
+    /// Held by an approval while it writes the file (readers take only `file`, briefly).
+    writing: Mutex<()>,
 }
 
 /// SHA-256 of `definition` with every object's keys in order, hex: the same for the same
@@ -104,7 +106,7 @@ impl Pins {
             }),
             Err(_) => PinFile::default(),
         };
-        Self { path, file: Mutex::new(file) }
+        Self { path, file: Mutex::new(file), writing: Mutex::new(()) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, PinFile> {
@@ -139,8 +141,10 @@ impl Pins {
     /// # Errors
     /// The pins could not be written (then nothing changed).
     pub fn approve(&self, id: &str, definitions: &[(String, Value)], trust: Option<bool>) -> std::io::Result<()> {
-        let mut file = self.lock();
-        let mut next = file.clone();
+        // Approvals take turns; the pins' readers (every tool list, on the hub's thread)
+        // never wait for the write and its fsync.
+        let _writing = self.writing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = self.lock().clone();
         let pins = next.providers.entry(id.to_owned()).or_default();
         let approved = butler_catalog::time::rfc3339(butler_catalog::time::now_ms());
         for (name, definition) in definitions {
@@ -152,7 +156,7 @@ impl Pins {
             pins.trusted = trust;
         }
         write(&self.path, &next)?;
-        *file = next;
+        *self.lock() = next;
         Ok(())
     }
 }
