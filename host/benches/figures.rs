@@ -829,7 +829,7 @@ impl CardText {
     /// `key: <JSON value>` lines, a blank line, the body.
     fn render(&self) -> String {
         let content = json!(["knowledge", self.title, self.summary, "", self.tags, [], self.body]);
-        let hash: String = Sha256::digest(content.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let hash: String = data_encoding::HEXLOWER.encode(&Sha256::digest(content.to_string().as_bytes()));
         let fields = [
             ("id", json!(self.id)),
             ("kind", json!("knowledge")),

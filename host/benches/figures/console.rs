@@ -60,8 +60,7 @@ fn write_candidates(instance: &Instance, n: usize, cards: &[String]) {
         );
         let tags = json!(["build", "release"]);
         let canonical = json!(["knowledge", title, summary, "", tags, [], body]);
-        let hash: String =
-            Sha256::digest(canonical.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let hash: String = data_encoding::HEXLOWER.encode(&Sha256::digest(canonical.to_string().as_bytes()));
         let id = format!("cand-{i:05}");
         let mut candidate = json!({
             "id": id,

@@ -123,7 +123,7 @@ impl Components {
     ) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = hex(&hasher.0.finalize())[..16].to_owned();
+        let engine_key = data_encoding::HEXLOWER.encode(&hasher.0.finalize())[..16].to_owned();
         Self {
             engine,
             linkers,
@@ -173,7 +173,7 @@ impl Components {
             _ if butler_catalog::json::is_unreadable(&e) => LoadError::Unreadable(format!("cannot read it: {e}")),
             _ => failed(format!("cannot read it: {e}")),
         })?;
-        let hash = hex(&Sha256::digest(&bytes));
+        let hash = data_encoding::HEXLOWER.encode(&Sha256::digest(&bytes));
         lock(&self.file_hashes).insert(path.to_owned(), (stamp, hash.clone()));
         if let Some(slot) = self.slot(&hash) {
             return slot;
@@ -233,7 +233,7 @@ impl Components {
             None => std::fs::read(&job.path).map_err(|e| format!("cannot read it: {e}")),
         };
         let bytes = bytes.and_then(|bytes| {
-            if hex(&Sha256::digest(&bytes)) == job.hash {
+            if data_encoding::HEXLOWER.encode(&Sha256::digest(&bytes)) == job.hash {
                 Ok(bytes)
             } else {
                 Err("it changed while waiting to be compiled; the next scan compiles the new file".to_owned())
@@ -470,10 +470,6 @@ fn link(
 
 fn link_error(error: &wasmtime::Error) -> String {
     format!("cannot be linked: {error:#} (a faculty may import only WASI Preview 2 and butler:faculty/host)")
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Feeds `Hash` output into SHA-256 (stable across runs, unlike `DefaultHasher`).

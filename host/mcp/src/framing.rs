@@ -203,9 +203,16 @@ pub fn provider_request(
             }
         }
     }
-    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    // A `Value` always serializes.
-    let mut line = serde_json::to_vec(&message).unwrap_or_default();
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a Value,
+    }
+    let mut line = Vec::with_capacity(256);
+    // A `Value` always serializes, and into a `Vec` nothing fails.
+    let _ = serde_json::to_writer(&mut line, &Request { jsonrpc: "2.0", id, method, params: &params });
     line.push(b'\n');
     line
 }

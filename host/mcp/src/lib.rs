@@ -1451,7 +1451,7 @@ fn session_id() -> String {
             tracing::error!("no randomness for a session id: {e}");
         }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&bytes)
 }
 
 impl Follow for Hub {

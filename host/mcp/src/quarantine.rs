@@ -63,16 +63,16 @@ pub fn fingerprint(definition: &Value) -> String {
     fn canonical(value: &Value, out: &mut Vec<u8>) {
         match value {
             Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by_key(|(key, _)| *key);
                 out.push(b'{');
-                for (i, key) in keys.into_iter().enumerate() {
+                for (i, (key, value)) in entries.into_iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    out.extend(Value::String(key.clone()).to_string().as_bytes());
+                    write_json(key, out);
                     out.push(b':');
-                    canonical(&map[key], out);
+                    canonical(value, out);
                 }
                 out.push(b'}');
             }
@@ -86,12 +86,16 @@ pub fn fingerprint(definition: &Value) -> String {
                 }
                 out.push(b']');
             }
-            other => out.extend(other.to_string().as_bytes()),
+            other => write_json(other, out),
         }
+    }
+    fn write_json(value: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+        // Strings, numbers and literals always serialize; into a `Vec` nothing fails.
+        let _ = serde_json::to_writer(out, value);
     }
     let mut bytes = Vec::new();
     canonical(definition, &mut bytes);
-    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&Sha256::digest(&bytes))
 }
 
 impl Pins {

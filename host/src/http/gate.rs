@@ -13,12 +13,15 @@ use std::net::IpAddr;
 
 use axum::extract::{Request, State};
 use axum::http::header::{HOST, ORIGIN};
-use axum::http::{HeaderMap, Uri};
+use axum::http::{HeaderMap, HeaderName, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use crate::text::clip;
+
+/// `Sec-Fetch-Site`, named once (a name given as text is parsed on every lookup).
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// What the gate needs to know about the listener.
 #[derive(Debug, Clone, Copy)]
@@ -76,8 +79,8 @@ fn admit(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiEr
 /// # Errors
 /// [`ApiError`] 403 naming the rule that refused.
 pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
-    for name in [HOST.as_str(), ORIGIN.as_str(), "sec-fetch-site"] {
-        if headers.get_all(name).iter().count() > 1 {
+    for name in [HOST, ORIGIN, SEC_FETCH_SITE] {
+        if headers.get_all(&name).iter().count() > 1 {
             return Err(ApiError::bad_request(
                 "duplicate_header",
                 format!("the request has more than one `{name}` header"),
@@ -97,7 +100,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
             ),
         ));
     }
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+    if let Some(site) = headers.get(SEC_FETCH_SITE).and_then(|v| v.to_str().ok())
         && (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site"))
     {
         return Err(ApiError::forbidden(

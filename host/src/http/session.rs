@@ -131,7 +131,7 @@ pub fn session_from_cookies(port: u16, header: &str) -> Option<&str> {
 }
 
 fn hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&Sha256::digest(token.as_bytes()))
 }
 
 fn now() -> u64 {

@@ -107,5 +107,5 @@ fn read_record(state_dir: &Path) -> BTreeMap<String, String> {
 }
 
 fn hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&Sha256::digest(bytes))
 }

@@ -41,7 +41,7 @@ pub fn ensure(state_dir: &Path) -> std::io::Result<String> {
 pub fn random_secret() -> std::io::Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(data_encoding::HEXLOWER.encode(&bytes))
 }
 
 /// Reads the owner token.

@@ -89,7 +89,7 @@ fn write(path: &Path, file: &TokenFile) -> Result<(), TokenError> {
 }
 
 fn hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&Sha256::digest(token.as_bytes()))
 }
 
 /// Makes token `name` for `profile`; the token itself, which is not kept.

@@ -146,15 +146,17 @@ impl Context {
         upcalls: Option<Upcalls>,
     ) -> Result<Value, RpcError> {
         if self.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) {
-            let state = rounds::State {
-                held: rounds::Held::Relayed(None),
-                name: rounds::subject(&method, &params),
-                arguments: rounds::arguments_digest(&params),
-                method: method.clone(),
-                endpoint: self.view.endpoint(),
-            };
+            let name = rounds::subject(&method, &params);
+            let arguments = params.get("arguments").cloned();
+            let endpoint = self.view.endpoint();
             let result = self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
-            return rounds::relayed(result?, state);
+            return rounds::relayed(result?, || rounds::State {
+                held: rounds::Held::Relayed(None),
+                name,
+                arguments: rounds::arguments_digest(arguments.as_ref()),
+                method,
+                endpoint,
+            });
         }
         if self.era == Era::Legacy {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
@@ -309,7 +311,7 @@ pub async fn single(
     let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
     // Only a 2026-07-28 call is ever parked, its request state bound to this digest.
-    let arguments = if context.era == Era::Modern { rounds::arguments_digest(&params) } else { String::new() };
+    let arguments = if context.era == Era::Modern { params.get("arguments").cloned() } else { None };
     let mut drive =
         Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
     if let Some(resumed) = resumed {
@@ -363,8 +365,9 @@ struct Drive {
     id: Value,
     method: String,
     name: String,
-    /// The digest of the call's arguments, which its request state is bound to.
-    arguments: String,
+    /// The call's arguments (of a 2026-07-28 call), whose digest its request state is
+    /// bound to.
+    arguments: Option<Value>,
     /// Keys given to the provider's requests so far (a parked call keeps counting).
     keys: u64,
     /// The client's progress token.
@@ -499,7 +502,7 @@ impl Drive {
             method: parked.method.clone(),
             name: parked.name.clone(),
             endpoint: self.context.view.endpoint(),
-            arguments: self.arguments.clone(),
+            arguments: rounds::arguments_digest(self.arguments.as_ref()),
         };
         let mut result = rounds::input_required(&parked);
         let id = self.context.hub.park(parked);

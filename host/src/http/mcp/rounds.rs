@@ -61,8 +61,8 @@ pub struct State {
 }
 
 /// The digest a call's arguments are bound to its state by (key order aside).
-pub fn arguments_digest(params: &Value) -> String {
-    butler_mcp::quarantine::fingerprint(params.get("arguments").unwrap_or(&Value::Null))
+pub fn arguments_digest(arguments: Option<&Value>) -> String {
+    butler_mcp::quarantine::fingerprint(arguments.unwrap_or(&Value::Null))
 }
 
 /// What a request of `method` is made for: its tool or prompt name, or the URI it reads.
@@ -137,11 +137,12 @@ pub fn available() -> bool {
 }
 
 /// A 2026-07-28 provider's `result` for a client: an `InputRequiredResult` gets the
-/// provider's `requestState` sealed inside the hub's, bound to `state`'s call.
+/// provider's `requestState` sealed inside the hub's, bound to the call `state` describes
+/// (made only then: a digest of the arguments costs more than most calls' other work).
 ///
 /// # Errors
 /// `-32603` when the hub has no key to seal with.
-pub fn relayed(mut result: Value, state: State) -> Result<Value, RpcError> {
+pub fn relayed(mut result: Value, state: impl FnOnce() -> State) -> Result<Value, RpcError> {
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return Ok(result);
     }
@@ -171,7 +172,7 @@ pub fn relayed(mut result: Value, state: State) -> Result<Value, RpcError> {
         }
         Some(_) => return Err(malformed("`requestState` is no string")),
     };
-    let sealed = seal(&State { held: Held::Relayed(provider), ..state }).ok_or_else(|| RpcError {
+    let sealed = seal(&State { held: Held::Relayed(provider), ..state() }).ok_or_else(|| RpcError {
         code: -32603,
         message: "the hub has no key to seal a request state with".into(),
         data: None,
@@ -232,7 +233,7 @@ pub fn retry_of(
             "Invalid params: this `requestState` belongs to a call made on another endpoint; retry where the call was made",
         ));
     }
-    if state.arguments != arguments_digest(params) {
+    if state.arguments != arguments_digest(params.get("arguments")) {
         return Err(RpcError::invalid_params(
             "Invalid params: a retry repeats the call's arguments as they were; these differ",
         ));
@@ -255,7 +256,7 @@ mod tests {
             method: "tools/call".into(),
             name: "ns__ask".into(),
             endpoint: "main".into(),
-            arguments: arguments_digest(&json!({"arguments": {"q": 1}})),
+            arguments: arguments_digest(Some(&json!({"q": 1}))),
         }
     }
 
@@ -281,7 +282,7 @@ mod tests {
     fn a_providers_state_travels_sealed_inside_the_hubs() {
         let ask = json!({"user_name": {"method": "elicitation/create", "params": {"message": "?"}}});
         let asks = json!({"resultType": "input_required", "inputRequests": ask, "requestState": "theirs"});
-        let sent = relayed(asks, state()).expect("sealed");
+        let sent = relayed(asks, state).expect("sealed");
         assert_eq!(sent["inputRequests"], ask, "asked as the provider asked");
         let sealed = sent["requestState"].as_str().expect("a state");
         assert_ne!(sealed, "theirs");
@@ -292,13 +293,12 @@ mod tests {
             json!({"requestState": "theirs", "x": 1})
         );
         // A provider that keeps no state gets none back.
-        let stateless =
-            relayed(json!({"resultType": "input_required", "inputRequests": ask}), state()).expect("sealed");
+        let stateless = relayed(json!({"resultType": "input_required", "inputRequests": ask}), state).expect("sealed");
         let opened = open(stateless["requestState"].as_str().expect("a state")).expect("opens");
         assert_eq!(opened.held, Held::Relayed(None));
         assert_eq!(unsealed(json!({"requestState": "b1.x.y"}), None), json!({}));
         // A complete result passes untouched.
-        assert_eq!(relayed(json!({"content": []}), state()).expect("as is"), json!({"content": []}));
+        assert_eq!(relayed(json!({"content": []}), state).expect("as is"), json!({"content": []}));
         // What a client could not act on, or not send back, is refused.
         let too_large = json!("s".repeat(MAX_RELAYED_STATE + 1));
         for (requests, state_given) in [
@@ -312,7 +312,7 @@ mod tests {
         ] {
             let result =
                 json!({"resultType": "input_required", "inputRequests": requests, "requestState": state_given});
-            assert_eq!(relayed(result, state()).map_err(|e| e.code).err(), Some(-32603), "{requests}");
+            assert_eq!(relayed(result, state).map_err(|e| e.code).err(), Some(-32603), "{requests}");
         }
     }
 
