@@ -5,7 +5,7 @@
 //! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
 //! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
 //! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
-//! packages.
+//! packages, and [`imports`] keeps those imported into the instance.
 //!
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
@@ -15,6 +15,7 @@
 pub mod component;
 pub mod files;
 pub mod icon;
+pub mod imports;
 pub mod json;
 pub mod manifest;
 pub mod names;

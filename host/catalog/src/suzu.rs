@@ -203,7 +203,7 @@ pub fn inspect(manifest: &Path) -> Report {
 }
 
 /// `skill`, `mcp (stdio)`, `cli`: the adapters a manifest declares.
-fn adapter_names(adapters: &Value) -> Vec<String> {
+pub(crate) fn adapter_names(adapters: &Value) -> Vec<String> {
     let mut names = Vec::new();
     if adapters.get("skill").is_some() {
         names.push("skill".to_owned());

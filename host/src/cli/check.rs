@@ -125,13 +125,7 @@ fn render_suzu(report: &suzu::Report) -> String {
         out.push_str(&format!("  adapters: {adapters}\n"));
     }
     for problem in &report.problems {
-        let at = match &problem.pointer {
-            Some(pointer) if !pointer.is_empty() => format!("{} {pointer}", problem.file),
-            _ => problem.file.clone(),
-        };
-        let rule =
-            serde_json::to_value(problem.rule).ok().and_then(|r| r.as_str().map(str::to_owned)).unwrap_or_default();
-        out.push_str(&format!("  {at}: [{rule}] {}\n", problem.message));
+        out.push_str(&problem_line(&json!(problem)));
     }
     if report.ok() {
         out.push_str("passes the static checks\n");
@@ -139,6 +133,17 @@ fn render_suzu(report: &suzu::Report) -> String {
         out.push_str(&format!("rejected: {}\n", plural(report.problems.len(), "problem")));
     }
     out
+}
+
+/// One problem of a Suzu Lives package's report (as JSON: `file`, `rule`, `pointer`?,
+/// `message`), as a line: `  FILE POINTER: [RULE] MESSAGE`.
+pub(super) fn problem_line(problem: &serde_json::Value) -> String {
+    let text = |key: &str| problem.get(key).and_then(serde_json::Value::as_str).unwrap_or_default();
+    let at = match text("pointer") {
+        "" => text("file").to_owned(),
+        pointer => format!("{} {pointer}", text("file")),
+    };
+    format!("  {at}: [{}] {}\n", text("rule"), text("message"))
 }
 
 /// A manifest file, or a folder whose `butler.json` looks like a manifest (has `kind`,

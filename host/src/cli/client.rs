@@ -52,6 +52,13 @@ impl Client {
     /// POSTs `body` to an API path; returns the `data` of a `{ok:true,data}` answer, or the
     /// whole body of a plain read.
     pub fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let (status, answer) = self.post_answer(path, body)?;
+        json_answer(status, answer)
+    }
+
+    /// POSTs `body` to an API path; the HTTP status and the whole JSON answer (an error's
+    /// `details` too).
+    pub fn post_answer(&self, path: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
         if let Some(answer) = self.over_socket("POST", path, Some(body)) {
             return answer;
         }
@@ -62,13 +69,13 @@ impl Client {
             .header("Authorization", &format!("Bearer {}", self.token))
             .send_json(body)
             .with_context(|| format!("cannot reach the host at {} (is it still running?)", self.url))?;
-        answer(response)
+        read_answer(response)
     }
 
     /// GETs an API path.
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
         if let Some(answer) = self.over_socket("GET", path, None) {
-            return answer;
+            return answer.and_then(|(status, answer)| json_answer(status, answer));
         }
         let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
         let response = self
@@ -77,16 +84,16 @@ impl Client {
             .header("Authorization", &format!("Bearer {}", self.token))
             .call()
             .with_context(|| format!("cannot reach the host at {} (is it still running?)", self.url))?;
-        answer(response)
+        read_answer(response).and_then(|(status, answer)| json_answer(status, answer))
     }
 }
 
 impl Client {
     /// The request over the local socket; `None` when there is no socket to use (then TCP).
-    fn over_socket(&self, method: &str, path: &str, body: Option<&Value>) -> Option<anyhow::Result<Value>> {
+    fn over_socket(&self, method: &str, path: &str, body: Option<&Value>) -> Option<anyhow::Result<(u16, Value)>> {
         let socket = self.socket.as_ref()?;
         let mut stream = UnixStream::connect(socket).ok()?;
-        let mut exchange = || -> anyhow::Result<Value> {
+        let mut exchange = || -> anyhow::Result<(u16, Value)> {
             stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
             let body = body.map(Value::to_string).unwrap_or_default();
             let head = format!(
@@ -104,7 +111,7 @@ impl Client {
             let (status, body) = split_response(&response)?;
             let value: Value =
                 serde_json::from_slice(&body).context("the host answered with something that is not JSON")?;
-            json_answer(status, value)
+            Ok((status, value))
         };
         Some(exchange())
     }
@@ -139,13 +146,15 @@ fn split_response(response: &[u8]) -> anyhow::Result<(u16, Vec<u8>)> {
     }
 }
 
-fn answer(mut response: ureq::http::Response<ureq::Body>) -> anyhow::Result<Value> {
+fn read_answer(mut response: ureq::http::Response<ureq::Body>) -> anyhow::Result<(u16, Value)> {
     let status = response.status().as_u16();
     let body: Value = response.body_mut().read_json().context("the host answered with something that is not JSON")?;
-    json_answer(status, body)
+    Ok((status, body))
 }
 
-fn json_answer(status: u16, body: Value) -> anyhow::Result<Value> {
+/// The `data` of a `{ok:true,data}` answer, the whole body of a plain read, or an error
+/// naming the code and message of a refusal.
+pub fn json_answer(status: u16, body: Value) -> anyhow::Result<Value> {
     if body["ok"] == false {
         let code = body["error"]["code"].as_str().unwrap_or("error");
         let message = body["error"]["message"].as_str().unwrap_or_default();

@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand, plus host settings.
 
+mod capability;
 mod check;
 mod client;
 mod console;
@@ -48,6 +49,12 @@ enum Command {
     /// The MCP hub on the running host.
     #[command(subcommand)]
     Mcp(mcp::Command),
+    /// Import a Suzu Lives capability package into the running host's instance (checked,
+    /// recorded, not enabled).
+    Import(capability::Import),
+    /// The imported capability packages: list, enable, disable, remove.
+    #[command(subcommand)]
+    Capability(capability::Command),
     /// The keeper a hosted process runs under (started by the host, not by hand).
     #[command(hide = true)]
     Keep(keep::Args),
@@ -68,6 +75,8 @@ pub fn main() -> ExitCode {
         Command::Action(words) => pipeline::action(&words),
         Command::Console(args) => console::run(args),
         Command::Mcp(command) => mcp::run(command),
+        Command::Import(args) => capability::import(args),
+        Command::Capability(command) => capability::run(command),
         Command::Keep(args) => Ok(keep::run(&args)),
     };
     match result {

@@ -201,6 +201,9 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         tokens: Arc::new(butler_host::instance::tokens::Tokens::new(&instance.state_dir())),
         owner_token: owner_token.into(),
         sessions,
+        imports: Arc::new(butler_catalog::imports::Imports::open(
+            instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
+        )),
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
         auth: instance.config.mcp.auth,

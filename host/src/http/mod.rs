@@ -82,6 +82,8 @@ pub struct Services {
     pub owner_token: Arc<str>,
     /// The console's login links and sessions.
     pub sessions: Arc<session::Sessions>,
+    /// The Suzu Lives capability packages imported into the instance.
+    pub imports: Arc<butler_catalog::imports::Imports>,
     /// `http://ADDR:PORT`, where the host listens.
     pub origin: Arc<str>,
     /// What the gate checks (our port).

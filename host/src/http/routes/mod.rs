@@ -6,6 +6,7 @@
 //! answers. `docs/openapi.json` describes every entry (checked by the tests below).
 
 mod boards;
+mod capabilities;
 mod catalog;
 mod events;
 mod extract;
@@ -64,6 +65,9 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/faculties", boards::faculties),
         op(M::POST, "/faculties/{id}/commands/{command}", faculties::command),
         op(M::GET, "/faculties/{id}/reports/{report}", faculties::report),
+        op(M::GET, "/capabilities", capabilities::list),
+        op(M::POST, "/imports", capabilities::import),
+        op(M::POST, "/capabilities/{id}/{action}", capabilities::action),
         op(M::GET, "/layout", layout::get_layout),
         op(M::PUT, "/layout", layout::put_layout),
         op(M::POST, "/pipeline", pipeline::pipeline),

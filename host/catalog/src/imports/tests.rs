@@ -1,0 +1,204 @@
+//! Imports of real package folders into a temporary instance: what is recorded and copied,
+//! what is refused, and what an update reports.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{ImportError, Imports, Outcome, RECORD_FILE, SKILL_DIR};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    package: PathBuf,
+    imports: Imports,
+}
+
+fn write(root: &Path, relative: &str, bytes: &[u8]) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(path, bytes).expect("write");
+}
+
+fn manifest(version: &str, adapters: &Value) -> Value {
+    json!({"schemaVersion": 1, "id": "example.weather", "name": "Weather", "version": version, "adapters": adapters})
+}
+
+fn write_manifest(package: &Path, manifest: &Value) {
+    write(package, super::MANIFEST_FILE, manifest.to_string().as_bytes());
+}
+
+/// A package with a directory skill (SKILL.md, a script and a binary asset) and a stdio
+/// MCP server, and an empty instance to import it into.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let package = dir.path().join("weather");
+    let adapters = json!({
+        "skill": {"directory": "skill"},
+        "mcp": {"transport": "stdio", "command": "node", "args": ["./server.mjs"],
+                "env": {"TOKEN": "${WEATHER_TOKEN:-none}"}},
+    });
+    write_manifest(&package, &manifest("1.0.0", &adapters));
+    write(&package, "skill/SKILL.md", b"---\nname: weather\n---\nSay the weather.\n");
+    write(&package, "skill/scripts/run.sh", b"#!/bin/sh\ntouch ran\n");
+    write(&package, "skill/assets/icon.bin", &[0xff, 0x00, 0xfe, 0x0a]);
+    write(&package, "server.mjs", b"require('fs').writeFileSync('ran', '')\n");
+    let imports = Imports::open(dir.path().join("instance/capabilities"));
+    Fixture { _dir: dir, package, imports }
+}
+
+#[test]
+fn an_import_records_the_package_disabled_and_copies_its_skill_byte_for_byte() {
+    let f = fixture();
+    let imported = f.imports.import(&f.package, false).expect("imported");
+    assert_eq!(imported.outcome, Outcome::Imported);
+    let record = imported.record;
+    assert_eq!((record.id.as_str(), record.version.as_str(), record.enabled), ("example.weather", "1.0.0", false));
+    assert_eq!(record.source, f.package.join(super::MANIFEST_FILE));
+    assert_eq!(record.adapters(), ["skill", "mcp (stdio)"]);
+    let paths: Vec<&str> = record.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["SKILL.md", "assets/icon.bin", "scripts/run.sh"]);
+    let copy = f.imports.skill_dir("example.weather");
+    for file in ["SKILL.md", "assets/icon.bin", "scripts/run.sh"] {
+        let copied = std::fs::read(copy.join(file)).expect("copied");
+        assert_eq!(copied, std::fs::read(f.package.join("skill").join(file)).expect("source"), "{file}");
+    }
+    assert_eq!(f.imports.list(), std::slice::from_ref(&record));
+    assert_eq!(f.imports.get("example.weather"), Some(record));
+    assert!(!f.package.join("ran").exists() && !f.package.join("skill/ran").exists(), "nothing in a package runs");
+}
+
+#[test]
+fn a_file_skill_becomes_the_copys_skill_md() {
+    let f = fixture();
+    write_manifest(&f.package, &manifest("1.0.0", &json!({"skill": {"file": "docs/guide.md"}})));
+    write(&f.package, "docs/guide.md", b"# Weather guide\n");
+    let record = f.imports.import(&f.package.join(super::MANIFEST_FILE), false).expect("imported").record;
+    assert_eq!(record.files.len(), 1);
+    assert_eq!(record.files[0].path, "SKILL.md");
+    let copy = f.imports.skill_dir("example.weather");
+    assert_eq!(std::fs::read(copy.join("SKILL.md")).expect("copy"), b"# Weather guide\n");
+}
+
+#[test]
+fn a_package_that_fails_a_check_leaves_nothing_behind() {
+    let f = fixture();
+    std::os::unix::fs::symlink("/etc/passwd", f.package.join("skill/passwd")).expect("symlink");
+    let Err(ImportError::Invalid(report)) = f.imports.import(&f.package, false) else {
+        panic!("a symlink in the skill is refused");
+    };
+    assert!(report.problems.iter().any(|p| p.file == "skill/passwd"), "{report:?}");
+    assert_eq!(f.imports.list(), []);
+    assert!(!f.imports.root.join("example.weather").exists());
+}
+
+#[test]
+fn a_later_change_to_the_source_does_not_leak_in_until_an_update_says_what_differs() {
+    let f = fixture();
+    f.imports.import(&f.package, false).expect("imported");
+    f.imports.enable("example.weather").expect("enabled");
+    write(&f.package, "skill/SKILL.md", b"---\nname: weather\n---\nSay the weather, twice.\n");
+    write(&f.package, "skill/references/api.md", b"the API\n");
+    std::fs::remove_file(f.package.join("skill/scripts/run.sh")).expect("rm");
+    let adapters = json!({
+        "skill": {"directory": "skill"},
+        "mcp": {"transport": "stdio", "command": "node", "args": ["./server.mjs", "--v2"],
+                "env": {"TOKEN": "secret-value-123"}},
+    });
+    write_manifest(&f.package, &manifest("1.1.0", &adapters));
+    let copy = f.imports.skill_dir("example.weather");
+    assert_eq!(std::fs::read(copy.join("SKILL.md")).expect("copy"), b"---\nname: weather\n---\nSay the weather.\n");
+
+    let Err(ImportError::Exists { differences, .. }) = f.imports.import(&f.package, false) else {
+        panic!("an id imported already is replaced only by an update");
+    };
+    let expected = [
+        "/adapters/mcp/args: [\"./server.mjs\"] → [\"./server.mjs\",\"--v2\"]",
+        "/adapters/mcp/env/TOKEN: changed (value not shown)",
+        "/version: \"1.0.0\" → \"1.1.0\"",
+        "skill file changed: SKILL.md (39 → 46 bytes)",
+        "skill file added: references/api.md (8 bytes)",
+        "skill file removed: scripts/run.sh",
+    ];
+    assert_eq!(differences, expected);
+    assert!(!differences.join(" ").contains("secret-value-123"), "an env value may be a token");
+
+    let updated = f.imports.import(&f.package, true).expect("updated");
+    assert_eq!(updated.outcome, Outcome::Updated);
+    assert_eq!(updated.differences, expected);
+    assert!(updated.record.enabled, "an update keeps the package enabled");
+    assert_eq!(
+        std::fs::read(copy.join("SKILL.md")).expect("copy"),
+        b"---\nname: weather\n---\nSay the weather, twice.\n"
+    );
+    assert!(copy.join("references/api.md").exists() && !copy.join("scripts/run.sh").exists());
+    let again = f.imports.import(&f.package, true).expect("nothing to update");
+    assert_eq!((again.outcome, again.differences.len()), (Outcome::Unchanged, 0));
+    let leftovers: Vec<_> = std::fs::read_dir(&f.imports.root).expect("root").map_while(Result::ok).collect();
+    assert_eq!(leftovers.len(), 1, "no staging folder is left behind: {leftovers:?}");
+}
+
+#[test]
+fn an_enabled_packages_adapter_kind_changes_only_after_it_is_disabled() {
+    let f = fixture();
+    f.imports.import(&f.package, false).expect("imported");
+    f.imports.enable("example.weather").expect("enabled");
+    let remote =
+        json!({"skill": {"directory": "skill"}, "mcp": {"transport": "http", "url": "https://example.com/mcp"}});
+    write_manifest(&f.package, &manifest("2.0.0", &remote));
+    let refused = f.imports.import(&f.package, true).expect_err("disable first");
+    assert!(matches!(refused, ImportError::DisableFirst { .. }), "{refused}");
+    assert!(refused.to_string().contains("MCP transport from stdio to http"), "{refused}");
+    assert_eq!(f.imports.get("example.weather").expect("kept").version, "1.0.0");
+    f.imports.disable("example.weather").expect("disabled");
+    let updated = f.imports.import(&f.package, true).expect("updated once disabled");
+    assert_eq!((updated.record.version.as_str(), updated.record.enabled), ("2.0.0", false));
+}
+
+#[test]
+fn disable_keeps_the_record_and_remove_needs_it_disabled() {
+    let f = fixture();
+    f.imports.import(&f.package, false).expect("imported");
+    assert!(f.imports.enable("example.weather").expect("enabled").enabled);
+    assert!(f.imports.enable("example.weather").expect("enabled again").enabled, "enable is idempotent");
+    assert!(matches!(f.imports.remove("example.weather"), Err(ImportError::Enabled(_))));
+    assert!(!f.imports.disable("example.weather").expect("disabled").enabled);
+    assert!(f.imports.get("example.weather").is_some(), "disable keeps the record");
+    assert!(f.imports.skill_dir("example.weather").join("SKILL.md").exists(), "and the copy");
+    f.imports.remove("example.weather").expect("removed");
+    assert_eq!(f.imports.list(), []);
+    assert!(!f.imports.root.join("example.weather").exists());
+    for step in [Imports::enable, Imports::disable, Imports::remove] {
+        assert!(matches!(step(&f.imports, "example.weather"), Err(ImportError::Unknown(_))));
+    }
+}
+
+#[test]
+fn ids_that_are_no_package_id_name_no_folder() {
+    let f = fixture();
+    f.imports.import(&f.package, false).expect("imported");
+    for id in ["..", ".", "../capabilities/example.weather", "", ".staging-x", "example.weather/skill"] {
+        assert!(f.imports.get(id).is_none(), "{id:?}");
+        assert!(matches!(f.imports.enable(id), Err(ImportError::Unknown(_))), "{id:?}");
+    }
+}
+
+#[test]
+fn a_record_not_written_by_the_host_is_not_listed() {
+    let f = fixture();
+    f.imports.import(&f.package, false).expect("imported");
+    let record = f.imports.root.join("example.weather").join(RECORD_FILE);
+    let mut doctored: Value = serde_json::from_slice(&std::fs::read(&record).expect("record")).expect("json");
+    doctored["id"] = json!("other.id");
+    std::fs::write(&record, doctored.to_string()).expect("write");
+    assert_eq!(f.imports.list(), [], "a record whose id is not its folder's is nobody's");
+}
+
+#[test]
+fn a_staging_folder_a_killed_host_left_is_swept_at_open() {
+    let f = fixture();
+    let leftover = f.imports.root.join(".staging-example.weather-1-0");
+    std::fs::create_dir_all(leftover.join(SKILL_DIR)).expect("leftover");
+    let reopened = Imports::open(f.imports.root.clone());
+    assert!(!leftover.exists());
+    assert_eq!(reopened.list(), []);
+}

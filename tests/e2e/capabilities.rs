@@ -1,0 +1,113 @@
+//! Suzu Lives capability packages imported into a running host: `butler import` and
+//! `butler capability`, `POST /imports` and `POST /capabilities/{id}/{action}` — checked,
+//! recorded and copied but not enabled, enabled only by the owner, and nothing of a
+//! package run or its secrets shown.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::util::{Butler, assert_error, butler_command};
+
+/// A package folder: a directory skill, and a stdio MCP server whose `env` holds a literal
+/// token and whose script would leave a mark if anything ran it.
+fn package(dir: &Path) -> PathBuf {
+    let package = dir.join("weather");
+    std::fs::create_dir_all(package.join("skill/scripts")).expect("mkdir");
+    let manifest = json!({"schemaVersion": 1, "id": "example.weather", "name": "Weather", "version": "1.0.0",
+        "adapters": {"skill": {"directory": "skill"},
+                     "mcp": {"transport": "stdio", "command": "sh", "args": ["./server.sh"],
+                             "env": {"TOKEN": "literal-secret-4711"}}}});
+    std::fs::write(package.join("suzu-capability.json"), manifest.to_string()).expect("manifest");
+    std::fs::write(package.join("skill/SKILL.md"), "---\nname: weather\n---\nSay the weather.\n").expect("skill");
+    std::fs::write(package.join("skill/scripts/run.sh"), "touch ran\n").expect("script");
+    std::fs::write(package.join("server.sh"), "touch ran\n").expect("server");
+    package
+}
+
+/// Runs the CLI against `butler`'s instance: exit code and stdout.
+fn cli(butler: &Butler, args: &[&str]) -> (i32, String) {
+    let home = tempfile::tempdir().expect("home");
+    let output = butler_command(home.path()).env("BUTLER_WORKDIR", &butler.workdir).args(args).output().expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (output.status.code().unwrap_or(-1), format!("{}{stderr}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[test]
+fn an_imported_package_is_recorded_not_enabled_until_the_owner_enables_it() {
+    let (butler, dir) = Butler::start_fresh();
+    let package = package(dir.path());
+    let (code, out) = cli(&butler, &["import", package.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("imported example.weather 1.0.0 — Weather (not enabled)"), "{out}");
+    assert!(out.contains("butler capability enable example.weather"), "{out}");
+
+    let (status, listed) = butler.get_json("/capabilities");
+    assert_eq!(status, 200);
+    let record = &listed["capabilities"][0];
+    assert_eq!((record["id"].as_str(), record["enabled"].as_bool()), (Some("example.weather"), Some(false)));
+    assert_eq!(record["adapters"], json!(["skill", "mcp (stdio)"]));
+    assert!(!listed.to_string().contains("literal-secret-4711"), "the manifest's env values are not shown: {listed}");
+    let copy = butler.workdir.join(".butler/capabilities/example.weather/skill/scripts/run.sh");
+    assert_eq!(std::fs::read(&copy).expect("the managed copy"), b"touch ran\n");
+
+    // Anyone but the owner: refused, and nothing changes.
+    let (status, body) = butler.post_json("/capabilities/example.weather/enable", &json!({}), &[]);
+    assert_error(status, &body, 403, "owner_required");
+    let (status, body) = butler.post_json("/imports", &json!({"path": package, "update": true}), &[]);
+    assert_error(status, &body, 403, "owner_required");
+    assert_eq!(butler.get_json("/capabilities").1["capabilities"][0]["enabled"], false);
+
+    let (code, out) = cli(&butler, &["capability", "enable", "example.weather"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(butler.get_json("/capabilities").1["capabilities"][0]["enabled"], true);
+    let (code, out) = cli(&butler, &["capability", "remove", "example.weather"]);
+    assert_eq!(code, 1, "an enabled package is not removed: {out}");
+    assert!(out.contains("capability_enabled"), "{out}");
+    assert_eq!(cli(&butler, &["capability", "disable", "example.weather"]).0, 0);
+    assert_eq!(cli(&butler, &["capability", "remove", "example.weather"]).0, 0);
+    let (code, out) = cli(&butler, &["capability", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("no capability package is imported"), "{out}");
+    assert!(!package.join("ran").exists() && !butler.workdir.join("ran").exists(), "nothing in a package runs");
+}
+
+#[test]
+fn an_import_reports_every_problem_and_what_an_update_would_change() {
+    let (butler, dir) = Butler::start_fresh();
+    let package = package(dir.path());
+    let path = package.to_str().expect("utf8");
+    assert_eq!(cli(&butler, &["import", path]).0, 0);
+    std::fs::write(package.join("skill/SKILL.md"), "---\nname: weather\n---\nSay it twice.\n").expect("edit");
+    let (code, out) = cli(&butler, &["import", path]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("differs: skill file changed: SKILL.md"), "{out}");
+    assert!(out.contains("butler import --update PATH"), "{out}");
+    let copy = butler.workdir.join(".butler/capabilities/example.weather/skill/SKILL.md");
+    assert!(std::fs::read_to_string(&copy).expect("copy").contains("Say the weather."), "nothing leaked in");
+    let (code, out) = cli(&butler, &["import", "--update", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("updated example.weather"), "{out}");
+    assert!(std::fs::read_to_string(&copy).expect("copy").contains("Say it twice."));
+
+    std::os::unix::fs::symlink("/etc/passwd", package.join("skill/passwd")).expect("symlink");
+    let (code, out) = cli(&butler, &["import", "--update", "--json", path]);
+    assert_eq!(code, 1, "{out}");
+    let answer: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(answer["error"]["code"], "package_invalid");
+    assert_eq!(answer["error"]["details"]["problems"][0]["file"], "skill/passwd");
+    assert_eq!(answer["error"]["details"]["problems"][0]["rule"], "symlink");
+    assert!(!butler.workdir.join(".butler/capabilities/example.weather/skill/passwd").exists());
+
+    let token = butler.owner_token();
+    let owner = [("authorization", format!("Bearer {token}"))];
+    let owner: Vec<(&str, &str)> = owner.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, body) = butler.post_json("/imports", &json!({"path": "weather"}), &owner);
+    assert_error(status, &body, 400, "invalid_path");
+    let (status, body) = butler.post_json("/imports", &json!({"path": path, "force": true}), &owner);
+    assert_eq!(status, 400, "an unknown field is refused: {body}");
+    let (status, body) = butler.post_json("/capabilities/example.weather/launch", &json!({}), &owner);
+    assert_error(status, &body, 404, "unknown_action");
+    let (status, body) = butler.post_json("/capabilities/..%2F..%2Fetc/enable", &json!({}), &owner);
+    assert_error(status, &body, 404, "unknown_capability");
+}
