@@ -13,6 +13,7 @@
 //! - [`instance`] — where the instance is, its root config, the skeleton copied on first run;
 //! - [`supervise`] — hosted tools and services: restart policy, health;
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
+//! - [`packages`] — the enabled capability packages' MCP servers, handed to the hub;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
 //!   envelope, and the web console.
 
@@ -20,6 +21,7 @@ pub mod catalog;
 pub use butler_catalog::{json, lock, text, time, validation};
 pub mod http;
 pub mod instance;
+pub mod packages;
 pub mod pipeline;
 pub mod supervise;
 

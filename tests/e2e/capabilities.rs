@@ -111,3 +111,56 @@ fn an_import_reports_every_problem_and_what_an_update_would_change() {
     let (status, body) = butler.post_json("/capabilities/..%2F..%2Fetc/enable", &json!({}), &owner);
     assert_error(status, &body, 404, "unknown_capability");
 }
+
+#[test]
+fn an_enabled_packages_stdio_server_joins_the_hub_and_leaves_it_when_disabled() {
+    use crate::mcp_stateless::{ask, request};
+    let (butler, dir) = Butler::start_fresh();
+    let package = dir.path().join("echoes");
+    std::fs::create_dir_all(&package).expect("mkdir");
+    let providers = crate::mcp::root().join("tests/providers");
+    std::fs::copy(providers.join("fake_mcp.py"), package.join("server.py")).expect("server");
+    std::fs::copy(providers.join("stdio_provider.py"), package.join("stdio_provider.py")).expect("its module");
+    let manifest = json!({"schemaVersion": 1, "id": "Example.Echoes", "name": "Echoes", "version": "1.0.0",
+        "adapters": {"mcp": {"transport": "stdio", "command": "python3", "args": ["./server.py"],
+                             "env": {"FAKE_MCP_LOG": "${ECHOES_LOG_DIR:-.}/calls.log"}}}});
+    std::fs::write(package.join("suzu-capability.json"), manifest.to_string()).expect("manifest");
+    assert_eq!(cli(&butler, &["import", package.to_str().expect("utf8")]).0, 0);
+
+    let tools = |butler: &Butler| -> Vec<String> {
+        let listed = ask(butler, "/mcp", &request(1, "tools/list", json!({})));
+        let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    };
+    assert!(!tools(&butler).iter().any(|t| t.starts_with("example_echoes__")), "imported is not enabled");
+
+    assert_eq!(cli(&butler, &["capability", "enable", "Example.Echoes"]).0, 0);
+    // Quarantine (on in a fresh instance) holds its tools as it holds any provider's.
+    assert!(!tools(&butler).iter().any(|t| t.starts_with("example_echoes__")), "held for review");
+    let (code, out) = cli(&butler, &["mcp", "held"]);
+    assert!(code == 0 && out.contains("suzu:Example.Echoes") && out.contains("echo"), "{out}");
+    let (code, out) = cli(&butler, &["mcp", "approve", "suzu:Example.Echoes"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(tools(&butler).contains(&"example_echoes__echo".to_owned()), "{:?}", tools(&butler));
+    let call = request(2, "tools/call", json!({"name": "example_echoes__echo", "arguments": {"text": "hi"}}));
+    let answer = ask(&butler, "/mcp", &call);
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    // `${ECHOES_LOG_DIR:-.}` took its default, and `.` is the package's folder.
+    let log = std::fs::read_to_string(package.join("calls.log")).expect("its log, where its env said");
+    assert!(log.contains("started"), "{log}");
+    let (_, status) = butler.get_json("/mcp/status");
+    let provider = status["providers"].as_array().into_iter().flatten().find(|p| p["id"] == "suzu:Example.Echoes");
+    assert_eq!(provider.map(|p| p["namespace"].clone()), Some(json!("example_echoes")), "{status}");
+
+    assert_eq!(cli(&butler, &["capability", "disable", "Example.Echoes"]).0, 0);
+    assert!(!tools(&butler).iter().any(|t| t.starts_with("example_echoes__")), "disabled: gone from the hub");
+    drop(butler);
+
+    // Enabled packages' servers join with the first snapshot after a restart.
+    let workdir = dir.path().join("instance");
+    let butler = Butler::start(&workdir);
+    assert_eq!(cli(&butler, &["capability", "enable", "Example.Echoes"]).0, 0);
+    drop(butler);
+    let butler = Butler::start(&workdir);
+    assert!(tools(&butler).contains(&"example_echoes__echo".to_owned()), "after a restart");
+}

@@ -84,6 +84,103 @@ impl Record {
     }
 }
 
+/// The longest namespace a package's MCP server gets: its tools' public names
+/// (`<namespace>__<tool>`) must fit [`crate::names::MAX_NAME`].
+pub const MAX_NAMESPACE: usize = 32;
+
+impl Record {
+    /// The folder the package was imported from.
+    #[must_use]
+    pub fn package_dir(&self) -> PathBuf {
+        self.source.parent().map_or_else(|| PathBuf::from("/"), Path::to_owned)
+    }
+
+    /// The id its MCP server has among the hub's providers: `suzu:<id>` (no extension's
+    /// id has a `:`).
+    #[must_use]
+    pub fn provider_id(&self) -> String {
+        format!("suzu:{}", self.id)
+    }
+
+    /// The namespace of its MCP server's tools: the id in lower case, every character
+    /// outside `[a-z0-9_-]` replaced by `_`, leading and trailing `_` trimmed, at most
+    /// [`MAX_NAMESPACE`] characters (`package` when nothing is left).
+    #[must_use]
+    pub fn namespace(&self) -> String {
+        let normal: String = self
+            .id
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c } else { '_' })
+            .collect();
+        let trimmed: String = normal.trim_matches('_').chars().take(MAX_NAMESPACE).collect();
+        let trimmed = trimmed.trim_end_matches('_');
+        if trimmed.is_empty() { "package".to_owned() } else { trimmed.to_owned() }
+    }
+
+    /// Its `stdio` MCP server as the hub runs it: `./` words of the command line made
+    /// paths in the package's folder (which is also its working directory), and
+    /// `${VAR}` / `${VAR:-default}` in `env` expanded by `var` — the host's environment at
+    /// start, never written anywhere. `None` without a `stdio` server.
+    #[must_use]
+    pub fn stdio_server(&self, var: impl Fn(&str) -> Option<String>) -> Option<crate::manifest::Mcp> {
+        let mcp = self.manifest.get("adapters")?.get("mcp")?;
+        if mcp.get("transport").and_then(Value::as_str) != Some("stdio") {
+            return None;
+        }
+        let dir = self.package_dir();
+        let word = |word: &str| match word.strip_prefix("./") {
+            Some(path) => dir.join(path).display().to_string(),
+            None => word.to_owned(),
+        };
+        let command = mcp.get("command").and_then(Value::as_str)?;
+        let args = mcp.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+        let env = mcp.get("env").and_then(Value::as_object).into_iter().flatten();
+        Some(crate::manifest::Mcp {
+            transport: "stdio".to_owned(),
+            command: std::iter::once(command).chain(args).map(word).collect(),
+            cwd: None,
+            env: env.filter_map(|(k, v)| Some((k.clone(), expand(v.as_str()?, &var)))).collect(),
+            namespace: Some(self.namespace()),
+            timeout_sec: crate::manifest::Mcp::DEFAULT_TIMEOUT_SEC,
+        })
+    }
+}
+
+/// `text` with `${VAR}` replaced by `var(VAR)` (empty when unset) and `${VAR:-default}` by
+/// `var(VAR)` when set and not empty, else `default` — as a POSIX shell expands them.
+/// Anything else, an unterminated `${` included, is kept as written.
+#[must_use]
+pub fn expand(text: &str, var: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        let is_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_name {
+            let value = var(name).filter(|v| !(v.is_empty() && default.is_some()));
+            out.push_str(&value.unwrap_or_else(|| default.unwrap_or_default().to_owned()));
+        } else {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// One file of a managed skill copy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

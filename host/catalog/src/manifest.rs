@@ -464,10 +464,13 @@ pub struct Mcp {
 }
 
 fn default_mcp_timeout() -> u32 {
-    600
+    Mcp::DEFAULT_TIMEOUT_SEC
 }
 
 impl Mcp {
+    /// The per-call limit when none is declared.
+    pub const DEFAULT_TIMEOUT_SEC: u32 = 600;
+
     /// The namespace in force: the declared one, or the id with `-` replaced by `_`.
     #[must_use]
     pub fn effective_namespace(&self, id: &str) -> String {

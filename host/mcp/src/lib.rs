@@ -305,6 +305,20 @@ pub struct Hub {
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`]).
     io: tokio::runtime::Handle,
+    /// The MCP servers of the enabled capability packages ([`Hub::set_packages`]).
+    packages: Mutex<Vec<PackageServer>>,
+}
+
+/// An MCP server that is no extension's: an enabled capability package's, run like an
+/// extension's provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageServer {
+    /// Its provider id (no extension's id can be it).
+    pub id: String,
+    /// What to run, as an extension's `mcp` block says it.
+    pub mcp: butler_catalog::manifest::Mcp,
+    /// The folder it runs in, and that relative paths start from.
+    pub dir: PathBuf,
 }
 
 /// A provider's tool held out of the lists until the owner approves it.
@@ -398,7 +412,18 @@ impl Hub {
             legacy_providers: settings.legacy_providers,
             log_payloads: settings.log_payloads,
             io: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
+            packages: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The MCP servers of the enabled capability packages, from the next reconcile on —
+    /// settled after the catalog's providers, under the same names, quarantine and log.
+    /// Whether they differ from those it had.
+    pub fn set_packages(&self, servers: Vec<PackageServer>) -> bool {
+        let mut packages = lock(&self.packages);
+        let changed = *packages != servers;
+        *packages = servers;
+        changed
     }
 
     /// Whether the activity log keeps requests' params and answers ([`Settings::log_payloads`]).
@@ -437,6 +462,8 @@ impl Hub {
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
+        let packages = lock(&self.packages).clone();
+        specs.extend(packages.iter().map(|p| ProviderSpec::of_mcp(&p.id, &p.mcp, &p.dir, &self.host)));
         let current = self.providers();
         let registered: BTreeMap<String, String> =
             current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();

@@ -20,7 +20,7 @@
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -108,16 +108,22 @@ impl ProviderSpec {
     #[must_use]
     pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
         let mcp = extension.manifest.mcp.as_ref()?;
-        let launch = Launch::argv(&mcp.command, mcp.cwd.as_deref(), &mcp.env, &extension.dir, host)
+        Some(Self::of_mcp(extension.id(), mcp, &extension.dir, host))
+    }
+
+    /// The provider `id` that runs as `mcp` says, in `dir`.
+    #[must_use]
+    pub fn of_mcp(id: &str, mcp: &butler_catalog::manifest::Mcp, dir: &Path, host: &HostEnv) -> Self {
+        let launch = Launch::argv(&mcp.command, mcp.cwd.as_deref(), &mcp.env, dir, host)
             .map(|l| l.scrubbed(&[("BUTLER_MCP_CHANNEL", "butler-hub")]));
-        Some(Self {
-            id: extension.id().to_owned(),
-            namespace: mcp.effective_namespace(extension.id()),
+        Self {
+            id: id.to_owned(),
+            namespace: mcp.effective_namespace(id),
             launch,
             timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
             probe: true,
-            source: (mcp.clone(), extension.dir.clone()),
-        })
+            source: (mcp.clone(), dir.to_owned()),
+        }
     }
 
     /// Same manifest block and folder, and asked the same way.

@@ -183,6 +183,11 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();
     mcp.stop_idle_providers();
+    let imports = Arc::new(butler_catalog::imports::Imports::open(
+        instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
+    ));
+    // Before the first snapshot is followed: the enabled packages' servers join with it.
+    mcp.set_packages(butler_host::packages::servers(&imports));
     catalog.follow(Arc::clone(&mcp)).await;
 
     let instance = Arc::new(instance);
@@ -201,9 +206,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         tokens: Arc::new(butler_host::instance::tokens::Tokens::new(&instance.state_dir())),
         owner_token: owner_token.into(),
         sessions,
-        imports: Arc::new(butler_catalog::imports::Imports::open(
-            instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
-        )),
+        imports,
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
         auth: instance.config.mcp.auth,

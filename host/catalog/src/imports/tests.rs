@@ -202,3 +202,50 @@ fn a_staging_folder_a_killed_host_left_is_swept_at_open() {
     assert!(!leftover.exists());
     assert_eq!(reopened.list(), []);
 }
+
+#[test]
+fn env_values_expand_from_the_hosts_environment_as_a_shell_would() {
+    let var = |name: &str| match name {
+        "HOME_DIR" => Some("/home/me".to_owned()),
+        "EMPTY" => Some(String::new()),
+        _ => None,
+    };
+    let cases = [
+        ("${HOME_DIR}/cache", "/home/me/cache"),
+        ("${UNSET}", ""),
+        ("${UNSET:-./cache}", "./cache"),
+        ("${EMPTY:-fallback}", "fallback"),
+        ("${EMPTY}", ""),
+        ("${HOME_DIR:-x}", "/home/me"),
+        ("a ${HOME_DIR} b ${UNSET:-c} d", "a /home/me b c d"),
+        ("$HOME_DIR and ${1BAD} and ${}", "$HOME_DIR and ${1BAD} and ${}"),
+        ("unterminated ${HOME_DIR", "unterminated ${HOME_DIR"),
+        ("${HOME_DIR:-}", "/home/me"),
+        ("no variables", "no variables"),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(super::expand(text, var), expected, "{text:?}");
+    }
+}
+
+#[test]
+fn a_stdio_server_runs_from_the_package_folder_under_a_normalized_namespace() {
+    let f = fixture();
+    let record = f.imports.import(&f.package, false).expect("imported").record;
+    assert_eq!(record.provider_id(), "suzu:example.weather");
+    assert_eq!(record.namespace(), "example_weather");
+    let server = record.stdio_server(|name| (name == "WEATHER_TOKEN").then(|| "t0k".to_owned())).expect("stdio");
+    assert_eq!(server.command, ["node".to_owned(), f.package.join("server.mjs").display().to_string()]);
+    assert_eq!(server.env.get("TOKEN").map(String::as_str), Some("t0k"));
+    assert_eq!(server.namespace.as_deref(), Some("example_weather"));
+    let stored = std::fs::read_to_string(f.imports.root.join("example.weather").join(RECORD_FILE)).expect("record");
+    assert!(!stored.contains("t0k"), "an expanded value is never written");
+
+    let mut odd = record.clone();
+    for (id, namespace) in [("__A.B__", "a_b"), ("...", "package"), (&*"x".repeat(100), &*"x".repeat(32))] {
+        odd.id = id.to_owned();
+        assert_eq!(odd.namespace(), namespace, "{id}");
+    }
+    odd.manifest["adapters"]["mcp"] = json!({"transport": "http", "url": "https://example.com/mcp"});
+    assert!(odd.stdio_server(|_| None).is_none());
+}

@@ -1,7 +1,8 @@
 //! `GET /capabilities`, `POST /imports`, `POST /capabilities/{id}/{action}`: the Suzu Lives
 //! capability packages imported into the instance ([`butler_catalog::imports`]). Importing
 //! reads files the owner names, and enabling decides what agents get: both are the owner's
-//! alone. The file work runs on the blocking pool, within [`STEP_TIMEOUT`].
+//! alone. The file work runs on the blocking pool, within [`STEP_TIMEOUT`]. After each step
+//! the hub is handed the enabled packages' MCP servers ([`crate::packages`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -70,6 +71,9 @@ pub async fn import(
         ));
     }
     let imported = step(&state, move |imports| imports.import(&path, body.update)).await?;
+    if imported.record.enabled {
+        serve_enabled(&state).await?;
+    }
     let mut data = json!(imported);
     data["record"] = shown(&imported.record);
     Ok(Json(json!({"ok": true, "data": data})))
@@ -101,11 +105,21 @@ pub async fn action(
     };
     owner_only(caller, "changing a capability package")?;
     let record = step(&state, move |imports| step_of(imports, &id)).await?;
+    serve_enabled(&state).await?;
     let mut data = shown(&record);
     if action == "remove" {
         data["removed"] = json!(true);
     }
     Ok(Json(json!({"ok": true, "data": data})))
+}
+
+/// Hands the enabled packages' MCP servers to the hub, which settles them at once.
+async fn serve_enabled(state: &AppState) -> Result<(), ApiError> {
+    let servers = step(state, |imports| Ok(crate::packages::servers(imports))).await?;
+    if state.mcp.set_packages(servers) {
+        state.mcp.reconcile(&state.catalog.current()).await;
+    }
+    Ok(())
 }
 
 fn owner_only(caller: Caller, what: &str) -> Result<(), ApiError> {
