@@ -164,3 +164,54 @@ fn an_enabled_packages_stdio_server_joins_the_hub_and_leaves_it_when_disabled() 
     let butler = Butler::start(&workdir);
     assert!(tools(&butler).contains(&"example_echoes__echo".to_owned()), "after a restart");
 }
+
+#[test]
+fn an_enabled_skill_is_a_prompt_and_read_only_resources_where_its_package_is_offered() {
+    use crate::mcp_stateless::{ask, request};
+    let (butler, dir) = Butler::fresh_with_config(|config| {
+        config["mcp"]["profiles"] = json!({
+            "weather": {"providers": ["suzu:example.weather"]},
+            "other": {"providers": ["nobody"]},
+        });
+    });
+    let package = package(dir.path());
+    std::fs::write(
+        package.join("skill/SKILL.md"),
+        "---\nname: weather\ndescription: Says the weather\n---\nSay the weather.\n",
+    )
+    .expect("skill");
+    std::fs::write(package.join("skill/assets.bin"), [0xffu8, 0x00, 0x41]).expect("binary");
+    assert_eq!(cli(&butler, &["import", package.to_str().expect("utf8")]).0, 0);
+    let prompts = |path: &str| ask(&butler, path, &request(1, "prompts/list", json!({})))["result"]["prompts"].clone();
+    assert!(!prompts("/mcp").to_string().contains("example_weather__skill"), "imported is not enabled");
+    assert_eq!(cli(&butler, &["capability", "enable", "example.weather"]).0, 0);
+
+    let listed = prompts("/mcp");
+    let prompt = listed.as_array().into_iter().flatten().find(|p| p["name"] == "example_weather__skill");
+    let prompt = prompt.unwrap_or_else(|| panic!("the skill's prompt: {listed}"));
+    assert_eq!((&prompt["title"], &prompt["description"]), (&json!("weather"), &json!("Says the weather")));
+    let got = ask(&butler, "/mcp", &request(2, "prompts/get", json!({"name": "example_weather__skill"})));
+    assert_eq!(got["result"]["messages"][0]["content"]["text"], "Say the weather.\n", "{got}");
+
+    let resources = ask(&butler, "/mcp", &request(3, "resources/list", json!({})))["result"]["resources"].clone();
+    let uris: Vec<&str> = resources.as_array().into_iter().flatten().filter_map(|r| r["uri"].as_str()).collect();
+    for uri in [
+        "skill://example.weather/SKILL.md",
+        "skill://example.weather/assets.bin",
+        "skill://example.weather/scripts/run.sh",
+    ] {
+        assert!(uris.contains(&uri), "{uri} in {resources}");
+    }
+    let read = |uri: &str| ask(&butler, "/mcp", &request(4, "resources/read", json!({"uri": uri})));
+    let text = read("skill://example.weather/SKILL.md");
+    assert_eq!(text["result"]["contents"][0]["mimeType"], "text/markdown");
+    assert!(text["result"]["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Say the weather.")), "{text}");
+    let binary = read("skill://example.weather/assets.bin");
+    assert_eq!(binary["result"]["contents"][0]["blob"], "/wBB", "{binary}");
+    let outside = read("skill://example.weather/../capability.json");
+    assert!(outside["error"].is_object(), "only the skill's own files: {outside}");
+
+    // A profile offers the skill only when it offers the package.
+    assert!(prompts("/mcp/p/weather").to_string().contains("example_weather__skill"));
+    assert!(!prompts("/mcp/p/other").to_string().contains("example_weather__skill"));
+}

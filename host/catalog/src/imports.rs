@@ -147,6 +147,125 @@ impl Record {
     }
 }
 
+/// An enabled package's skill as agents are offered it: a prompt made of `SKILL.md`, and
+/// its files as read-only resources, served from the managed copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// The package's id.
+    pub package: String,
+    /// The skill's name: `SKILL.md`'s front matter `name`, else the package's name.
+    pub title: String,
+    /// `SKILL.md`'s front matter `description`, else the package's.
+    pub description: Option<String>,
+    /// `SKILL.md` after its front matter.
+    pub body: String,
+    /// The managed copy.
+    pub copy: PathBuf,
+    /// Its files.
+    pub files: Vec<SkillFile>,
+}
+
+/// A file of a [`Skill`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillFile {
+    /// Its path below the skill's root, with `/`.
+    pub path: String,
+    /// Its MIME type, by its extension (`text/markdown` for `.md`).
+    pub mime: String,
+}
+
+impl Skill {
+    /// The URI of the skill's file `path`: `skill://<package id>/<path>`, each segment
+    /// percent-encoded.
+    #[must_use]
+    pub fn uri(&self, path: &str) -> String {
+        let segments: Vec<String> =
+            path.split('/').map(|s| percent_encoding::utf8_percent_encode(s, URI_SEGMENT).to_string()).collect();
+        format!("skill://{}/{}", self.package, segments.join("/"))
+    }
+
+    /// The file `uri` names, when it is one of this skill's.
+    #[must_use]
+    pub fn file_of(&self, uri: &str) -> Option<&SkillFile> {
+        self.files.iter().find(|file| self.uri(&file.path) == uri)
+    }
+}
+
+/// What a URI segment keeps as written: RFC 3986's unreserved characters.
+const URI_SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+impl Imports {
+    /// The skill of the enabled package `record`, as agents are offered it (reads its
+    /// `SKILL.md` in the managed copy: call it off the async runtime's threads). `None`
+    /// without a skill, or when the copy cannot be read.
+    #[must_use]
+    pub fn skill(&self, record: &Record) -> Option<Skill> {
+        if record.files.is_empty() {
+            return None;
+        }
+        let copy = self.skill_dir(&record.id);
+        let text = String::from_utf8(read_beneath(&copy, "SKILL.md").ok()?).ok()?;
+        let (front, body) = front_matter(&text);
+        let field = |key: &str| front.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
+        let files = record
+            .files
+            .iter()
+            .map(|file| {
+                let mime = if file.path.ends_with(".md") {
+                    "text/markdown".to_owned()
+                } else {
+                    mime_guess::from_path(&file.path).first_or_octet_stream().essence_str().to_owned()
+                };
+                SkillFile { path: file.path.clone(), mime }
+            })
+            .collect();
+        Some(Skill {
+            package: record.id.clone(),
+            title: field("name").unwrap_or_else(|| record.name.clone()),
+            description: field("description").or_else(|| record.description.clone()),
+            body: body.to_owned(),
+            copy,
+            files,
+        })
+    }
+}
+
+/// `SKILL.md`'s front matter — the `key: value` lines between a first line `---` and the
+/// next `---` line, a value's matching quotes removed (a value spread over several lines
+/// is not read) — and the body after it. Without front matter: none, and the whole text.
+#[must_use]
+pub fn front_matter(text: &str) -> (Vec<(String, String)>, &str) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+        return (Vec::new(), text);
+    };
+    let mut fields = Vec::new();
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        offset += line.len();
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line == "---" {
+            return (fields, &rest[offset..]);
+        }
+        if line.starts_with([' ', '\t', '#']) {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            let value = value.trim();
+            if value.starts_with(['|', '>']) {
+                continue; // a block scalar, over the lines below
+            }
+            let unquoted = [('"', '"'), ('\'', '\'')]
+                .iter()
+                .find_map(|(open, close)| value.strip_prefix(*open)?.strip_suffix(*close))
+                .unwrap_or(value);
+            fields.push((key.trim().to_owned(), unquoted.to_owned()));
+        }
+    }
+    (Vec::new(), text)
+}
+
 /// `text` with `${VAR}` replaced by `var(VAR)` (empty when unset) and `${VAR:-default}` by
 /// `var(VAR)` when set and not empty, else `default` — as a POSIX shell expands them.
 /// Anything else, an unterminated `${` included, is kept as written.

@@ -305,21 +305,29 @@ pub struct Hub {
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`]).
     io: tokio::runtime::Handle,
-    /// The MCP servers of the enabled capability packages ([`Hub::set_packages`]).
-    packages: Mutex<Vec<PackageServer>>,
+    /// The enabled capability packages ([`Hub::set_packages`]).
+    packages: Mutex<Arc<Vec<Package>>>,
 }
 
-/// An MCP server that is no extension's: an enabled capability package's, run like an
-/// extension's provider.
+/// An enabled capability package, as the hub offers it: its MCP server runs like an
+/// extension's provider, and its skill is a prompt and read-only resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackageServer {
-    /// Its provider id (no extension's id can be it).
+pub struct Package {
+    /// Its provider id — what profiles name and the status shows (no extension's id can
+    /// be it).
     pub id: String,
-    /// What to run, as an extension's `mcp` block says it.
-    pub mcp: butler_catalog::manifest::Mcp,
-    /// The folder it runs in, and that relative paths start from.
-    pub dir: PathBuf,
+    /// Its namespace: its server's tools are `<namespace>__<tool>`, its skill's prompt
+    /// `<namespace>__skill`.
+    pub namespace: String,
+    /// Its MCP server: what to run, as an extension's `mcp` block says it, and the folder
+    /// it runs in (relative paths start there).
+    pub server: Option<(butler_catalog::manifest::Mcp, PathBuf)>,
+    /// Its skill.
+    pub skill: Option<butler_catalog::imports::Skill>,
 }
+
+/// The prompt name a package's skill is offered under (after its namespace).
+pub const SKILL_PROMPT: &str = "skill";
 
 /// A provider's tool held out of the lists until the owner approves it.
 pub struct HeldTool {
@@ -412,18 +420,48 @@ impl Hub {
             legacy_providers: settings.legacy_providers,
             log_payloads: settings.log_payloads,
             io: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
-            packages: Mutex::new(Vec::new()),
+            packages: Mutex::new(Arc::new(Vec::new())),
         })
     }
 
-    /// The MCP servers of the enabled capability packages, from the next reconcile on —
-    /// settled after the catalog's providers, under the same names, quarantine and log.
-    /// Whether they differ from those it had.
-    pub fn set_packages(&self, servers: Vec<PackageServer>) -> bool {
-        let mut packages = lock(&self.packages);
-        let changed = *packages != servers;
-        *packages = servers;
+    /// The enabled capability packages. Their skills are offered at once (clients are told
+    /// the lists changed); their MCP servers from the next reconcile on — settled after the
+    /// catalog's providers, under the same names, quarantine and log. Whether they differ
+    /// from those it had.
+    pub fn set_packages(&self, packages: Vec<Package>) -> bool {
+        let changed = {
+            let mut current = lock(&self.packages);
+            let changed = **current != packages;
+            *current = Arc::new(packages);
+            changed
+        };
+        if changed {
+            self.epoch.fetch_add(1, Ordering::Release);
+            let _ = self.changed.send(Changed::ALL);
+        }
         changed
+    }
+
+    /// The enabled packages' skills `view` offers.
+    fn skills(&self, view: &View) -> Vec<(String, butler_catalog::imports::Skill)> {
+        if matches!(view, View::Restricted) {
+            return Vec::new();
+        }
+        let packages = Arc::clone(&lock(&self.packages));
+        packages
+            .iter()
+            .filter(|p| view.offers_provider(&p.id))
+            .filter_map(|p| Some((p.namespace.clone(), p.skill.clone()?)))
+            .collect()
+    }
+
+    /// A skill's prompt, as `prompts/list` shows it on `view`.
+    fn skill_prompt(view: &View, namespace: &str, skill: &butler_catalog::imports::Skill) -> Value {
+        let mut item = json!({"name": namespace, "title": skill.title});
+        if let Some(description) = &skill.description {
+            item["description"] = json!(description);
+        }
+        Self::shown(view, item, &label(namespace, SKILL_PROMPT))
     }
 
     /// Whether the activity log keeps requests' params and answers ([`Settings::log_payloads`]).
@@ -462,8 +500,9 @@ impl Hub {
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
-        let packages = lock(&self.packages).clone();
-        specs.extend(packages.iter().map(|p| ProviderSpec::of_mcp(&p.id, &p.mcp, &p.dir, &self.host)));
+        let packages = Arc::clone(&lock(&self.packages));
+        let servers = packages.iter().filter_map(|p| Some((&p.id, p.server.as_ref()?)));
+        specs.extend(servers.map(|(id, (mcp, dir))| ProviderSpec::of_mcp(id, mcp, dir, &self.host)));
         let current = self.providers();
         let registered: BTreeMap<String, String> =
             current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
@@ -945,16 +984,21 @@ impl Hub {
                 json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
             );
         }
+        let skills: Vec<Value> =
+            self.skills(view).iter().map(|(namespace, skill)| Self::skill_prompt(view, namespace, skill)).collect();
         if !matches!(view, View::Restricted) {
             self.start_unlisted(view).await;
+            let taken = |name: &str| skills.iter().any(|s| s["name"] == name);
             prompts.extend(
                 self.exposed(ItemKind::Prompt)
                     .0
                     .into_iter()
                     .filter(|e| view.offers_provider(&e.provider.spec.id))
-                    .map(|e| Self::shown(view, e.item, &e.public)),
+                    .map(|e| Self::shown(view, e.item, &e.public))
+                    .filter(|item| !item["name"].as_str().is_some_and(taken)),
             );
         }
+        prompts.extend(skills);
         prompts
     }
 
@@ -977,6 +1021,14 @@ impl Hub {
             return Ok(
                 json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
             );
+        }
+        let skill = self
+            .skills(view)
+            .into_iter()
+            .find(|(namespace, skill)| Self::skill_prompt(view, namespace, skill)["name"] == name.as_str());
+        if let Some((_, skill)) = skill {
+            return Ok(json!({"description": skill.description.unwrap_or(skill.title),
+                             "messages": [{"role": "user", "content": {"type": "text", "text": skill.body}}]}));
         }
         let target =
             self.prompt_in(view, &name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
@@ -1004,7 +1056,41 @@ impl Hub {
                 }),
             );
         }
+        for (_, skill) in self.skills(view) {
+            resources.extend(skill.files.iter().map(|file| {
+                json!({"uri": skill.uri(&file.path), "name": file.path,
+                       "title": format!("{}: {}", skill.title, file.path), "mimeType": file.mime})
+            }));
+        }
         resources
+    }
+
+    /// The contents of a skill's file `uri` names, when one of the skills `view` offers
+    /// has it: text when it is UTF-8 of a textual type, else base64.
+    async fn read_skill_file(&self, view: &View, uri: &str) -> Option<Result<Value, RpcError>> {
+        let (path, mime) = self.skills(view).into_iter().find_map(|(_, skill)| {
+            let file = skill.file_of(uri)?;
+            Some((skill.copy.join(&file.path), file.mime.clone()))
+        })?;
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return Some(Err(RpcError {
+                    code: -32603,
+                    message: format!("the skill's copy of {uri} cannot be read: {e}"),
+                    data: None,
+                }));
+            }
+        };
+        let textual = mime.starts_with("text/")
+            || ["application/json", "application/javascript", "application/x-sh", "application/xml"]
+                .contains(&mime.as_str());
+        let content = match String::from_utf8(bytes) {
+            Ok(text) if textual => json!({"uri": uri, "mimeType": mime, "text": text}),
+            Ok(text) => json!({"uri": uri, "mimeType": mime, "blob": base64_of(text.as_bytes())}),
+            Err(e) => json!({"uri": uri, "mimeType": mime, "blob": base64_of(e.as_bytes())}),
+        };
+        Some(Ok(json!({"contents": [content]})))
     }
 
     /// Every provider resource under the URI clients see, in provider order, and the URIs
@@ -1078,6 +1164,11 @@ impl Hub {
             return Ok(
                 json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
             );
+        }
+        if uri.starts_with("skill://")
+            && let Some(read) = self.read_skill_file(view, &uri).await
+        {
+            return read;
         }
         let (provider, original) = self.resource_owner(view, &uri).ok_or_else(|| not_a_resource(&uri))?;
         params["uri"] = json!(original);
@@ -1442,6 +1533,11 @@ fn provider_error(error: Value) -> RpcError {
 
 /// The name a provider's resource or template is listed by: namespaced like a tool's, but
 /// with no rule on its characters — the URI identifies it, the name only labels it.
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 fn label(namespace: &str, name: &str) -> String {
     format!("{namespace}__{name}")
 }

@@ -187,7 +187,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
     ));
     // Before the first snapshot is followed: the enabled packages' servers join with it.
-    mcp.set_packages(butler_host::packages::servers(&imports));
+    mcp.set_packages(butler_host::packages::enabled(&imports));
     catalog.follow(Arc::clone(&mcp)).await;
 
     let instance = Arc::new(instance);

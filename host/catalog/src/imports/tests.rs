@@ -249,3 +249,50 @@ fn a_stdio_server_runs_from_the_package_folder_under_a_normalized_namespace() {
     odd.manifest["adapters"]["mcp"] = json!({"transport": "http", "url": "https://example.com/mcp"});
     assert!(odd.stdio_server(|_| None).is_none());
 }
+
+#[test]
+fn front_matter_gives_the_skills_name_and_description_and_the_rest_is_its_body() {
+    let (fields, body) =
+        super::front_matter("---\nname: weather\ndescription: \"Local: weather\"\nlong: >\n  folded\n---\n# Body\n");
+    assert_eq!(
+        fields,
+        [("name".to_owned(), "weather".to_owned()), ("description".to_owned(), "Local: weather".to_owned())]
+    );
+    assert_eq!(body, "# Body\n");
+    assert_eq!(super::front_matter("# No front matter\n"), (Vec::new(), "# No front matter\n"));
+    assert_eq!(
+        super::front_matter("---\nname: x\nno end\n"),
+        (Vec::new(), "---\nname: x\nno end\n"),
+        "unterminated: all body"
+    );
+}
+
+#[test]
+fn an_enabled_skill_is_offered_from_the_copy_with_uris_and_mime_types() {
+    let f = fixture();
+    write(&f.package, "skill/references/a b.md", b"# ref\n");
+    let record = f.imports.import(&f.package, false).expect("imported").record;
+    let skill = f.imports.skill(&record).expect("a skill");
+    assert_eq!((skill.title.as_str(), skill.description.as_deref()), ("weather", None));
+    assert_eq!(skill.body, "Say the weather.\n");
+    let files: Vec<(&str, &str)> = skill.files.iter().map(|f| (f.path.as_str(), f.mime.as_str())).collect();
+    assert_eq!(
+        files,
+        [
+            ("SKILL.md", "text/markdown"),
+            ("assets/icon.bin", "application/octet-stream"),
+            ("references/a b.md", "text/markdown"),
+            ("scripts/run.sh", "application/x-sh"),
+        ]
+    );
+    assert_eq!(skill.uri("references/a b.md"), "skill://example.weather/references/a%20b.md");
+    assert_eq!(
+        skill.file_of("skill://example.weather/references/a%20b.md").map(|f| f.path.as_str()),
+        Some("references/a b.md")
+    );
+    assert!(skill.file_of("skill://example.weather/../capability.json").is_none());
+    assert!(skill.file_of("skill://example.weather/references/a b.md").is_none(), "only the URI as listed");
+    // The source changing does not change what is offered.
+    write(&f.package, "skill/SKILL.md", b"---\nname: other\n---\nChanged.\n");
+    assert_eq!(f.imports.skill(&record).expect("a skill").body, "Say the weather.\n");
+}

@@ -115,7 +115,7 @@ pub async fn action(
 
 /// Hands the enabled packages' MCP servers to the hub, which settles them at once.
 async fn serve_enabled(state: &AppState) -> Result<(), ApiError> {
-    let servers = step(state, |imports| Ok(crate::packages::servers(imports))).await?;
+    let servers = step(state, |imports| Ok(crate::packages::enabled(imports))).await?;
     if state.mcp.set_packages(servers) {
         state.mcp.reconcile(&state.catalog.current()).await;
     }
