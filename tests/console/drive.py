@@ -95,7 +95,7 @@ def owner_call(origin, token, action, args):
 def smoke(browser, origin, shots, args):
     """Every view loads without errors; screenshots of each, in both languages and at 360 px."""
     page = Page(browser, origin, shots)
-    views = ["review", "library", "tools", "services", "butler", "mcp", "mcp/activity", "diagnostics"]
+    views = ["review", "library", "tools", "services", "butler", "mcp", "mcp/activity", "packages", "diagnostics"]
     for view in views:
         page.open(view)
         page.shot(view.replace("/", "-"))
@@ -481,8 +481,35 @@ def activity(browser, origin, shots, args):
             "answers": answers}
 
 
+def packages(browser, origin, shots, args):
+    """A capability package imported from the Packages view: a broken one is refused with
+    each problem shown, a good one is listed as not enabled and enabled with one click."""
+    page = Page(browser, origin, shots)
+    page.open("packages")
+    form = page.page.locator("#import-form")
+    form.locator("#import-path").fill(args["broken"])
+    form.locator("button[data-act='import']").click()
+    expect(form.locator(".outcome.error")).to_be_visible()
+    refused = form.locator(".outcome").inner_text()
+    code = form.locator(".outcome").get_attribute("data-code")
+    page.shot("packages-refused")
+    form.locator("#import-path").fill(args["good"])
+    form.locator("button[data-act='import']").click()
+    expect(form.locator(".outcome.ok")).to_be_visible()
+    imported = form.locator(".outcome").inner_text()
+    row = page.page.locator(f"tr[data-package='{args['id']}']")
+    expect(row).to_be_visible()
+    before = row.locator(".badge").inner_text()
+    row.locator("button[data-act='enable']").click()
+    expect(page.page.locator(f"tr[data-package='{args['id']}'] button[data-act='disable']")).to_be_visible()
+    after = page.page.locator(f"tr[data-package='{args['id']}'] .badge").inner_text()
+    page.shot("packages-enabled")
+    return {"errors": [e for e in page.errors if not e.startswith("Failed to load resource")], "refused": refused,
+            "code": code, "imported": imported, "before": before, "after": after}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
-                                     activity)}
+                                     activity, packages)}
 
 
 def main():

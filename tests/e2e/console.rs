@@ -473,3 +473,35 @@ fn the_mcp_activity_log_is_filtered_and_followed_live_in_the_console() {
     assert_eq!(seqs(&rows("callRows")), seqs(&calls), "{result}");
     assert!(rows("callRows").iter().all(|r| r["method"] == "tools/call"), "{result}");
 }
+
+/// A capability package imported and enabled from the Packages view: a broken one refused
+/// with its problems on the page, nothing enabled until the owner clicks.
+#[test]
+fn a_capability_package_is_imported_and_enabled_from_the_console() {
+    let (butler, dir) = Butler::start_fresh();
+    let make = |name: &str, skill_md: &str| {
+        let package = dir.path().join(name);
+        std::fs::create_dir_all(package.join("skill")).expect("mkdir");
+        let manifest = json!({"schemaVersion": 1, "id": format!("example.{name}"), "name": name, "version": "1.0.0",
+                              "adapters": {"skill": {"directory": "skill"}}});
+        std::fs::write(package.join("suzu-capability.json"), manifest.to_string()).expect("manifest");
+        std::fs::write(package.join("skill/SKILL.md"), skill_md).expect("skill");
+        package.display().to_string()
+    };
+    let good = make("good", "---\nname: good\n---\nDo good.\n");
+    let broken = make("broken", "   \n");
+    let result = drive(&butler, "packages", &json!({"good": good, "broken": broken, "id": "example.good"}));
+    assert_no_errors(&result);
+    assert_eq!(result["code"], "package_invalid", "{result}");
+    assert!(result["refused"].as_str().is_some_and(|t| t.contains("[skill_md_empty]")), "{result}");
+    assert!(result["imported"].as_str().is_some_and(|t| t.contains("example.good 1.0.0")), "{result}");
+    assert_eq!((&result["before"], &result["after"]), (&json!("not enabled"), &json!("enabled")), "{result}");
+    let (_, listed) = butler.get_json("/capabilities");
+    let ids: Vec<(&str, bool)> = listed["capabilities"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["id"].as_str()?, p["enabled"].as_bool()?)))
+        .collect();
+    assert_eq!(ids, [("example.good", true)], "the broken one left nothing: {listed}");
+}

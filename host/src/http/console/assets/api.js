@@ -4,10 +4,12 @@
 const BASE = '/myspace-butler/api';
 
 export class ApiFailure extends Error {
-  constructor(code, message, status) {
+  constructor(code, message, status, details = null) {
     super(message);
     this.code = code;
     this.status = status;
+    /** The error's `details`, when the host sent any (a package's problems, say). */
+    this.details = details;
   }
 }
 
@@ -37,7 +39,8 @@ export async function call(method, path, body, { owner = false } = {}) {
   }
   if (!response.ok || (data && data.ok === false)) {
     const error = (data && data.error) || {};
-    throw new ApiFailure(error.code || `http_${response.status}`, error.message || response.statusText, response.status);
+    throw new ApiFailure(error.code || `http_${response.status}`, error.message || response.statusText, response.status,
+      error.details || null);
   }
   return data;
 }

@@ -10,6 +10,7 @@ import { libraryView } from './library.js';
 import { boardView, openLog, openPanel } from './boards.js';
 import { butlerView } from './butler.js';
 import { diagnosticsView, mcpView } from './status.js';
+import { packagesView } from './packages.js';
 
 const VIEWS = {
   review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp'] },
@@ -18,6 +19,7 @@ const VIEWS = {
   services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
   butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
   mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp', 'mcpActivity'] },
+  packages: { key: 'nav_packages', render: packagesView, watches: [] },
   diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
 };
 
