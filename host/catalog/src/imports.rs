@@ -29,6 +29,9 @@ use sha2::{Digest, Sha256};
 
 use crate::suzu::{self, MANIFEST_FILE, MAX_FILE_BYTES, MAX_SKILL_BYTES, Report};
 
+/// The most packages an instance holds; one more is refused (remove one first).
+pub const MAX_PACKAGES: usize = 512;
+
 /// The folder, under the host's state directory, that holds the imported packages.
 pub const IMPORTS_DIR: &str = "capabilities";
 /// The record's file name inside a package's folder.
@@ -367,6 +370,9 @@ pub enum ImportError {
     /// The package changed while it was read.
     #[error("{0}; nothing was imported (import it again)")]
     Changed(String),
+    /// The instance holds as many packages as it may.
+    #[error("the instance holds {0} capability packages, the most it may; remove one first")]
+    Full(usize),
     /// A file could not be read or written.
     #[error("{0}")]
     Io(String),
@@ -379,6 +385,8 @@ pub struct Imports {
     root: PathBuf,
     /// Held by each change, around file work only.
     writing: Mutex<()>,
+    /// [`MAX_PACKAGES`], or less in tests.
+    limit: usize,
 }
 
 impl Imports {
@@ -393,7 +401,13 @@ impl Imports {
                 }
             }
         }
-        Self { root, writing: Mutex::new(()) }
+        Self { root, writing: Mutex::new(()), limit: MAX_PACKAGES }
+    }
+
+    /// [`Imports::open`], holding at most `limit` packages.
+    #[must_use]
+    pub fn open_with_limit(root: PathBuf, limit: usize) -> Self {
+        Self { limit, ..Self::open(root) }
     }
 
     /// Every imported package, by id; a folder whose record cannot be read is left out.
@@ -472,6 +486,9 @@ impl Imports {
         };
         let _writing = crate::lock(&self.writing);
         let earlier = self.get(&record.id);
+        if earlier.is_none() && self.list().len() >= self.limit {
+            return Err(ImportError::Full(self.limit));
+        }
         let differences = earlier.as_ref().map(|earlier| differences(earlier, &record)).unwrap_or_default();
         if let Some(earlier) = &earlier {
             if !update {

@@ -296,3 +296,18 @@ fn an_enabled_skill_is_offered_from_the_copy_with_uris_and_mime_types() {
     write(&f.package, "skill/SKILL.md", b"---\nname: other\n---\nChanged.\n");
     assert_eq!(f.imports.skill(&record).expect("a skill").body, "Say the weather.\n");
 }
+
+#[test]
+fn an_instance_holds_a_bounded_number_of_packages() {
+    let f = fixture();
+    let imports = Imports::open_with_limit(f.imports.root.clone(), 1);
+    imports.import(&f.package, false).expect("the first");
+    let mut other = manifest("1.0.0", &json!({"skill": {"directory": "skill"}}));
+    other["id"] = json!("example.other");
+    write_manifest(&f.package, &other);
+    let refused = imports.import(&f.package, false).expect_err("one too many");
+    assert!(matches!(refused, ImportError::Full(1)), "{refused}");
+    assert_eq!(imports.list().len(), 1);
+    imports.remove("example.weather").expect("removed");
+    imports.import(&f.package, false).expect("room again");
+}

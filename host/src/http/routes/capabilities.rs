@@ -165,6 +165,7 @@ fn refusal(error: ImportError) -> ApiError {
         ImportError::Enabled(_) => ApiError::new(StatusCode::CONFLICT, "capability_enabled", message),
         ImportError::Unknown(_) => ApiError::not_found("unknown_capability", message),
         ImportError::Changed(_) => ApiError::new(StatusCode::CONFLICT, "package_changed", message),
+        ImportError::Full(_) => ApiError::new(StatusCode::CONFLICT, "too_many_packages", message),
         ImportError::Io(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "import_failed", message),
     }
 }
