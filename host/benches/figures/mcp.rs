@@ -516,14 +516,20 @@ fn hub_with(id: &str, name: &str, argv: &[String]) -> (Host, tempfile::TempDir) 
 /// Samples of `N` kinds of call measured in turns of [`TURN`] calls of one kind, round
 /// after round, so that what a system does after answering (a Node GC, a flush) lands in
 /// its own turn rather than in the next system's timing; the first `warmup` calls of each
-/// kind are not kept.
+/// kind are not kept. Each round starts one kind later than the one before, so every kind
+/// follows every other equally often: in a fixed order, a kind that follows a turn on its
+/// own provider (the hub's second client) would never pay for another process's
+/// after-work, and the kinds that follow another provider's turn always would.
 pub(super) fn in_turns<const N: usize>(runs: usize, warmup: usize, mut call: impl FnMut(usize)) -> [Vec<Duration>; N] {
     const TURN: usize = 50;
     let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(runs));
     let mut done = 0;
+    let mut round = 0;
     while done < runs + warmup {
         let turn = TURN.min(runs + warmup - done);
-        for (kind, kept) in samples.iter_mut().enumerate() {
+        for step in 0..N {
+            let kind = (step + round) % N;
+            let kept = &mut samples[kind];
             for i in 0..turn {
                 let start = Instant::now();
                 call(kind);
@@ -534,6 +540,7 @@ pub(super) fn in_turns<const N: usize>(runs: usize, warmup: usize, mut call: imp
             }
         }
         done += turn;
+        round += 1;
     }
     samples
 }
