@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
-    &["pipeline"],
+    &["pipeline", "packages"],
     &["http"],
 ];
 
