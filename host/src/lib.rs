@@ -24,6 +24,7 @@ pub mod instance;
 pub mod packages;
 pub mod pipeline;
 pub mod supervise;
+pub mod upstream;
 
 /// The host's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

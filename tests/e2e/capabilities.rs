@@ -215,3 +215,170 @@ fn an_enabled_skill_is_a_prompt_and_read_only_resources_where_its_package_is_off
     assert!(prompts("/mcp/p/weather").to_string().contains("example_weather__skill"));
     assert!(!prompts("/mcp/p/other").to_string().contains("example_weather__skill"));
 }
+
+/// A remote MCP server a test runs (`tests/providers/remote_server.py` on the Python SDK),
+/// stopped when dropped.
+struct RemoteServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl RemoteServer {
+    fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let python = crate::mcp::tools().join("mcp-venv/bin/python");
+        let mut child = std::process::Command::new(python)
+            .arg(crate::mcp::root().join("tests/providers/remote_server.py"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the remote server");
+        let stdout = child.stdout.take().expect("its stdout");
+        let mut url = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut url).expect("its URL");
+        assert!(url.starts_with("http://127.0.0.1:"), "the server printed its URL: {url:?}");
+        Self { child, url: url.trim().to_owned() }
+    }
+}
+
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Imports and enables a package whose MCP server is the remote one at `url`, and approves
+/// its tools; the import's output.
+fn enable_remote(butler: &Butler, dir: &Path, id: &str, url: &str, headers: &Value) -> String {
+    let package = dir.join(id);
+    std::fs::create_dir_all(&package).expect("mkdir");
+    let manifest = json!({"schemaVersion": 1, "id": id, "name": id, "version": "1.0.0",
+        "adapters": {"mcp": {"transport": "http", "url": url, "headers": headers}}});
+    std::fs::write(package.join("suzu-capability.json"), manifest.to_string()).expect("manifest");
+    let (code, out) = cli(butler, &["import", package.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(cli(butler, &["capability", "enable", id]).0, 0);
+    // Listing the held tools starts the provider; approving lets its tools through.
+    let _ = cli(butler, &["mcp", "held"]);
+    let (_, approved) = cli(butler, &["mcp", "approve", &format!("suzu:{id}")]);
+    out + &approved
+}
+
+/// The text of a tool call's first content item (or the whole answer, to show).
+fn call_text(butler: &Butler, tool: &str, arguments: Value) -> Result<String, Value> {
+    use crate::mcp_stateless::{ask, request};
+    let answer = ask(butler, "/mcp", &request(7, "tools/call", json!({"name": tool, "arguments": arguments})));
+    match answer["result"]["content"][0]["text"].as_str() {
+        Some(text) if answer["result"]["isError"] != json!(true) => Ok(text.to_owned()),
+        _ => Err(answer),
+    }
+}
+
+#[test]
+fn an_enabled_packages_http_server_joins_the_hub_over_either_transport_and_its_token_is_never_shown() {
+    let token = "tok-remote-5d81c";
+    let streamable = RemoteServer::start(&["--token", token]);
+    let older = RemoteServer::start(&["--sse"]);
+    let dir = tempfile::tempdir().expect("dir");
+    let workdir = dir.path().join("instance");
+    let butler = Butler::start_with_env(&workdir, &[], &[("REMOTE_TOKEN", token)]);
+    let bearer = json!({"Authorization": "Bearer ${REMOTE_TOKEN}"});
+    enable_remote(&butler, dir.path(), "remote.streamable", &streamable.url, &bearer);
+    enable_remote(&butler, dir.path(), "remote.sse", &older.url, &json!({}));
+    let wrong = json!({"Authorization": "Bearer ${UNSET_REMOTE_TOKEN:-not-the-token}"});
+    enable_remote(&butler, dir.path(), "remote.wrong", &streamable.url, &wrong);
+
+    // Streamable HTTP, with the header expanded from the host's environment.
+    let seen = call_text(&butler, "remote_streamable__whoami", json!({})).expect("whoami over Streamable HTTP");
+    let seen: Value = serde_json::from_str(&seen).expect("JSON");
+    assert_eq!((&seen["auth"], &seen["transport"]), (&json!("Bearer"), &json!("streamable-http")), "{seen}");
+    assert_eq!(call_text(&butler, "remote_streamable__echo", json!({"text": "over http"})), Ok("over http".to_owned()));
+    // The older HTTP+SSE transport, found when a POST to its stream's URL is refused.
+    assert_eq!(call_text(&butler, "remote_sse__echo", json!({"text": "over sse"})), Ok("over sse".to_owned()));
+    let seen = call_text(&butler, "remote_sse__whoami", json!({})).expect("whoami over SSE");
+    assert!(seen.contains("\"transport\": \"sse\""), "{seen}");
+
+    // A server of 2026-07-28 (the conformance suite's fixtures, served over HTTP) is spoken
+    // to statelessly, as a stdio one of that revision is.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let python = crate::mcp::tools().join("mcp-venv/bin/python");
+    let mut modern = std::process::Command::new(python)
+        .arg(crate::mcp::root().join("tests/providers/conformance_server.py"))
+        .args(["--http", &port.to_string()])
+        .spawn()
+        .expect("the conformance server");
+    let modern_url = format!("http://127.0.0.1:{port}/mcp");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the conformance server did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    enable_remote(&butler, dir.path(), "remote.modern", &modern_url, &json!({}));
+    let simple = call_text(&butler, "remote_modern__test_simple_text", json!({}));
+    let (_, status) = butler.get_json("/mcp/status");
+    let _ = modern.kill();
+    let _ = modern.wait();
+    assert_eq!(simple, Ok("This is a simple text response for testing.".to_owned()));
+    let providers = status["providers"].as_array().cloned().unwrap_or_default();
+    let spoken = providers.iter().find(|p| p["id"] == "suzu:remote.modern").map(|p| p["protocol"].clone());
+    assert_eq!(spoken, Some(json!("2026-07-28")), "{status}");
+
+    // A wrong token: the server refuses it, and the status says so — without the token.
+    let (_, status) = butler.get_json("/mcp/status");
+    let providers = status["providers"].as_array().cloned().unwrap_or_default();
+    let of = |id: &str| providers.iter().find(|p| p["id"] == id).cloned().unwrap_or_else(|| panic!("{id} in {status}"));
+    let refused = of("suzu:remote.wrong");
+    let error = refused["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("401") && error.contains("headers"), "{refused}");
+    assert_eq!(of("suzu:remote.streamable")["url"], json!(streamable.url), "the status names the server");
+
+    // The token is in no answer, nor in any file of the instance (the providers' logs, the
+    // activity log, the package records among them).
+    let mut shown = vec![status.to_string(), butler.get_json("/capabilities").1.to_string()];
+    shown.push(cli(&butler, &["mcp", "status"]).1);
+    shown.push(cli(&butler, &["capability", "list"]).1);
+    for text in &shown {
+        assert!(!text.contains(token) && !text.contains("not-the-token"), "a token is shown: {text}");
+    }
+    let mut folders = vec![workdir.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("read dir").map_while(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(token), "the token is written in {}", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_remote_server_that_goes_away_fails_calls_clearly_and_is_reconnected_when_it_is_back() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let port = port.to_string();
+    let server = RemoteServer::start(&["--port", &port]);
+    let (butler, dir) = Butler::start_fresh();
+    enable_remote(&butler, dir.path(), "remote.flaky", &server.url, &json!({}));
+    assert_eq!(call_text(&butler, "remote_flaky__echo", json!({"text": "one"})), Ok("one".to_owned()));
+
+    drop(server);
+    let failed = call_text(&butler, "remote_flaky__echo", json!({"text": "two"})).expect_err("the server is gone");
+    let why = failed.to_string();
+    assert!(why.contains("127.0.0.1") || why.contains("session"), "the failure says why: {why}");
+
+    let _server = RemoteServer::start(&["--port", &port]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match call_text(&butler, "remote_flaky__echo", json!({"text": "three"})) {
+            Ok(text) => {
+                assert_eq!(text, "three");
+                break;
+            }
+            Err(answer) => assert!(std::time::Instant::now() < deadline, "not reconnected: {answer}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
-    &["pipeline", "packages"],
+    &["pipeline", "packages", "upstream"],
     &["http"],
 ];
 

@@ -150,6 +150,23 @@ impl Record {
     }
 }
 
+impl Record {
+    /// Its `http` MCP server: the URL, and the headers every request carries with
+    /// `${VAR}` / `${VAR:-default}` expanded by `var` (the host's environment at start —
+    /// never written anywhere: they hold tokens). `None` without an `http` server.
+    #[must_use]
+    pub fn remote_server(&self, var: impl Fn(&str) -> Option<String>) -> Option<(String, Vec<(String, String)>)> {
+        let mcp = self.manifest.get("adapters")?.get("mcp")?;
+        if mcp.get("transport").and_then(Value::as_str) != Some("http") {
+            return None;
+        }
+        let url = mcp.get("url").and_then(Value::as_str)?;
+        let headers = mcp.get("headers").and_then(Value::as_object).into_iter().flatten();
+        let headers = headers.filter_map(|(k, v)| Some((k.clone(), expand(v.as_str()?, &var)))).collect();
+        Some((url.to_owned(), headers))
+    }
+}
+
 /// An enabled package's skill as agents are offered it: a prompt made of `SKILL.md`, and
 /// its files as read-only resources, served from the managed copy.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,7 @@ pub mod provider;
 pub mod quarantine;
 pub mod templates;
 pub mod upcall;
+pub mod upstream;
 pub mod view;
 
 mod changes;
@@ -74,6 +75,9 @@ pub struct Settings {
     /// pipes: the one that serves the hub's connections, so that a call and its answer stay
     /// on one thread (`None`: the runtime `Hub::new` runs on).
     pub io: Option<tokio::runtime::Handle>,
+    /// What connects the hub to remote servers (`None`: a remote server's provider cannot
+    /// start, and says so).
+    pub dialer: Option<Arc<dyn upstream::Dialer>>,
 }
 
 impl Default for Settings {
@@ -85,6 +89,7 @@ impl Default for Settings {
             legacy_providers: std::collections::BTreeSet::new(),
             log_payloads: false,
             io: None,
+            dialer: None,
         }
     }
 }
@@ -303,8 +308,8 @@ pub struct Hub {
     legacy_providers: std::collections::BTreeSet<String>,
     /// [`Settings::log_payloads`].
     log_payloads: bool,
-    /// Where providers are started ([`Settings::io`]).
-    io: tokio::runtime::Handle,
+    /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
+    io: provider::Io,
     /// The enabled capability packages ([`Hub::set_packages`]).
     packages: Mutex<Arc<Vec<Package>>>,
 }
@@ -319,11 +324,20 @@ pub struct Package {
     /// Its namespace: its server's tools are `<namespace>__<tool>`, its skill's prompt
     /// `<namespace>__skill`.
     pub namespace: String,
-    /// Its MCP server: what to run, as an extension's `mcp` block says it, and the folder
-    /// it runs in (relative paths start there).
-    pub server: Option<(butler_catalog::manifest::Mcp, PathBuf)>,
+    /// Its MCP server.
+    pub server: Option<Server>,
     /// Its skill.
     pub skill: Option<butler_catalog::imports::Skill>,
+}
+
+/// A package's MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Server {
+    /// A process spoken to over stdio: what to run, as an extension's `mcp` block says
+    /// it, and the folder it runs in (relative paths start there).
+    Stdio(butler_catalog::manifest::Mcp, PathBuf),
+    /// A remote server spoken to over HTTP, with its per-call limit.
+    Remote(upstream::Remote, Duration),
 }
 
 /// The prompt name a package's skill is offered under (after its namespace).
@@ -419,7 +433,10 @@ impl Hub {
             session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
             log_payloads: settings.log_payloads,
-            io: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
+            io: provider::Io {
+                runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
+                dialer: settings.dialer,
+            },
             packages: Mutex::new(Arc::new(Vec::new())),
         })
     }
@@ -501,8 +518,14 @@ impl Hub {
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
         let packages = Arc::clone(&lock(&self.packages));
-        let servers = packages.iter().filter_map(|p| Some((&p.id, p.server.as_ref()?)));
-        specs.extend(servers.map(|(id, (mcp, dir))| ProviderSpec::of_mcp(id, mcp, dir, &self.host)));
+        specs.extend(packages.iter().filter_map(|p| {
+            Some(match p.server.as_ref()? {
+                Server::Stdio(mcp, dir) => ProviderSpec::of_mcp(&p.id, mcp, dir, &self.host),
+                Server::Remote(remote, timeout) => {
+                    ProviderSpec::of_remote(&p.id, &p.namespace, remote.clone(), *timeout)
+                }
+            })
+        }));
         let current = self.providers();
         let registered: BTreeMap<String, String> =
             current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
@@ -1316,8 +1339,8 @@ impl Hub {
                 let held: Vec<String> =
                     held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
                 status["held"] = json!(held);
-                if let Err(e) = &p.spec.launch {
-                    status["lastError"] = json!(format!("cannot start: {e}"));
+                if let Some(why) = p.spec.cannot_start() {
+                    status["lastError"] = json!(format!("cannot start: {why}"));
                 }
                 status
             })

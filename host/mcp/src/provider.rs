@@ -1,5 +1,7 @@
-//! One stdio MCP provider: started on first need under a keeper, spoken to in
-//! line-delimited JSON-RPC, restarted 5 s after a crash.
+//! One MCP provider: a stdio process started on first need under a keeper, or a remote
+//! server the host's [`Dialer`] connects to (see [`super::upstream`]); spoken to in
+//! line-delimited JSON-RPC either way, started again 5 s after a crash (longer after each
+//! start that fails in a row, up to a minute).
 //!
 //! Requests from the hub get the provider's own ids (one counter per pipe), and a request
 //! whose client takes progress has its id as its progress token (one whose client does not
@@ -28,22 +30,30 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, oneshot};
 
 use super::framing::{ProviderLine, ProviderRoute, provider_line};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
+use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
 use butler_catalog::Extension;
 use butler_catalog::lock;
 use butler_process::logs::{Log, Stream};
-use butler_process::{HostEnv, Kept, Launch, LaunchError, keeper};
+use butler_process::{HostEnv, Launch, LaunchError, keeper};
 
 /// Spawn, `initialize` and the first lists must fit in this: a provider slower than that
 /// is reported as failing, and `tools/list` answers from its cached list meanwhile.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// A crashed provider is started again this long after.
+/// A crashed provider is started again this long after (and a failed start is not tried
+/// again sooner); each start that fails in a row doubles it, up to [`RESTART_MAX`].
 pub const RESTART_AFTER: Duration = Duration::from_secs(5);
+/// See [`RESTART_AFTER`].
+pub const RESTART_MAX: Duration = Duration::from_secs(60);
+
+/// The pause before the next start after `failures` failed starts in a row.
+fn restart_after(failures: u32) -> Duration {
+    RESTART_AFTER.saturating_mul(1 << failures.saturating_sub(1).min(4)).min(RESTART_MAX)
+}
 
 /// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";
@@ -93,14 +103,30 @@ pub struct ProviderSpec {
     pub id: String,
     /// Its namespace.
     pub namespace: String,
-    /// What to run, environment scrubbed.
-    pub launch: Result<Launch, LaunchError>,
+    /// What it runs on.
+    pub upstream: Upstream,
     /// Per-call limit.
     pub timeout: Duration,
     /// Whether it is asked `server/discover` first (else it is spoken to with the 2025
     /// revisions' `initialize` at once: `mcp.legacyProviders`).
     pub probe: bool,
-    source: (butler_catalog::manifest::Mcp, PathBuf),
+    source: Source,
+}
+
+/// What a provider runs on.
+#[derive(Debug)]
+pub enum Upstream {
+    /// A process spoken to over its stdio (what to run, environment scrubbed).
+    Process(Result<Launch, LaunchError>),
+    /// A remote server spoken to over HTTP.
+    Remote(Remote),
+}
+
+/// What a provider was derived from, to tell a changed one from the same.
+#[derive(Debug, PartialEq)]
+enum Source {
+    Stdio(butler_catalog::manifest::Mcp, PathBuf),
+    Remote(Remote),
 }
 
 impl ProviderSpec {
@@ -119,10 +145,32 @@ impl ProviderSpec {
         Self {
             id: id.to_owned(),
             namespace: mcp.effective_namespace(id),
-            launch,
+            upstream: Upstream::Process(launch),
             timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
             probe: true,
-            source: (mcp.clone(), dir.to_owned()),
+            source: Source::Stdio(mcp.clone(), dir.to_owned()),
+        }
+    }
+
+    /// The provider `id` that is the remote server `remote`, under `namespace`.
+    #[must_use]
+    pub fn of_remote(id: &str, namespace: &str, remote: Remote, timeout: Duration) -> Self {
+        Self {
+            id: id.to_owned(),
+            namespace: namespace.to_owned(),
+            upstream: Upstream::Remote(remote.clone()),
+            timeout,
+            probe: true,
+            source: Source::Remote(remote),
+        }
+    }
+
+    /// Why it cannot start at all, if it cannot.
+    #[must_use]
+    pub fn cannot_start(&self) -> Option<String> {
+        match &self.upstream {
+            Upstream::Process(Err(e)) => Some(e.to_string()),
+            _ => None,
         }
     }
 
@@ -212,9 +260,9 @@ impl std::fmt::Display for CallFailure {
 
 type Reply = Result<Value, CallFailure>;
 
-/// One running provider process: its pipe and what is in flight on it.
+/// One running provider: its pipe and what is in flight on it.
 pub struct Conn {
-    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
+    stdin: Arc<tokio::sync::Mutex<Writer>>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
     upcalls: Mutex<HashMap<u64, Upcalls>>,
@@ -225,8 +273,9 @@ pub struct Conn {
     /// The provider's namespace, which its log messages' `logger` starts with.
     namespace: String,
     next: AtomicU64,
-    kept: tokio::sync::Mutex<Kept>,
-    group: u32,
+    peer: tokio::sync::Mutex<Peer>,
+    /// Its keeper's process group (none for a remote server).
+    group: Option<u32>,
     /// Whether it speaks 2026-07-28 (set while it is asked `server/discover`).
     modern: AtomicBool,
     /// Its `subscriptions/listen` request (2026-07-28).
@@ -539,7 +588,7 @@ fn refusal(id: &Value, why: String) -> Value {
 /// A line being written to a provider's stdin, with the pipe held: dropped before the line
 /// is whole, it finishes the line in a task of its own (still holding the pipe).
 struct Writing {
-    stdin: Option<tokio::sync::OwnedMutexGuard<ChildStdin>>,
+    stdin: Option<tokio::sync::OwnedMutexGuard<Writer>>,
     line: Vec<u8>,
     written: usize,
 }
@@ -627,6 +676,9 @@ pub struct Status {
     pub pid: Option<u32>,
     /// The protocol revision it is spoken to with, while it runs.
     pub protocol: Option<&'static str>,
+    /// A remote server's URL, as it may be shown (no user, query or fragment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Public tool names (from the cache until it first runs).
     pub tools: Vec<String>,
     /// Tools not exposed, and why.
@@ -674,6 +726,8 @@ struct Inner {
     active: u32,
     /// Stopped on request: calls are refused until it is started again.
     held: bool,
+    /// Starts that failed in a row (each doubles the pause before the next).
+    failures: u32,
     /// It exited when asked `server/discover`: it is spoken to with `initialize` only.
     skip_probe: bool,
 }
@@ -695,8 +749,18 @@ pub struct Provider {
     stats: Mutex<Stats>,
     removed: AtomicBool,
     relist: Mutex<Relist>,
-    /// The runtime it is started on ([`crate::Settings::io`]).
-    io: tokio::runtime::Handle,
+    /// Where it runs.
+    io: Io,
+}
+
+/// Where providers run: the runtime whose thread reads and writes their pipes
+/// ([`crate::Settings::io`]), and what connects to remote servers ([`crate::Settings::dialer`]).
+#[derive(Clone)]
+pub struct Io {
+    /// The runtime providers are started on.
+    pub runtime: tokio::runtime::Handle,
+    /// Connects to remote servers (none: they cannot be reached).
+    pub dialer: Option<Arc<dyn Dialer>>,
 }
 
 impl Provider {
@@ -708,7 +772,7 @@ impl Provider {
         logs_dir: &std::path::Path,
         (changed, updated): (broadcast::Sender<crate::Changed>, broadcast::Sender<crate::Updated>),
         epoch: Arc<AtomicU64>,
-        io: tokio::runtime::Handle,
+        io: Io,
     ) -> Arc<Self> {
         let cache = cache_dir.join(format!("{}.json", spec.id));
         let lists: Option<Lists> = std::fs::read(&cache).ok().and_then(|b| serde_json::from_slice(&b).ok());
@@ -725,6 +789,7 @@ impl Provider {
                 last_used: Instant::now(),
                 active: 0,
                 held: false,
+                failures: 0,
                 skip_probe: false,
             }),
             spec,
@@ -783,7 +848,7 @@ impl Provider {
                 ));
             }
             if let (Some(at), Some(error)) = (inner.failed_at, inner.last_error.as_ref())
-                && at.elapsed() < RESTART_AFTER
+                && at.elapsed() < restart_after(inner.failures)
             {
                 return Err(error.clone());
             }
@@ -792,7 +857,7 @@ impl Provider {
         let (tx, rx) = oneshot::channel();
         // On the hub's runtime, whose thread then reads and writes its pipes.
         let launching = Arc::clone(self);
-        let launch = Launching(self.io.spawn(async move { launching.launch(tx).await }));
+        let launch = Launching(self.io.runtime.spawn(async move { launching.launch(tx).await }));
         let result = match tokio::time::timeout(START_TIMEOUT, launch).await {
             Ok(result) => result,
             Err(_) => Err(format!("it did not start and list its tools within {} s", START_TIMEOUT.as_secs())),
@@ -802,11 +867,11 @@ impl Provider {
             Err(error) => {
                 // Whatever was spawned goes.
                 if let Ok(conn) = rx.await {
-                    let mut kept = conn.kept.lock().await;
-                    kept.stop().await;
+                    conn.peer.lock().await.stop().await;
                 }
                 self.log.note(format!("failed to start: {error}"));
                 let mut inner = lock(&self.inner);
+                inner.failures = inner.failures.saturating_add(1);
                 inner.state = State::Crashed;
                 inner.conn = None;
                 inner.last_error = Some(error.clone());
@@ -833,17 +898,36 @@ impl Provider {
         Box::pin(self.launch_inner(spawned))
     }
 
+    /// Starts the process, or connects to the remote server: the two ends of its pipe,
+    /// what they end in, and its process group.
+    fn open(&self) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
+        match &self.spec.upstream {
+            Upstream::Process(launch) => {
+                let launch = launch.as_ref().map_err(ToString::to_string)?;
+                let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
+                    .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
+                let (Some(stdin), Some(stdout), Some(stderr)) =
+                    (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
+                else {
+                    return Err("its pipes could not be opened".to_owned());
+                };
+                tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, stderr));
+                self.log.note(format!("started: {}", launch.argv.join(" ")));
+                let group = kept.group;
+                Ok((Box::new(stdin), Box::new(stdout), Peer::Process(kept), Some(group)))
+            }
+            Upstream::Remote(remote) => {
+                let dialer = self.io.dialer.as_ref().ok_or("this hub cannot connect to remote servers")?;
+                let link = dialer.dial(remote, Arc::clone(&self.log))?;
+                self.log.note(format!("connecting to {}", remote.shown()));
+                let peer = Peer::Remote { close: Some(link.close), task: Some(link.task) };
+                Ok((link.writer, link.reader, peer, None))
+            }
+        }
+    }
+
     async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let launch = self.spec.launch.as_ref().map_err(ToString::to_string)?;
-        let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
-            .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
-        else {
-            return Err("its pipes could not be opened".to_owned());
-        };
-        tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, stderr));
-        let group = kept.group;
+        let (stdin, stdout, peer, group) = self.open()?;
         let conn = Arc::new(Conn {
             stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
             pending: Mutex::new(HashMap::new()),
@@ -852,13 +936,12 @@ impl Provider {
             timeout: self.spec.timeout,
             namespace: self.spec.namespace.clone(),
             next: AtomicU64::new(1),
-            kept: tokio::sync::Mutex::new(kept),
+            peer: tokio::sync::Mutex::new(peer),
             group,
             modern: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
         });
         let _ = spawned.send(Arc::clone(&conn));
-        self.log.note(format!("started: {}", launch.argv.join(" ")));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
@@ -885,6 +968,7 @@ impl Provider {
         inner.conn = Some(Arc::clone(&conn));
         inner.last_error = None;
         inner.failed_at = None;
+        inner.failures = 0;
         // A start counts as use: the idle time runs from here.
         inner.last_used = Instant::now();
         drop(inner);
@@ -924,6 +1008,10 @@ impl Provider {
         };
         match first {
             Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
+            // A remote server's connection failed: that is all there is to say.
+            Some(Err(CallFailure::Crashed(why))) if matches!(self.spec.upstream, Upstream::Remote(_)) => {
+                return Err(why);
+            }
             Some(Err(CallFailure::Crashed(why))) => {
                 lock(&self.inner).skip_probe = true;
                 return Err(format!("it stopped when asked server/discover ({why}); the next start uses initialize"));
@@ -959,7 +1047,7 @@ impl Provider {
     fn cache_later(&self, bytes: Vec<u8>) {
         let generation = self.cache.stored.fetch_add(1, Ordering::AcqRel) + 1;
         let (path, written, id) = (self.cache.path.clone(), Arc::clone(&self.cache.written), self.spec.id.clone());
-        self.io.spawn_blocking(move || {
+        self.io.runtime.spawn_blocking(move || {
             let mut last = lock(&written);
             if *last > generation {
                 return;
@@ -992,8 +1080,9 @@ impl Provider {
         }
     }
 
-    /// Reads the provider's stdout until it closes, then handles the exit.
-    async fn read(self: Arc<Self>, conn: Arc<Conn>, stdout: ChildStdout) {
+    /// Reads the provider's stdout (or its connection's messages) until it closes, then
+    /// handles the exit.
+    async fn read(self: Arc<Self>, conn: Arc<Conn>, stdout: Reader) {
         let mut reader = BufReader::with_capacity(64 * 1024, stdout);
         let mut line = Vec::new();
         let (mut window, mut notifications) = (Instant::now(), 0u32);
@@ -1035,17 +1124,10 @@ impl Provider {
         self.exited(conn).await;
     }
 
-    /// The process closed its stdout: fail its calls, and restart it in 5 s unless it was
-    /// removed.
+    /// The process closed its stdout (or the connection ended): fail its calls, and start
+    /// it again in 5 s unless it was removed.
     async fn exited(self: Arc<Self>, conn: Arc<Conn>) {
-        let status = {
-            let mut kept = conn.kept.lock().await;
-            match tokio::time::timeout(Duration::from_secs(2), kept.child.wait()).await {
-                Ok(Ok(status)) => Some(status),
-                _ => kept.stop().await,
-            }
-        };
-        let why = status.and_then(|s| s.code()).map_or_else(|| "it exited".to_owned(), |c| format!("exit code {c}"));
+        let why = conn.peer.lock().await.ended().await;
         conn.fail_all(&why);
         let removed = self.removed.load(Ordering::Relaxed);
         {
@@ -1065,11 +1147,19 @@ impl Provider {
         }
         self.log.note(format!("exited ({why}); restarting in {} s", RESTART_AFTER.as_secs()));
         // Its lists stay as they were; a restart that lists differently tells the clients.
+        // Tried until it runs again (a remote server back up reconnects by itself), each
+        // failed start doubling the pause, until it is stopped, removed or started anew.
         tokio::spawn(async move {
-            tokio::time::sleep(RESTART_AFTER).await;
-            let crashed = lock(&self.inner).state == State::Crashed;
-            if crashed && !self.removed.load(Ordering::Relaxed) {
-                let _ = self.ensure().await;
+            loop {
+                let failures = lock(&self.inner).failures;
+                tokio::time::sleep(restart_after(failures)).await;
+                let crashed = {
+                    let inner = lock(&self.inner);
+                    inner.state == State::Crashed && !inner.held
+                };
+                if !crashed || self.removed.load(Ordering::Relaxed) || self.ensure().await.is_ok() {
+                    return;
+                }
             }
         });
     }
@@ -1117,7 +1207,7 @@ impl Provider {
             inner.failed_at = Some(Instant::now());
         }
         conn.fail_all(&why);
-        conn.kept.lock().await.stop().await;
+        conn.peer.lock().await.stop().await;
     }
 
     /// Sends `method` with `params` to the provider (started if needed) for `asker` and
@@ -1270,7 +1360,7 @@ impl Provider {
         };
         let Some(conn) = conn else { return false };
         self.log.note(format!("stopping: no call for {} s (it starts again on the next one)", idle.as_secs()));
-        conn.kept.lock().await.stop().await;
+        conn.peer.lock().await.stop().await;
         true
     }
 
@@ -1287,7 +1377,7 @@ impl Provider {
         if let Some(conn) = conn {
             self.log.note("stopping on request");
             conn.fail_all("the provider was stopped on request");
-            conn.kept.lock().await.stop().await;
+            conn.peer.lock().await.stop().await;
         }
     }
 
@@ -1326,7 +1416,7 @@ impl Provider {
     #[must_use]
     pub fn status(&self, tools: Vec<String>, rejected: Vec<Rejected>) -> Status {
         let inner = lock(&self.inner);
-        let pid = inner.conn.as_ref().and_then(|c| butler_process::tree::first_child(c.group));
+        let pid = inner.conn.as_ref().and_then(|c| c.group).and_then(butler_process::tree::first_child);
         let stats = lock(&self.stats);
         let mut sorted: Vec<u64> = stats.latencies_us.iter().copied().collect();
         sorted.sort_unstable();
@@ -1341,6 +1431,10 @@ impl Provider {
                 .conn
                 .as_ref()
                 .map(|c| if c.modern() { super::framing::MODERN_REVISION } else { PROVIDER_PROTOCOL }),
+            url: match &self.spec.upstream {
+                Upstream::Remote(remote) => Some(remote.shown()),
+                Upstream::Process(_) => None,
+            },
             tools,
             rejected,
             last_error: inner.last_error.clone(),
@@ -1364,8 +1458,7 @@ impl Provider {
         if let Some(conn) = conn {
             self.log.note("stopping");
             conn.fail_all("the provider was removed");
-            let mut kept = conn.kept.lock().await;
-            kept.stop().await;
+            conn.peer.lock().await.stop().await;
         }
     }
 }
@@ -1421,4 +1514,15 @@ async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, Strin
         }
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failed_start_in_a_row_doubles_the_pause_up_to_a_minute() {
+        let pauses: Vec<u64> = (0..8).map(|failures| restart_after(failures).as_secs()).collect();
+        assert_eq!(pauses, [5, 5, 10, 20, 40, 60, 60, 60]);
+    }
 }

@@ -370,35 +370,13 @@ impl Bridge {
     }
 }
 
-/// The headers a 2026-07-28 request repeats from its body over HTTP (stdio has none): its
-/// revision, method and — for a call, a prompt or a read — the name or URI, in the
-/// `=?base64?…?=` form when it is not plain visible ASCII. Nothing for other messages.
+/// The headers a 2026-07-28 request repeats from its body over HTTP (stdio has none), as
+/// header lines ([`butler_host::upstream::stateless_headers`]).
 fn stateless_headers(message: &Value) -> String {
-    use base64::Engine as _;
-    let params = &message["params"];
-    let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() else {
-        return String::new();
-    };
-    let Some(method) = message["method"].as_str() else { return String::new() };
-    let safe = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
-    let mut headers = String::new();
-    if safe(version) && safe(method) {
-        headers.push_str(&format!("MCP-Protocol-Version: {version}\r\nMcp-Method: {method}\r\n"));
-    }
-    let name = match method {
-        "tools/call" | "prompts/get" => params["name"].as_str(),
-        "resources/read" => params["uri"].as_str(),
-        _ => None,
-    };
-    if let Some(name) = name {
-        let value = if safe(name) && name.trim() == name {
-            name.to_owned()
-        } else {
-            format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(name))
-        };
-        headers.push_str(&format!("Mcp-Name: {value}\r\n"));
-    }
-    headers
+    butler_host::upstream::stateless_headers(message)
+        .into_iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect()
 }
 
 fn connect_tcp(authority: &str) -> Option<std::net::TcpStream> {

@@ -1,0 +1,671 @@
+//! The MCP hub's remote upstreams: the host's [`Dialer`], which connects the hub's
+//! line-delimited JSON-RPC pipe to a remote MCP server over HTTP.
+//!
+//! The transport is chosen on the first message, as the MCP specification's
+//! backwards-compatibility section says: it is `POST`ed to the URL (Streamable HTTP); a
+//! `404`, `405`, or a `400` that is not a JSON-RPC answer means an older server, and the URL
+//! is opened as the 2024-11-05 HTTP+SSE transport's event stream instead (its `endpoint`
+//! event names where messages go, which must be on the same origin).
+//!
+//! Streamable HTTP: every message is a `POST` of its own, with the server's
+//! `Mcp-Session-Id` once it gave one, `MCP-Protocol-Version` (the revision the hub's first
+//! message or the server's `initialize` answer settled), and for a 2026-07-28 request the
+//! headers that repeat its body (`Mcp-Method`, `Mcp-Name`). An answer is one JSON body or
+//! an event stream of messages; requests run side by side (at most [`MAX_IN_FLIGHT`]),
+//! and `notifications/cancelled` also closes the cancelled request's stream. A session of
+//! the 2025 revisions also gets the server's own stream (`GET`), opened again with
+//! `Last-Event-ID` when it drops. A `404` on a session means the server ended it: the
+//! connection ends, and the hub starts a new one (with backoff).
+//!
+//! The declared headers (tokens, mostly) go with every request and never anywhere else:
+//! errors and notes name the URL without user, query or fragment, and no redirect is
+//! followed (it could carry them to another origin).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use butler_catalog::lock;
+use butler_mcp::upstream::{Dialer, Link, Remote, shown_url};
+use butler_process::logs::Log;
+use futures_util::{Stream, StreamExt};
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use sse_stream::{Sse, SseByteStream};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// How long connecting to the server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the server may take to answer a message that is not a request, or a `GET`,
+/// with its status and headers (a request's answer takes as long as its call may: the hub
+/// cancels it, which closes it here).
+const HEADERS_TIMEOUT: Duration = Duration::from_secs(30);
+/// Messages sent and not yet answered, at most (each may hold a connection); the next one
+/// waits for one of them.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// The largest message, or event, the server may send (as for a stdio provider's line).
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Messages from the server waiting for the hub to read them.
+const QUEUE: usize = 256;
+/// The pause before the server's own stream is opened again, doubling up to
+/// [`REOPEN_MAX`].
+const REOPEN_AFTER: Duration = Duration::from_secs(1);
+/// See [`REOPEN_AFTER`].
+const REOPEN_MAX: Duration = Duration::from_secs(30);
+/// The key of the protocol revision in a 2026-07-28 request's `_meta`.
+const REVISION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The host's HTTP client for remote MCP servers.
+#[derive(Debug, Clone)]
+pub struct HttpDialer {
+    client: reqwest::Client,
+}
+
+impl HttpDialer {
+    /// A client with the machine's trusted roots (rustls' platform verifier), no redirects,
+    /// and [`CONNECT_TIMEOUT`].
+    ///
+    /// # Errors
+    /// The TLS setup failed.
+    pub fn new() -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+        Ok(Self { client })
+    }
+}
+
+impl Dialer for HttpDialer {
+    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, String> {
+        let shown = remote.shown();
+        let url = reqwest::Url::parse(&remote.url).map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &remote.headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                format!("the header name `{}` is not one HTTP allows", butler_catalog::text::clip(name, 60))
+            })?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| format!("the value of the header `{header}` is not one HTTP allows"))?;
+            value.set_sensitive(true);
+            headers.append(header, value);
+        }
+        let (hub_writer, from_hub) = tokio::io::duplex(256 * 1024);
+        let (to_hub, hub_reader) = tokio::io::duplex(256 * 1024);
+        let (out, queued) = mpsc::channel(QUEUE);
+        let (close, closed) = oneshot::channel();
+        let (fail, failed) = mpsc::channel(1);
+        let bridge = Arc::new(Bridge {
+            client: self.client.clone(),
+            url,
+            headers,
+            shown,
+            log,
+            out,
+            fail,
+            state: Mutex::new(Session::default()),
+            in_flight: Mutex::new(HashMap::new()),
+            streams: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        });
+        tokio::spawn(deliver(queued, to_hub));
+        let task = tokio::spawn(bridge.run(from_hub, closed, failed));
+        Ok(Link { writer: Box::new(hub_writer), reader: Box::new(hub_reader), close, task })
+    }
+}
+
+/// Writes the server's messages to the hub's end of the pipe, one line each.
+async fn deliver(mut queued: mpsc::Receiver<Vec<u8>>, mut to_hub: tokio::io::DuplexStream) {
+    while let Some(mut line) = queued.recv().await {
+        line.push(b'\n');
+        if to_hub.write_all(&line).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// What the server told of the session.
+#[derive(Debug, Default)]
+struct Session {
+    /// Its `Mcp-Session-Id`.
+    id: Option<HeaderValue>,
+    /// The revision requests name in `MCP-Protocol-Version`.
+    revision: Option<String>,
+    /// The older transport's `endpoint`, once it is the one spoken.
+    endpoint: Option<reqwest::Url>,
+    /// Whether the server's own stream (`GET`) was opened.
+    listening: bool,
+}
+
+/// One connection to a remote server.
+struct Bridge {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    /// The URL as it may be shown.
+    shown: String,
+    log: Arc<Log>,
+    /// The server's messages, to the hub.
+    out: mpsc::Sender<Vec<u8>>,
+    /// Why the connection must end (the first reason wins).
+    fail: mpsc::Sender<String>,
+    state: Mutex<Session>,
+    /// The requests being answered, by their JSON-RPC id: a cancellation closes their stream.
+    in_flight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// The server's own streams (`GET`, the older transport's events): they end with the
+    /// connection.
+    streams: Mutex<Vec<tokio::task::AbortHandle>>,
+    permits: Arc<Semaphore>,
+}
+
+/// How a `POST` went.
+enum Posted {
+    /// The server answered with this status and these headers.
+    Answer(reqwest::Response),
+    /// It could not be sent or answered (no connection, a timeout).
+    Failed(String),
+}
+
+impl Bridge {
+    /// Carries the hub's messages until the hub or the server ends the connection; why it
+    /// ended.
+    async fn run(
+        self: Arc<Self>,
+        from_hub: tokio::io::DuplexStream,
+        mut closed: oneshot::Receiver<()>,
+        mut failed: mpsc::Receiver<String>,
+    ) -> String {
+        let mut lines = BufReader::new(from_hub);
+        let mut line = Vec::new();
+        let mut first = true;
+        let why = loop {
+            line.clear();
+            let mut bounded = (&mut lines).take(MAX_MESSAGE as u64);
+            let read = tokio::select! {
+                _ = &mut closed => break "stopped".to_owned(),
+                why = failed.recv() => break why.unwrap_or_else(|| "the connection ended".to_owned()),
+                read = bounded.read_until(b'\n', &mut line) => read,
+            };
+            if !matches!(read, Ok(n) if n > 0) {
+                break "the hub closed the connection".to_owned();
+            }
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
+            if std::mem::take(&mut first) {
+                if let Err(why) = Arc::clone(&self).first(message).await {
+                    break why;
+                }
+                continue;
+            }
+            let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else { break "stopped".to_owned() };
+            self.dispatch(message, permit);
+        };
+        self.end().await;
+        why
+    }
+
+    /// Sends the first message, and settles the transport on its answer.
+    async fn first(self: Arc<Self>, message: Value) -> Result<(), String> {
+        let body = message.to_string().into_bytes();
+        let answer = match self.post(&self.url, &message, body.clone()).await {
+            Posted::Answer(answer) => answer,
+            Posted::Failed(why) => return Err(why),
+        };
+        let status = answer.status();
+        let older = matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED)
+            || (status == StatusCode::BAD_REQUEST && !is_json(&answer));
+        if !older {
+            self.answered(&message, answer).await;
+            return Ok(());
+        }
+        self.log.note(format!(
+            "{} answered HTTP {status} to a POST: trying the HTTP+SSE transport (2024-11-05)",
+            self.shown
+        ));
+        let endpoint = Arc::clone(&self).open_event_stream().await?;
+        self.log.note(format!("speaks HTTP+SSE; messages go to {}", shown_url(endpoint.as_str())));
+        match self.post(&endpoint, &message, body).await {
+            Posted::Answer(answer) if answer.status().is_success() => Ok(()),
+            Posted::Answer(answer) => {
+                Err(format!("{} answered HTTP {} to the first message", self.shown, answer.status()))
+            }
+            Posted::Failed(why) => Err(why),
+        }
+    }
+
+    /// Sends one message of the hub's, on a task of its own.
+    fn dispatch(self: &Arc<Self>, message: Value, permit: tokio::sync::OwnedSemaphorePermit) {
+        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+            && let Some(id) = message.get("params").and_then(|p| p.get("requestId"))
+            && let Some(task) = lock(&self.in_flight).remove(&id.to_string())
+        {
+            task.abort();
+        }
+        if message.get("method").and_then(Value::as_str) == Some("notifications/initialized") {
+            Arc::clone(self).listen();
+        }
+        let request_id = message.get("method").and(message.get("id")).map(Value::to_string);
+        let bridge = Arc::clone(self);
+        // Held while the task is spawned: it cannot forget its id before it is noted.
+        let mut in_flight = lock(&self.in_flight);
+        let forget = request_id.clone();
+        let task = tokio::spawn(async move {
+            let _permit = permit;
+            bridge.send(&message).await;
+            if let Some(id) = forget {
+                lock(&bridge.in_flight).remove(&id);
+            }
+        });
+        if let Some(id) = request_id {
+            in_flight.insert(id, task.abort_handle());
+        }
+    }
+
+    /// Sends `message` where the transport says, and hands its answer to the hub.
+    async fn send(&self, message: &Value) {
+        let body = message.to_string().into_bytes();
+        let endpoint = lock(&self.state).endpoint.clone();
+        match self.post(endpoint.as_ref().unwrap_or(&self.url), message, body).await {
+            Posted::Answer(answer) if endpoint.is_some() => {
+                // The older transport answers on its event stream.
+                if !answer.status().is_success() {
+                    self.refuse(message, &format!("{} answered HTTP {}", self.shown, answer.status())).await;
+                }
+            }
+            Posted::Answer(answer) => self.answered(message, answer).await,
+            Posted::Failed(why) => self.refuse(message, &why).await,
+        }
+    }
+
+    /// `POST`s `message` (its text is `body`) to `to`, with the session's headers.
+    async fn post(&self, to: &reqwest::Url, message: &Value, body: Vec<u8>) -> Posted {
+        let mut request = self
+            .client
+            .post(to.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream");
+        let revision = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(REVISION_KEY));
+        if let Some(revision) = revision.and_then(Value::as_str) {
+            for (name, value) in stateless_headers(message) {
+                request = request.header(name, value);
+            }
+            lock(&self.state).revision.get_or_insert_with(|| revision.to_owned());
+        } else {
+            let state = lock(&self.state);
+            if let Some(id) = &state.id {
+                request = request.header("mcp-session-id", id.clone());
+            }
+            if let Some(revision) = &state.revision {
+                request = request.header("mcp-protocol-version", revision.as_str());
+            }
+        }
+        let sent = request.body(body).send();
+        let answer =
+            if is_request(message) { Ok(sent.await) } else { tokio::time::timeout(HEADERS_TIMEOUT, sent).await };
+        match answer {
+            Ok(Ok(answer)) => Posted::Answer(answer),
+            Ok(Err(e)) => Posted::Failed(format!("cannot reach {}: {}", self.shown, e.without_url())),
+            Err(_) => Posted::Failed(format!("{} did not answer within {} s", self.shown, HEADERS_TIMEOUT.as_secs())),
+        }
+    }
+
+    /// Hands the server's answer to `message` to the hub: a JSON body, or each message of an
+    /// event stream; an error status becomes the request's error.
+    async fn answered(&self, message: &Value, answer: reqwest::Response) {
+        let status = answer.status();
+        if let Some(id) = answer.headers().get("mcp-session-id") {
+            lock(&self.state).id.get_or_insert_with(|| id.clone());
+        }
+        if status == StatusCode::NOT_FOUND && lock(&self.state).id.is_some() {
+            let _ = self.fail.try_send(format!("{} ended the session (HTTP 404)", self.shown));
+            return;
+        }
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            return;
+        }
+        let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        if is_event_stream(&answer) && status.is_success() {
+            self.relay_events(answer, initialize).await;
+            return;
+        }
+        let body = match read_bounded(answer).await {
+            Ok(body) => body,
+            Err(why) => return self.refuse(message, &format!("{}'s answer {why}", self.shown)).await,
+        };
+        let parsed = serde_json::from_slice::<Value>(&body).ok();
+        if status.is_success()
+            && let Some(parsed) = parsed
+        {
+            if initialize {
+                self.settle_revision(&parsed);
+            }
+            match parsed {
+                Value::Array(messages) => {
+                    for message in messages {
+                        self.to_hub(message.to_string().into_bytes()).await;
+                    }
+                }
+                _ => self.to_hub(body).await,
+            }
+            return;
+        }
+        // A JSON-RPC error the server gave with an error status is the request's answer.
+        match parsed.as_ref().and_then(|p| p.get("error")) {
+            Some(error) if !status.is_success() => {
+                if let Some(id) = message.get("id").filter(|_| is_request(message)) {
+                    self.to_hub(json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string().into_bytes()).await;
+                }
+            }
+            _ => {
+                let hint = if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                    " (are the adapter's headers right?)"
+                } else {
+                    ""
+                };
+                self.refuse(message, &format!("{} answered HTTP {status}{hint}", self.shown)).await;
+            }
+        }
+    }
+
+    /// Answers the hub's request `message` with an error saying `why` (a notification or
+    /// an answer of the hub's that could not be sent is only noted).
+    async fn refuse(&self, message: &Value, why: &str) {
+        match message.get("id").filter(|_| is_request(message)) {
+            Some(id) => {
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}});
+                self.to_hub(error.to_string().into_bytes()).await;
+            }
+            None => self.log.note(format!("a message could not be delivered: {why}")),
+        }
+    }
+
+    /// Queues one message for the hub, waiting while [`QUEUE`] are queued: a server that
+    /// sends faster than the hub reads is read no faster.
+    async fn to_hub(&self, message: Vec<u8>) {
+        // An error means the hub's end is gone, and the connection with it.
+        let _ = self.out.send(message).await;
+    }
+
+    /// The revision the server's answer to `initialize` settled, for the requests after it.
+    fn settle_revision(&self, answer: &Value) {
+        if let Some(revision) = answer.pointer("/result/protocolVersion").and_then(Value::as_str) {
+            lock(&self.state).revision = Some(revision.to_owned());
+        }
+    }
+
+    /// Hands the hub every message of `answer`'s event stream until it ends (the answer to
+    /// `initialize` among them, when it is that one's); the last event id, for the next
+    /// `GET`.
+    async fn relay_events(&self, answer: reqwest::Response, initialize: bool) -> Option<String> {
+        let mut last = None;
+        let mut events = std::pin::pin!(events(answer));
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    if event.id.is_some() {
+                        last.clone_from(&event.id);
+                    }
+                    let message = event.event.as_deref().is_none_or(|kind| kind == "message");
+                    if let Some(data) = event.data.filter(|d| message && !d.is_empty()) {
+                        if initialize && let Ok(parsed) = serde_json::from_str::<Value>(&data) {
+                            self.settle_revision(&parsed);
+                        }
+                        self.to_hub(data.into_bytes()).await;
+                    }
+                }
+                Err(why) => {
+                    self.log.note(format!("{}'s event stream broke: {why}", self.shown));
+                    break;
+                }
+            }
+        }
+        last
+    }
+
+    /// Opens the server's own stream (`GET`) for a session of the 2025 revisions, once, and
+    /// keeps it open: a server that has none (`405`) is left alone.
+    fn listen(self: Arc<Self>) {
+        {
+            let mut state = lock(&self.state);
+            if state.listening || state.endpoint.is_some() || state.revision.as_deref() == Some("2026-07-28") {
+                return;
+            }
+            state.listening = true;
+        }
+        let bridge = Arc::downgrade(&self);
+        let mut streams = lock(&self.streams);
+        let task = tokio::spawn(async move {
+            let (mut pause, mut last) = (REOPEN_AFTER, None::<String>);
+            loop {
+                let Some(this) = bridge.upgrade() else { return };
+                let mut request = this.client.get(this.url.clone()).headers(this.headers.clone());
+                request = request.header(ACCEPT, "text/event-stream");
+                {
+                    let state = lock(&this.state);
+                    if let Some(id) = &state.id {
+                        request = request.header("mcp-session-id", id.clone());
+                    }
+                    if let Some(revision) = &state.revision {
+                        request = request.header("mcp-protocol-version", revision.as_str());
+                    }
+                }
+                if let Some(last) = &last {
+                    request = request.header("last-event-id", last.as_str());
+                }
+                match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
+                    Ok(Ok(answer)) if answer.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                    Ok(Ok(answer)) if answer.status() == StatusCode::NOT_FOUND => {
+                        let _ = this.fail.try_send(format!("{} ended the session (HTTP 404)", this.shown));
+                        return;
+                    }
+                    Ok(Ok(answer)) if answer.status().is_success() && is_event_stream(&answer) => {
+                        pause = REOPEN_AFTER;
+                        if let Some(id) = this.relay_events(answer, false).await {
+                            last = Some(id);
+                        }
+                    }
+                    _ => {}
+                }
+                drop(this);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(REOPEN_MAX);
+            }
+        });
+        streams.push(task.abort_handle());
+    }
+
+    /// Opens the older transport's event stream, and relays its messages on a task of its
+    /// own; where messages are to be sent (its `endpoint` event, on the same origin).
+    async fn open_event_stream(self: Arc<Self>) -> Result<reqwest::Url, String> {
+        let request =
+            self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+        let answer = match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => return Err(format!("cannot reach {}: {}", self.shown, e.without_url())),
+            Err(_) => return Err(format!("{} did not answer within {} s", self.shown, HEADERS_TIMEOUT.as_secs())),
+        };
+        if !answer.status().is_success() || !is_event_stream(&answer) {
+            return Err(format!(
+                "{} speaks neither Streamable HTTP nor HTTP+SSE (a GET answered HTTP {})",
+                self.shown,
+                answer.status()
+            ));
+        }
+        let mut events = Box::pin(events(answer));
+        let endpoint = tokio::time::timeout(HEADERS_TIMEOUT, async {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(event) if event.event.as_deref() == Some("endpoint") => return event.data,
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("{}'s event stream named no endpoint for messages", self.shown))?;
+        let endpoint = self
+            .url
+            .join(endpoint.trim())
+            .map_err(|_| format!("{} named an endpoint that is not a URL", self.shown))?;
+        if endpoint.origin() != self.url.origin() {
+            return Err(format!(
+                "{} named an endpoint on another origin ({}): refused, it would get the adapter's headers",
+                self.shown,
+                shown_url(endpoint.as_str())
+            ));
+        }
+        lock(&self.state).endpoint = Some(endpoint.clone());
+        let bridge = Arc::downgrade(&self);
+        let task = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let Some(this) = bridge.upgrade() else { return };
+                match event {
+                    Ok(Sse { event: kind, data: Some(data), .. }) if kind.as_deref().is_none_or(|k| k == "message") => {
+                        this.to_hub(data.into_bytes()).await;
+                    }
+                    Ok(_) => {}
+                    Err(why) => {
+                        let _ = this.fail.try_send(format!("{}'s event stream broke: {why}", this.shown));
+                        return;
+                    }
+                }
+            }
+            if let Some(this) = bridge.upgrade() {
+                let _ = this.fail.try_send(format!("{} closed its event stream", this.shown));
+            }
+        });
+        lock(&self.streams).push(task.abort_handle());
+        Ok(endpoint)
+    }
+
+    /// Ends the session politely (`DELETE`, best effort), and every request still open.
+    async fn end(&self) {
+        for (_, task) in lock(&self.in_flight).drain() {
+            task.abort();
+        }
+        for task in lock(&self.streams).drain(..) {
+            task.abort();
+        }
+        let (id, revision) = {
+            let state = lock(&self.state);
+            (state.id.clone(), state.revision.clone())
+        };
+        let Some(id) = id else { return };
+        let mut request =
+            self.client.delete(self.url.clone()).headers(self.headers.clone()).header("mcp-session-id", id);
+        if let Some(revision) = revision {
+            request = request.header("mcp-protocol-version", revision);
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), request.send()).await;
+    }
+}
+
+/// Whether `message` is a request (it has a method and an id).
+fn is_request(message: &Value) -> bool {
+    message.get("method").is_some() && message.get("id").is_some()
+}
+
+fn is_json(answer: &reqwest::Response) -> bool {
+    content_type(answer).is_some_and(|t| t.starts_with("application/json"))
+}
+
+fn is_event_stream(answer: &reqwest::Response) -> bool {
+    content_type(answer).is_some_and(|t| t.starts_with("text/event-stream"))
+}
+
+fn content_type(answer: &reqwest::Response) -> Option<String> {
+    answer.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_ascii_lowercase)
+}
+
+/// `answer`'s body, at most [`MAX_MESSAGE`] bytes.
+async fn read_bounded(answer: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    let mut chunks = answer.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| format!("broke off: {}", e.without_url()))?;
+        if body.len() + chunk.len() > MAX_MESSAGE {
+            return Err(format!("is larger than {} MiB", MAX_MESSAGE >> 20));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The events of `answer`'s stream; one that grows past [`MAX_MESSAGE`] ends it with an
+/// error (the decoder would otherwise hold it all).
+fn events(answer: reqwest::Response) -> impl Stream<Item = Result<Sse, String>> + Send {
+    let pending = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&pending);
+    let bytes = answer.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(|e| std::io::Error::other(e.without_url()))?;
+        if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MAX_MESSAGE {
+            return Err(std::io::Error::other(format!("an event larger than {} MiB", MAX_MESSAGE >> 20)));
+        }
+        Ok(chunk)
+    });
+    SseByteStream::new(bytes).map(move |event| {
+        pending.store(0, Ordering::Relaxed);
+        event.map_err(|e| e.to_string())
+    })
+}
+
+/// The headers a 2026-07-28 request repeats from its body over HTTP: its revision, method
+/// and — for a call, a prompt or a read — the name or URI, in the `=?base64?…?=` form when
+/// it is not plain visible ASCII. None for other messages.
+#[must_use]
+pub fn stateless_headers(message: &Value) -> Vec<(&'static str, String)> {
+    use base64::Engine as _;
+    let params = &message["params"];
+    let Some(version) = params["_meta"][REVISION_KEY].as_str() else { return Vec::new() };
+    let Some(method) = message["method"].as_str() else { return Vec::new() };
+    let safe = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    let mut headers = Vec::new();
+    if safe(version) && safe(method) {
+        headers.push(("MCP-Protocol-Version", version.to_owned()));
+        headers.push(("Mcp-Method", method.to_owned()));
+    }
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" => params["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        let value = if safe(name) && name.trim() == name {
+            name.to_owned()
+        } else {
+            format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(name))
+        };
+        headers.push(("Mcp-Name", value));
+    }
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stateless_request_repeats_its_method_and_name_in_headers() {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "héllo", "_meta": {REVISION_KEY: "2026-07-28"}}});
+        assert_eq!(
+            stateless_headers(&call),
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+                ("Mcp-Method", "tools/call".to_owned()),
+                ("Mcp-Name", "=?base64?aMOpbGxv?=".to_owned()),
+            ]
+        );
+        let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}});
+        assert!(stateless_headers(&legacy).is_empty());
+    }
+}
