@@ -297,13 +297,7 @@ impl Bridge {
             }
             lock(&self.state).revision.get_or_insert_with(|| revision.to_owned());
         } else {
-            let state = lock(&self.state);
-            if let Some(id) = &state.id {
-                request = request.header("mcp-session-id", id.clone());
-            }
-            if let Some(revision) = &state.revision {
-                request = request.header("mcp-protocol-version", revision.as_str());
-            }
+            request = self.in_session(request);
         }
         let sent = request.body(body).send();
         let answer =
@@ -444,17 +438,8 @@ impl Bridge {
             let (mut pause, mut last) = (REOPEN_AFTER, None::<String>);
             loop {
                 let Some(this) = bridge.upgrade() else { return };
-                let mut request = this.client.get(this.url.clone()).headers(this.headers.clone());
-                request = request.header(ACCEPT, "text/event-stream");
-                {
-                    let state = lock(&this.state);
-                    if let Some(id) = &state.id {
-                        request = request.header("mcp-session-id", id.clone());
-                    }
-                    if let Some(revision) = &state.revision {
-                        request = request.header("mcp-protocol-version", revision.as_str());
-                    }
-                }
+                let request = this.client.get(this.url.clone()).headers(this.headers.clone());
+                let mut request = this.in_session(request.header(ACCEPT, "text/event-stream"));
                 if let Some(last) = &last {
                     request = request.header("last-event-id", last.as_str());
                 }
@@ -555,17 +540,23 @@ impl Bridge {
         for task in lock(&self.streams).drain(..) {
             task.abort();
         }
-        let (id, revision) = {
-            let state = lock(&self.state);
-            (state.id.clone(), state.revision.clone())
-        };
-        let Some(id) = id else { return };
-        let mut request =
-            self.client.delete(self.url.clone()).headers(self.headers.clone()).header("mcp-session-id", id);
-        if let Some(revision) = revision {
-            request = request.header("mcp-protocol-version", revision);
+        if lock(&self.state).id.is_none() {
+            return;
         }
+        let request = self.in_session(self.client.delete(self.url.clone()).headers(self.headers.clone()));
         let _ = tokio::time::timeout(Duration::from_secs(1), request.send()).await;
+    }
+
+    /// `request` with the session's id and revision, once the server gave them.
+    fn in_session(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let state = lock(&self.state);
+        if let Some(id) = &state.id {
+            request = request.header("mcp-session-id", id.clone());
+        }
+        if let Some(revision) = &state.revision {
+            request = request.header("mcp-protocol-version", revision.as_str());
+        }
+        request
     }
 }
 
@@ -652,6 +643,85 @@ pub fn stateless_headers(message: &Value) -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt as _;
+
+    /// A server on loopback that answers the first request of each connection with
+    /// `answer(request head)` (which says whether the connection closes), and keeps what
+    /// it was sent.
+    async fn fake_server(answer: fn(&str) -> String) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let heads = Arc::clone(&heads);
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.is_ok_and(|n| n == 1) {
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let reply = answer(&head);
+                    lock(&heads).push(head);
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                });
+            }
+        });
+        (format!("http://{address}"), seen)
+    }
+
+    async fn dial(url: &str, log: &tempfile::TempDir) -> Link {
+        let remote = Remote { url: url.to_owned(), headers: vec![("Authorization".into(), "Bearer s3cret".into())] };
+        let log = Arc::new(Log::new(log.path().join("provider.log")));
+        let mut link = HttpDialer::new().expect("client").dial(&remote, log).expect("dial");
+        let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+        link.writer.write_all(format!("{hello}\n").as_bytes()).await.expect("write");
+        link
+    }
+
+    #[tokio::test]
+    async fn an_older_servers_endpoint_on_another_origin_is_refused_and_gets_nothing() {
+        let (url, seen) = fake_server(|head| {
+            if head.starts_with("POST") {
+                "HTTP/1.1 405 Method Not Allowed\r\nconnection: close\r\ncontent-length: 0\r\n\r\n".to_owned()
+            } else {
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\nevent: endpoint\ndata: http://127.0.0.2:9/messages\n\n"
+                    .to_owned()
+            }
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let link = dial(&format!("{url}/sse"), &dir).await;
+        let why = tokio::time::timeout(Duration::from_secs(20), link.task).await.expect("it ends").expect("joined");
+        assert!(why.contains("another origin"), "{why}");
+        assert!(!why.contains("s3cret"));
+        let seen = lock(&seen).clone();
+        assert_eq!(seen.len(), 2, "one POST, one GET, nothing to the other origin: {seen:?}");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_not_followed_and_the_call_fails_saying_why() {
+        let (url, seen) = fake_server(|_| {
+            "HTTP/1.1 307 Temporary Redirect\r\nconnection: close\r\nlocation: http://127.0.0.2:9/steal\r\ncontent-length: 0\r\n\r\n".to_owned()
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut link = dial(&format!("{url}/mcp?key=query-secret"), &dir).await;
+        let mut line = String::new();
+        let mut reader = BufReader::new(&mut link.reader);
+        tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+            .await
+            .expect("an answer")
+            .expect("read");
+        let answer: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert!(message.contains("307") && message.contains("/mcp") && !message.contains("query-secret"), "{message}");
+        assert_eq!(lock(&seen).len(), 1, "the redirect was not followed");
+    }
 
     #[test]
     fn a_stateless_request_repeats_its_method_and_name_in_headers() {
