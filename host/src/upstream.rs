@@ -643,7 +643,6 @@ pub fn stateless_headers(message: &Value) -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt as _;
 
     /// A server on loopback that answers the first request of each connection with
     /// `answer(request head)` (which says whether the connection closes), and keeps what
