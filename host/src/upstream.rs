@@ -325,7 +325,13 @@ impl Bridge {
         }
         let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
         if is_event_stream(&answer) && status.is_success() {
-            self.relay_events(answer, initialize).await;
+            let request = is_request(message).then_some(message);
+            let (_, answered) = self.relay_events(answer, request).await;
+            // A stream that ends (or breaks) without the answer would leave the call
+            // waiting for its whole limit.
+            if request.is_some() && !answered {
+                self.refuse(message, &format!("{}'s event stream ended before the answer", self.shown)).await;
+            }
             return;
         }
         let body = match read_bounded(answer).await {
@@ -393,11 +399,13 @@ impl Bridge {
         }
     }
 
-    /// Hands the hub every message of `answer`'s event stream until it ends (the answer to
-    /// `initialize` among them, when it is that one's); the last event id, for the next
-    /// `GET`.
-    async fn relay_events(&self, answer: reqwest::Response, initialize: bool) -> Option<String> {
-        let mut last = None;
+    /// Hands the hub every message of `answer`'s event stream until it ends. The last event
+    /// id (for the next `GET`), and whether the answer to `request` was among them (the
+    /// revision it settles, when it is `initialize`'s).
+    async fn relay_events(&self, answer: reqwest::Response, request: Option<&Value>) -> (Option<String>, bool) {
+        let initialize = request.and_then(|r| r.get("method")).and_then(Value::as_str) == Some("initialize");
+        let awaited = request.and_then(|r| r.get("id"));
+        let (mut last, mut answered) = (None, false);
         let mut events = std::pin::pin!(events(answer));
         while let Some(event) = events.next().await {
             match event {
@@ -407,8 +415,15 @@ impl Bridge {
                     }
                     let message = event.event.as_deref().is_none_or(|kind| kind == "message");
                     if let Some(data) = event.data.filter(|d| message && !d.is_empty()) {
-                        if initialize && let Ok(parsed) = serde_json::from_str::<Value>(&data) {
-                            self.settle_revision(&parsed);
+                        if let Some(awaited) = awaited.filter(|_| !answered)
+                            && let Ok(parsed) = serde_json::from_str::<Value>(&data)
+                            && parsed.get("id") == Some(awaited)
+                            && parsed.get("method").is_none()
+                        {
+                            answered = true;
+                            if initialize {
+                                self.settle_revision(&parsed);
+                            }
                         }
                         self.to_hub(data.into_bytes()).await;
                     }
@@ -419,7 +434,7 @@ impl Bridge {
                 }
             }
         }
-        last
+        (last, answered)
     }
 
     /// Opens the server's own stream (`GET`) for a session of the 2025 revisions, once, and
@@ -451,7 +466,7 @@ impl Bridge {
                     }
                     Ok(Ok(answer)) if answer.status().is_success() && is_event_stream(&answer) => {
                         pause = REOPEN_AFTER;
-                        if let Some(id) = this.relay_events(answer, false).await {
+                        if let (Some(id), _) = this.relay_events(answer, None).await {
                             last = Some(id);
                         }
                     }
@@ -699,6 +714,32 @@ mod tests {
         assert!(!why.contains("s3cret"));
         let seen = lock(&seen).clone();
         assert_eq!(seen.len(), 2, "one POST, one GET, nothing to the other origin: {seen:?}");
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_stream_ends_without_its_answer_fails_at_once() {
+        let (url, _) = fake_server(|_| {
+            "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/event-stream\r\ncontent-length: 52\r\n\r\n\
+             data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n"
+                .to_owned()
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut link = dial(&format!("{url}/mcp"), &dir).await;
+        let mut reader = BufReader::new(&mut link.reader);
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let mut line = String::new();
+            tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+                .await
+                .expect("a line")
+                .expect("read");
+            lines.push(serde_json::from_str::<Value>(&line).expect("JSON"));
+        }
+        assert_eq!(lines[0]["method"], "notifications/x", "what came is relayed first: {lines:?}");
+        assert_eq!(lines[1]["id"], 1, "{lines:?}");
+        let message = lines[1]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("ended before the answer"), "{message}");
     }
 
     #[tokio::test]
