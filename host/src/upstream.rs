@@ -220,7 +220,11 @@ impl Bridge {
         let older = matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED)
             || (status == StatusCode::BAD_REQUEST && !is_json(&answer));
         if !older {
-            self.answered(&message, answer).await;
+            // Its body is read on a task of its own: a stream the server keeps open after
+            // the answer must not stop the messages after it.
+            let bridge = Arc::clone(&self);
+            let task = tokio::spawn(async move { bridge.answered(&message, answer).await });
+            lock(&self.streams).push(task.abort_handle());
             return Ok(());
         }
         self.log.note(format!(
@@ -740,6 +744,31 @@ mod tests {
         assert_eq!(lines[1]["id"], 1, "{lines:?}");
         let message = lines[1]["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("ended before the answer"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_first_answer_whose_stream_stays_open_does_not_hold_the_messages_after_it() {
+        let (url, seen) = fake_server(|_| {
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+                .to_owned()
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut link = dial(&format!("{url}/mcp"), &dir).await;
+        let mut reader = BufReader::new(&mut link.reader);
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+            .await
+            .expect("answer")
+            .expect("read");
+        let next = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        link.writer.write_all(format!("{next}\n").as_bytes()).await.expect("write");
+        line.clear();
+        tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+            .await
+            .expect("second")
+            .expect("read");
+        assert_eq!(lock(&seen).iter().filter(|head| head.starts_with("POST")).count(), 2);
     }
 
     #[tokio::test]
