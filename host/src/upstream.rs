@@ -211,8 +211,7 @@ impl Bridge {
 
     /// Sends the first message, and settles the transport on its answer.
     async fn first(self: Arc<Self>, message: Value) -> Result<(), String> {
-        let body = message.to_string().into_bytes();
-        let answer = match self.post(&self.url, &message, body.clone()).await {
+        let answer = match self.post(&self.url, &message, message.to_string().into_bytes()).await {
             Posted::Answer(answer) => answer,
             Posted::Failed(why) => return Err(why),
         };
@@ -233,7 +232,7 @@ impl Bridge {
         ));
         let endpoint = Arc::clone(&self).open_event_stream().await?;
         self.log.note(format!("speaks HTTP+SSE; messages go to {}", shown_url(endpoint.as_str())));
-        match self.post(&endpoint, &message, body).await {
+        match self.post(&endpoint, &message, message.to_string().into_bytes()).await {
             Posted::Answer(answer) if answer.status().is_success() => Ok(()),
             Posted::Answer(answer) => {
                 Err(format!("{} answered HTTP {} to the first message", self.shown, answer.status()))
@@ -308,7 +307,7 @@ impl Bridge {
             if is_request(message) { Ok(sent.await) } else { tokio::time::timeout(HEADERS_TIMEOUT, sent).await };
         match answer {
             Ok(Ok(answer)) => Posted::Answer(answer),
-            Ok(Err(e)) => Posted::Failed(format!("cannot reach {}: {}", self.shown, e.without_url())),
+            Ok(Err(e)) => Posted::Failed(format!("cannot reach {}: {}", self.shown, cause(e))),
             Err(_) => Posted::Failed(format!("{} did not answer within {} s", self.shown, HEADERS_TIMEOUT.as_secs())),
         }
     }
@@ -491,7 +490,7 @@ impl Bridge {
             self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
         let answer = match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => return Err(format!("cannot reach {}: {}", self.shown, e.without_url())),
+            Ok(Err(e)) => return Err(format!("cannot reach {}: {}", self.shown, cause(e))),
             Err(_) => return Err(format!("{} did not answer within {} s", self.shown, HEADERS_TIMEOUT.as_secs())),
         };
         if !answer.status().is_success() || !is_event_stream(&answer) {
@@ -579,6 +578,23 @@ impl Bridge {
     }
 }
 
+/// What went wrong, down to its cause (a refused connection, a certificate, a name that
+/// does not resolve), without the URL, whose query may hold a key.
+fn cause(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(inner) = source {
+        let said = inner.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = inner.source();
+    }
+    text
+}
+
 /// Whether `message` is a request (it has a method and an id).
 fn is_request(message: &Value) -> bool {
     message.get("method").is_some() && message.get("id").is_some()
@@ -601,7 +617,7 @@ async fn read_bounded(answer: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     let mut chunks = answer.bytes_stream();
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| format!("broke off: {}", e.without_url()))?;
+        let chunk = chunk.map_err(|e| format!("broke off: {}", cause(e)))?;
         if body.len() + chunk.len() > MAX_MESSAGE {
             return Err(format!("is larger than {} MiB", MAX_MESSAGE >> 20));
         }
@@ -616,7 +632,7 @@ fn events(answer: reqwest::Response) -> impl Stream<Item = Result<Sse, String>> 
     let pending = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&pending);
     let bytes = answer.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(|e| std::io::Error::other(e.without_url()))?;
+        let chunk = chunk.map_err(|e| std::io::Error::other(cause(e)))?;
         if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MAX_MESSAGE {
             return Err(std::io::Error::other(format!("an event larger than {} MiB", MAX_MESSAGE >> 20)));
         }

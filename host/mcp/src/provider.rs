@@ -1138,14 +1138,14 @@ impl Provider {
             inner.conn = None;
             inner.state = if removed { State::Stopped } else { State::Crashed };
             if !removed {
-                inner.last_error = Some(format!("exited ({why})"));
+                inner.last_error = Some(format!("{} ({why})", self.ended_word()));
                 inner.failed_at = Some(Instant::now());
             }
         }
         if removed {
             return;
         }
-        self.log.note(format!("exited ({why}); restarting in {} s", RESTART_AFTER.as_secs()));
+        self.log.note(format!("{} ({why}); restarting in {} s", self.ended_word(), RESTART_AFTER.as_secs()));
         // Its lists stay as they were; a restart that lists differently tells the clients.
         // Tried until it runs again (a remote server back up reconnects by itself), each
         // failed start doubling the pause, until it is stopped, removed or started anew.
@@ -1162,6 +1162,14 @@ impl Provider {
                 }
             }
         });
+    }
+
+    /// How its end is told: a process exits, a connection ends.
+    fn ended_word(&self) -> &'static str {
+        match self.spec.upstream {
+            Upstream::Process(_) => "exited",
+            Upstream::Remote(_) => "the connection ended",
+        }
     }
 
     /// The provider said its lists changed: list again, then tell the clients. Coalesced:
