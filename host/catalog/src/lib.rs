@@ -5,7 +5,8 @@
 //! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
 //! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
 //! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
-//! packages, and [`imports`] keeps those imported into the instance.
+//! packages, and [`imports`] keeps those imported into the instance; [`ui_apps`] reads
+//! ChatOS UI Apps plugins, which the scan finds beside the extensions.
 //!
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
@@ -25,6 +26,7 @@ pub mod scan;
 pub mod suzu;
 pub mod text;
 pub mod time;
+pub mod ui_apps;
 pub mod validation;
 
 use std::path::PathBuf;
@@ -171,6 +173,8 @@ pub struct Catalog {
     pub extensions: Vec<Arc<Extension>>,
     /// Problems, in scan order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The ChatOS UI Apps plugins found beside the extensions, in scan order.
+    pub plugins: Vec<Arc<ui_apps::Plugin>>,
 }
 
 impl Catalog {
@@ -188,6 +192,6 @@ impl Catalog {
     /// Same extensions and diagnostics (the generation is not compared).
     #[must_use]
     pub fn same_content(&self, other: &Self) -> bool {
-        self.extensions == other.extensions && self.diagnostics == other.diagnostics
+        self.extensions == other.extensions && self.diagnostics == other.diagnostics && self.plugins == other.plugins
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 use serde_json::Value;
 
 use super::component::{self, ComponentInspector, ComponentRef, InspectError};
-use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, icon, rules};
+use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, icon, rules, ui_apps};
 use crate::json;
 use crate::validation::{SchemaError, SchemaValidator};
 
@@ -130,10 +130,15 @@ pub fn scan_confirming(
     let mut loaded: Vec<Extension> = Vec::new();
     let mut diagnostics = Vec::new();
     let incumbent = |path: &str| previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == path));
+    let mut plugins: Vec<Arc<ui_apps::Plugin>> = Vec::new();
     let (dirs, unreadable_roots) = config.listed();
     for dir in dirs {
         match load_dir(config, &dir) {
-            Loaded::NotAnExtension => {}
+            Loaded::NotAnExtension => {
+                if let Some(plugin) = load_plugin(config, &dir, &plugins, &mut diagnostics) {
+                    plugins.push(Arc::new(plugin));
+                }
+            }
             Loaded::Unreadable(d) => {
                 loaded.extend(incumbent(&d.path).map(|kept| (**kept).clone()));
                 diagnostics.push(d);
@@ -188,7 +193,42 @@ pub fn scan_confirming(
     // place: extensions are always in scan order.
     loaded.sort_by_cached_key(|e| config.scan_order(e));
     let extensions = settle_ids(loaded, previous, &mut diagnostics);
-    (Catalog { generation: 0, extensions: extensions.into_iter().map(Arc::new).collect(), diagnostics }, gone_now)
+    let extensions = extensions.into_iter().map(Arc::new).collect();
+    (Catalog { generation: 0, extensions, diagnostics, plugins }, gone_now)
+}
+
+/// The ChatOS UI Apps plugin in `dir`, a folder with a `plugin.json` and no
+/// `butler.json`, if it has one that reads; its problems, or why it was refused, become a
+/// diagnostic. A plugin id taken by an earlier folder is refused.
+fn load_plugin(
+    config: &ScanConfig,
+    dir: &Path,
+    earlier: &[Arc<ui_apps::Plugin>],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ui_apps::Plugin> {
+    let manifest = dir.join(ui_apps::MANIFEST_FILE);
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) || !manifest.is_file() {
+        return None;
+    }
+    let display = config.display(&manifest);
+    match ui_apps::read(dir) {
+        Err(refused) => {
+            diagnostics.push(Diagnostic { path: display, id: None, severity: Severity::Error, errors: vec![refused] });
+            None
+        }
+        Ok(plugin) if earlier.iter().any(|p| p.id == plugin.id) => {
+            let message = format!("another plugin folder has the id `{}`: this one is left out", plugin.id);
+            diagnostics.push(Diagnostic::single(display, Some(plugin.id), Severity::Error, "/id", message));
+            None
+        }
+        Ok(plugin) => {
+            if !plugin.problems.is_empty() {
+                let (id, errors) = (Some(plugin.id.clone()), plugin.problems.clone());
+                diagnostics.push(Diagnostic { path: display, id, severity: Severity::Warning, errors });
+            }
+            Some(plugin)
+        }
+    }
 }
 
 /// Validates a single manifest file or extension directory, outside any instance (for

@@ -261,6 +261,8 @@ fn fingerprint(config: &ScanConfig) -> (Fingerprint, Vec<PathBuf>) {
     for dir in config.extension_dirs() {
         if dir.is_dir() {
             print.push((dir.join(MANIFEST_FILE), stamp(&dir.join(MANIFEST_FILE))));
+            let plugin = dir.join(butler_catalog::ui_apps::MANIFEST_FILE);
+            print.push((plugin.clone(), stamp(&plugin)));
             dirs.push(dir);
         } else {
             print.push((dir.clone(), stamp(&dir)));
@@ -281,11 +283,14 @@ impl Relevance {
         Self { parents }
     }
 
-    /// A manifest, an entry directly in a scan root or the instance root, or a file an
+    /// A manifest (an extension's or a ChatOS plugin's), an entry directly in a scan root or the instance root, or a file an
     /// icon could point at.
     fn matters(&self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name == MANIFEST_FILE || self.parents.iter().any(|p| p == path) {
+        if name == MANIFEST_FILE
+            || name == butler_catalog::ui_apps::MANIFEST_FILE
+            || self.parents.iter().any(|p| p == path)
+        {
             return true;
         }
         if path.parent().is_some_and(|parent| self.parents.iter().any(|p| p == parent)) {

@@ -1,15 +1,16 @@
 //! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance —
 //! its extensions, and the parts of its root config the host checks only as it starts (the
 //! MCP profiles; the providers `mcp.legacyProviders` names) — or run a Suzu Lives capability
-//! package's static checks (`suzu-capability.json`, or its folder), and say in the terminal
-//! what is wrong. Exits 1 when anything is rejected.
+//! package's static checks (`suzu-capability.json`, or its folder), or read a ChatOS UI Apps
+//! plugin (`plugin.json`, or its folder) as the scan does, and say in the terminal what is
+//! wrong. Exits 1 when anything is rejected.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use butler_faculty::FacultyRuntime;
 use butler_host::catalog::scan::MANIFEST_FILE;
-use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan, suzu};
+use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan, suzu, ui_apps};
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -18,8 +19,9 @@ use super::settings::{self, Settings};
 /// `butler check` arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A manifest file, an extension folder, an instance folder, or a Suzu Lives capability
-    /// package (its `suzu-capability.json` or its folder) [default: the instance]
+    /// A manifest file, an extension folder, an instance folder, a Suzu Lives capability
+    /// package (its `suzu-capability.json` or its folder), or a ChatOS UI Apps plugin (its
+    /// `plugin.json` or its folder) [default: the instance]
     path: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -38,7 +40,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(manifest) = suzu_manifest(&path) {
         return Ok(check_suzu(&manifest, args.json));
     }
-    let outcome = if is_extension(&path) { check_extension(&path) } else { check_instance(&path)? };
+    let outcome = if let Some(dir) = ui_apps_plugin(&path) {
+        check_plugin(&dir)
+    } else if is_extension(&path) {
+        check_extension(&path)
+    } else {
+        check_instance(&path)?
+    };
     if args.json {
         let diagnostics = &outcome.diagnostics;
         println!("{:#}", json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics}));
@@ -165,6 +173,43 @@ fn is_extension(path: &Path) -> bool {
     }
 }
 
+/// The folder of the ChatOS UI Apps plugin `path` is (its `plugin.json`, or a folder with
+/// one and no `butler.json`), if it is one.
+fn ui_apps_plugin(path: &Path) -> Option<PathBuf> {
+    if path.file_name().is_some_and(|n| n == ui_apps::MANIFEST_FILE) && path.is_file() {
+        return Some(path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned));
+    }
+    (path.join(ui_apps::MANIFEST_FILE).is_file() && !path.join(MANIFEST_FILE).exists()).then(|| path.to_owned())
+}
+
+/// Reads a ChatOS plugin as the scan does: what it offers, and its problems.
+fn check_plugin(dir: &Path) -> Outcome {
+    let display = dir.join(ui_apps::MANIFEST_FILE).to_string_lossy().into_owned();
+    match ui_apps::read(dir) {
+        Err(refused) => Outcome {
+            registered: Vec::new(),
+            diagnostics: vec![Diagnostic { path: display, id: None, severity: Severity::Error, errors: vec![refused] }],
+        },
+        Ok(plugin) => {
+            let registered = plugin
+                .apps
+                .iter()
+                .map(|app| {
+                    let server = if app.server.is_some() { ", MCP server" } else { "" };
+                    format!("ChatOS app `{}`{server}", plugin.server_name(app))
+                })
+                .collect();
+            let diagnostics = if plugin.problems.is_empty() {
+                Vec::new()
+            } else {
+                let id = Some(plugin.id.clone());
+                vec![Diagnostic { path: display, id, severity: Severity::Warning, errors: plugin.problems }]
+            };
+            Outcome { registered, diagnostics }
+        }
+    }
+}
+
 fn check_extension(path: &Path) -> Outcome {
     let (manifest, diagnostics) = check_manifest(path);
     Outcome {
@@ -192,5 +237,7 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
         let why = format!("no extension `{id}` with an `mcp` block is registered (it is ignored)");
         diagnostics.push(root(Severity::Warning, "/mcp/legacyProviders".to_owned(), why));
     }
-    Ok(Outcome { registered: catalog.extensions.iter().map(|e| e.id().to_owned()).collect(), diagnostics })
+    let mut registered: Vec<String> = catalog.extensions.iter().map(|e| e.id().to_owned()).collect();
+    registered.extend(catalog.plugins.iter().map(|p| format!("ChatOS plugin `{}`", p.id)));
+    Ok(Outcome { registered, diagnostics })
 }
