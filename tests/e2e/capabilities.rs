@@ -26,7 +26,7 @@ fn package(dir: &Path) -> PathBuf {
 }
 
 /// Runs the CLI against `butler`'s instance: exit code and stdout.
-fn cli(butler: &Butler, args: &[&str]) -> (i32, String) {
+pub(crate) fn cli(butler: &Butler, args: &[&str]) -> (i32, String) {
     let home = tempfile::tempdir().expect("home");
     let output = butler_command(home.path()).env("BUTLER_WORKDIR", &butler.workdir).args(args).output().expect("run");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -27,4 +27,5 @@ mod stores;
 mod supervise;
 mod torture;
 mod trust;
+mod ui_apps;
 mod util;

@@ -2,7 +2,8 @@
 
 It serves Streamable HTTP at /mcp, or the older HTTP+SSE transport (2024-11-05) at /sse
 with --sse, on 127.0.0.1 and --port (default: one the system picks); the first line it
-prints on stdout is its URL. With --token T every request must carry `Authorization: Bearer T`
+prints on stdout is its URL. With --stdio it speaks over its stdin and stdout instead (as a
+ChatOS app's `ai.mcp` server does). With --token T every request must carry `Authorization: Bearer T`
 (else 401), so a test can see the hub send the headers a package declares.
 
 Tools:
@@ -66,7 +67,11 @@ def main() -> None:
     parser.add_argument("--sse", action="store_true", help="serve the HTTP+SSE transport at /sse")
     parser.add_argument("--token", help="require Authorization: Bearer TOKEN")
     parser.add_argument("--port", type=int, default=0, help="the port (default: any free one)")
+    parser.add_argument("--stdio", action="store_true", help="speak over stdin and stdout")
     options = parser.parse_args()
+    if options.stdio:
+        build("stdio").run("stdio")
+        return
     transport = "sse" if options.sse else "streamable-http"
     server = build(transport)
     app = server.sse_app() if options.sse else server.streamable_http_app()

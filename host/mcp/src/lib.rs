@@ -49,7 +49,7 @@ use butler_process::HostEnv;
 pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 pub use upcall::Asker;
-pub use view::{Profile, ProfileSpec, View};
+pub use view::{Profile, ProfileSpec, Prompts, View};
 
 /// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
 pub const MAX_SESSIONS: usize = 1024;
@@ -310,8 +310,10 @@ pub struct Hub {
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
     io: provider::Io,
-    /// The enabled capability packages ([`Hub::set_packages`]).
-    packages: Mutex<Arc<Vec<Package>>>,
+    /// The packages ([`Hub::set_packages`]).
+    packages: Mutex<Packages>,
+    /// Profiles the packages bring ([`Hub::set_package_profiles`]), by name.
+    package_profiles: Mutex<Arc<BTreeMap<String, Arc<Profile>>>>,
 }
 
 /// An enabled capability package, as the hub offers it: its MCP server runs like an
@@ -328,6 +330,27 @@ pub struct Package {
     pub server: Option<Server>,
     /// Its skill.
     pub skill: Option<butler_catalog::imports::Skill>,
+    /// Prompts it offers under their own names, whichever endpoint offers its server.
+    pub prompts: Vec<butler_catalog::ui_apps::AppPrompt>,
+    /// What every `tools/call` to its server carries in `_meta`, merged over the caller's.
+    pub call_meta: Option<Value>,
+    /// Whether its server is on the main endpoint (else only on profiles).
+    pub on_main: bool,
+}
+
+impl Package {
+    /// A package with its id, namespace and server, and nothing else yet.
+    #[must_use]
+    pub fn new(id: String, namespace: String, server: Option<Server>) -> Self {
+        Self { id, namespace, server, skill: None, prompts: Vec::new(), call_meta: None, on_main: true }
+    }
+}
+
+/// The packages the hub offers, by where they come from, and all of them.
+#[derive(Default)]
+struct Packages {
+    by_source: BTreeMap<&'static str, Vec<Package>>,
+    all: Arc<Vec<Package>>,
 }
 
 /// A package's MCP server.
@@ -437,19 +460,22 @@ impl Hub {
                 runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
                 dialer: settings.dialer,
             },
-            packages: Mutex::new(Arc::new(Vec::new())),
+            packages: Mutex::new(Packages::default()),
+            package_profiles: Mutex::new(Arc::new(BTreeMap::new())),
         })
     }
 
-    /// The enabled capability packages. Their skills are offered at once (clients are told
-    /// the lists changed); their MCP servers from the next reconcile on — settled after the
+    /// The packages that come from `source` (the enabled capability packages, the apps of
+    /// ChatOS plugins…). Their skills and prompts are offered at once (clients are told the
+    /// lists changed); their MCP servers from the next reconcile on — settled after the
     /// catalog's providers, under the same names, quarantine and log. Whether they differ
     /// from those it had.
-    pub fn set_packages(&self, packages: Vec<Package>) -> bool {
+    pub fn set_packages(&self, source: &'static str, packages: Vec<Package>) -> bool {
         let changed = {
             let mut current = lock(&self.packages);
-            let changed = **current != packages;
-            *current = Arc::new(packages);
+            let changed = current.by_source.get(source).map_or(!packages.is_empty(), |had| *had != packages);
+            current.by_source.insert(source, packages);
+            current.all = Arc::new(current.by_source.values().flatten().cloned().collect());
             changed
         };
         if changed {
@@ -459,13 +485,47 @@ impl Hub {
         changed
     }
 
+    /// Replaces the profiles the packages bring (a ChatOS app's own, say): each is served
+    /// at `/mcp/p/<name>` unless the root config declares a profile of that name.
+    pub fn set_package_profiles(&self, profiles: BTreeMap<String, Arc<Profile>>) {
+        let changed = {
+            let mut current = lock(&self.package_profiles);
+            let changed = current.keys().ne(profiles.keys())
+                || current.values().zip(profiles.values()).any(|(a, b)| a.spec != b.spec);
+            *current = Arc::new(profiles);
+            changed
+        };
+        if changed {
+            self.epoch.fetch_add(1, Ordering::Release);
+            let _ = self.changed.send(Changed::ALL);
+        }
+    }
+
+    /// The profile a package brings under `name`.
+    #[must_use]
+    pub fn package_profile(&self, name: &str) -> Option<Arc<Profile>> {
+        lock(&self.package_profiles).get(name).cloned()
+    }
+
+    /// All packages, from every source.
+    fn all_packages(&self) -> Arc<Vec<Package>> {
+        Arc::clone(&lock(&self.packages).all)
+    }
+
+    /// The packages' own prompts `view` offers.
+    fn package_prompts(&self, view: &View) -> Vec<butler_catalog::ui_apps::AppPrompt> {
+        self.all_packages()
+            .iter()
+            .flat_map(|p| p.prompts.iter().filter(|prompt| view.offers_prompt(&p.id, &prompt.name)).cloned())
+            .collect()
+    }
+
     /// The enabled packages' skills `view` offers.
     fn skills(&self, view: &View) -> Vec<(String, butler_catalog::imports::Skill)> {
         if matches!(view, View::Restricted) {
             return Vec::new();
         }
-        let packages = Arc::clone(&lock(&self.packages));
-        packages
+        self.all_packages()
             .iter()
             .filter(|p| view.offers_provider(&p.id))
             .filter_map(|p| Some((p.namespace.clone(), p.skill.clone()?)))
@@ -517,14 +577,16 @@ impl Hub {
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
-        let packages = Arc::clone(&lock(&self.packages));
-        specs.extend(packages.iter().filter_map(|p| {
-            Some(match p.server.as_ref()? {
+        specs.extend(self.all_packages().iter().filter_map(|p| {
+            let mut spec = match p.server.as_ref()? {
                 Server::Stdio(mcp, dir) => ProviderSpec::of_mcp(&p.id, mcp, dir, &self.host),
                 Server::Remote(remote, timeout) => {
                     ProviderSpec::of_remote(&p.id, &p.namespace, remote.clone(), *timeout)
                 }
-            })
+            };
+            spec.call_meta = p.call_meta.clone().map(Arc::new);
+            spec.on_main = p.on_main;
+            Some(spec)
         }));
         let current = self.providers();
         let registered: BTreeMap<String, String> =
@@ -694,13 +756,16 @@ impl Hub {
         Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
     }
 
-    /// Starts, concurrently, the providers `view` offers whose lists are not known yet
+    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose lists are not known yet
     /// (never run, no cache): the others are listed from what they listed last, and start
     /// on a call. Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken
     /// provider delays nobody longer.
-    async fn start_unlisted(&self, view: &View) {
-        let providers: Vec<_> =
-            self.providers().into_iter().filter(|p| !p.listed() && view.offers_provider(&p.spec.id)).collect();
+    async fn start_unlisted(&self, view: Option<&View>) {
+        let providers: Vec<_> = self
+            .providers()
+            .into_iter()
+            .filter(|p| !p.listed() && view.is_none_or(|view| offers(view, &p.spec)))
+            .collect();
         futures_util::future::join_all(providers.iter().map(|p| p.ensure())).await;
     }
 
@@ -751,21 +816,23 @@ impl Hub {
         self.pins.as_ref().is_some_and(|pins| pins.held(id, name, definition).is_some())
     }
 
-    /// The providers' tools held for the owner's review, under the names `view` would
-    /// show them by.
+    /// The providers' tools held for the owner's review that `view` would offer, under the
+    /// names it would show them by (`None`: every provider's, under their public names).
     #[must_use]
-    pub fn held_tools(&self, view: &View) -> Vec<HeldTool> {
+    pub fn held_tools(&self, view: Option<&View>) -> Vec<HeldTool> {
         let Some(pins) = &self.pins else { return Vec::new() };
         let mut held = Vec::new();
         for provider in self.providers() {
             for definition in provider.lists().tools {
                 let name = definition.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let Ok(public) = names::public(&provider.spec.namespace, &name) else { continue };
-                if !view.offers_tool(&provider.spec.id, &public) || !view.offers_definition(&definition) {
+                if let Some(view) = view
+                    && (!offers_tool(view, &provider.spec, &public) || !view.offers_definition(&definition))
+                {
                     continue;
                 }
                 if let Some(why) = pins.held(&provider.spec.id, &name, &definition) {
-                    let public = view.name_for(&public, &name).to_owned();
+                    let public = view.map_or(public.as_str(), |view| view.name_for(&public, &name)).to_owned();
                     held.push(HeldTool { provider: provider.spec.id.clone(), name, public, definition, held: why });
                 }
             }
@@ -778,10 +845,10 @@ impl Hub {
     /// never listed are started first, so their tools can be seen before they are approved).
     pub async fn quarantine(&self) -> Value {
         if self.pins.is_some() {
-            self.start_unlisted(&View::Main).await;
+            self.start_unlisted(None).await;
         }
         let held: Vec<Value> = self
-            .held_tools(&View::Main)
+            .held_tools(None)
             .into_iter()
             .map(|h| {
                 let (reason, approved) = match h.held {
@@ -817,8 +884,8 @@ impl Hub {
         if !self.providers().iter().any(|p| p.spec.id == id) {
             return Err(ApprovalError::Unknown(id.to_owned()));
         }
-        self.start_unlisted(&View::Main).await;
-        let held: Vec<HeldTool> = self.held_tools(&View::Main).into_iter().filter(|h| h.provider == id).collect();
+        self.start_unlisted(None).await;
+        let held: Vec<HeldTool> = self.held_tools(None).into_iter().filter(|h| h.provider == id).collect();
         let chosen: Vec<(String, Value)> = match tools {
             None if trust.is_some() => Vec::new(),
             None => held.into_iter().map(|h| (h.name, h.definition)).collect(),
@@ -879,7 +946,7 @@ impl Hub {
                 .into_iter()
                 .find(|e| {
                     e.item.get("name").and_then(Value::as_str) == Some(name)
-                        && view.offers_tool(&e.provider.spec.id, &e.public)
+                        && offers_tool(view, &e.provider.spec, &e.public)
                         && view.offers_definition(&e.item)
                 })
                 .map(|e| {
@@ -890,7 +957,7 @@ impl Hub {
                 .routes()
                 .get(name)
                 .filter(|(p, original)| {
-                    view.offers_tool(&p.spec.id, name)
+                    offers_tool(view, &p.spec, name)
                         && (!view.filters_by_tags()
                             || p.lists()
                                 .tools
@@ -919,12 +986,12 @@ impl Hub {
             .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
             .collect();
         if !matches!(view, View::Restricted) {
-            self.start_unlisted(view).await;
+            self.start_unlisted(Some(view)).await;
             tools.extend(
                 self.exposed(ItemKind::Tool)
                     .0
                     .into_iter()
-                    .filter(|e| view.offers_tool(&e.provider.spec.id, &e.public) && view.offers_definition(&e.item))
+                    .filter(|e| offers_tool(view, &e.provider.spec, &e.public) && view.offers_definition(&e.item))
                     .map(|e| Self::shown(view, e.item, &e.public)),
             );
         }
@@ -966,10 +1033,10 @@ impl Hub {
         let target = match target {
             Some(target) => target,
             None => {
-                self.start_unlisted(view).await;
+                self.start_unlisted(Some(view)).await;
                 match self.tool_route(view, &name) {
                     Some(target) => target,
-                    None if self.held_tools(view).iter().any(|h| h.public == name) => {
+                    None if self.held_tools(Some(view)).iter().any(|h| h.public == name) => {
                         return Ok(host_tools::error_result(format!(
                             "{name}: this tool is held for the owner's review — it is new, or its description or schema changed since the owner approved it — and cannot be called until they approve it (in the console's review queue, or `butler mcp approve`)"
                         )));
@@ -979,7 +1046,14 @@ impl Hub {
             }
         };
         let (provider, original) = target;
-        let params = framing::tool_call_params(params, original);
+        let mut params = framing::tool_call_params(params, original);
+        if let Some(meta) = &provider.spec.call_meta {
+            let slot = &mut params["_meta"];
+            if !slot.is_object() {
+                *slot = json!({});
+            }
+            butler_catalog::ui_apps::merge(slot, Value::clone(meta));
+        }
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
         let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
         inflight.answered = true;
@@ -1007,16 +1081,19 @@ impl Hub {
                 json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
             );
         }
-        let skills: Vec<Value> =
+        let mut skills: Vec<Value> =
             self.skills(view).iter().map(|(namespace, skill)| Self::skill_prompt(view, namespace, skill)).collect();
         if !matches!(view, View::Restricted) {
-            self.start_unlisted(view).await;
+            skills.extend(self.package_prompts(view).into_iter().map(|p| json!({"name": p.name, "title": p.title})));
+        }
+        if !matches!(view, View::Restricted) {
+            self.start_unlisted(Some(view)).await;
             let taken = |name: &str| skills.iter().any(|s| s["name"] == name);
             prompts.extend(
                 self.exposed(ItemKind::Prompt)
                     .0
                     .into_iter()
-                    .filter(|e| view.offers_provider(&e.provider.spec.id))
+                    .filter(|e| offers_prompt(view, &e.provider.spec, &e.public))
                     .map(|e| Self::shown(view, e.item, &e.public))
                     .filter(|item| !item["name"].as_str().is_some_and(taken)),
             );
@@ -1029,7 +1106,7 @@ impl Hub {
     fn prompt_in(&self, view: &View, name: &str) -> Option<Exposed> {
         self.exposed(ItemKind::Prompt).0.into_iter().find(|e| {
             let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
-            view.offers_provider(&e.provider.spec.id) && view.name_for(&e.public, original) == name
+            offers_prompt(view, &e.provider.spec, &e.public) && view.name_for(&e.public, original) == name
         })
     }
 
@@ -1053,6 +1130,10 @@ impl Hub {
             return Ok(json!({"description": skill.description.unwrap_or(skill.title),
                              "messages": [{"role": "user", "content": {"type": "text", "text": skill.body}}]}));
         }
+        if let Some(prompt) = self.package_prompts(view).into_iter().find(|p| p.name == name) {
+            return Ok(json!({"description": prompt.title,
+                             "messages": [{"role": "user", "content": {"type": "text", "text": prompt.text}}]}));
+        }
         let target =
             self.prompt_in(view, &name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
@@ -1070,14 +1151,14 @@ impl Hub {
             );
         }
         if !matches!(view, View::Restricted) {
-            self.start_unlisted(view).await;
-            resources.extend(
-                self.resources().0.into_iter().filter(|r| view.offers_provider(&r.exposed.provider.spec.id)).map(|r| {
+            self.start_unlisted(Some(view)).await;
+            resources.extend(self.resources().0.into_iter().filter(|r| offers(view, &r.exposed.provider.spec)).map(
+                |r| {
                     let mut item = Self::shown(view, r.exposed.item, &r.exposed.public);
                     item["uri"] = json!(r.uri);
                     item
-                }),
-            );
+                },
+            ));
         }
         for (_, skill) in self.skills(view) {
             resources.extend(skill.files.iter().map(|file| {
@@ -1144,7 +1225,7 @@ impl Hub {
     /// Who offers the resource clients know as `uri`, and its URI there: a listed
     /// resource, else the first provider with a template that describes it.
     fn resource_owner(&self, view: &View, uri: &str) -> Option<(Arc<Provider>, String)> {
-        let offered = |p: &Arc<Provider>| view.offers_provider(&p.spec.id);
+        let offered = |p: &Arc<Provider>| offers(view, &p.spec);
         if let Some(found) = self.resources().0.into_iter().find(|r| r.uri == uri && offered(&r.exposed.provider)) {
             return Some((found.exposed.provider, found.original));
         }
@@ -1164,9 +1245,9 @@ impl Hub {
         if matches!(view, View::Restricted) {
             return Vec::new();
         }
-        self.start_unlisted(view).await;
+        self.start_unlisted(Some(view)).await;
         let mut templates = Vec::new();
-        for provider in self.providers().into_iter().filter(|p| view.offers_provider(&p.spec.id)) {
+        for provider in self.providers().into_iter().filter(|p| offers(view, &p.spec)) {
             for template in provider.lists().resource_templates {
                 let name = template.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let public = label(&provider.spec.namespace, &name);
@@ -1305,7 +1386,7 @@ impl Hub {
                 let uri = text("uri");
                 // A template by its `uriTemplate`, or a resource by the URI clients know.
                 let template = self.providers().into_iter().find(|p| {
-                    view.offers_provider(&p.spec.id)
+                    offers(view, &p.spec)
                         && p.lists()
                             .resource_templates
                             .iter()
@@ -1328,7 +1409,7 @@ impl Hub {
     #[must_use]
     pub fn status(&self) -> Value {
         let (tools, rejected) = self.exposed(ItemKind::Tool);
-        let held = self.held_tools(&View::Main);
+        let held = self.held_tools(None);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
         let providers: Vec<Value> = self
             .providers()
@@ -1598,6 +1679,22 @@ fn session_id() -> String {
         }
     }
     data_encoding::HEXLOWER.encode(&bytes)
+}
+
+/// Whether `view` offers provider `spec`'s prompts and resources: as the view says, and
+/// one kept off the main endpoint ([`ProviderSpec::on_main`]) only on the others.
+fn offers(view: &View, spec: &ProviderSpec) -> bool {
+    view.offers_provider(&spec.id) && (spec.on_main || !matches!(view, View::Main))
+}
+
+/// [`offers`], for the provider's tool whose public name is `public`.
+fn offers_tool(view: &View, spec: &ProviderSpec, public: &str) -> bool {
+    view.offers_tool(&spec.id, public) && (spec.on_main || !matches!(view, View::Main))
+}
+
+/// [`offers`], for the provider's prompt whose public name is `public`.
+fn offers_prompt(view: &View, spec: &ProviderSpec, public: &str) -> bool {
+    view.offers_prompt(&spec.id, public) && (spec.on_main || !matches!(view, View::Main))
 }
 
 impl Follow for Hub {

@@ -110,6 +110,10 @@ pub struct ProviderSpec {
     /// Whether it is asked `server/discover` first (else it is spoken to with the 2025
     /// revisions' `initialize` at once: `mcp.legacyProviders`).
     pub probe: bool,
+    /// What every `tools/call` carries in `_meta` (merged over the caller's).
+    pub call_meta: Option<Arc<Value>>,
+    /// Whether it is on the main endpoint (else only on profiles).
+    pub on_main: bool,
     source: Source,
 }
 
@@ -148,6 +152,8 @@ impl ProviderSpec {
             upstream: Upstream::Process(launch),
             timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
             probe: true,
+            call_meta: None,
+            on_main: true,
             source: Source::Stdio(mcp.clone(), dir.to_owned()),
         }
     }
@@ -161,6 +167,8 @@ impl ProviderSpec {
             upstream: Upstream::Remote(remote.clone()),
             timeout,
             probe: true,
+            call_meta: None,
+            on_main: true,
             source: Source::Remote(remote),
         }
     }
@@ -174,10 +182,13 @@ impl ProviderSpec {
         }
     }
 
-    /// Same manifest block and folder, and asked the same way.
+    /// Same manifest block and folder, asked the same way and offered the same way.
     #[must_use]
     pub fn same_source(&self, other: &Self) -> bool {
-        self.source == other.source && self.probe == other.probe
+        self.source == other.source
+            && self.probe == other.probe
+            && self.call_meta == other.call_meta
+            && self.on_main == other.on_main
     }
 }
 

@@ -32,6 +32,20 @@ pub struct ProfileSpec {
     pub host_tools: bool,
     /// Whether a client must send a token made for this profile.
     pub require_token: bool,
+    /// Which prompts it offers.
+    pub prompts: Prompts,
+}
+
+/// Which prompts a profile offers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Prompts {
+    /// Those of the providers it offers (what the root config's profiles do).
+    #[default]
+    OfProviders,
+    /// Every prompt, whatever its provider.
+    All,
+    /// Exactly these, by public name, whatever their provider.
+    Named(Vec<String>),
 }
 
 /// A profile, checked.
@@ -179,6 +193,19 @@ impl View {
             Self::Main => true,
             Self::Restricted => false,
             Self::Profile(profile) => profile.spec.providers.as_ref().is_none_or(|ids| ids.iter().any(|p| p == id)),
+        }
+    }
+
+    /// Whether it offers provider `id`'s prompt whose public name is `public`.
+    #[must_use]
+    pub fn offers_prompt(&self, id: &str, public: &str) -> bool {
+        match self {
+            Self::Profile(profile) => match &profile.spec.prompts {
+                Prompts::OfProviders => self.offers_provider(id),
+                Prompts::All => true,
+                Prompts::Named(names) => names.iter().any(|n| n == public),
+            },
+            Self::Main | Self::Restricted => self.offers_provider(id),
         }
     }
 

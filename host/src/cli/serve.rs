@@ -13,6 +13,7 @@ use butler_faculty::FacultyRuntime;
 use butler_host::catalog::spawn_loader;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
 use butler_host::instance::{HostLock, Instance, owner};
+use butler_host::packages::UiApps;
 use butler_host::pipeline::{PipelineRouter, observations};
 use butler_host::supervise::Supervisor;
 use butler_mcp::{HostTools, Hub};
@@ -188,8 +189,8 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
     ));
     // Before the first snapshot is followed: the enabled packages' servers join with it.
-    mcp.set_packages(butler_host::packages::enabled(&imports));
-    catalog.follow(Arc::clone(&mcp)).await;
+    mcp.set_packages(butler_host::packages::CAPABILITIES, butler_host::packages::enabled(&imports));
+    catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &instance.state_dir(), &instance.root))).await;
 
     let instance = Arc::new(instance);
     let local_socket = http::bind_local(&instance.state_dir());

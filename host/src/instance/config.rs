@@ -137,6 +137,7 @@ impl McpConfig {
                     prefixed: config.prefix,
                     host_tools: config.host_tools,
                     require_token: config.require_token,
+                    prompts: butler_mcp::Prompts::OfProviders,
                 };
                 butler_mcp::Profile::new(name, spec).map(|p| (name.clone(), std::sync::Arc::new(p)))
             })

@@ -216,13 +216,13 @@ fn profile(
 
 /// [`profile`] for a name already read.
 fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
-    let Some(profile) = state.profiles.get(name) else {
+    let Some(profile) = state.profiles.get(name).cloned().or_else(|| state.mcp.package_profile(name)) else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
             -32600,
             format!(
-                "no MCP profile `{}`: the root config's `mcp.profiles` declares them",
+                "no MCP profile `{}`: the root config's `mcp.profiles` declares them, and each ChatOS app has its own",
                 butler_catalog::text::clip(name, 80)
             ),
         )));
@@ -242,7 +242,7 @@ fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<En
             .insert(WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="butler", error="invalid_token""#));
         return Err(Box::new(refusal));
     }
-    Ok(Endpoint { view: View::Profile(Arc::clone(profile)), token: token.map(|t| t.name) })
+    Ok(Endpoint { view: View::Profile(profile), token: token.map(|t| t.name) })
 }
 
 /// The bearer token of a request, if it carries one.

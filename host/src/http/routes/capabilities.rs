@@ -116,7 +116,7 @@ pub async fn action(
 /// Hands the enabled packages' MCP servers to the hub, which settles them at once.
 async fn serve_enabled(state: &AppState) -> Result<(), ApiError> {
     let servers = step(state, |imports| Ok(crate::packages::enabled(imports))).await?;
-    if state.mcp.set_packages(servers) {
+    if state.mcp.set_packages(crate::packages::CAPABILITIES, servers) {
         state.mcp.reconcile(&state.catalog.current()).await;
     }
     Ok(())
