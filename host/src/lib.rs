@@ -13,10 +13,13 @@
 //! - [`instance`] — where the instance is, its root config, the skeleton copied on first run;
 //! - [`supervise`] — hosted tools and services: restart policy, health;
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
-//! - [`packages`] — the enabled capability packages' MCP servers, handed to the hub;
+//! - [`packages`] — the enabled capability packages and the ChatOS apps, handed to the hub;
+//! - [`upstream`] — the hub's connections to remote MCP servers over HTTP;
+//! - [`app_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
 //!   envelope, and the web console.
 
+pub mod app_backends;
 pub mod catalog;
 pub use butler_catalog::{json, lock, text, time, validation};
 pub mod http;

@@ -89,10 +89,7 @@ pub fn ui_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap
     for plugin in &catalog.plugins {
         let plugin_places = places.of(plugin);
         for app in &plugin.apps {
-            let server_name = plugin.server_name(app);
-            let id = format!("{APP_PROVIDER}{server_name}");
-            let normal = ui_apps::normalize(&server_name);
-            let namespace = fitted_namespace(&normal);
+            let AppNames { provider: id, namespace, profile: normal } = AppNames::of(plugin, app);
             let server = app.server.as_ref().map(|s| match &s.target {
                 Target::Command(argv) => Server::Stdio(stdio(argv, &namespace), plugin.dir.clone()),
                 Target::Url(url, headers) => Server::Remote(
@@ -113,6 +110,27 @@ pub fn ui_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap
         }
     }
     (packages, profiles)
+}
+
+/// What an app is called in the hub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppNames {
+    /// Its server's provider id, `uiapp:<pluginId>.<appId>`.
+    pub provider: String,
+    /// Its server's namespace: `normalize(<pluginId>.<appId>)` fitted to the hub's rules.
+    pub namespace: String,
+    /// Its profile's name, `normalize(<pluginId>.<appId>)`.
+    pub profile: String,
+}
+
+impl AppNames {
+    /// The names of `plugin`'s `app`.
+    #[must_use]
+    pub fn of(plugin: &Plugin, app: &ui_apps::App) -> Self {
+        let server_name = plugin.server_name(app);
+        let profile = ui_apps::normalize(&server_name);
+        Self { provider: format!("{APP_PROVIDER}{server_name}"), namespace: fitted_namespace(&profile), profile }
+    }
 }
 
 /// A namespace made of `normal` that fits the hub's rules: at most 32 characters, not

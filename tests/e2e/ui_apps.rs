@@ -143,3 +143,109 @@ fn a_chatos_plugins_apps_join_the_hub_with_their_meta_prompts_and_profiles() {
         status["providers"].as_array().into_iter().flatten().filter_map(|p| p["id"].as_str()).collect();
     assert!(ids.contains(&"uiapp:com.example.Desk.notes") && !ids.iter().any(|i| i.contains("broken")), "{ids:?}");
 }
+
+/// A backend module whose methods answer with `generation`.
+fn backend_module(generation: u32) -> String {
+    format!(
+        r#"import {{ writeFile }} from "node:fs/promises";
+import {{ join }} from "node:path";
+export async function createUiAppsBackend(ctx) {{
+  return {{
+    methods: {{
+      async ping(params, ctx) {{
+        const llm = await ctx.llm.complete({{ input: "hello" }}).then(() => "answered", (e) => `${{e.status}} ${{e.code}}`);
+        return {{ pong: params.value, generation: {generation}, pluginId: ctx.pluginId, dataDir: ctx.dataDir, llm }};
+      }},
+      async fail() {{ throw new Error("it broke"); }},
+      async chatty() {{ console.log("to stdout"); process.stdout.write("raw\n"); return "still answered"; }},
+    }},
+    async dispose() {{ await writeFile(join(ctx.dataDir, "disposed-{generation}"), "yes"); }},
+  }};
+}}
+"#
+    )
+}
+
+fn write_backend_plugin(root: &Path) -> std::path::PathBuf {
+    let dir = root.join("tools/kanban");
+    std::fs::create_dir_all(dir.join("backend")).expect("plugin dir");
+    std::fs::write(dir.join("index.mjs"), "export function mount() {}").expect("ui");
+    std::fs::write(dir.join("backend/index.mjs"), backend_module(1)).expect("backend");
+    let manifest = json!({"id": "com.example.kanban", "name": "Kanban", "backend": {"entry": "backend/index.mjs"},
+        "apps": [{"id": "board", "name": "Board", "entry": "index.mjs"}]});
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).expect("plugin.json");
+    dir.join("backend/index.mjs")
+}
+
+#[test]
+fn a_plugins_backend_answers_the_owner_over_http_and_reloads_after_an_edit() {
+    let (butler, _dir) = Butler::start_fresh();
+    let entry = write_backend_plugin(&butler.workdir);
+    let token = butler.owner_token();
+    let owner = [("authorization", format!("Bearer {token}"))];
+    let owner: Vec<(&str, &str)> = owner.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let path = |method: &str| format!("/apps/com.example.kanban/board/backend/{method}");
+
+    // Listed, with its backend available.
+    butler_test_support::wait_until(Duration::from_secs(30), "the plugin listed", || {
+        butler.get_json("/apps").1["plugins"][0]["id"] == "com.example.kanban"
+    });
+    let (_, listed) = butler.get_json("/apps");
+    assert_eq!(listed["plugins"][0]["backend"]["state"], "available", "{listed}");
+
+    // Only the owner calls a backend.
+    let (status, body) = butler.post_json(&path("ping"), &json!({"value": 1}), &[]);
+    crate::util::assert_error(status, &body, 403, "owner_required");
+
+    let (status, body) = butler.post_json(&path("ping"), &json!({"value": 7}), &owner);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["ok"], true, "{body}");
+    let data_dir = butler.workdir.canonicalize().expect("workdir").join(".butler/ui_apps/data/com.example.kanban");
+    assert_eq!(body["data"]["pong"], 7);
+    assert_eq!(body["data"]["generation"], 1);
+    assert_eq!(body["data"]["pluginId"], "com.example.kanban");
+    assert_eq!(body["data"]["llm"], "503 agent_unavailable", "no agent backend yet: {body}");
+    assert!(
+        body["data"]["dataDir"]
+            .as_str()
+            .is_some_and(|d| Path::new(d).ends_with(".butler/ui_apps/data/com.example.kanban"))
+    );
+
+    // What a method throws, an unknown method, and a backend writing to stdout.
+    let (status, body) = butler.post_json(&path("fail"), &json!({}), &owner);
+    assert_eq!((status, &body), (200, &json!({"ok": false, "message": "it broke"})));
+    let (status, body) = butler.post_json(&path("nope"), &json!({}), &owner);
+    assert_eq!((status, &body), (200, &json!({"ok": false, "message": "Method not found: nope"})));
+    let (status, body) = butler.post_json(&path("chatty"), &json!({}), &owner);
+    assert_eq!((status, &body), (200, &json!({"ok": true, "data": "still answered"})));
+    let (status, body) = butler.post_json("/apps/com.example.kanban/nothing/backend/ping", &json!({}), &owner);
+    crate::util::assert_error(status, &body, 404, "unknown_app");
+
+    // An edit reloads the module, after the old instance's dispose().
+    std::fs::write(&entry, backend_module(2)).expect("edit");
+    let later = std::time::SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::options().write(true).open(&entry).and_then(|f| f.set_modified(later)).expect("mtime");
+    let (status, body) = butler.post_json(&path("ping"), &json!({"value": 8}), &owner);
+    assert_eq!((status, &body["data"]["generation"]), (200, &json!(2)), "{body}");
+    assert!(data_dir.join("disposed-1").is_file(), "the old instance was disposed");
+}
+
+#[test]
+fn without_node_a_backend_is_listed_with_the_reason_and_calls_say_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let workdir = dir.path().join("instance");
+    let butler = Butler::start_with_env(&workdir, &[], &[("PATH", "/nonexistent")]);
+    write_backend_plugin(&butler.workdir);
+    butler_test_support::wait_until(Duration::from_secs(30), "the plugin listed", || {
+        butler.get_json("/apps").1["plugins"][0]["id"] == "com.example.kanban"
+    });
+    let (_, listed) = butler.get_json("/apps");
+    let backend = &listed["plugins"][0]["backend"];
+    assert_eq!(backend["state"], "unavailable", "{listed}");
+    assert!(backend["reason"].as_str().is_some_and(|r| r.contains("Node.js is not installed")), "{listed}");
+    let token = butler.owner_token();
+    let auth = format!("Bearer {token}");
+    let (status, body) =
+        butler.post_json("/apps/com.example.kanban/board/backend/ping", &json!({}), &[("authorization", &auth)]);
+    crate::util::assert_error(status, &body, 503, "backend_unavailable");
+}

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use butler_faculty::FacultyRuntime;
+use butler_host::app_backends::Backends;
 use butler_host::catalog::spawn_loader;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
 use butler_host::instance::{HostLock, Instance, owner};
@@ -191,6 +192,8 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // Before the first snapshot is followed: the enabled packages' servers join with it.
     mcp.set_packages(butler_host::packages::CAPABILITIES, butler_host::packages::enabled(&imports));
     catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &instance.state_dir(), &instance.root))).await;
+    let backends = Arc::new(Backends::new(instance.host_env(&host_url), &instance.state_dir(), &instance.root));
+    catalog.follow(Arc::clone(&backends)).await;
 
     let instance = Arc::new(instance);
     let local_socket = http::bind_local(&instance.state_dir());
@@ -209,6 +212,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         owner_token: owner_token.into(),
         sessions,
         imports,
+        backends: Arc::clone(&backends),
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
         auth: instance.config.mcp.auth,
@@ -236,9 +240,10 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // them, so no open SSE connection holds up the graceful shutdown. Faculty calls get
     // the drain window, then are abandoned, so a stuck call cannot hold the exit.
     let (stopping, providers, draining) = (Arc::clone(&supervisor), Arc::clone(&mcp), Arc::clone(&faculties));
+    let app_backends = Arc::clone(&backends);
     let shutdown = async move {
         shutdown.await;
-        tokio::join!(stopping.shutdown(), providers.shutdown(), draining.drain(CALL_DRAIN));
+        tokio::join!(stopping.shutdown(), providers.shutdown(), app_backends.shutdown(), draining.drain(CALL_DRAIN));
     };
     let served = http::serve(listener, local_socket, (state, Some(hub_io)), shutdown, CONNECTION_GRACE).await;
     served?;

@@ -84,6 +84,8 @@ pub struct Services {
     pub sessions: Arc<session::Sessions>,
     /// The Suzu Lives capability packages imported into the instance.
     pub imports: Arc<butler_catalog::imports::Imports>,
+    /// The ChatOS plugins' backends.
+    pub backends: Arc<crate::app_backends::Backends>,
     /// `http://ADDR:PORT`, where the host listens.
     pub origin: Arc<str>,
     /// What the gate checks (our port).

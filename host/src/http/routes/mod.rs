@@ -5,6 +5,7 @@
 //! handler — and the router is built from it, so [`table`] is exactly what the router
 //! answers. `docs/openapi.json` describes every entry (checked by the tests below).
 
+mod apps;
 mod boards;
 mod capabilities;
 mod catalog;
@@ -68,6 +69,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/capabilities", capabilities::list),
         op(M::POST, "/imports", capabilities::import),
         op(M::POST, "/capabilities/{id}/{action}", capabilities::action),
+        op(M::GET, "/apps", apps::list),
+        op(M::POST, "/apps/{plugin}/{app}/backend/{method}", apps::call),
         op(M::GET, "/layout", layout::get_layout),
         op(M::PUT, "/layout", layout::put_layout),
         op(M::POST, "/pipeline", pipeline::pipeline),
