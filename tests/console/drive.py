@@ -508,8 +508,26 @@ def packages(browser, origin, shots, args):
             "code": code, "imported": imported, "before": before, "after": after}
 
 
+def plugins(browser, origin, shots, args):
+    """The ChatOS plugins on the Packages view: each app's server, prompts and profile, the
+    plugin's problems, its backend's state, and a refused plugin with its reason."""
+    page = Page(browser, origin, shots)
+    page.open("packages")
+    card = page.page.locator(f"[data-plugin='{args['id']}']")
+    expect(card).to_be_visible()
+    apps = {}
+    for row in card.locator("tr[data-app]").all():
+        cells = row.locator("td").all()
+        apps[row.get_attribute("data-app")] = [c.inner_text() for c in cells]
+    refused = page.page.locator("[data-plugin-refused]").all_inner_texts()
+    page.shot("plugins")
+    return {"errors": page.errors, "apps": apps, "problems": card.locator(".problems li").all_inner_texts(),
+            "backend": card.locator(".badge").all_inner_texts(), "title": card.locator("h3").inner_text(),
+            "refused": refused}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
-                                     activity, packages)}
+                                     activity, packages, plugins)}
 
 
 def main():

@@ -505,3 +505,45 @@ fn a_capability_package_is_imported_and_enabled_from_the_console() {
         .collect();
     assert_eq!(ids, [("example.good", true)], "the broken one left nothing: {listed}");
 }
+
+/// The ChatOS plugins a scan found, on the Packages view: each app's server, prompts and
+/// profile, the plugin's problems and backend, and a plugin refused with its reason — the
+/// plugin's own text shown as text.
+#[test]
+fn the_chatos_plugins_are_listed_with_their_apps_problems_and_backend() {
+    let (butler, _dir) = Butler::start_fresh();
+    let plugin = butler.workdir.join("tools/desk");
+    std::fs::create_dir_all(plugin.join("ui")).expect("mkdir");
+    std::fs::write(plugin.join("ui/index.mjs"), "export function mount() {}").expect("ui");
+    std::fs::write(plugin.join("server.mjs"), "// an MCP server").expect("server");
+    let manifest = json!({"id": "com.example.desk", "name": "Desk <img src=x onerror=alert(1)>", "version": "0.2.0",
+    "backend": {"entry": "backend.mjs"},
+    "apps": [
+        {"id": "notes", "name": "Notes", "entry": "ui/index.mjs",
+         "ai": {"mcp": {"entry": "server.mjs", "allowMain": false}, "mcpPrompt": {"en": {"content": "Take notes."}}}},
+        {"id": "gone", "name": "Gone", "entry": "ui/missing.mjs"},
+    ]});
+    std::fs::write(plugin.join("plugin.json"), manifest.to_string()).expect("plugin.json");
+    let refused = butler.workdir.join("tools/refused");
+    std::fs::create_dir_all(&refused).expect("mkdir");
+    std::fs::write(refused.join("plugin.json"), r#"{"name": "no id"}"#).expect("plugin.json");
+    butler_test_support::wait_until(std::time::Duration::from_secs(30), "the plugin listed", || {
+        butler.get_json("/apps").1["plugins"][0]["id"] == "com.example.desk"
+    });
+
+    let result = drive(&butler, "plugins", &json!({"id": "com.example.desk"}));
+    assert_no_errors(&result);
+    assert!(result["title"].as_str().is_some_and(|t| t.contains("Desk <img src=x onerror=alert(1)>")), "{result}");
+    let notes = result["apps"]["notes"].as_array().cloned().unwrap_or_default();
+    let cell = |i: usize| notes.get(i).and_then(Value::as_str).unwrap_or_default().to_owned();
+    assert!(cell(0).contains("uiapp:com.example.desk.notes") && cell(0).contains("not on /mcp"), "{result}");
+    assert_eq!(cell(1), "mcp_com_example_desk_notes__en", "{result}");
+    assert_eq!(cell(2), "/mcp/p/com_example_desk_notes", "{result}");
+    assert!(result["apps"].get("gone").is_none(), "{result}");
+    let problems = result["problems"].to_string();
+    assert!(problems.contains("/apps/1/entry") && problems.contains("does not exist"), "{result}");
+    assert!(problems.contains("backend.entry does not exist"), "{result}");
+    assert!(result["backend"].to_string().contains("unavailable"), "{result}");
+    let refused = result["refused"].to_string();
+    assert!(refused.contains("tools/refused/plugin.json") && refused.contains("/id is required"), "{result}");
+}

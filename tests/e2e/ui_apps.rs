@@ -135,6 +135,13 @@ fn a_chatos_plugins_apps_join_the_hub_with_their_meta_prompts_and_profiles() {
 
     // The app whose entry is outside the plugin is left out, and the catalog says why.
     let catalog = butler.catalog();
+    let apps: Vec<(&str, &str, &str)> = catalog["apps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| Some((a["pluginId"].as_str()?, a["appId"].as_str()?, a["name"].as_str()?)))
+        .collect();
+    assert_eq!(apps, [(PLUGIN_ID, "notes", "Notes"), (PLUGIN_ID, "board", "Board")], "{catalog}");
     let diagnostics = catalog["diagnostics"].to_string();
     assert!(diagnostics.contains("tools/desk/plugin.json") && diagnostics.contains("/apps/2/entry"), "{catalog}");
     assert!(diagnostics.contains("must be within the plugin directory"), "{catalog}");

@@ -19,6 +19,22 @@ pub struct PublicCatalog<'a> {
     pub extensions: Vec<PublicExtension<'a>>,
     /// Problems with manifests.
     pub diagnostics: &'a [Diagnostic],
+    /// The apps of the ChatOS UI Apps plugins found, in scan order.
+    pub apps: Vec<PublicApp<'a>>,
+}
+
+/// One app of a ChatOS UI Apps plugin, as clients see it (`GET /apps` has the rest).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicApp<'a> {
+    /// The plugin's id.
+    pub plugin_id: &'a str,
+    /// The app's id.
+    pub app_id: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its description.
+    pub description: &'a str,
 }
 
 impl<'a> PublicCatalog<'a> {
@@ -28,6 +44,18 @@ impl<'a> PublicCatalog<'a> {
         Self {
             extensions: catalog.extensions.iter().map(|e| PublicExtension::of(e)).collect(),
             diagnostics: &catalog.diagnostics,
+            apps: catalog
+                .plugins
+                .iter()
+                .flat_map(|p| {
+                    p.apps.iter().map(|a| PublicApp {
+                        plugin_id: &p.id,
+                        app_id: &a.id,
+                        name: &a.name,
+                        description: &a.description,
+                    })
+                })
+                .collect(),
         }
     }
 }

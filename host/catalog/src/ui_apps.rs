@@ -282,7 +282,11 @@ pub fn read(dir: &Path) -> Result<Plugin, SchemaError> {
         None | Some(Value::Null) => {}
         Some(Value::Object(backend)) => {
             let entry = required(backend, "entry", "/backend")?;
-            plugin.backend = Some(inside(dir, &entry).map_err(|why| format!("backend.entry {why}")));
+            let backend = inside(dir, &entry).map_err(|why| format!("backend.entry {why}"));
+            if let Err(why) = &backend {
+                plugin.problems.push(refuse("/backend/entry", format!("{why}: the backend cannot run")));
+            }
+            plugin.backend = Some(backend);
         }
         Some(_) => return Err(refuse("/backend", "must be an object with `entry`".to_owned())),
     }

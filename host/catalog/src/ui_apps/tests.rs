@@ -189,6 +189,7 @@ fn bad_paths_drop_only_what_they_belong_to() {
     assert!(plugin.apps[2].server.is_none(), "plain http to another machine is refused");
     let problems: Vec<String> = plugin.problems.iter().map(|p| format!("{} {}", p.pointer, p.message)).collect();
     let expect = [
+        "/backend/entry backend.entry `../backend.mjs` must be within the plugin directory",
         "/apps/0/entry the entry does not exist",
         "/apps/1/entry the entry `../../etc/passwd` must be within",
         "/apps/3 duplicate app id `dup`",

@@ -66,6 +66,12 @@ const en = {
   import_imported: 'Imported {id} {version} — not enabled.', import_updated: 'Updated {id} {version}:',
   import_unchanged: 'Nothing to update: {id} {version} is as imported.', import_failed: 'Not imported: {msg}',
   enable: 'Enable', disable: 'Disable', remove: 'Remove',
+  plugins_title: 'ChatOS UI Apps plugins',
+  plugins_hint: 'Folders with a plugin.json in a scan root. Each app\'s MCP server joins the hub (its tools held for your approval like any provider\'s), its prompt is offered to agents, and its profile exposes what the app selects.',
+  plugins_empty: 'No plugin found.', plugin_refused: 'refused', plugin_problems: 'problems: {n}',
+  plugin_backend: 'Backend', backend_available: 'available', backend_unavailable: 'unavailable',
+  app: 'App', mcp_server: 'MCP server', prompts: 'Prompts', profile: 'Profile',
+  not_on_main: 'not on /mcp', not_on_sub: 'not on its profile',
 };
 
 const zh = {
@@ -96,6 +102,12 @@ const zh = {
   import_imported: '已导入 {id} {version}，尚未启用。', import_updated: '已更新 {id} {version}：',
   import_unchanged: '无需更新：{id} {version} 与导入时相同。', import_failed: '未导入：{msg}',
   enable: '启用', disable: '停用', remove: '移除',
+  plugins_title: 'ChatOS UI Apps 插件',
+  plugins_hint: '扫描根目录中带有 plugin.json 的文件夹。每个应用的 MCP 服务会加入 Hub（和其他提供方一样，它的工具要等你批准），它的提示词会提供给智能体，它的 profile 暴露应用选择的内容。',
+  plugins_empty: '没有找到插件。', plugin_refused: '已拒绝', plugin_problems: '问题：{n}',
+  plugin_backend: '后端', backend_available: '可用', backend_unavailable: '不可用',
+  app: '应用', mcp_server: 'MCP 服务', prompts: '提示词', profile: 'Profile',
+  not_on_main: '不在 /mcp 上', not_on_sub: '不在它的 profile 上',
   op_create: '新卡片', op_revise: '修订', op_archive: '归档',
   approve: '批准', reject: '拒绝', reject_reason: '拒绝理由（可选）', approving: '正在批准…', rejecting: '正在拒绝…',
   approved: '已批准为 {id}（修订 {rev}）。', rejected: '已拒绝。', failed: '失败：{msg}',
