@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use butler_catalog::imports::Imports;
 use butler_catalog::manifest::Mcp;
-use butler_catalog::ui_apps::{self, Exposure, Plugin, Target};
+use butler_catalog::ui_apps::{self, APP_PROVIDER, AppNames, Exposure, Plugin, Target};
 use butler_catalog::{Catalog, Follow};
 use butler_mcp::upstream::Remote;
 use butler_mcp::{Hub, Package, Profile, ProfileSpec, Prompts, Server};
@@ -25,8 +25,6 @@ use butler_mcp::{Hub, Package, Profile, ProfileSpec, Prompts, Server};
 pub const CAPABILITIES: &str = "capabilities";
 /// Where the ChatOS apps come from ([`Hub::set_packages`]).
 pub const UI_APPS: &str = "ui-apps";
-/// The prefix of a ChatOS app's provider id.
-pub const APP_PROVIDER: &str = "uiapp:";
 
 fn default_timeout() -> Duration {
     Duration::from_secs(u64::from(Mcp::DEFAULT_TIMEOUT_SEC))
@@ -110,35 +108,6 @@ pub fn ui_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap
         }
     }
     (packages, profiles)
-}
-
-/// What an app is called in the hub.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppNames {
-    /// Its server's provider id, `uiapp:<pluginId>.<appId>`.
-    pub provider: String,
-    /// Its server's namespace: `normalize(<pluginId>.<appId>)` fitted to the hub's rules.
-    pub namespace: String,
-    /// Its profile's name, `normalize(<pluginId>.<appId>)`.
-    pub profile: String,
-}
-
-impl AppNames {
-    /// The names of `plugin`'s `app`.
-    #[must_use]
-    pub fn of(plugin: &Plugin, app: &ui_apps::App) -> Self {
-        let server_name = plugin.server_name(app);
-        let profile = ui_apps::normalize(&server_name);
-        Self { provider: format!("{APP_PROVIDER}{server_name}"), namespace: fitted_namespace(&profile), profile }
-    }
-}
-
-/// A namespace made of `normal` that fits the hub's rules: at most 32 characters, not
-/// ending in `_`, `app` when nothing is left.
-fn fitted_namespace(normal: &str) -> String {
-    let fitted: String = normal.chars().take(butler_catalog::imports::MAX_NAMESPACE).collect();
-    let fitted = fitted.trim_end_matches('_');
-    if fitted.is_empty() { "app".to_owned() } else { fitted.to_owned() }
 }
 
 /// An app's stdio server as the hub runs it, in the plugin's folder.

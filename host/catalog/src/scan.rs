@@ -193,8 +193,47 @@ pub fn scan_confirming(
     // place: extensions are always in scan order.
     loaded.sort_by_cached_key(|e| config.scan_order(e));
     let extensions = settle_ids(loaded, previous, &mut diagnostics);
-    let extensions = extensions.into_iter().map(Arc::new).collect();
+    let extensions: Vec<Arc<Extension>> = extensions.into_iter().map(Arc::new).collect();
+    diagnostics.extend(namespace_collisions(config, &extensions, &plugins));
     (Catalog { generation: 0, extensions, diagnostics, plugins }, gone_now)
+}
+
+/// A warning for each app server whose namespace an extension's provider, the host or an
+/// earlier app already has: the hub leaves it out (its status says so too).
+fn namespace_collisions(
+    config: &ScanConfig,
+    extensions: &[Arc<Extension>],
+    plugins: &[Arc<ui_apps::Plugin>],
+) -> Vec<Diagnostic> {
+    let mut taken: HashMap<String, String> =
+        [(crate::names::RESERVED.to_owned(), "the host's own tools".to_owned())].into_iter().collect();
+    for ext in extensions {
+        if let Some(mcp) = &ext.manifest.mcp {
+            taken.entry(mcp.effective_namespace(ext.id())).or_insert_with(|| format!("the extension `{}`", ext.id()));
+        }
+    }
+    let mut found = Vec::new();
+    for plugin in plugins {
+        for app in plugin.apps.iter().filter(|a| a.server.is_some()) {
+            let names = ui_apps::AppNames::of(plugin, app);
+            match taken.get(&names.namespace) {
+                Some(holder) => found.push(Diagnostic::single(
+                    config.display(&plugin.dir.join(ui_apps::MANIFEST_FILE)),
+                    Some(plugin.id.clone()),
+                    Severity::Warning,
+                    "",
+                    format!(
+                        "the app `{}`'s MCP server would have the namespace `{}`, which {holder} has: it is left out of the hub",
+                        app.id, names.namespace
+                    ),
+                )),
+                None => {
+                    taken.insert(names.namespace, format!("the app `{}`", plugin.server_name(app)));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The ChatOS UI Apps plugin in `dir`, a folder with a `plugin.json` and no

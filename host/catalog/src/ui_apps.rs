@@ -168,6 +168,35 @@ impl Plugin {
     }
 }
 
+/// The prefix of a ChatOS app's provider id in the hub.
+pub const APP_PROVIDER: &str = "uiapp:";
+
+/// What an app is called in the hub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppNames {
+    /// Its server's provider id, `uiapp:<pluginId>.<appId>`.
+    pub provider: String,
+    /// Its server's namespace: `normalize(<pluginId>.<appId>)` fitted to the hub's rules —
+    /// at most [`crate::imports::MAX_NAMESPACE`] characters, not ending in `_`, `app` when
+    /// nothing is left.
+    pub namespace: String,
+    /// Its profile's name, `normalize(<pluginId>.<appId>)`.
+    pub profile: String,
+}
+
+impl AppNames {
+    /// The names of `plugin`'s `app`.
+    #[must_use]
+    pub fn of(plugin: &Plugin, app: &App) -> Self {
+        let server_name = plugin.server_name(app);
+        let profile = normalize(&server_name);
+        let fitted: String = profile.chars().take(crate::imports::MAX_NAMESPACE).collect();
+        let fitted = fitted.trim_end_matches('_');
+        let namespace = if fitted.is_empty() { "app".to_owned() } else { fitted.to_owned() };
+        Self { provider: format!("{APP_PROVIDER}{server_name}"), namespace, profile }
+    }
+}
+
 /// The places `callMeta` variables and `_meta.chatos.uiApp` speak of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Places {
@@ -460,7 +489,7 @@ fn read_ai(plugin: &Plugin, shape: Shape, at: &str) -> Result<(App, Vec<SchemaEr
         servers_exposed,
         prompts_exposed,
     };
-    if let Some(Value::Object(mcp)) = ai.get("mcp") {
+    if let Some(Value::Object(mcp)) = ai.get("mcp").filter(|mcp| mcp.get("enabled") != Some(&Value::Bool(false))) {
         match server(&plugin.dir, mcp) {
             Ok((server, warning)) => {
                 if let Some(why) = warning {

@@ -203,3 +203,36 @@ fn bad_paths_drop_only_what_they_belong_to() {
     }
     assert_eq!(problems.len(), expect.len(), "{problems:#?}");
 }
+
+#[test]
+fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
+    let instance = tempfile::tempdir().expect("dir");
+    let tools = instance.path().join("tools");
+    std::fs::create_dir_all(tools.join("ext")).expect("mkdir");
+    let extension = json!({"schemaVersion": 1, "kind": "tool", "id": "ext", "name": "Ext",
+        "mcp": {"transport": "stdio", "command": ["node", "x.mjs"], "namespace": "p_a"}});
+    std::fs::write(tools.join("ext/butler.json"), extension.to_string()).expect("extension");
+    let manifest = json!({"id": "p", "name": "P", "apps": [
+        app("a", json!({"mcp": {"url": "cmd://node a.mjs"}})),
+        app("b", json!({"mcp": {"url": "cmd://node b.mjs"}})),
+        app("c", json!({"mcp": {"url": "cmd://node c.mjs", "enabled": false}})),
+    ]});
+    let plugin = plugin_dir(&manifest, &[UI]);
+    let copy = tools.join("plugin");
+    std::fs::create_dir_all(copy.join("ui")).expect("mkdir");
+    for file in [MANIFEST_FILE, "ui/index.mjs"] {
+        std::fs::copy(plugin.path().join(file), copy.join(file)).expect("copy");
+    }
+    let config = crate::ScanConfig { instance_root: instance.path().to_owned(), roots: vec![tools], inspector: None };
+    let catalog = crate::scan(&config, None);
+    assert_eq!(catalog.extensions.len(), 1, "{:?}", catalog.diagnostics);
+    assert_eq!(catalog.plugins.len(), 1, "{:?}", catalog.diagnostics);
+    assert!(catalog.plugins[0].apps[2].server.is_none(), "`enabled: false` keeps the server out");
+    let warnings: Vec<String> = catalog.diagnostics.iter().flat_map(|d| &d.errors).map(|e| e.message.clone()).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("`a`") && warnings[0].contains("`p_a`") && warnings[0].contains("`ext`"),
+        "{warnings:?}"
+    );
+    assert_eq!(catalog.diagnostics[0].path, "tools/plugin/plugin.json");
+}

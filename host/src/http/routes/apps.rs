@@ -6,13 +6,12 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use butler_catalog::ui_apps::Target;
+use butler_catalog::ui_apps::{AppNames, Target};
 use serde_json::{Value, json};
 
 use crate::app_backends::CallError;
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
-use crate::packages::AppNames;
 
 /// Every plugin, its backend's state, and its apps with their server, prompts and profile.
 pub async fn list(State(state): State<AppState>) -> Json<Value> {

@@ -25,6 +25,14 @@ pub const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 fn shown(record: &Record) -> Value {
     let mut item = json!(record);
     item["adapters"] = json!(record.adapters());
+    // What agents get once it is enabled: its server's provider id, its skill's prompt.
+    let adapters = record.adapters();
+    item["provider"] = json!(adapters.iter().any(|a| a.starts_with("mcp")).then(|| record.provider_id()));
+    item["prompt"] = json!(adapters.iter().any(|a| a == "skill").then(|| format!(
+        "{}__{}",
+        record.namespace(),
+        butler_mcp::SKILL_PROMPT
+    )));
     if let Some(object) = item.as_object_mut() {
         // The manifest may hold literal header or env values (tokens): the API shows the
         // adapters' kinds, and the files, never the manifest.

@@ -70,6 +70,7 @@ const en = {
   plugins_hint: 'Folders with a plugin.json in a scan root. Each app\'s MCP server joins the hub (its tools held for your approval like any provider\'s), its prompt is offered to agents, and its profile exposes what the app selects.',
   plugins_empty: 'No plugin found.', plugin_refused: 'refused', plugin_problems: 'problems: {n}',
   plugin_backend: 'Backend', backend_available: 'available', backend_unavailable: 'unavailable',
+  prompt: 'Prompt',
   app: 'App', mcp_server: 'MCP server', prompts: 'Prompts', profile: 'Profile',
   not_on_main: 'not on /mcp', not_on_sub: 'not on its profile',
 };
@@ -106,6 +107,7 @@ const zh = {
   plugins_hint: '扫描根目录中带有 plugin.json 的文件夹。每个应用的 MCP 服务会加入 Hub（和其他提供方一样，它的工具要等你批准），它的提示词会提供给智能体，它的 profile 暴露应用选择的内容。',
   plugins_empty: '没有找到插件。', plugin_refused: '已拒绝', plugin_problems: '问题：{n}',
   plugin_backend: '后端', backend_available: '可用', backend_unavailable: '不可用',
+  prompt: '提示词',
   app: '应用', mcp_server: 'MCP 服务', prompts: '提示词', profile: 'Profile',
   not_on_main: '不在 /mcp 上', not_on_sub: '不在它的 profile 上',
   op_create: '新卡片', op_revise: '修订', op_archive: '归档',

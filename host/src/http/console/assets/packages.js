@@ -23,7 +23,9 @@ export async function packagesView(main, ctx) {
         h('th', { scope: 'row' }, p.name, h('div', null, h('code', null, p.id))),
         h('td', null, p.version),
         h('td', null, h('span', { class: `badge state-${p.enabled ? 'ready' : 'registered'}` }, p.enabled ? t('enabled') : t('not_enabled'))),
-        h('td', null, (p.adapters || []).join(', '), (p.files || []).length ? h('div', { class: 'muted' }, t('skill_files', { n: p.files.length })) : null),
+        h('td', null, (p.adapters || []).join(', '), (p.files || []).length ? h('div', { class: 'muted' }, t('skill_files', { n: p.files.length })) : null,
+          p.prompt ? h('div', null, t('prompt'), ' ', h('code', null, p.prompt)) : null,
+          p.provider ? h('div', null, t('provider'), ' ', h('code', null, p.provider)) : null),
         h('td', null, h('code', null, p.source)),
         h('td', null, packageActions(p, again)))))))
       : h('p', { class: 'muted' }, t('packages_empty')),
