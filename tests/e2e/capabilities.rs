@@ -47,7 +47,10 @@ fn an_imported_package_is_recorded_not_enabled_until_the_owner_enables_it() {
     let record = &listed["capabilities"][0];
     assert_eq!((record["id"].as_str(), record["enabled"].as_bool()), (Some("example.weather"), Some(false)));
     assert_eq!(record["adapters"], json!(["skill", "mcp (stdio)"]));
-    assert_eq!((&record["provider"], &record["prompt"]), (&json!("suzu:example.weather"), &json!("example_weather__skill")));
+    assert_eq!(
+        (&record["provider"], &record["prompt"]),
+        (&json!("suzu:example.weather"), &json!("example_weather__skill"))
+    );
     assert!(!listed.to_string().contains("literal-secret-4711"), "the manifest's env values are not shown: {listed}");
     let copy = butler.workdir.join(".butler/capabilities/example.weather/skill/scripts/run.sh");
     assert_eq!(std::fs::read(&copy).expect("the managed copy"), b"touch ran\n");

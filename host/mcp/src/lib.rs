@@ -756,9 +756,9 @@ impl Hub {
         Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
     }
 
-    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose lists are not known yet
-    /// (never run, no cache): the others are listed from what they listed last, and start
-    /// on a call. Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken
+    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
+    /// lists are not known yet (never run, no cache): the others are listed from what they
+    /// listed last, and start on a call. Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken
     /// provider delays nobody longer.
     async fn start_unlisted(&self, view: Option<&View>) {
         let providers: Vec<_> = self
@@ -1081,14 +1081,13 @@ impl Hub {
                 json!({"name": CONTEXT_NAME, "description": "The owner's compiled context, as their faculties compile it."}),
             );
         }
-        let mut skills: Vec<Value> =
+        // The packages' own prompts (skills, apps' prompts) win a name over a provider's.
+        let mut own: Vec<Value> =
             self.skills(view).iter().map(|(namespace, skill)| Self::skill_prompt(view, namespace, skill)).collect();
         if !matches!(view, View::Restricted) {
-            skills.extend(self.package_prompts(view).into_iter().map(|p| json!({"name": p.name, "title": p.title})));
-        }
-        if !matches!(view, View::Restricted) {
+            own.extend(self.package_prompts(view).into_iter().map(|p| json!({"name": p.name, "title": p.title})));
             self.start_unlisted(Some(view)).await;
-            let taken = |name: &str| skills.iter().any(|s| s["name"] == name);
+            let taken = |name: &str| own.iter().any(|s| s["name"] == name);
             prompts.extend(
                 self.exposed(ItemKind::Prompt)
                     .0
@@ -1098,7 +1097,7 @@ impl Hub {
                     .filter(|item| !item["name"].as_str().is_some_and(taken)),
             );
         }
-        prompts.extend(skills);
+        prompts.extend(own);
         prompts
     }
 
