@@ -393,3 +393,73 @@ fn layout_round_trips_and_rejects_bad_input_without_losing_the_saved_one() {
     assert_error(status, &body, 415, "unsupported_media_type");
     assert_eq!(butler.get_json("/layout"), (200, saved), "failed writes never touched the saved layout");
 }
+
+/// Every tool's actions in one list, in the order the console shows the tools board: as the
+/// owner ordered it, then in scan order.
+#[test]
+fn quick_actions_list_every_action_in_the_consoles_order() {
+    let (butler, _dir) = Butler::start_fresh();
+    let with_actions = |id: &str, actions: Value| {
+        let mut manifest = tool(id, &format!("Name of {id}"));
+        manifest["actions"] = actions;
+        manifest
+    };
+    let root = &butler.workdir;
+    write_manifest(
+        root,
+        "tools/alpha",
+        &with_actions("alpha", json!([{"label": "Open", "url": "http://127.0.0.1:9/a"}])),
+    );
+    write_manifest(
+        root,
+        "tools/beta",
+        &with_actions(
+            "beta",
+            json!([
+        {"label": "Run", "url": "http://127.0.0.1:9/run", "mode": "post"},
+        {"label": "Docs", "title": "Beta docs", "url": "https://example.org/beta", "mode": "external"}]),
+        ),
+    );
+    write_manifest(root, "tools/gamma", &tool("gamma", "Gamma without actions"));
+    wait_until(Duration::from_secs(30), "the three registered", || {
+        ["alpha", "beta", "gamma"].iter().all(|id| butler.ids().contains(&(*id).to_owned()))
+    });
+    let listed = |butler: &Butler| -> Vec<(String, String, String)> {
+        let (status, body) = butler.get_json("/quick-actions");
+        assert_eq!(status, 200, "{body}");
+        body["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| {
+                (
+                    a["extension"].as_str().unwrap_or_default().to_owned(),
+                    a["label"].as_str().unwrap_or_default().to_owned(),
+                    a["mode"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let row = |e: &str, l: &str, m: &str| (e.to_owned(), l.to_owned(), m.to_owned());
+    assert_eq!(
+        listed(&butler),
+        [row("alpha", "Open", "panel"), row("beta", "Run", "post"), row("beta", "Docs", "external")]
+    );
+    let (_, body) = butler.get_json("/quick-actions");
+    assert_eq!((&body["actions"][2]["title"], &body["actions"][0]["title"]), (&json!("Beta docs"), &json!("Open")));
+    assert_eq!(body["actions"][0]["extensionName"], "Name of alpha");
+
+    // The owner's order on the tools board: beta first.
+    let layout = json!({"version": 1, "order": {"tools": ["beta", "gamma", "alpha"]}});
+    let saved = butler
+        .request(reqwest::Method::PUT, &butler.api("/layout"))
+        .header("content-type", "application/json")
+        .body(layout.to_string())
+        .send()
+        .expect("PUT /layout");
+    assert_eq!(saved.status(), 200);
+    assert_eq!(
+        listed(&butler),
+        [row("beta", "Run", "post"), row("beta", "Docs", "external"), row("alpha", "Open", "panel")]
+    );
+}

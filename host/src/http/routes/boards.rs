@@ -1,4 +1,5 @@
-//! The per-kind lists: `GET /overview` (tools), `GET /services`, `GET /faculties`.
+//! The per-kind lists: `GET /overview` (tools), `GET /services`, `GET /faculties`; and
+//! `GET /quick-actions`, every tool's action in one list for launchers.
 //!
 //! Each item is the public extension view plus its run state: a hosted tool's or service's
 //! supervision status (`state`, `pid`, `restarts`, `health`, …), `unmanaged` for one without
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::Kind;
 use crate::catalog::public::PublicExtension;
-use crate::http::AppState;
+use crate::http::{ApiError, AppState};
 use crate::supervise::Status;
 
 #[derive(Serialize)]
@@ -77,4 +78,32 @@ pub async fn faculties(State(state): State<AppState>) -> Json<Value> {
         })
         .collect();
     Json(json!({ "faculties": faculties, "routes": state.pipeline.routes(), "runtime": state.faculties.stats() }))
+}
+
+/// `{"actions":[{"extension","extensionName","label","title","mode","url"}]}`: every
+/// tool's actions (only tools have actions), in the console's order of the tools board —
+/// the order the owner saved in the layout, then scan order: what a launcher lists.
+///
+/// # Errors
+/// 500 `layout_unreadable`.
+pub async fn quick_actions(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let layout = super::layout::saved(&state).await?;
+    let snapshot = state.catalog.current();
+    let order: Vec<&str> =
+        layout["order"]["tools"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut tools: Vec<_> = snapshot.of_kind(Kind::Tool).enumerate().collect();
+    tools.sort_by_key(|(i, e)| order.iter().position(|id| *id == e.id()).unwrap_or(order.len() + i));
+    let actions: Vec<Value> = tools
+        .into_iter()
+        .flat_map(|(_, tool)| {
+            tool.manifest.actions.iter().map(move |action| {
+                json!({
+                    "extension": tool.id(), "extensionName": tool.manifest.name,
+                    "label": action.label, "title": action.title.as_ref().unwrap_or(&action.label),
+                    "mode": action.mode, "url": action.url,
+                })
+            })
+        })
+        .collect();
+    Ok(Json(json!({"actions": actions})))
 }

@@ -26,12 +26,20 @@ static LAYOUT_SCHEMA: LazyLock<SchemaValidator> = LazyLock::new(|| {
 /// # Errors
 /// 500 `layout_unreadable` when the file exists but cannot be read or parsed.
 pub async fn get_layout(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    saved(&state).await.map(Json)
+}
+
+/// The saved layout, or `{"version":1}` when none was saved (see [`get_layout`]).
+///
+/// # Errors
+/// 500 `layout_unreadable`.
+pub(super) async fn saved(state: &AppState) -> Result<Value, ApiError> {
     let path = state.instance.state_dir().join(LAYOUT_FILE);
     match tokio::fs::read(&path).await {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Json).map_err(|e| {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_unreadable", format!("{}: {e}", path.display()))
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Json(json!({"version": 1}))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({"version": 1})),
         Err(e) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_unreadable", e.to_string())),
     }
 }

@@ -59,6 +59,7 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/extensions/{id}/icon", catalog::icon),
         op(M::GET, "/overview", boards::overview),
         op(M::GET, "/services", boards::services),
+        op(M::GET, "/quick-actions", boards::quick_actions),
         op(M::GET, "/tools/{id}/log", supervise::tool_log),
         op(M::POST, "/tools/{id}/{action}", supervise::tool_action),
         op(M::GET, "/services/{id}/log", supervise::service_log),
