@@ -607,3 +607,40 @@ fn failed_checks_are_limited_per_caller_and_recorded() {
     assert_eq!(recorded, 10, "{text}");
     assert!(text.lines().any(|l| l.contains("a counted failure") && l.contains("caller=\"owner\"")), "{text}");
 }
+
+/// A claim takes only the sources and types it lists; without lists, those the root config
+/// names (`distill.sources` / `distill.types`, granted to the faculty in a new instance).
+#[test]
+fn a_claim_takes_only_the_sources_and_types_asked_for_or_configured() {
+    let (first, dir) = started();
+    let workdir = first.workdir.clone();
+    assert!(first.stop().success());
+    let path = workdir.join("butler.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).expect("config")).expect("json");
+    assert_eq!(config["faculties"]["distill"]["config"], json!(["distill"]), "a new instance grants the key");
+    config["distill"] = json!({"types": ["fact", "decision"]});
+    std::fs::write(&path, config.to_string()).expect("write config");
+    let butler = Butler::start(&workdir);
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    let post = |source: &str, kind: &str, text: &str| {
+        let (status, body) = butler.post_json("/observe", &json!({"source": source, "type": kind, "text": text}), &[]);
+        assert_eq!(status, 202, "{body}");
+    };
+    post("test-agent", "fact", "A fact from the agent.");
+    post("test-agent", "error", "An error from the agent.");
+    post("other", "decision", "A decision elsewhere.");
+    let texts = |batch: &Value| -> Vec<String> {
+        batch["items"].as_array().into_iter().flatten().filter_map(|i| i["text"].as_str()).map(str::to_owned).collect()
+    };
+    // The caller's lists.
+    let errors = ok(&butler, "distill.claim", json!({"sources": ["test-agent"], "types": ["error"]}), false);
+    assert_eq!(texts(&errors), ["An error from the agent."]);
+    // The root config's default: facts and decisions, from any source.
+    let rest = ok(&butler, "distill.claim", json!({}), false);
+    assert_eq!(texts(&rest), ["A fact from the agent.", "A decision elsewhere."]);
+    let (status, body) = act(&butler, "distill.claim", json!({"types": []}), false);
+    assert_error(status, &body, 400, "invalid_args");
+    drop(dir);
+}

@@ -58,9 +58,12 @@ async fn supervise(root: &Path) -> (Arc<Supervisor>, broadcast::Receiver<Event>)
 
 /// The next failure supervision reports: (id, exit code, restart delay).
 async fn next_failure(events: &mut broadcast::Receiver<Event>) -> (String, i32, Option<Duration>) {
-    let event = within("the next failure event", events.recv()).await.expect("the event channel is open");
-    let Event::Failed { id, code, restart_in, .. } = event;
-    (id, code, restart_in)
+    loop {
+        let event = within("the next failure event", events.recv()).await.expect("the event channel is open");
+        if let Event::Failed { id, code, restart_in, .. } = event {
+            return (id, code, restart_in);
+        }
+    }
 }
 
 /// The next failure, which must be `id`'s with `code`: its restart delay.
@@ -106,6 +109,7 @@ async fn a_failing_tool_backs_off_doubling_and_a_stable_run_starts_the_backoff_a
         std::fs::write(dir.join(format!("hold-{held}")), "").expect("hold a run");
     }
     let (supervisor, mut events) = supervise(root.path()).await;
+    let mut seen = supervisor.events();
     let mut delays = Vec::new();
 
     // Runs 1–3 fail at once: 1 s, 2 s, 4 s.
@@ -135,6 +139,15 @@ async fn a_failing_tool_backs_off_doubling_and_a_stable_run_starts_the_backoff_a
     let now = status(&supervisor, "flaky");
     assert_eq!((now.state, now.restarts), (State::Backoff, 5), "{now:?}");
     assert!(now.next_restart_at.is_some(), "{now:?}");
+    // Each start by the restart policy was announced, numbered (the observer of crash
+    // loops times recoveries from these).
+    let mut restarted = Vec::new();
+    while let Ok(event) = seen.try_recv() {
+        if let Event::Restarted { id, restarts, .. } = event {
+            restarted.push((id, restarts));
+        }
+    }
+    assert_eq!(restarted, (1..=5).map(|n| ("flaky".to_owned(), n)).collect::<Vec<_>>());
     supervisor.shutdown().await;
 }
 
@@ -216,6 +229,11 @@ async fn always_restarts_after_a_clean_exit_which_is_no_failure() {
     // The first delay is the base: after BACKOFF_BASE it runs again.
     tokio::time::advance(BACKOFF_BASE + SLACK).await;
     yield_until("the restart", || status(&supervisor, "again").restarts == 1).await;
-    assert!(events.try_recv().is_err(), "a clean exit is not reported as a failure");
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        seen.push(event);
+    }
+    assert!(!seen.iter().any(|e| matches!(e, Event::Failed { .. })), "a clean exit is not reported as a failure");
+    assert!(matches!(&seen[..], [Event::Restarted { restarts: 1, .. }]), "{seen:?}");
     supervisor.shutdown().await;
 }

@@ -4,9 +4,11 @@
 //! Its manifest is `manifest.json` beside this crate (the source of `describe()`). Every
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
-//! - `claim {limit?, leaseSeconds?}` leases a batch of uncovered observations and session
-//!   turns and returns them with the index of current cards; the lease is in this response
-//!   only (the batch file keeps its hash).
+//! - `claim {limit?, leaseSeconds?, sources?, types?}` leases a batch of uncovered
+//!   observations and session turns — only those of the listed sources and types, when
+//!   given; else the root config's `distill.sources` / `distill.types` (granted to this
+//!   faculty as `BUTLER_CONFIG`), else all — and returns them with the index of current
+//!   cards; the lease is in this response only (the batch file keeps its hash).
 //! - `evidence {batchId, lease, itemId}` reads one item of the batch.
 //! - `candidate-submit {…}` proposes a candidate card within the lease ([`submit`]).
 //! - `complete {batchId, lease, candidates, zeroReason?}` marks the batch's items covered
@@ -36,6 +38,11 @@ const MAX_LIMIT: u64 = 200;
 const DEFAULT_LEASE_SECONDS: u64 = 900;
 /// The longest lease: an hour, so a crashed agent's items come back the same hour.
 const MAX_LEASE_SECONDS: u64 = 3600;
+/// The most names in a `sources` or `types` filter.
+const MAX_FILTER_NAMES: usize = 32;
+/// The environment variable the host puts the root config keys granted to this faculty in
+/// (`faculties.distill.config: ["distill"]`).
+const CONFIG_ENV: &str = "BUTLER_CONFIG";
 
 struct Distill;
 
@@ -71,9 +78,51 @@ struct ClaimArgs {
     limit: Option<u64>,
     #[serde(default)]
     lease_seconds: Option<u64>,
+    #[serde(default)]
+    sources: Option<Vec<String>>,
+    #[serde(default)]
+    types: Option<Vec<String>>,
+}
+
+/// Which items a claim takes: those of these sources and types (`None`: any).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Filter {
+    sources: Option<BTreeSet<String>>,
+    types: Option<BTreeSet<String>>,
+}
+
+impl Filter {
+    fn admits(&self, item: &batch::Item) -> bool {
+        self.sources.as_ref().is_none_or(|s| s.contains(&item.source))
+            && self.types.as_ref().is_none_or(|t| t.contains(&item.kind_of))
+    }
 }
 
 impl ClaimArgs {
+    /// The filter: the caller's lists, else the root config's (`config`: the granted root
+    /// config's JSON text), else none.
+    fn filter(&self, config: Option<&str>) -> Result<Filter, Failure> {
+        let configured: Value = config.and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        let list = |given: &Option<Vec<String>>, key: &str| -> Result<Option<BTreeSet<String>>, Failure> {
+            let names: Option<Vec<String>> = match given {
+                Some(names) => Some(names.clone()),
+                None => configured
+                    .pointer(&format!("/distill/{key}"))
+                    .and_then(Value::as_array)
+                    .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            };
+            let Some(names) = names else { return Ok(None) };
+            if names.is_empty() || names.len() > MAX_FILTER_NAMES || names.iter().any(|n| n.is_empty() || n.len() > 64)
+            {
+                return Err(Failure::invalid_args(format!(
+                    "{key} must list 1 to {MAX_FILTER_NAMES} names of 1 to 64 characters"
+                )));
+            }
+            Ok(Some(names.into_iter().collect()))
+        };
+        Ok(Filter { sources: list(&self.sources, "sources")?, types: list(&self.types, "types")? })
+    }
+
     /// `(limit, lease in ms)`, defaults applied and ranges checked.
     fn resolve(&self) -> Result<(usize, u64), Failure> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
@@ -91,6 +140,7 @@ impl ClaimArgs {
 fn claim(input: Value) -> Outcome {
     let args: ClaimArgs = butler_store::args::parse(input)?;
     let (limit, lease_ms) = args.resolve()?;
+    let filter = args.filter(std::env::var(CONFIG_ENV).ok().as_deref())?;
     if let Err(f) = host::call("validity.refresh", &json!({})) {
         host::warn(&format!("validity.refresh failed before claim ({}): {}", f.code, clip(&f.message, 200)));
     }
@@ -103,6 +153,7 @@ fn claim(input: Value) -> Outcome {
         old.delete();
     }
     let mut uncovered = items::uncovered(items::all()?, &covered, &held);
+    uncovered.retain(|item| filter.admits(item));
     let cards = current_cards()?;
     if uncovered.is_empty() {
         return Ok(json!({"batchId": null, "items": [], "cards": cards}));
@@ -321,6 +372,41 @@ mod tests {
         ] {
             assert_eq!(resolve(bad), Err("invalid_args".into()), "{bad}");
         }
+    }
+
+    #[test]
+    fn claim_filters_come_from_the_caller_then_the_root_config() {
+        let filter = |args: &str, config: Option<&str>| {
+            parse::<ClaimArgs>(args).and_then(|a| a.filter(config).map_err(|f| f.code))
+        };
+        let set = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect::<BTreeSet<_>>());
+        assert_eq!(filter("{}", None), Ok(Filter::default()));
+        let config = r#"{"distill": {"sources": ["agent"], "types": ["fact", "decision"]}}"#;
+        assert_eq!(
+            filter("{}", Some(config)),
+            Ok(Filter { sources: set(&["agent"]), types: set(&["decision", "fact"]) }),
+            "the root config chooses the default"
+        );
+        assert_eq!(
+            filter(r#"{"types": ["error"]}"#, Some(config)),
+            Ok(Filter { sources: set(&["agent"]), types: set(&["error"]) }),
+            "the caller's list wins"
+        );
+        for bad in [r#"{"sources": []}"#, r#"{"types": [""]}"#, r#"{"sources": "agent"}"#] {
+            assert_eq!(filter(bad, None), Err("invalid_args".into()), "{bad}");
+        }
+        let item = |source: &str, kind: &str| batch::Item {
+            id: "i".into(),
+            kind: ItemKind::Observation,
+            at: "t".into(),
+            source: source.into(),
+            kind_of: kind.into(),
+            tags: vec![],
+            text: "x".into(),
+            r#ref: None,
+        };
+        let only = Filter { sources: set(&["agent"]), types: None };
+        assert!(only.admits(&item("agent", "error")) && !only.admits(&item("butler", "error")));
     }
 
     #[test]

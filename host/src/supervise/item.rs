@@ -326,10 +326,16 @@ impl Task {
                 }
                 () = sleep_until(restart_at) => {
                     restart_at = None;
-                    lock(&self.record).status.restarts += 1;
+                    let restarts = {
+                        let mut record = lock(&self.record);
+                        record.status.restarts += 1;
+                        record.status.restarts
+                    };
                     running = self.spawn();
                     if running.is_some() {
                         probe_at = Some(Instant::now() + FIRST_PROBE_AFTER);
+                        let restarted = Event::Restarted { kind: self.spec.kind, id: self.spec.id.clone(), restarts };
+                        let _ = self.events.send(restarted);
                     }
                 }
                 () = sleep_until(probe_at), if probing.is_none() && running.is_some() => {

@@ -83,6 +83,15 @@ pub enum Event {
         /// When it restarts, if it does.
         restart_in: Option<Duration>,
     },
+    /// An item was started again by its restart policy (after its restart delay).
+    Restarted {
+        /// Its kind.
+        kind: Kind,
+        /// Its id.
+        id: String,
+        /// How many times it was restarted since it was last started by hand.
+        restarts: u32,
+    },
 }
 
 /// A request on one item.
