@@ -16,6 +16,7 @@
 //! - [`packages`] — the enabled capability packages and the ChatOS apps, handed to the hub;
 //! - [`upstream`] — the hub's connections to remote MCP servers over HTTP;
 //! - [`app_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
+//! - [`notify`] — the owner's notification command, told what awaits them;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
 //!   envelope, and the web console.
 
@@ -24,6 +25,7 @@ pub mod catalog;
 pub use butler_catalog::{json, lock, text, time, validation};
 pub mod http;
 pub mod instance;
+pub mod notify;
 pub mod packages;
 pub mod pipeline;
 pub mod supervise;

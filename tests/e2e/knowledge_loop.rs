@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::util::{Butler, assert_error};
+use crate::util::{Butler, assert_error, write_manifest};
 
 /// Calls a pipeline action; `owner` makes it an owner action of the logged-in console.
 fn act(butler: &Butler, action: &str, args: Value, owner: bool) -> (u16, Value) {
@@ -643,4 +643,63 @@ fn a_claim_takes_only_the_sources_and_types_asked_for_or_configured() {
     let (status, body) = act(&butler, "distill.claim", json!({"types": []}), false);
     assert_error(status, &body, 400, "invalid_args");
     drop(dir);
+}
+
+/// The owner's notification command hears of new candidates once per burst (count and
+/// titles) and of MCP tools held for approval; what was there at start is not news, and a
+/// command that fails is logged without stopping the next message.
+#[test]
+fn the_notification_command_is_told_of_a_burst_of_candidates_and_of_held_tools() {
+    let out = tempfile::tempdir().expect("dir");
+    let received = out.path().join("received.jsonl");
+    let failing = out.path().join("failed-once");
+    // Fails the first time (exit 3, nothing kept), then appends each message it reads.
+    let script = format!(
+        "if [ ! -e '{f}' ]; then : > '{f}'; cat > /dev/null; exit 3; fi; cat >> '{r}'",
+        f = failing.display(),
+        r = received.display()
+    );
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["notification"] = json!({"command": ["sh", "-c", script]});
+        config["mcp"]["quarantine"] = json!(true);
+    });
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    // A provider whose tools are held: the first message (the command fails it).
+    let log = out.path().join("fake.log");
+    write_manifest(&butler.workdir, "tools/fake", &crate::mcp::fake("fake", &log, json!({})));
+    let lines = |butler: &Butler| -> Vec<Value> {
+        let _ = butler.get_json("/mcp/quarantine");
+        std::fs::read_to_string(&received)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    butler_test_support::wait_until(Duration::from_secs(60), "the failed first notification", || {
+        let _ = lines(&butler);
+        failing.exists()
+    });
+
+    observe(&butler, "Two things worth cards.");
+    distill(
+        &butler,
+        &[
+            json!({"op": "create", "card": knowledge("First card", "One.")}),
+            json!({"op": "create", "card": knowledge("Second card", "Two.")}),
+        ],
+    );
+    let mut messages = Vec::new();
+    butler_test_support::wait_until(Duration::from_secs(60), "the review notification", || {
+        messages = lines(&butler);
+        messages.iter().any(|m| m["kind"] == "review")
+    });
+    let reviews: Vec<&Value> = messages.iter().filter(|m| m["kind"] == "review").collect();
+    assert_eq!(reviews.len(), 1, "one message for the burst: {messages:?}");
+    assert_eq!((&reviews[0]["count"], &reviews[0]["new"]), (&json!(2), &json!(2)), "{messages:?}");
+    assert_eq!(reviews[0]["titles"], json!(["First card", "Second card"]));
+    let notes = std::fs::read_to_string(butler.workdir.join(".butler/logs/notifications.log")).unwrap_or_default();
+    assert!(notes.contains("quarantine: the notification command failed"), "{notes}");
+    assert!(notes.contains("review: sent"), "{notes}");
 }

@@ -55,6 +55,8 @@ pub struct Declared {
     pub observations: Option<(String, String)>,
     /// The report that provides the compiled context: (faculty, report).
     pub context: Option<(String, String)>,
+    /// The report of what awaits the owner's review: (faculty, report).
+    pub review_queue: Option<(String, String)>,
     /// Reports that declare what they `watch`: (faculty, report, paths as declared).
     pub watched: Vec<(String, String, Vec<String>)>,
 }
@@ -82,6 +84,9 @@ impl Declared {
             for report in &ext.manifest.reports {
                 if report.provides == Some(ReportDoor::Context) && declared.context.is_none() {
                     declared.context = Some((id.to_owned(), report.id.clone()));
+                }
+                if report.provides == Some(ReportDoor::ReviewQueue) && declared.review_queue.is_none() {
+                    declared.review_queue = Some((id.to_owned(), report.id.clone()));
                 }
                 if !report.watch.is_empty() {
                     declared.watched.push((id.to_owned(), report.id.clone(), report.watch.clone()));

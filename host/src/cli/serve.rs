@@ -192,6 +192,16 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // Before the first snapshot is followed: the enabled packages' servers join with it.
     mcp.set_packages(butler_host::packages::CAPABILITIES, butler_host::packages::enabled(&imports));
     catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &instance.state_dir(), &instance.root))).await;
+    if let Some(command) = instance.config.notification.active() {
+        let host = instance.host_env(&host_url);
+        butler_host::notify::spawn(
+            command.clone(),
+            host,
+            &instance.state_dir(),
+            Arc::clone(&faculties),
+            Arc::clone(&mcp),
+        );
+    }
     let backends = Arc::new(Backends::new(instance.host_env(&host_url), &instance.state_dir(), &instance.root));
     catalog.follow(Arc::clone(&backends)).await;
 

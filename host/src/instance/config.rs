@@ -65,9 +65,29 @@ pub struct RootConfig {
     /// The MCP hub and API access.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// What tells the owner something awaits them.
+    #[serde(default)]
+    pub notification: NotificationConfig,
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
+}
+
+/// `notification`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct NotificationConfig {
+    /// Whether notifications are sent (default: when there is a command).
+    pub enabled: Option<bool>,
+    /// The command that receives each notification as JSON on its stdin.
+    pub command: Option<butler_catalog::manifest::CommandLine>,
+}
+
+impl NotificationConfig {
+    /// The command to run, when notifications are on.
+    #[must_use]
+    pub fn active(&self) -> Option<&butler_catalog::manifest::CommandLine> {
+        self.command.as_ref().filter(|_| self.enabled != Some(false))
+    }
 }
 
 /// `mcp`.
