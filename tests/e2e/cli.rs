@@ -37,6 +37,9 @@ fn serve_refuses_a_non_loopback_bind_and_a_busy_port() {
         let (code, _, err) = run(&["serve", "--workdir", workdir, "--port", "0", "--bind", addr]);
         assert_ne!(code, 0, "{addr}");
         assert!(err.contains("only binds loopback"), "{addr}: {err}");
+        // Refused before anything is created: the folder is as empty as it was.
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read dir").map_while(Result::ok).collect();
+        assert!(left.is_empty(), "{addr}: the refusal left {left:?}");
     }
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("addr").port().to_string();

@@ -135,6 +135,11 @@ fn raise_file_limit() {
 async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -> anyhow::Result<()> {
     let started = Instant::now();
     raise_file_limit();
+    // Refused before anything is created: a wrong address leaves no instance behind.
+    let addr = args.bind.or(settings.bind).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    if !addr.is_loopback() {
+        return Err(http::BindError::NotLoopback(addr).into());
+    }
     let workdir = settings::workdir(args.workdir, &settings)?;
     let (instance, created) = Instance::open_or_create(&workdir)?;
     if created {
@@ -150,7 +155,6 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
             tracing::info!(dir = %dir.display(), "removed {swept} temp files a previous host left");
         }
     }
-    let addr = args.bind.or(settings.bind).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
     let listener = http::bind(addr, port).await?;
     let local = listener.local_addr().context("cannot read the listening address")?;
