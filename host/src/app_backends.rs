@@ -299,6 +299,7 @@ async fn read_answers(
     }
     alive.store(false, Ordering::Release);
     log.note("the backend's output ended");
+    log.flush();
     lock(&waiting).clear();
 }
 

@@ -6,6 +6,7 @@
 //!   and the new items' titles;
 //! - `quarantine`: MCP tools newly held for the owner's approval.
 //!
+//! The queue's report is read again only when the files it declares it `watch`es changed.
 //! What is there when the host starts is the baseline, not news. The command runs under a
 //! keeper with the environment scrubbed as for MCP providers, one at a time, and within
 //! [`COMMAND_TIMEOUT`]: a failing, slow or missing command is logged
@@ -20,6 +21,8 @@ use butler_catalog::manifest::CommandLine;
 use butler_faculty::{CallContext, FacultyRuntime};
 use butler_mcp::Hub;
 use butler_process::HostEnv;
+
+use crate::instance::Instance;
 use butler_process::keeper::{self, Input};
 use butler_process::launch::Launch;
 use butler_process::logs::{Log, Stream};
@@ -39,14 +42,30 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_TITLES: usize = 20;
 
 /// Sends notifications with `command`, from now on, for as long as the host runs.
-pub fn spawn(command: CommandLine, host: HostEnv, state_dir: &Path, faculties: Arc<FacultyRuntime>, hub: Arc<Hub>) {
-    let log = Arc::new(Log::new(state_dir.join("logs").join("notifications.log")));
-    let dir = state_dir.to_owned();
+pub fn spawn(
+    command: CommandLine,
+    host: HostEnv,
+    instance: Arc<Instance>,
+    faculties: Arc<FacultyRuntime>,
+    hub: Arc<Hub>,
+) {
+    let dir = instance.state_dir();
+    let log = Arc::new(Log::new(dir.join("logs").join("notifications.log")));
     tokio::spawn(async move {
         let mut watch = Watch::default();
         let mut first = true;
+        // The queue's titles, and the stamp of the files it watches when they were read.
+        let mut read: Option<(u64, Option<Vec<String>>)> = None;
         loop {
-            let queue = review_titles(&faculties).await;
+            let stamp = review_stamp(&faculties, &instance);
+            let queue = match (&read, stamp) {
+                (Some((seen, titles)), Some(now)) if *seen == now => titles.clone(),
+                _ => {
+                    let titles = review_titles(&faculties).await;
+                    read = stamp.map(|now| (now, titles.clone()));
+                    titles
+                }
+            };
             let held: BTreeSet<(String, String)> =
                 hub.held_tools(None).into_iter().map(|h| (h.provider, h.name)).collect();
             let now = Instant::now();
@@ -58,6 +77,23 @@ pub fn spawn(command: CommandLine, host: HostEnv, state_dir: &Path, faculties: A
             tokio::time::sleep(CHECK_INTERVAL).await;
         }
     });
+}
+
+/// The latest modification time among the files the review queue's report watches
+/// (`None` when it declares none: then it is read every time).
+fn review_stamp(faculties: &FacultyRuntime, instance: &Instance) -> Option<u64> {
+    let declared = faculties.declared();
+    let (faculty, report) = declared.review_queue.as_ref()?;
+    let (_, _, paths) = declared.watched.iter().find(|(f, r, _)| f == faculty && r == report)?;
+    let folders = instance.folders();
+    let modified = |path: &Path| {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    paths.iter().map(|p| modified(&instance.path(&butler_faculty::expand_folders(&folders, p)))).max()
 }
 
 /// The titles in the review queue (`None` when no faculty provides one, or it failed).
@@ -208,6 +244,7 @@ async fn send(command: &CommandLine, host: &HostEnv, state_dir: &Path, log: &Arc
             kept.stop().await;
         }
     }
+    log.flush();
 }
 
 #[cfg(test)]

@@ -699,7 +699,12 @@ fn the_notification_command_is_told_of_a_burst_of_candidates_and_of_held_tools()
     assert_eq!(reviews.len(), 1, "one message for the burst: {messages:?}");
     assert_eq!((&reviews[0]["count"], &reviews[0]["new"]), (&json!(2), &json!(2)), "{messages:?}");
     assert_eq!(reviews[0]["titles"], json!(["First card", "Second card"]));
-    let notes = std::fs::read_to_string(butler.workdir.join(".butler/logs/notifications.log")).unwrap_or_default();
-    assert!(notes.contains("quarantine: the notification command failed"), "{notes}");
-    assert!(notes.contains("review: sent"), "{notes}");
+    // The log says what became of each (written once the command has exited).
+    let log = butler.workdir.join(".butler/logs/notifications.log");
+    let mut notes = String::new();
+    butler_test_support::wait_until(Duration::from_secs(30), "the log of the sent review", || {
+        notes = std::fs::read_to_string(&log).unwrap_or_default();
+        notes.contains("review: sent")
+    });
+    assert!(notes.contains("quarantine: the notification command failed (exit status: 3)"), "{notes}");
 }

@@ -196,20 +196,15 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // Before the first snapshot is followed: the enabled packages' servers join with it.
     mcp.set_packages(butler_host::packages::CAPABILITIES, butler_host::packages::enabled(&imports));
     catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &instance.state_dir(), &instance.root))).await;
-    if let Some(command) = instance.config.notification.active() {
-        let host = instance.host_env(&host_url);
-        butler_host::notify::spawn(
-            command.clone(),
-            host,
-            &instance.state_dir(),
-            Arc::clone(&faculties),
-            Arc::clone(&mcp),
-        );
-    }
     let backends = Arc::new(Backends::new(instance.host_env(&host_url), &instance.state_dir(), &instance.root));
     catalog.follow(Arc::clone(&backends)).await;
 
     let instance = Arc::new(instance);
+    if let Some(command) = instance.config.notification.active() {
+        let host = instance.host_env(&host_url);
+        let (faculties, hub) = (Arc::clone(&faculties), Arc::clone(&mcp));
+        butler_host::notify::spawn(command.clone(), host, Arc::clone(&instance), faculties, hub);
+    }
     let local_socket = http::bind_local(&instance.state_dir());
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
     let login = sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
