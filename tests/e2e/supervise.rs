@@ -146,6 +146,7 @@ fn hosted_items_start_with_the_host_report_health_and_obey_start_stop_restart() 
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["status"]["state"], "running", "{body}");
     let first = wait_until_pid(&butler, "service", "manual");
+    assert_eq!(body["data"]["status"]["pid"], json!(first), "the start's answer carries the pid: {body}");
     let (status, body) = act(&butler, "service", "manual", "restart");
     assert_eq!(status, 200, "{body}");
     let second = wait_until_pid(&butler, "service", "manual");

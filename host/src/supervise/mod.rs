@@ -94,6 +94,9 @@ pub enum Event {
     },
 }
 
+/// How long a start's answer waits for the started program's pid.
+const PID_WAIT: Duration = Duration::from_secs(1);
+
 /// A request on one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -248,7 +251,19 @@ impl Supervisor {
             Action::Restart => item.restart().await,
         };
         done.map_err(|_| SuperviseError::Removed { kind: item.kind.as_str(), id: id.to_owned() })?;
-        Ok(item.status())
+        let mut status = item.status();
+        // A started process is the keeper's child: it has a pid a moment after the keeper
+        // does. The answer waits for it, briefly.
+        let deadline = tokio::time::Instant::now() + PID_WAIT;
+        while action != Action::Stop
+            && status.pid.is_none()
+            && status.pgid.is_some()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            status = item.status();
+        }
+        Ok(status)
     }
 
     /// Stops every item (the host is shutting down).
