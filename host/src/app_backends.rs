@@ -315,8 +315,9 @@ impl Follow for Backends {
                 .collect();
             gone.iter().filter_map(|id| running.remove(id)).collect()
         };
+        // Stopped on their own tasks: a process slow to stop holds up no other follower.
         for bridge in stale {
-            bridge.stop().await;
+            tokio::spawn(async move { bridge.stop().await });
         }
     }
 }
