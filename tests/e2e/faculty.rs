@@ -129,13 +129,30 @@ fn every_argument_rule_is_enforced() {
     assert_error(status, &body, 400, "invalid_args");
     let (status, body) = butler.post_json("/faculties/probe/commands/args", &json!({"args": {}, "extra": 1}), &[]);
     assert_error(status, &body, 400, "invalid_args");
-    let response = butler
-        .request(reqwest::Method::POST, &butler.api("/faculties/probe/commands/ok"))
-        .body("{not json")
-        .send()
-        .expect("post");
-    let (status, body) = crate::util::json_of(response);
+    let post = |content_type: Option<&str>, body: &'static str| {
+        let mut request = butler.request(reqwest::Method::POST, &butler.api("/faculties/probe/commands/ok"));
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        crate::util::json_of(request.body(body).send().expect("post"))
+    };
+    let (status, body) = post(Some("application/json"), "{not json");
     assert_error(status, &body, 400, "invalid_json");
+    // A body not sent as JSON is refused, on every door that takes JSON.
+    let (status, body) = post(None, r#"{"args": {}}"#);
+    assert_error(status, &body, 415, "unsupported_media_type");
+    let (status, body) = post(Some("text/plain"), r#"{"args": {}}"#);
+    assert_error(status, &body, 415, "unsupported_media_type");
+    for path in ["/pipeline", "/observe"] {
+        let response = butler
+            .request(reqwest::Method::POST, &butler.api(path))
+            .header("content-type", "text/plain")
+            .body(r#"{"source": "x", "text": "y"}"#)
+            .send()
+            .expect("post");
+        let (status, body) = crate::util::json_of(response);
+        assert_error(status, &body, 415, "unsupported_media_type");
+    }
     let (status, body) = butler.command("probe", "nope", &json!({}));
     assert_error(status, &body, 404, "unknown_command");
     let (status, body) = butler.command("nobody", "ok", &json!({}));

@@ -1,6 +1,6 @@
 //! The error envelope: `{"ok":false,"error":{"code","message"}}` with a fitting
 //! status. Every error the HTTP surface returns goes through [`ApiError`]; handlers never
-//! build error JSON by hand. [`ApiJson`] and [`object_body`] read JSON bodies so that
+//! build error JSON by hand. [`ApiJson`] and [`ObjectBody`] read JSON bodies so that
 //! their rejections (bad JSON, wrong content type, too large) use the envelope too.
 
 use std::borrow::Cow;
@@ -121,19 +121,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let json = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(str::trim)
-            .is_some_and(|mime| mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json"));
-        if !json {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "the body must be JSON, sent with `Content-Type: application/json`",
-            ));
+        if !is_json(req.headers()) {
+            return Err(not_json());
         }
         let bytes = Bytes::from_request(req, state).await?;
         let text =
@@ -146,19 +135,44 @@ where
     }
 }
 
-/// A raw request body whose rejections (too large, a malformed chunked encoding, a client
-/// that stopped sending) use the error envelope, not axum's plain text.
-#[derive(Debug, Clone, Default)]
-pub struct ApiBytes(pub Bytes);
+/// Whether the request says its body is JSON (`application/json`, or a `+json` type).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(str::trim)
+        .is_some_and(|mime| mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json"))
+}
 
-impl<S> FromRequest<S> for ApiBytes
+/// 415 `unsupported_media_type`.
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "the body must be JSON, sent with `Content-Type: application/json`",
+    )
+}
+
+/// An optional JSON object body: none (or only whitespace) is `{}`, whatever the request's
+/// type; anything else must be sent as JSON (`Content-Type: application/json`, else 415)
+/// and be one JSON object, strictly parsed ([`object_body`]).
+#[derive(Debug, Clone, Default)]
+pub struct ObjectBody(pub Map<String, Value>);
+
+impl<S> FromRequest<S> for ObjectBody
 where
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(Bytes::from_request(req, state).await?))
+        let json = is_json(req.headers());
+        let bytes = Bytes::from_request(req, state).await?;
+        if !json && !bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(not_json());
+        }
+        object_body(&bytes).map(Self)
     }
 }
 
@@ -167,7 +181,7 @@ where
 ///
 /// # Errors
 /// 400 `invalid_json` naming the problem.
-pub fn object_body(bytes: &Bytes) -> Result<Map<String, Value>, ApiError> {
+fn object_body(bytes: &Bytes) -> Result<Map<String, Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }

@@ -5,7 +5,7 @@ use axum::extract::State;
 use serde_json::{Map, Value, json};
 
 use super::extract::ApiPath;
-use crate::http::error::{ApiBytes, object_body};
+use crate::http::error::ObjectBody;
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
 use butler_faculty::CallContext;
@@ -19,9 +19,8 @@ pub async fn command(
     State(state): State<AppState>,
     ApiPath((id, command)): ApiPath<(String, String)>,
     caller: Caller,
-    ApiBytes(body): ApiBytes,
+    ObjectBody(mut body): ObjectBody,
 ) -> Result<Json<Value>, ApiError> {
-    let mut body = object_body(&body)?;
     let args = match body.remove("args") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(args)) => args,

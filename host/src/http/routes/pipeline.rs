@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::http::error::{ApiBytes, object_body};
+use crate::http::error::ObjectBody;
 use crate::http::owner::Caller;
 use crate::http::{ApiError, AppState};
 use crate::pipeline::observations;
@@ -20,9 +20,8 @@ use butler_faculty::CallContext;
 pub async fn pipeline(
     State(state): State<AppState>,
     caller: Caller,
-    ApiBytes(body): ApiBytes,
+    ObjectBody(mut body): ObjectBody,
 ) -> Result<Json<Value>, ApiError> {
-    let mut body = object_body(&body)?;
     let action = match body.remove("action") {
         Some(Value::String(action)) => action,
         _ => {
@@ -57,9 +56,9 @@ pub async fn pipeline(
 /// command could not record it.
 pub async fn observe(
     State(state): State<AppState>,
-    ApiBytes(body): ApiBytes,
+    ObjectBody(body): ObjectBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let observation = Value::Object(object_body(&body)?);
+    let observation = Value::Object(body);
     let context = CallContext::top(false).until(observations::deadline(&state.faculties));
     let runtime = std::sync::Arc::clone(&state.faculties);
     let taken = state
