@@ -708,3 +708,38 @@ fn the_notification_command_is_told_of_a_burst_of_candidates_and_of_held_tools()
     });
     assert!(notes.contains("quarantine: the notification command failed (exit status: 3)"), "{notes}");
 }
+
+/// A batch whose lease was lost (its agent crashed) is listed among the open batches and
+/// released by the owner: its items can be claimed again at once, and its lease is dead.
+#[test]
+fn the_owner_releases_a_batch_whose_lease_was_lost() {
+    let (butler, _dir) = started();
+    observe(&butler, "Held by an agent that crashed.");
+    let lost = ok(&butler, "distill.claim", json!({}), false);
+    let batch_id = lost["batchId"].clone();
+    let nothing = ok(&butler, "distill.claim", json!({}), false);
+    assert!(nothing["batchId"].is_null(), "the item is held: {nothing}");
+
+    let open = ok(&butler, "distill.batches", json!({}), false);
+    assert_eq!(open["batches"][0]["batchId"], batch_id, "{open}");
+    assert_eq!(open["batches"][0]["items"], 1);
+    assert!(!open.to_string().contains(lost["lease"].as_str().unwrap_or("?")), "no lease is listed");
+
+    let (status, body) = act(&butler, "distill.release", json!({"batchId": batch_id}), false);
+    assert_error(status, &body, 403, "owner_required");
+    let released = ok(&butler, "distill.release", json!({"batchId": batch_id}), true);
+    assert_eq!((&released["released"], &released["items"]), (&batch_id, &json!(1)));
+    let (status, body) = act(&butler, "distill.release", json!({"batchId": batch_id}), true);
+    assert_error(status, &body, 409, "batch_not_active");
+    assert_eq!(ok(&butler, "distill.batches", json!({}), false)["batches"], json!([]));
+
+    let again = ok(&butler, "distill.claim", json!({}), false);
+    assert_eq!(again["items"][0]["id"], lost["items"][0]["id"], "free at once");
+    let (status, body) = act(
+        &butler,
+        "distill.evidence",
+        json!({"batchId": batch_id, "lease": lost["lease"], "itemId": lost["items"][0]["id"]}),
+        false,
+    );
+    assert_error(status, &body, 403, "lease_invalid");
+}

@@ -72,6 +72,9 @@ pub enum Status {
     Failed,
     /// Completed: its items are covered and its lease no longer works.
     Completed,
+    /// Released by the owner before it ended (its lease was lost): its items are free to
+    /// be claimed again at once, and its lease no longer works.
+    Released,
 }
 
 /// A leased batch.
@@ -182,10 +185,11 @@ impl Batch {
         if !same(&ids::sha256_hex(lease.as_bytes()), &self.lease_hash) {
             return Err(Failure::new("lease_invalid", format!("the lease does not hold batch `{}`", self.batch_id)));
         }
-        if self.status == Status::Completed {
+        if matches!(self.status, Status::Completed | Status::Released) {
+            let how = if self.status == Status::Completed { "completed" } else { "released" };
             return Err(Failure::new(
                 "lease_invalid",
-                format!("batch `{}` is completed; its lease no longer works", self.batch_id),
+                format!("batch `{}` is {how}; its lease no longer works", self.batch_id),
             ));
         }
         if now_ms >= self.expires_ms {

@@ -13,6 +13,8 @@
 //! - `candidate-submit {…}` proposes a candidate card within the lease ([`submit`]).
 //! - `complete {batchId, lease, candidates, zeroReason?}` marks the batch's items covered
 //!   and closes the batch.
+//! - `batches {}` lists the open batches (never a lease); `release {batchId}` (the owner's)
+//!   ends an open batch whose lease was lost, so its items can be claimed again at once.
 //!
 //! Batches, leases and the covered set live in the faculty's own `/data`; candidates and
 //! verdicts in the owner's store under `/self`.
@@ -57,6 +59,8 @@ impl Faculty for Distill {
             "evidence" => evidence(input),
             "candidate-submit" => submit::run(input),
             "complete" => complete(input),
+            "batches" => open_batches(input),
+            "release" => release(input),
             other => Err(Failure::unknown_command(other)),
         }
     }
@@ -250,6 +254,54 @@ fn complete(input: Value) -> Outcome {
         batch.candidates.len()
     ));
     Ok(json!({"covered": batch.items.len()}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReleaseArgs {
+    batch_id: String,
+}
+
+/// The open batches, oldest first: what each holds and until when (never its lease).
+fn open_batches(input: Value) -> Outcome {
+    let NoArgs {} = butler_store::args::parse(input)?;
+    let now = time::now_ms();
+    let mut open: Vec<Batch> = Batch::all()?.into_iter().filter(|b| b.holds(now)).collect();
+    open.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    let batches: Vec<Value> = open
+        .iter()
+        .map(|b| {
+            json!({"batchId": b.batch_id, "createdAt": b.created_at, "expiresAt": b.expires_at,
+                   "items": b.items.len(), "candidates": b.candidates.len()})
+        })
+        .collect();
+    Ok(json!({"batches": batches}))
+}
+
+/// Ends open batch `batchId` without completing it: its items are free at once, its
+/// candidates stay in review, its lease stops working.
+fn release(input: Value) -> Outcome {
+    let args: ReleaseArgs = butler_store::args::parse(input)?;
+    let mut batch = Batch::load(&args.batch_id)?;
+    let now = time::now_ms();
+    if !batch.holds(now) {
+        return Err(Failure::new(
+            "batch_not_active",
+            format!(
+                "batch `{}` is not open (completed, failed, released or expired): nothing to release",
+                batch.batch_id
+            ),
+        ));
+    }
+    batch.status = Status::Released;
+    batch.ended_ms = Some(now);
+    batch.save()?;
+    host::info(&format!("released batch {}: {} items free again", batch.batch_id, batch.items.len()));
+    Ok(json!({"released": batch.batch_id, "items": batch.items.len()}))
 }
 
 /// The listed candidates must be exactly those submitted in the batch; none needs a reason.
