@@ -10,15 +10,32 @@
 //! refused too (its other names may be such places). Spelling is not enough: a link that
 //! stays inside the root can still point at the owner token.
 //!
+//! **Searches** (`glob`, `grep`) walk folders under the same rules.
+//! [`Root::search_start`](crate::files::Root::search_start) resolves where a search starts
+//! (refused, missing and not-a-folder are one answer), and
+//! [`Root::search`](crate::files::Root::search) lists folders depth first in name order,
+//! resolving every entry as a checked path is resolved. An entry the rules refuse — a
+//! hidden name (never even looked at), a resolved path that is hidden, internal or a
+//! manifest, a file with other hard links, a link that leaves the root or cannot be
+//! resolved — is skipped without a word: a search says nothing of what it may not see, not
+//! even that it is there. A folder that resolves to one of the folders being walked (a link
+//! loop) is not entered again. A walk lists at most
+//! [`MAX_ENTRIES`](crate::files::MAX_ENTRIES) entries and descends at most
+//! [`MAX_DEPTH`](crate::files::MAX_DEPTH) folders; past either it stops and says it was
+//! truncated.
+//!
 //! **Few calls.** In the WebAssembly sandbox each call crosses into the host, so the root's
 //! preopened directory is asked directly through WASI (one `stat-at` without following per
-//! segment, cached per folder for the life of a [`Root`]; `readlink-at` for links; one
-//! `open-at` and `read` at an offset). Elsewhere (unit tests on the build machine) the
+//! segment, cached per folder for the life of a [`Root`](crate::files::Root); `readlink-at`
+//! for links; one `open-at` and `read` at an offset; `open-at` and `read-directory` to list
+//! a folder, whose listing is trusted only to say which entries are folders — every other
+//! entry is looked at with `stat-at`). Elsewhere (unit tests on the build machine) the
 //! standard library answers.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
+use std::ops::ControlFlow;
 
 /// What is at a path: its type and size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +57,14 @@ enum Node {
     Other,
 }
 
+/// What a folder's listing says an entry is, links not followed. Only a folder is taken at
+/// the listing's word; anything else is looked at (`stat`) before it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    Dir,
+    Other,
+}
+
 /// Why a path is not checked at all (its error's inner value).
 #[derive(Debug)]
 pub struct Refused(pub &'static str);
@@ -58,6 +83,10 @@ fn refused(why: &'static str) -> io::Error {
 
 /// Symlinks followed in one path at most (as the kernel's own limit).
 const MAX_LINKS: usize = 40;
+/// Folder entries one search lists at most (hidden and refused ones included).
+pub const MAX_ENTRIES: usize = 20_000;
+/// Folders one search descends at most, below the folder it starts from.
+pub const MAX_DEPTH: usize = 64;
 /// The environment variable in which the host names the instance's internals under this
 /// faculty's grants: `{"paths": ["/validity/.butler"], "names": ["butler.json"]}`.
 pub const INTERNAL_ENV: &str = "BUTLER_INTERNAL";
@@ -118,7 +147,7 @@ mod imp {
     use wasip2::filesystem::preopens::get_directories;
     use wasip2::filesystem::types::{Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
 
-    use super::Node;
+    use super::{Listed, Node};
 
     /// The validity root, as its preopened directory.
     pub struct Dir(Descriptor);
@@ -157,6 +186,32 @@ mod imp {
             }
             Ok(())
         }
+
+        /// At most `max` entries of the folder at `relative` (`""`: the root), in the order
+        /// the file system gives them.
+        pub fn read_dir(&self, relative: &str, max: usize) -> io::Result<Vec<(String, Listed)>> {
+            let opened;
+            let dir = if relative.is_empty() {
+                &self.0
+            } else {
+                // Not following a link at the end: `relative` is resolved, so a link there
+                // now was put there since, and is not listed.
+                opened = self
+                    .0
+                    .open_at(PathFlags::empty(), relative, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                    .map_err(error)?;
+                &opened
+            };
+            // Declared after `opened`, so dropped before it (a stream is its folder's child).
+            let stream = dir.read_directory().map_err(error)?;
+            let mut out = Vec::new();
+            while out.len() < max {
+                let Some(entry) = stream.read_directory_entry().map_err(error)? else { break };
+                let listed = if matches!(entry.type_, DescriptorType::Directory) { Listed::Dir } else { Listed::Other };
+                out.push((entry.name, listed));
+            }
+            Ok(out)
+        }
     }
 
     /// The `std::io` error a WASI error code stands for (as the standard library maps them,
@@ -180,7 +235,7 @@ mod imp {
     use std::os::unix::fs::MetadataExt;
     use std::path::PathBuf;
 
-    use super::Node;
+    use super::{Listed, Node};
 
     /// The validity root, as a path.
     pub struct Dir(PathBuf);
@@ -211,6 +266,22 @@ mod imp {
         pub fn read(&self, relative: &str, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
             out.clear();
             std::fs::File::open(self.0.join(relative))?.take(len).read_to_end(out).map(|_| ())
+        }
+
+        /// At most `max` entries of the folder at `relative` (`""`: the root); names that
+        /// are not UTF-8 are left out (the sandbox has none).
+        pub fn read_dir(&self, relative: &str, max: usize) -> io::Result<Vec<(String, Listed)>> {
+            let mut out = Vec::new();
+            for entry in std::fs::read_dir(self.0.join(relative))? {
+                if out.len() >= max {
+                    break;
+                }
+                let entry = entry?;
+                let Ok(name) = entry.file_name().into_string() else { continue };
+                let listed = if entry.file_type()?.is_dir() { Listed::Dir } else { Listed::Other };
+                out.push((name, listed));
+            }
+            Ok(out)
         }
     }
 }
@@ -252,6 +323,60 @@ impl Root {
     pub fn read(&self, relative: &str, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let (resolved, _) = self.resolve(relative)?;
         self.dir.read(&resolved, len, out)
+    }
+
+    /// Where a search starts: the folder (or regular file) at `segments`, as a caller spelled
+    /// them (checked already: no `..`, `.`, empty or hidden segment). The last `below` of
+    /// them are below the caller's own folder (a pattern's literal folders): found paths are
+    /// given relative to that folder too.
+    ///
+    /// # Errors
+    /// `NotFound` for everything a search cannot start from: missing, neither a folder nor
+    /// a regular file, refused by the rules (by its spelling or where it resolves), or a
+    /// link that leaves the root — one answer, so that the failure is no oracle.
+    pub fn search_start(&self, segments: &[&str], below: usize) -> io::Result<Start> {
+        let not_found = || io::Error::new(io::ErrorKind::NotFound, "nothing to search there");
+        let spelled: Vec<String> = segments.iter().map(|s| (*s).to_owned()).collect();
+        if self.internal.refuses(&spelled).is_some() {
+            return Err(not_found());
+        }
+        let mut resolved = Vec::new();
+        let (_, node) = self.walk(&mut resolved, spelled.clone()).map_err(|_| not_found())?;
+        if self.internal.refuses(&resolved).is_some() {
+            return Err(not_found());
+        }
+        let file = match node {
+            Node::Dir => None,
+            Node::File { size, links: 1 } => Some(size),
+            _ => return Err(not_found()),
+        };
+        let below = spelled[spelled.len() - below.min(spelled.len())..].join("/");
+        Ok(Start { spelled: spelled.join("/"), below, resolved, file })
+    }
+
+    /// Walks the folder `start` names (see the module doc), depth first in name order,
+    /// handing `visit` each regular file the rules let a search see, until it breaks.
+    /// Folders deeper than `depth` (and [`MAX_DEPTH`]) below the start are not entered.
+    /// A `start` that is a file is the one file visited. Whether a bound
+    /// ([`MAX_ENTRIES`], [`MAX_DEPTH`]) cut the walk short.
+    pub fn search(&self, start: &Start, depth: usize, visit: &mut dyn FnMut(Found) -> ControlFlow<()>) -> bool {
+        if let Some(size) = start.file {
+            let name = start.spelled.rsplit('/').next().unwrap_or_default();
+            let below = if start.below.is_empty() { name.to_owned() } else { start.below.clone() };
+            let _ = visit(Found { path: start.spelled.clone(), below, size, resolved: start.resolved.join("/") });
+            return false;
+        }
+        let mut walker = Walker { root: self, visit, entries: 0, truncated: false, depth, ancestors: Vec::new() };
+        let _ = walker.folder(&start.resolved, &start.spelled, &start.below, 0);
+        walker.truncated
+    }
+
+    /// Reads the file a search found (at most its size when found, `len` at most) into `out`.
+    ///
+    /// # Errors
+    /// As the file system answers.
+    pub fn read_found(&self, found: &Found, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
+        self.dir.read(&found.resolved, found.size.min(len), out)
     }
 
     /// The path with every link followed, and what is there; refused as the module says.
@@ -325,6 +450,151 @@ impl Root {
             }
         }
         Ok((segments.join("/"), node))
+    }
+}
+
+/// Where a search starts ([`Root::search_start`]).
+#[derive(Debug)]
+pub struct Start {
+    /// Its path from the root, as spelled.
+    spelled: String,
+    /// The part of `spelled` below the caller's folder.
+    below: String,
+    /// Its resolved segments.
+    resolved: Vec<String>,
+    /// The size of the regular file it is; `None` for a folder.
+    file: Option<u64>,
+}
+
+impl Start {
+    /// Whether it is a regular file rather than a folder.
+    #[must_use]
+    pub fn is_file(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
+/// A regular file a search may look at.
+#[derive(Debug)]
+pub struct Found {
+    /// Its path from the root, as reached (links keep the name they have in their folder).
+    pub path: String,
+    /// Its path below the caller's folder (what a search's pattern is matched against).
+    pub below: String,
+    /// Its size when found.
+    pub size: u64,
+    /// Its path with every link followed.
+    resolved: String,
+}
+
+/// One search's walk.
+struct Walker<'a, 'v> {
+    root: &'a Root,
+    visit: &'v mut dyn FnMut(Found) -> ControlFlow<()>,
+    /// Entries listed so far.
+    entries: usize,
+    /// Whether a bound cut the walk short.
+    truncated: bool,
+    /// Folders entered at most below the start (the caller's bound).
+    depth: usize,
+    /// The resolved paths of the folders being walked, outermost first.
+    ancestors: Vec<String>,
+}
+
+impl Walker<'_, '_> {
+    /// Visits what is in the folder `resolved` (reached as `spelled`, `below` the caller's
+    /// folder), `level` folders below the start.
+    fn folder(&mut self, resolved: &[String], spelled: &str, below: &str, level: usize) -> ControlFlow<()> {
+        // Out of entries: the folder is not listed (nor asked whether it is empty); the
+        // files already listed are still visited.
+        let left = MAX_ENTRIES - self.entries;
+        if left == 0 {
+            self.truncated = true;
+            return ControlFlow::Continue(());
+        }
+        let here = resolved.join("/");
+        // A folder that cannot be listed (gone since, or not permitted) is skipped.
+        let Ok(mut listing) = self.root.dir.read_dir(&here, left + 1) else { return ControlFlow::Continue(()) };
+        if listing.len() > left {
+            self.truncated = true;
+            listing.truncate(left);
+        }
+        self.entries += listing.len();
+        listing.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.ancestors.push(here);
+        let flow = self.entries_of(listing, resolved, spelled, below, level);
+        self.ancestors.pop();
+        flow
+    }
+
+    fn entries_of(
+        &mut self,
+        listing: Vec<(String, Listed)>,
+        resolved: &[String],
+        spelled: &str,
+        below: &str,
+        level: usize,
+    ) -> ControlFlow<()> {
+        let join =
+            |folder: &str, name: &str| if folder.is_empty() { name.to_owned() } else { format!("{folder}/{name}") };
+        for (name, listed) in listing {
+            // Hidden names are not even looked at.
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = join(spelled, &name);
+            let mut segments = resolved.to_vec();
+            let node = if listed == Listed::Dir {
+                segments.push(name.clone());
+                Node::Dir
+            } else {
+                match self.root.walk(&mut segments, vec![name.clone()]) {
+                    Ok((_, node)) => node,
+                    Err(_) => continue,
+                }
+            };
+            let internal = &self.root.internal;
+            if internal.refuses(&segments).is_some()
+                || internal.refuses(&path.split('/').map(str::to_owned).collect::<Vec<_>>()).is_some()
+            {
+                continue;
+            }
+            match node {
+                Node::File { size, links: 1 } => {
+                    let found = Found { path, below: join(below, &name), size, resolved: segments.join("/") };
+                    (self.visit)(found)?;
+                }
+                Node::Dir => {
+                    if level >= self.depth.min(MAX_DEPTH) {
+                        self.truncated |= level >= MAX_DEPTH;
+                        continue;
+                    }
+                    // A link back to a folder being walked would walk it again, forever.
+                    let there = segments.join("/");
+                    if self.ancestors.contains(&there) {
+                        continue;
+                    }
+                    self.folder(&segments, &path, &join(below, &name), level + 1)?;
+                }
+                // Files with other hard links, and anything else.
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+impl Root {
+    /// The folder at `base` as the validity root, with these internals (relative paths and
+    /// manifest names).
+    pub(crate) fn for_tests(base: &std::path::Path, paths: &[&str], names: &[&str]) -> Self {
+        let internal = Internal {
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            names: names.iter().map(|n| (*n).to_owned()).collect(),
+        };
+        let dir = imp::Dir::open(base.to_str().expect("utf-8 temp path")).expect("dir");
+        Self { dir, internal, folders: RefCell::new(HashMap::new()) }
     }
 }
 

@@ -11,16 +11,23 @@
 //!   cards whose verdict changes to `commit {ids}`, the write command that re-evaluates them
 //!   under the store's write lock and writes;
 //! - `set-checks {id, revision, checks}` (operator) sets a card's checks;
+//! - `glob {pattern, path?, limit?}` → `{paths, truncated}` lists the files whose path
+//!   matches a glob, and `grep {pattern, path?, glob?, ignoreCase?, limit?}` →
+//!   `{matches: [{path, line, text}], truncated, filesSearched}` the lines matching a regular
+//!   expression: read-only searches of the validity root for the agents the host drives (the
+//!   MCP tools `butler__glob`, `butler__grep`; see `search`);
 //! - report `summary`: which active cards are suspended and why.
 //!
-//! Checks are read only through the `/validity` preopen, resolved by [`files`]: every
-//! symlink followed inside the root, and the resolved path refused when it is hidden, in the
-//! host's internals, a manifest, or a file with other hard links — no check is an oracle
-//! for a secret's contents.
+//! Checks and searches read only through the `/validity` preopen, resolved by [`files`]:
+//! every symlink followed inside the root, and the resolved path refused when it is hidden,
+//! in the host's internals, a manifest, or a file with other hard links — no check is an
+//! oracle for a secret's contents, and a search skips such paths without a word (it is no
+//! oracle for their existence either).
 
 /// How check paths are resolved and refused (public for the fuzz targets only).
 #[doc(hidden)]
 pub mod files;
+mod search;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -53,6 +60,8 @@ impl Faculty for Validity {
             "cards" => cards(),
             "commit" => commit(input),
             "set-checks" => set_checks(input),
+            "glob" => search_root().and_then(|root| search::glob(&root, input)),
+            "grep" => search_root().and_then(|root| search::grep(&root, input)),
             other => Err(Failure::unknown_command(other)),
         }
     }
@@ -256,6 +265,11 @@ fn check(input: Value) -> Outcome {
 
 fn unavailable() -> Failure {
     Failure::new("validity_unavailable", "the validity root is not available")
+}
+
+/// The validity root for `glob` and `grep`.
+fn search_root() -> Result<files::Root, Failure> {
+    root().and_then(Path::to_str).and_then(files::Root::open).ok_or_else(unavailable)
 }
 
 // ---------------------------------------------------------------------------------------
