@@ -23,7 +23,7 @@ use butler_catalog::{Catalog, Follow, lock};
 use butler_process::HostEnv;
 use butler_process::keeper::{self, Input, Kept};
 use butler_process::launch::Launch;
-use butler_process::logs::{Log, Stream};
+use butler_process::logs::Log;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, oneshot};
@@ -196,14 +196,12 @@ impl Backends {
             .map_err(|e| failed("cannot start the backend", &e))?
             .scrubbed(&[]);
         let mut kept = keeper::spawn_kept(&launch, Input::Piped).map_err(|e| failed("cannot start the backend", &e))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
-        else {
+        let (Some(stdin), Some(stdout)) = (kept.child.stdin.take(), kept.child.stdout.take()) else {
             return Err(CallError::Failed("the backend's pipes could not be opened".to_owned()));
         };
         let log = Arc::new(Log::new(self.state_dir.join("logs").join(format!("uiapp-backend-{}.log", plugin.id))));
         log.note(format!("started: {}", launch.argv.join(" ")));
-        tokio::spawn(Arc::clone(&log).capture(Stream::Stderr, stderr));
+        kept.log_output(&log, false);
         let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>> = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
         tokio::spawn(read_answers(BufReader::new(stdout), Arc::clone(&waiting), Arc::clone(&alive), log));

@@ -122,6 +122,25 @@ pub fn command(argv: &[String]) -> std::process::Command {
 }
 
 impl Kept {
+    /// Copies the process's stderr — and its stdout too, unless the caller reads that
+    /// itself (`with_stdout` false) — line by line into `log` until it closes; returns the
+    /// copying tasks.
+    pub fn log_output(
+        &mut self,
+        log: &std::sync::Arc<super::logs::Log>,
+        with_stdout: bool,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        use super::logs::Stream;
+        let mut tasks = Vec::new();
+        if with_stdout && let Some(stdout) = self.child.stdout.take() {
+            tasks.push(tokio::spawn(std::sync::Arc::clone(log).capture(Stream::Stdout, stdout)));
+        }
+        if let Some(stderr) = self.child.stderr.take() {
+            tasks.push(tokio::spawn(std::sync::Arc::clone(log).capture(Stream::Stderr, stderr)));
+        }
+        tasks
+    }
+
     /// Stops the group: `SIGTERM` to every member (the keeper passes it on to descendants
     /// that left the group), then — if the keeper has not finished after [`STOP_GRACE`]
     /// and a second — `SIGKILL` to the group. Returns the keeper's exit status.

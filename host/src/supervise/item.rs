@@ -21,7 +21,7 @@ use crate::catalog::Kind;
 use crate::catalog::manifest::RestartPolicy;
 use crate::lock;
 use crate::time::now_ms;
-use butler_process::logs::{Log, Stream};
+use butler_process::logs::Log;
 use butler_process::{Kept, keeper};
 
 /// Before its first healthy answer, a starting item is probed this often, so it shows
@@ -376,19 +376,7 @@ impl Task {
         status.pid = None;
         match result {
             Ok((mut kept, command)) => {
-                let readers = [
-                    kept.child
-                        .stdout
-                        .take()
-                        .map(|out| tokio::spawn(Arc::clone(&self.log).capture(Stream::Stdout, out))),
-                    kept.child
-                        .stderr
-                        .take()
-                        .map(|err| tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, err))),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
+                let readers = kept.log_output(&self.log, true);
                 status.state = if matches!(self.spec.probe, Ok(Some(_))) { State::Starting } else { State::Running };
                 status.pgid = Some(kept.group);
                 status.started_at = Some(now_ms());
