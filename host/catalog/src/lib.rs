@@ -6,7 +6,8 @@
 //! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
 //! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
 //! packages, and [`imports`] keeps those imported into the instance; [`ui_apps`] reads
-//! ChatOS UI Apps plugins, which the scan finds beside the extensions.
+//! ChatOS UI Apps plugins, which the scan finds beside the extensions; [`result_schema`]
+//! checks what a delegated agent session submits.
 //!
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
@@ -21,6 +22,7 @@ pub mod json;
 pub mod manifest;
 pub mod names;
 pub mod public;
+pub mod result_schema;
 mod rules;
 pub mod scan;
 pub mod suzu;

@@ -16,6 +16,11 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
     unique(&mut errors, "commands", manifest.commands.iter().map(|c| c.id.as_str()));
     unique(&mut errors, "reports", manifest.reports.iter().map(|r| r.id.as_str()));
     unique(&mut errors, "delegations", manifest.delegations.iter().map(|d| d.id.as_str()));
+    for (index, delegation) in manifest.delegations.iter().enumerate() {
+        for (pointer, message) in crate::result_schema::unsupported(&delegation.result) {
+            errors.push(SchemaError { pointer: format!("/delegations/{index}/result{pointer}"), message });
+        }
+    }
     for (index, command) in manifest.commands.iter().enumerate() {
         for (call_index, action) in command.calls.iter().enumerate() {
             if !is_action(action) {
