@@ -4,7 +4,9 @@
 //!   "review-queue"`), one message per burst: sent once the queue has been quiet for
 //!   [`BURST_QUIET`] (or [`BURST_MAX`] after the burst began), with how many await review
 //!   and the new items' titles;
-//! - `quarantine`: MCP tools newly held for the owner's approval.
+//! - `quarantine`: MCP tools newly held for the owner's approval;
+//! - `confirm`: a delegation's result awaiting the owner's confirmation (handed in through
+//!   a [`Notifier`]).
 //!
 //! The queue's report is read again only when the files it declares it `watch`es changed.
 //! What is there when the host starts is the baseline, not news. The command runs under a
@@ -25,7 +27,7 @@ use butler_process::HostEnv;
 use crate::instance::Instance;
 use butler_process::keeper::{self, Input};
 use butler_process::launch::Launch;
-use butler_process::logs::{Log, Stream};
+use butler_process::logs::Log;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
@@ -41,6 +43,27 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most titles one message lists (the count says how many there are).
 pub const MAX_TITLES: usize = 20;
 
+/// The most messages from other parts of the host waiting to be sent; beyond, a message is
+/// dropped with a log line.
+pub const MAX_WAITING: usize = 32;
+
+/// Where other parts of the host hand their notifications (a delegation awaiting
+/// confirmation): sent in order, with the same timeout and log. Does nothing when no
+/// command is configured.
+#[derive(Debug, Clone, Default)]
+pub struct Notifier(Option<tokio::sync::mpsc::Sender<Value>>);
+
+impl Notifier {
+    /// Queues `message` (its `kind` and `summary` at least); never waits.
+    pub fn tell(&self, message: Value) {
+        if let Some(sender) = &self.0
+            && sender.try_send(message).is_err()
+        {
+            tracing::warn!("a notification was dropped: {MAX_WAITING} are already waiting to be sent");
+        }
+    }
+}
+
 /// Sends notifications with `command`, from now on, for as long as the host runs.
 pub fn spawn(
     command: CommandLine,
@@ -48,9 +71,10 @@ pub fn spawn(
     instance: Arc<Instance>,
     faculties: Arc<FacultyRuntime>,
     hub: Arc<Hub>,
-) {
+) -> Notifier {
     let dir = instance.state_dir();
     let log = Arc::new(Log::new(dir.join("logs").join("notifications.log")));
+    let (sender, mut told) = tokio::sync::mpsc::channel(MAX_WAITING);
     tokio::spawn(async move {
         let mut watch = Watch::default();
         let mut first = true;
@@ -74,9 +98,17 @@ pub fn spawn(
             for message in messages {
                 send(&command, &host, &dir, &log, &message).await;
             }
-            tokio::time::sleep(CHECK_INTERVAL).await;
+            let next_check = tokio::time::sleep(CHECK_INTERVAL);
+            tokio::pin!(next_check);
+            loop {
+                tokio::select! {
+                    () = &mut next_check => break,
+                    Some(message) = told.recv() => send(&command, &host, &dir, &log, &message).await,
+                }
+            }
         }
     });
+    Notifier(Some(sender))
 }
 
 /// The latest modification time among the files the review queue's report watches
@@ -215,12 +247,7 @@ async fn send(command: &CommandLine, host: &HostEnv, state_dir: &Path, log: &Arc
             return;
         }
     };
-    if let Some(stdout) = kept.child.stdout.take() {
-        tokio::spawn(Arc::clone(log).capture(Stream::Stdout, stdout));
-    }
-    if let Some(stderr) = kept.child.stderr.take() {
-        tokio::spawn(Arc::clone(log).capture(Stream::Stderr, stderr));
-    }
+    kept.log_output(log, true);
     let stdin = kept.child.stdin.take();
     let outcome = tokio::time::timeout(COMMAND_TIMEOUT, async {
         if let Some(mut stdin) = stdin {

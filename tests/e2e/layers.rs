@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["instance"],
     &["supervise"],
     &["pipeline", "packages", "upstream", "app_backends", "notify"],
+    &["agents"],
     &["http"],
 ];
 

@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `butler` binary on an ephemeral port against a temp
 //! instance, driven over HTTP and the CLI like a user would.
 
+mod agents;
 mod capabilities;
 mod card_index;
 mod catalog;

@@ -356,6 +356,9 @@ pub enum ToolEndpoint {
     Main,
     /// `/mcp/butler`, the restricted endpoint (no provider tools).
     Butler,
+    /// Only the agent sessions the host drives for delegations (`/mcp/s/<session>`), where
+    /// a delegation's `tools` name it.
+    Agents,
 }
 
 fn main_endpoint() -> Vec<ToolEndpoint> {

@@ -14,20 +14,26 @@ use butler_faculty::declared::Offer;
 use butler_faculty::{CallContext, FacultyRuntime};
 
 /// Which endpoint a session came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Scope {
     /// `/mcp`: every provider, plus the faculties' tools offered there.
+    #[default]
     Main,
     /// `/mcp/butler`, the restricted endpoint: only the faculties' tools offered there, no
     /// providers.
     Restricted,
+    /// `/mcp/s/<session>`, an agent session the host drives for a delegation: the tools
+    /// offered on `/mcp`, and those offered to agents only.
+    Agent,
 }
 
 impl Scope {
-    fn endpoint(self) -> ToolEndpoint {
+    /// The faculty tool endpoints whose tools this scope offers.
+    fn endpoints(self) -> &'static [ToolEndpoint] {
         match self {
-            Self::Main => ToolEndpoint::Main,
-            Self::Restricted => ToolEndpoint::Butler,
+            Self::Main => &[ToolEndpoint::Main],
+            Self::Restricted => &[ToolEndpoint::Butler],
+            Self::Agent => &[ToolEndpoint::Main, ToolEndpoint::Agents],
         }
     }
 
@@ -37,6 +43,7 @@ impl Scope {
         match self {
             Self::Main => "mcp",
             Self::Restricted => "mcp/butler",
+            Self::Agent => "mcp/agent",
         }
     }
 }
@@ -94,12 +101,12 @@ impl HostTools {
     /// The `tools/list` entries for `scope`.
     #[must_use]
     pub fn list(&self, scope: Scope) -> Vec<Value> {
-        let endpoint = scope.endpoint();
+        let endpoints = scope.endpoints();
         self.runtime
             .declared()
             .offers
             .iter()
-            .filter(|o| o.endpoints.contains(&endpoint))
+            .filter(|o| o.endpoints.iter().any(|e| endpoints.contains(e)))
             .map(|o| json!({"name": o.public, "description": o.description, "inputSchema": o.schema}))
             .collect()
     }
@@ -107,14 +114,15 @@ impl HostTools {
     /// Whether `name` is a faculty tool in `scope`.
     #[must_use]
     pub fn has(&self, scope: Scope, name: &str) -> bool {
-        self.runtime.declared().offer(scope.endpoint(), name).is_some()
+        let declared = self.runtime.declared();
+        scope.endpoints().iter().any(|endpoint| declared.offer(*endpoint, name).is_some())
     }
 
     /// Runs faculty tool `name`: a `tools/call` result (failures are `isError` results, so
     /// the model can read and correct them).
     pub async fn call(&self, scope: Scope, name: &str, arguments: Value) -> Value {
         let declared = self.runtime.declared();
-        let Some(offer) = declared.offer(scope.endpoint(), name).cloned() else {
+        let Some(offer) = scope.endpoints().iter().find_map(|endpoint| declared.offer(*endpoint, name)).cloned() else {
             return error_result(format!("no tool `{name}`"));
         };
         let arguments = if arguments.is_null() { json!({}) } else { arguments };

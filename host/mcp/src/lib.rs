@@ -1073,6 +1073,12 @@ impl Hub {
         }
     }
 
+    /// The owner's compiled context, as the faculties compile it (what the hub offers as
+    /// the `butler__context` prompt).
+    pub async fn compiled_context(&self) -> String {
+        self.host_tools.context().await
+    }
+
     /// `prompts/list`: the compiled context, then the providers' prompts.
     pub async fn list_prompts(&self, view: &View) -> Vec<Value> {
         let mut prompts = Vec::new();

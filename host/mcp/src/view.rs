@@ -34,6 +34,12 @@ pub struct ProfileSpec {
     pub require_token: bool,
     /// Which prompts it offers.
     pub prompts: Prompts,
+    /// Whose faculties' tools it offers (with `host_tools`): `/mcp`'s, the restricted
+    /// endpoint's, or an agent session's.
+    pub scope: Scope,
+    /// Whether it is an agent session's endpoint (`/mcp/s/<name>`) rather than a root-config
+    /// profile's (`/mcp/p/<name>`).
+    pub session: bool,
 }
 
 /// Which prompts a profile offers.
@@ -154,7 +160,8 @@ impl View {
     pub fn scope(&self) -> Scope {
         match self {
             Self::Restricted => Scope::Restricted,
-            Self::Main | Self::Profile(_) => Scope::Main,
+            Self::Main => Scope::Main,
+            Self::Profile(profile) => profile.spec.scope,
         }
     }
 
@@ -164,6 +171,7 @@ impl View {
         match self {
             Self::Main => "main".to_owned(),
             Self::Restricted => "butler".to_owned(),
+            Self::Profile(profile) if profile.spec.session => format!("s/{}", profile.name),
             Self::Profile(profile) => format!("p/{}", profile.name),
         }
     }

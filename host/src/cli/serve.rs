@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use butler_faculty::FacultyRuntime;
+use butler_host::agents::Agents;
+use butler_host::agents::delegations::Delegations;
+use butler_host::agents::runs::Runs;
 use butler_host::app_backends::Backends;
 use butler_host::catalog::spawn_loader;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
@@ -200,11 +203,24 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     catalog.follow(Arc::clone(&backends)).await;
 
     let instance = Arc::new(instance);
-    if let Some(command) = instance.config.notification.active() {
-        let host = instance.host_env(&host_url);
-        let (faculties, hub) = (Arc::clone(&faculties), Arc::clone(&mcp));
-        butler_host::notify::spawn(command.clone(), host, Arc::clone(&instance), faculties, hub);
-    }
+    let notifier = match instance.config.notification.active() {
+        Some(command) => {
+            let host = instance.host_env(&host_url);
+            let (faculties, hub) = (Arc::clone(&faculties), Arc::clone(&mcp));
+            butler_host::notify::spawn(command.clone(), host, Arc::clone(&instance), faculties, hub)
+        }
+        None => butler_host::notify::Notifier::default(),
+    };
+    let agents = Arc::new(Agents::new(
+        instance.config.agent.command.clone(),
+        instance.host_env(&host_url),
+        (instance.root.clone(), instance.state_dir()),
+        format!("{host_url}{API_PREFIX}"),
+        instance.config.inject.clone(),
+        Arc::clone(&mcp),
+    ));
+    let runs = Arc::new(Runs::open(&instance.state_dir()));
+    let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
     let local_socket = http::bind_local(&instance.state_dir());
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
     let login = sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
@@ -222,6 +238,8 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         sessions,
         imports,
         backends: Arc::clone(&backends),
+        agents,
+        delegations,
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },
         auth: instance.config.mcp.auth,

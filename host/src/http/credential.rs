@@ -7,7 +7,8 @@
 //! carry a credential on every API route and on `/mcp`: the owner token
 //! (`Authorization: Bearer …`, what the CLI and `butler mcp stdio` send, and what an MCP
 //! client is configured with), the console's session cookie, or — on a profile's endpoint
-//! `/mcp/p/<name>` only — a token made for that profile. Refusals are `401 token_required`
+//! `/mcp/p/<name>` only — a token made for that profile, and on a running agent session's
+//! endpoint `/mcp/s/<id>` only, that session's token (which the endpoint itself requires). Refusals are `401 token_required`
 //! with `WWW-Authenticate: Bearer` (a JSON-RPC error on the MCP routes). The login route, which
 //! redeems a one-time link, and the console's static page and assets need none.
 
@@ -61,10 +62,19 @@ pub fn refusal(state: &AppState, verified: bool, path: &str, headers: &HeaderMap
 
 /// The profile whose endpoint `path` is (`…/mcp/p/<name>`), if it is one.
 fn profile_of(path: &str) -> Option<&str> {
+    endpoint_of(path, "/mcp/p/")
+}
+
+/// The agent session whose endpoint `path` is (`…/mcp/s/<id>`), if it is one.
+fn session_of(path: &str) -> Option<&str> {
+    endpoint_of(path, "/mcp/s/")
+}
+
+fn endpoint_of<'a>(path: &'a str, under: &str) -> Option<&'a str> {
     [super::API_PREFIX, super::LEGACY_PREFIX]
         .iter()
         .find_map(|prefix| path.strip_prefix(prefix))
-        .and_then(|rest| rest.strip_prefix("/mcp/p/"))
+        .and_then(|rest| rest.strip_prefix(under))
         .filter(|name| !name.is_empty() && !name.contains('/'))
 }
 
@@ -93,8 +103,15 @@ fn has_credential(state: &AppState, path: &str, headers: &HeaderMap) -> bool {
                 .is_some_and(|t| t.profile == profile)
         })
     };
+    // An agent session's token opens its own endpoint, and nothing else.
+    let session_token = || {
+        session_of(path)
+            .and_then(|id| state.agents.session(id))
+            .is_some_and(|session| super::mcp::bearer(headers).is_some_and(|given| session.accepts(given)))
+    };
     has_token(headers, &state.owner_token)
         || profile_token()
+        || session_token()
         || headers
             .get_all(axum::http::header::COOKIE)
             .iter()
@@ -143,5 +160,8 @@ mod tests {
         assert_eq!(profile_of("/myspace-butler/api/mcp/p/"), None);
         assert_eq!(profile_of("/myspace-butler/api/mcp"), None);
         assert_eq!(profile_of("/myspace-butler/api/extensions"), None);
+        assert_eq!(session_of("/myspace-butler/api/mcp/s/abc"), Some("abc"));
+        assert_eq!(session_of("/myspace-butler/api/mcp/p/abc"), None);
+        assert_eq!(session_of("/myspace-butler/api/mcp/s/abc/x"), None);
     }
 }

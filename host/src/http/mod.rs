@@ -86,6 +86,10 @@ pub struct Services {
     pub imports: Arc<butler_catalog::imports::Imports>,
     /// The ChatOS plugins' backends.
     pub backends: Arc<crate::app_backends::Backends>,
+    /// The agent backend: the sessions it runs.
+    pub agents: Arc<crate::agents::Agents>,
+    /// Delegations and their runs.
+    pub delegations: Arc<crate::agents::delegations::Delegations>,
     /// `http://ADDR:PORT`, where the host listens.
     pub origin: Arc<str>,
     /// What the gate checks (our port).

@@ -68,6 +68,12 @@ pub struct RootConfig {
     /// What tells the owner something awaits them.
     #[serde(default)]
     pub notification: NotificationConfig,
+    /// The owner's agent, which the host runs for delegations and automations.
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// What of the compiled context an agent session is given.
+    #[serde(default)]
+    pub inject: InjectConfig,
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
@@ -88,6 +94,43 @@ impl NotificationConfig {
     pub fn active(&self) -> Option<&butler_catalog::manifest::CommandLine> {
         self.command.as_ref().filter(|_| self.enabled != Some(false))
     }
+}
+
+/// `agent`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConfig {
+    /// The agent program, run once per agent session with its task as JSON on stdin.
+    pub command: Option<butler_catalog::manifest::CommandLine>,
+    /// How long an automation's agent session may run (a delegation has its own
+    /// `timeoutSec`); default 900.
+    pub timeout_sec: Option<u64>,
+}
+
+/// `inject`: the compiled context given to agent sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InjectConfig {
+    /// Whether sessions are given the context at all (default true).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// At most this many characters of it (default 8000).
+    #[serde(default = "default_inject_chars")]
+    pub max_chars: usize,
+}
+
+impl Default for InjectConfig {
+    fn default() -> Self {
+        Self { enabled: true, max_chars: default_inject_chars() }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_inject_chars() -> usize {
+    8000
 }
 
 /// `mcp`.
@@ -158,6 +201,7 @@ impl McpConfig {
                     host_tools: config.host_tools,
                     require_token: config.require_token,
                     prompts: butler_mcp::Prompts::OfProviders,
+                    ..butler_mcp::ProfileSpec::default()
                 };
                 butler_mcp::Profile::new(name, spec).map(|p| (name.clone(), std::sync::Arc::new(p)))
             })

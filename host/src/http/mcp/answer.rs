@@ -30,6 +30,8 @@ pub struct Context {
     pub view: View,
     /// The name of the profile token it carried.
     pub token: Option<String>,
+    /// The agent session whose endpoint it came through: its own tools join the hub's.
+    pub agent: Option<Arc<crate::agents::Session>>,
     /// Whose request it is, for cancellation: a legacy session, or one stateless request.
     pub caller: String,
     /// The legacy session, for the activity log.
@@ -217,8 +219,17 @@ impl Context {
         let hub = &self.hub;
         let view = &self.view;
         let asker = self.asker();
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let agent_tool = self.agent.as_ref().filter(|agent| method == "tools/call" && agent.owns_tool(name));
+        if let Some(agent) = agent_tool {
+            return Some(Ok(agent.call(params.get("arguments").cloned().unwrap_or(Value::Null))));
+        }
         Some(match method {
-            "tools/list" => Ok(json!({"tools": hub.list_tools(view).await})),
+            "tools/list" => {
+                let mut tools = hub.list_tools(view).await;
+                tools.extend(self.agent.iter().flat_map(|agent| agent.tools()));
+                Ok(json!({"tools": tools}))
+            }
             "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await,
             "prompts/list" => Ok(json!({"prompts": hub.list_prompts(view).await})),
             "prompts/get" => hub.get_prompt(view, params, &asker).await,

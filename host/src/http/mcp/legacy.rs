@@ -110,6 +110,7 @@ pub async fn post(
         hub: Arc::clone(hub),
         view: view.clone(),
         token: endpoint.token.clone(),
+        agent: endpoint.agent.clone(),
         caller: session_id.clone(),
         session: Some(session_id),
         revision: session.version,

@@ -69,6 +69,70 @@ pub async fn post_profile(
     }
 }
 
+/// `POST /mcp/s/{session}`: a running agent session's endpoint (its bearer token only).
+pub async fn post_session(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match session(&state, id, &headers) {
+        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body.map_err(Unread::from)).await,
+        Err(refusal) => *refusal,
+    }
+}
+
+/// `GET /mcp/s/{session}`.
+pub async fn get_session(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    match session(&state, id, &headers) {
+        Ok(endpoint) => {
+            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
+        }
+        Err(refusal) => *refusal,
+    }
+}
+
+/// `DELETE /mcp/s/{session}`.
+pub async fn delete_session(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    match session(&state, id, &headers) {
+        Ok(endpoint) => {
+            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
+        }
+        Err(refusal) => *refusal,
+    }
+}
+
+/// Agent session `id`'s endpoint for a request with `headers`: it must carry the session's
+/// own token, whoever sends it (the owner's credential does not open it). An unknown or
+/// ended session, and a wrong token, are the same 404, so the endpoint tells nothing about
+/// which sessions run.
+fn session(
+    state: &AppState,
+    id: Result<Path<String>, PathRejection>,
+    headers: &HeaderMap,
+) -> Result<Endpoint, Box<Response>> {
+    let found = id.ok().and_then(|Path(id)| state.agents.session(&id));
+    match found {
+        Some(session) if bearer(headers).is_some_and(|given| session.accepts(given)) => {
+            Ok(Endpoint { view: session.view.clone(), token: None, agent: Some(session) })
+        }
+        _ => Err(Box::new(rpc_error(
+            StatusCode::NOT_FOUND,
+            Value::Null,
+            -32600,
+            "no such agent session: it ended, or the request does not carry its token as `Authorization: Bearer <token>`",
+        ))),
+    }
+}
+
 /// An MCP endpoint a `POST` can be for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Door<'a> {
@@ -187,11 +251,13 @@ pub struct Endpoint {
     pub view: View,
     /// The name of the profile token the request carried, if any.
     pub token: Option<String>,
+    /// The agent session whose endpoint it is.
+    pub agent: Option<Arc<crate::agents::Session>>,
 }
 
 impl Endpoint {
     fn of(view: View) -> Self {
-        Self { view, token: None }
+        Self { view, token: None, agent: None }
     }
 }
 
@@ -242,7 +308,7 @@ fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<En
             .insert(WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="butler", error="invalid_token""#));
         return Err(Box::new(refusal));
     }
-    Ok(Endpoint { view: View::Profile(profile), token: token.map(|t| t.name) })
+    Ok(Endpoint { view: View::Profile(profile), token: token.map(|t| t.name), agent: None })
 }
 
 /// The bearer token of a request, if it carries one.
@@ -313,6 +379,9 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 /// What the hub tells a client it is for, at `initialize` and `server/discover`.
 fn instructions(view: &View) -> String {
     match view {
+        View::Profile(profile) if profile.spec.session => {
+            "Butler agent session: the tools your task allows, and the submit tool to hand your result back with (see its description). Nothing arriving here acts as the owner.".to_owned()
+        }
         View::Profile(profile) => format!(
             "Butler profile `{}`: a part of the owner's MCP tools, as the owner chose it for this client (each tool's description says what it does).",
             profile.name

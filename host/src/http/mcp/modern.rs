@@ -128,6 +128,7 @@ async fn request(
         hub: Arc::clone(hub),
         view: view.clone(),
         token: endpoint.token.clone(),
+        agent: endpoint.agent.clone(),
         caller: request_name,
         session: None,
         revision: REVISION.to_owned(),

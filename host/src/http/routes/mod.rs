@@ -5,6 +5,7 @@
 //! handler — and the router is built from it, so [`table`] is exactly what the router
 //! answers. `docs/openapi.json` describes every entry (checked by the tests below).
 
+mod agents;
 mod apps;
 mod boards;
 mod capabilities;
@@ -74,6 +75,10 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/apps/{plugin}/{app}/backend/{method}", apps::call),
         op(M::GET, "/layout", layout::get_layout),
         op(M::PUT, "/layout", layout::put_layout),
+        op(M::POST, "/delegations", agents::delegate),
+        op(M::GET, "/runs", agents::list),
+        op(M::GET, "/runs/{id}", agents::get),
+        op(M::POST, "/runs/{id}/steps/{index}/{decision}", agents::decide),
         op(M::POST, "/pipeline", pipeline::pipeline),
         op(M::POST, "/observe", pipeline::observe),
         op(M::POST, "/mcp", mcp::post_main),
@@ -85,6 +90,9 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/mcp/p/{name}", mcp::post_profile),
         op(M::GET, "/mcp/p/{name}", mcp::get_profile),
         op(M::DELETE, "/mcp/p/{name}", mcp::delete_profile),
+        op(M::POST, "/mcp/s/{session}", mcp::post_session),
+        op(M::GET, "/mcp/s/{session}", mcp::get_session),
+        op(M::DELETE, "/mcp/s/{session}", mcp::delete_session),
         op(M::GET, "/mcp/status", mcp::status),
         op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
         op(M::GET, "/mcp/providers/{id}/log", hub::log),
@@ -237,10 +245,12 @@ mod tests {
             let needs = crate::http::credential::needs_credential(AuthMode::Token, false, &full);
             assert_eq!(responses.contains_key("401"), needs, "{method} {path}: 401 token_required");
             let security = operation["security"].as_array().expect("each operation says who may call it");
+            // An agent session's endpoint takes its own token, and only that.
+            let credential = if path.starts_with("/mcp/s/") { "agentSession" } else { "ownerToken" };
             assert_eq!(
-                security.iter().any(|r| r == &json!({"ownerToken": []})),
+                security.iter().any(|r| r == &json!({credential: []})),
                 needs,
-                "{method} {path}: the owner token is the credential where one is needed"
+                "{method} {path}: the {credential} is the credential where one is needed"
             );
             // The MCP routes answer JSON-RPC errors (their clients read those); what is
             // refused before a request is read (`foreign_user`, the connection cap) is the

@@ -1,0 +1,249 @@
+//! The agent backend and delegations, end to end with a scripted agent on the official
+//! Python SDK (`tests/providers/scripted_agent.py`): the agent reads its task on stdin,
+//! connects to its session's own MCP endpoint with the session's token, and follows the
+//! script the test puts in the delegation's input.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::Butler;
+
+/// A tool extension whose MCP server is the test's fake provider, with three delegations.
+pub(crate) fn write_judge(workdir: &Path) {
+    let log = workdir.join("fake.log");
+    let mut manifest = crate::mcp::fake("judge", &log, json!({}));
+    let result = json!({
+        "type": "object",
+        "required": ["verdict", "score"],
+        "properties": {
+            "verdict": {"type": "string", "enum": ["keep", "drop"], "description": "what to do"},
+            "score": {"type": "integer", "minimum": 0, "maximum": 10},
+            "note": {"type": "string", "maxLength": 20},
+            "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+        }
+    });
+    manifest["delegations"] = json!([
+        {"id": "rate", "instructions": "Rate the input.", "risk": "auto", "result": result,
+         "tools": ["judge__echo"], "timeoutSec": 60},
+        {"id": "approve", "instructions": "Propose a verdict.", "risk": "confirm", "result": result, "timeoutSec": 60},
+        {"id": "quick", "instructions": "Be quick.", "risk": "auto", "result": result, "timeoutSec": 10},
+    ]);
+    let dir = workdir.join("tools/judge");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("butler.json"), manifest.to_string()).expect("manifest");
+}
+
+pub(crate) fn agent_command() -> Value {
+    let python = crate::mcp::tools().join("mcp-venv/bin/python");
+    json!([python, crate::mcp::root().join("tests/providers/scripted_agent.py")])
+}
+
+pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub(crate) fn delegate(butler: &Butler, id: &str, script: Value) -> (u16, Value) {
+    butler.post_json("/delegations", &json!({"extension": "judge", "id": id, "input": {"script": script}}), &[])
+}
+
+/// The lines the agent of `run` printed (its session's log).
+fn agent_log(butler: &Butler, run: &str) -> String {
+    let (_, run) = butler.get_json(&format!("/runs/{run}"));
+    let session = run["steps"][0]["session"].as_str().unwrap_or_else(|| panic!("a session: {run}"));
+    std::fs::read_to_string(butler.workdir.join(format!(".butler/logs/agent-{session}.log"))).expect("agent log")
+}
+
+fn line<'a>(log: &'a str, prefix: &str) -> &'a str {
+    log.lines().find(|l| l.contains(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in:\n{log}"))
+}
+
+#[test]
+fn without_an_agent_delegations_are_unavailable_and_the_rest_works() {
+    let dir = crate::mcp::instance();
+    write_judge(dir.path());
+    let butler = Butler::start(dir.path());
+    wait_for("the extension", || butler.ids().contains(&"judge".to_owned()));
+    let (status, body) = delegate(&butler, "rate", json!([]));
+    crate::util::assert_error(status, &body, 503, "agent_unavailable");
+    let (status, body) = butler.post_json("/delegations", &json!({"extension": "nope", "id": "rate"}), &[]);
+    crate::util::assert_error(status, &body, 404, "unknown_extension");
+    let (status, body) = butler.post_json("/delegations", &json!({"extension": "judge", "id": "nope"}), &[]);
+    crate::util::assert_error(status, &body, 404, "unknown_delegation");
+    let (status, runs) = butler.get_json("/runs");
+    assert_eq!((status, runs["runs"].as_array().map(Vec::len)), (200, Some(0)), "{runs}");
+    assert_eq!(butler.get_json("/health").0, 200, "the rest of the host is unaffected");
+}
+
+#[test]
+fn delegations_run_as_agent_sessions_with_only_their_tools() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": agent_command()});
+        config["mcp"]["quarantine"] = json!(false);
+    });
+    write_judge(&butler.workdir);
+    wait_for("the extension", || butler.ids().contains(&"judge".to_owned()));
+
+    // Auto: the agent lists its tools, uses the one it may, is refused the others, corrects
+    // a submission that breaks every rule, and its result reaches the caller.
+    let bad = json!({"verdict": "maybe", "score": 11, "note": "x".repeat(21), "tags": ["a", "b", "c"]});
+    let (status, body) = delegate(
+        &butler,
+        "rate",
+        json!([
+            {"list": true},
+            {"call": "judge__echo", "arguments": {"text": "hello"}},
+            {"call": "judge__env"},
+            {"call": "butler__search", "arguments": {"query": "x"}},
+            {"http": ["POST", "/runs/any/steps/0/confirm", {}]},
+            {"submit": bad},
+            {"submit": {"score": -1, "verdict": 3}},
+            {"submit": {"verdict": "keep", "score": 7, "tags": ["a"]}},
+        ]),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"], json!({"verdict": "keep", "score": 7, "tags": ["a"]}));
+    let run = body["run"].as_str().expect("run id").to_owned();
+    let log = agent_log(&butler, &run);
+    assert_eq!(line(&log, "TOOLS").split("TOOLS ").nth(1), Some("butler_delegation_submit,judge__echo"));
+    assert!(line(&log, "CALLED judge__echo").contains("hello"), "{log}");
+    for refused in ["judge__env", "butler__search"] {
+        let said = log.lines().find(|l| l.contains(&format!(" {refused}"))).expect("the call's line");
+        assert!(said.contains("unknown tool") || said.contains("\"isError\": true"), "{refused} refused: {said}");
+    }
+    assert!(
+        line(&log, "HTTP").contains("HTTP 403 {\"ok\":false,\"error\":{\"code\":\"owner_required\""),
+        "a session's token is not the owner's: {log}"
+    );
+    let first = log.lines().find(|l| l.contains("SUBMITTED")).expect("first submission");
+    for violation in [
+        "/verdict: must be one of",
+        "/score: must be at most 10",
+        "/note: must be at most 20 characters long",
+        "/tags: must have at most 2 items",
+    ] {
+        assert!(first.contains(violation), "{violation} in {first}");
+    }
+    let second = log.lines().filter(|l| l.contains("SUBMITTED")).nth(1).expect("second submission");
+    for violation in ["/verdict: must be of type string", "/score: must be at least 0"] {
+        assert!(second.contains(violation), "{violation} in {second}");
+    }
+    let (_, recorded) = butler.get_json(&format!("/runs/{run}"));
+    assert_eq!((&recorded["status"], &recorded["steps"][0]["status"]), (&json!("completed"), &json!("completed")));
+    assert_eq!(recorded["steps"][0]["result"]["score"], 7);
+    assert!(log.contains("\"input\": {\"script\""), "the input arrives as data, apart: {log}");
+
+    // The session's token opens its endpoint only while it runs; nothing else.
+    let token = line(&log, "TASK").to_owned();
+    assert!(!token.contains("\"token\""), "the agent's log does not show the token");
+    let session = recorded["steps"][0]["session"].as_str().expect("session");
+    let (status, _) = butler.raw(
+        "POST",
+        &format!("/myspace-butler/api/mcp/s/{session}"),
+        &[("content-type", "application/json"), ("authorization", &format!("Bearer {}", butler.owner_token()))],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(status, 404, "an ended session is gone, and the owner token does not open one");
+
+    // An agent that exits without submitting; one that calls no tool at all.
+    let (status, body) = delegate(&butler, "rate", json!([{"exit": 3}]));
+    crate::util::assert_error(status, &body, 502, "agent_exited");
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("exit status: 3"), "{body}");
+    let failed = body["error"]["details"]["run"].as_str().expect("the run");
+    assert_eq!(butler.get_json(&format!("/runs/{failed}")).1["status"], "failed");
+
+    // A timeout stops the agent's whole process group, its child too.
+    let (status, body) = delegate(&butler, "quick", json!([{"child": true}, {"sleep": 600}]));
+    crate::util::assert_error(status, &body, 504, "delegation_timeout");
+    let run = body["error"]["details"]["run"].as_str().expect("the run").to_owned();
+    let log = agent_log(&butler, &run);
+    let child: u32 = line(&log, "CHILD").rsplit(' ').next().and_then(|p| p.trim().parse().ok()).expect("pid");
+    assert!(!Path::new(&format!("/proc/{child}")).exists(), "the agent's child {child} was stopped");
+}
+
+#[test]
+fn a_confirm_delegation_waits_for_the_owner() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": agent_command()});
+        config["mcp"]["quarantine"] = json!(false);
+    });
+    write_judge(&butler.workdir);
+    wait_for("the extension", || butler.ids().contains(&"judge".to_owned()));
+    let butler = std::sync::Arc::new(butler);
+    let pending = |butler: &Butler| -> Option<String> {
+        let (_, runs) = butler.get_json("/runs");
+        runs["runs"].as_array()?.iter().find(|r| r["status"] == "awaiting_confirmation")?["id"].as_str().map(Into::into)
+    };
+    // What the default tools search: the validity root, never its hidden or internal parts.
+    let root = &butler.workdir;
+    std::fs::create_dir_all(root.join("notes")).expect("notes");
+    std::fs::create_dir_all(root.join(".private")).expect("hidden");
+    std::fs::write(root.join("notes/plan.md"), "# Plan\nMARK-4711 is here\n").expect("note");
+    std::fs::write(root.join(".private/keys.md"), "MARK-4711 hidden\n").expect("hidden note");
+    std::fs::write(root.join(".butler/leak.txt"), "MARK-4711 internal\n").expect("internal");
+    let submit = json!([
+        {"list": true},
+        {"call": "butler__grep", "arguments": {"pattern": "MARK-\\d+"}},
+        {"call": "butler__glob", "arguments": {"pattern": "**/*.md"}},
+        {"submit": {"verdict": "drop", "score": 2}},
+    ]);
+
+    for (decision, reason) in [("confirm", None), ("reject", Some("not now"))] {
+        let caller = {
+            let (butler, submit) = (std::sync::Arc::clone(&butler), submit.clone());
+            std::thread::spawn(move || delegate(&butler, "approve", submit))
+        };
+        let mut run = None;
+        wait_for("a step awaiting confirmation", || {
+            run = pending(&butler);
+            run.is_some()
+        });
+        let run = run.expect("pending run");
+        let path = format!("/runs/{run}/steps/0/{decision}");
+        let body = reason.map_or_else(|| json!({}), |r| json!({"reason": r}));
+        // Nobody but the owner decides: not a plain local request, not the console's headers
+        // without its session (nor an agent with its session's token, above).
+        let (status, refused) = butler.post_json(&path, &body, &[]);
+        crate::util::assert_error(status, &refused, 403, "owner_required");
+        let forged = [("origin", butler.origin.as_str()), ("sec-fetch-site", "same-origin"), ("x-butler-review", "1")];
+        let (status, refused) = butler.post_json(&path, &body, &forged);
+        crate::util::assert_error(status, &refused, 403, "owner_required");
+        assert!(!caller.is_finished(), "the caller still waits");
+        let token = format!("Bearer {}", butler.owner_token());
+        let (status, decided) = butler.post_json(&path, &body, &[("authorization", &token)]);
+        assert_eq!(status, 200, "{decided}");
+        let (status, again) = butler.post_json(&path, &body, &[("authorization", &token)]);
+        crate::util::assert_error(status, &again, 409, "not_pending");
+        let (status, answer) = caller.join().expect("caller");
+        match decision {
+            "confirm" => {
+                assert_eq!(status, 200, "{answer}");
+                assert_eq!(answer["result"], json!({"verdict": "drop", "score": 2}));
+            }
+            _ => {
+                crate::util::assert_error(status, &answer, 409, "delegation_rejected");
+                assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("not now"), "{answer}");
+            }
+        }
+        // The default tools: read-only search of the validity root, and nothing else.
+        let log = agent_log(&butler, &run);
+        assert_eq!(
+            line(&log, "TOOLS").split("TOOLS ").nth(1),
+            Some("butler__glob,butler__grep,butler_delegation_submit")
+        );
+        let grep = line(&log, "CALLED butler__grep");
+        assert!(grep.contains("notes/plan.md") && grep.contains("MARK-4711 is here"), "{grep}");
+        assert!(!grep.contains("hidden") && !grep.contains("internal"), "{grep}");
+        let glob = line(&log, "CALLED butler__glob");
+        assert!(glob.contains("notes/plan.md") && !glob.contains("keys.md"), "{glob}");
+    }
+    let cookie = butler.console_owner_headers();
+    let headers: Vec<(&str, &str)> = cookie.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, body) = butler.post_json("/runs/nope/steps/0/confirm", &json!({}), &headers);
+    crate::util::assert_error(status, &body, 404, "unknown_run");
+}
