@@ -526,8 +526,31 @@ def plugins(browser, origin, shots, args):
             "refused": refused}
 
 
+def confirmations(browser, origin, shots, args):
+    """Two delegations' results awaiting the owner, beside the cards: one confirmed, one
+    rejected with a reason; each card keeps its outcome; the proposed result is text."""
+    page = Page(browser, origin, shots)
+    page.open("review")
+    first, second = (page.page.locator(f"article[data-run='{run}']") for run in args["runs"])
+    expect(first).to_be_visible()
+    expect(second).to_be_visible()
+    shown = first.locator("pre.result").inner_text()
+    images = page.page.locator("#confirmations img").count()
+    page.shot("confirmations")
+    first.locator("button[data-act='confirm-run']").click()
+    expect(first.locator(".outcome.ok")).to_be_visible()
+    second.locator("input.reason").fill("too early")
+    second.locator("button[data-act='reject-run']").click()
+    expect(second.locator(".outcome.ok")).to_be_visible()
+    page.page.wait_for_timeout(1500)
+    expect(first.locator("button[data-act='confirm-run']")).to_be_disabled()
+    page.shot("confirmations-decided")
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "shown": shown, "images": images}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
-                                     activity, packages, plugins)}
+                                     activity, packages, plugins, confirmations)}
 
 
 def main():

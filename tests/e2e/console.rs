@@ -547,3 +547,55 @@ fn the_chatos_plugins_are_listed_with_their_apps_problems_and_backend() {
     let refused = result["refused"].to_string();
     assert!(refused.contains("tools/refused/plugin.json") && refused.contains("/id is required"), "{result}");
 }
+
+/// Delegations' results awaiting the owner are decided from the review queue, beside the
+/// cards: the callers get the result, or the rejection with its reason.
+#[test]
+fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
+    use crate::agents::{agent_command, delegate, wait_for, write_judge};
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": agent_command()});
+        config["mcp"]["quarantine"] = json!(false);
+    });
+    write_judge(&butler.workdir);
+    wait_for("the extension", || butler.ids().contains(&"judge".to_owned()));
+    let butler = std::sync::Arc::new(butler);
+    let awaiting = |butler: &Butler| -> Vec<String> {
+        let (_, runs) = butler.get_json("/runs");
+        runs["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["status"] == "awaiting_confirmation")
+            .filter_map(|r| r["id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    // One after the other, so the runs' order is the callers'.
+    let callers: Vec<_> = ["<img src=x onerror=alert(1)>", "second"]
+        .into_iter()
+        .enumerate()
+        .map(|(index, note)| {
+            let note: String = note.chars().take(20).collect();
+            let script = json!([{"submit": {"verdict": "keep", "score": 1, "note": note}}]);
+            let caller = {
+                let butler = std::sync::Arc::clone(&butler);
+                std::thread::spawn(move || delegate(&butler, "approve", script))
+            };
+            wait_for("the step awaiting confirmation", || awaiting(&butler).len() > index || caller.is_finished());
+            caller
+        })
+        .collect();
+    let mut pending = awaiting(&butler);
+    pending.reverse(); // oldest first: the first caller's run
+    assert_eq!(pending.len(), 2, "{pending:?}");
+
+    let result = drive(&butler, "confirmations", &json!({"runs": pending}));
+    assert_no_errors(&result);
+    assert_eq!(result["images"], 0, "a result is text, never markup: {result}");
+    assert!(result["shown"].as_str().is_some_and(|s| s.contains("<img src=x onerror")), "{result}");
+    let answers: Vec<(u16, Value)> = callers.into_iter().map(|c| c.join().expect("caller")).collect();
+    assert_eq!(answers[0].0, 200, "{:?}", answers[0]);
+    assert_eq!(answers[0].1["result"]["note"], "<img src=x onerror=a");
+    crate::util::assert_error(answers[1].0, &answers[1].1, 409, "delegation_rejected");
+    assert!(answers[1].1["error"]["message"].as_str().unwrap_or_default().contains("too early"), "{:?}", answers[1]);
+}

@@ -5,7 +5,8 @@
 //! changes: `catalog` (the catalog generation), `supervised` (a fingerprint of every
 //! hosted item's state, pid, restarts and pending restart), `mcp` (a fingerprint of the
 //! MCP providers' states and of every list or approval change), `mcpActivity` (the `seq` of
-//! the newest entry of the hub's activity log), `layout` (the modification time of
+//! the newest entry of the hub's activity log), `runs` (a count of the delegation runs'
+//! changes), `layout` (the modification time of
 //! `stateDir/layout.json`) and one `report:<faculty>/<report>` per report that
 //! declares what it `watch`es (the latest modification time among those paths). The
 //! host compares them every [`CHECK_INTERVAL`] — in memory and a few `stat`s, so an idle
@@ -66,6 +67,7 @@ fn parts(state: &AppState) -> Value {
         "layout": modified(&state.instance.state_dir().join(super::layout::LAYOUT_FILE)),
         "mcp": format!("{:016x}", state.mcp.fingerprint()),
         "mcpActivity": state.mcp.activity().newest(),
+        "runs": state.delegations.runs().generation(),
     });
     let folders = state.instance.folders();
     for (faculty, report, paths) in &state.faculties.declared().watched {

@@ -13,7 +13,7 @@ import { diagnosticsView, mcpView } from './status.js';
 import { packagesView } from './packages.js';
 
 const VIEWS = {
-  review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp'] },
+  review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp', 'runs'] },
   library: { key: 'nav_library', render: libraryView, watches: [] },
   tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
   services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },

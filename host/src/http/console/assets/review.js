@@ -1,7 +1,9 @@
 // The review queue (default view): each pending candidate with its card, a diff against
 // the current card, evidence, checks and conflict; approve or reject through the owner
-// gate. A decision is sent once: a failure is shown and the candidate stays put. Below
-// them, the MCP tools the quarantine holds, each with its definition (and, when it changed,
+// gate. A decision is sent once: a failure is shown and the candidate stays put. Beside
+// them, the delegations' results awaiting confirmation: confirm or reject each (the
+// extension that delegated gets the result only when confirmed). Below them, the MCP tools
+// the quarantine holds, each with its definition (and, when it changed,
 // the diff against the one approved): approve it, or trust its provider wholesale.
 
 import { call, freshKey, get, pipeline } from './api.js';
@@ -14,12 +16,18 @@ export async function reviewView(main, ctx) {
   const count = h('span', { class: 'count' });
   const empty = h('p', { class: 'muted empty' }, t('review_empty'));
   const shown = new Map(); // id → its article, kept across refreshes (a typed reason survives)
+  // What the nav's badge counts: candidates and confirmations.
+  const pending = { cards: 0, runs: 0 };
+  const setPending = () => {
+    ctx.setPending(pending.cards + pending.runs);
+    count.textContent = String(pending.cards + pending.runs);
+  };
   const refresh = async () => {
     const data = await pipeline('review.list', {});
     const candidates = (data.candidates || []).filter((c) => c.status === 'pending' || c.status === 'applying');
     const waiting = new Set(candidates.map((c) => c.id));
-    ctx.setPending(candidates.length);
-    count.textContent = String(candidates.length);
+    pending.cards = candidates.length;
+    setPending();
     // Cards decided here, or whose decision failed, stay with their outcome until the view is left.
     for (const [id, article] of shown) {
       if (!waiting.has(id) && article.dataset.keep !== 'true') {
@@ -66,9 +74,79 @@ export async function reviewView(main, ctx) {
       list.replaceChildren(h('p', { class: 'error' }, t('load_failed', { msg: `${e.message} (${e.code})` })));
     }
   };
-  replace(main, h('h1', null, t('review_title'), ' ', count), list, held);
-  await Promise.all([refreshCards(), refreshHeld()]);
-  return { refresh: async () => { await Promise.all([refreshCards(), refreshHeld()]); } };
+  const runs = h('section', { class: 'stack', id: 'confirmations', 'aria-labelledby': 'confirm-title' });
+  const runCards = new Map(); // run id → its article, kept across refreshes (and once decided, until the view is left)
+  const refreshRuns = async () => {
+    let waiting;
+    try {
+      waiting = ((await get('/runs')).runs || []).filter((r) => r.status === 'awaiting_confirmation');
+    } catch {
+      return; // delegations are optional in this view
+    }
+    pending.runs = waiting.length;
+    setPending();
+    for (const run of waiting) {
+      if (runCards.has(run.id)) continue;
+      try {
+        runCards.set(run.id, runCard(await get(`/runs/${encodeURIComponent(run.id)}`), refreshRuns));
+      } catch {
+        /* decided or pruned meanwhile: the next refresh tells */
+      }
+    }
+    for (const [id, article] of runCards) {
+      if (!waiting.some((r) => r.id === id) && article.dataset.keep !== 'true') runCards.delete(id);
+    }
+    if (!runCards.size) return runs.replaceChildren();
+    runs.replaceChildren(h('h2', { id: 'confirm-title' }, t('confirm_title'), ' ', h('span', { class: 'count' }, String(waiting.length))),
+      h('p', { class: 'muted' }, t('confirm_hint')), ...runCards.values());
+  };
+  replace(main, h('h1', null, t('review_title'), ' ', count), list, runs, held);
+  const all = () => Promise.all([refreshCards(), refreshRuns(), refreshHeld()]);
+  await all();
+  return { refresh: all };
+}
+
+/** A delegation's result awaiting the owner: what the agent proposed, confirm or reject. */
+function runCard(run, refreshRuns) {
+  const step = (run.steps || [])[0] || {};
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const reason = h('input', { type: 'text', id: `reason-${run.id}`, class: 'reason', maxlength: 500 });
+  reason.placeholder = t('reject_reason');
+  const confirm = h('button', { type: 'button', class: 'primary', 'data-act': 'confirm-run' }, t('confirm_run'));
+  const reject = h('button', { type: 'button', class: 'danger', 'data-act': 'reject-run' }, t('reject'));
+  const article = h('article', { class: 'card confirmation', 'data-run': run.id, 'aria-labelledby': `title-${run.id}` },
+    h('header', { class: 'row' },
+      h('span', { class: 'badge' }, t('delegation')),
+      h('h3', { id: `title-${run.id}` }, `${run.extension} / ${run.delegation}`)),
+    h('p', { class: 'meta' }, `${t('proposed_at')}: `, step.endedAt || run.updatedAt, ' · ', run.id),
+    h('pre', { class: 'result' }, JSON.stringify(step.result, null, 2)),
+    h('div', { class: 'decide row' },
+      confirm,
+      h('label', { for: `reason-${run.id}`, class: 'sr' }, t('reject_reason')),
+      reason,
+      reject),
+    outcome);
+  const decide = async (decision) => {
+    confirm.disabled = true;
+    reject.disabled = true;
+    const body = decision === 'reject' && reason.value.trim() ? { reason: reason.value.trim() } : {};
+    try {
+      await call('POST', `/runs/${encodeURIComponent(run.id)}/steps/0/${decision}`, body, { owner: true });
+      article.dataset.keep = 'true';
+      outcome.className = 'outcome ok';
+      outcome.textContent = t(decision === 'confirm' ? 'run_confirmed' : 'run_rejected');
+      setTimeout(refreshRuns, 800);
+    } catch (e) {
+      outcome.className = 'outcome error';
+      outcome.dataset.code = e.code || '';
+      outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
+      confirm.disabled = false;
+      reject.disabled = false;
+    }
+  };
+  confirm.addEventListener('click', () => decide('confirm'));
+  reject.addEventListener('click', () => decide('reject'));
+  return article;
 }
 
 function heldCard(tool, refreshHeld, onDecided) {
