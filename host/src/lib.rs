@@ -17,6 +17,7 @@
 //! - [`upstream`] — the hub's connections to remote MCP servers over HTTP;
 //! - [`app_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
 //! - [`notify`] — the owner's notification command, told what awaits them;
+//! - [`collector`] — the owner's session turns, redacted and stored durably for the journal;
 //! - [`agents`] — the owner's agent, run as sessions for delegations and automations;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
 //!   envelope, and the web console.
@@ -24,6 +25,7 @@
 pub mod agents;
 pub mod app_backends;
 pub mod catalog;
+pub mod collector;
 pub use butler_catalog::{json, lock, text, time, validation};
 pub mod http;
 pub mod instance;

@@ -96,6 +96,7 @@ fn delegations_run_as_agent_sessions_with_only_their_tools() {
         &butler,
         "rate",
         json!([
+            {"token": true},
             {"list": true},
             {"call": "judge__echo", "arguments": {"text": "hello"}},
             {"call": "judge__env"},
@@ -138,17 +139,28 @@ fn delegations_run_as_agent_sessions_with_only_their_tools() {
     assert_eq!(recorded["steps"][0]["result"]["score"], 7);
     assert!(log.contains("\"input\": {\"script\""), "the input arrives as data, apart: {log}");
 
-    // The session's token opens its endpoint only while it runs; nothing else.
-    let token = line(&log, "TASK").to_owned();
-    assert!(!token.contains("\"token\""), "the agent's log does not show the token");
+    // The session's token opens its endpoint only while it runs; the owner's never does.
+    let task = line(&log, "TASK");
+    assert!(task.contains(&format!("/mcp/s/{}", recorded["steps"][0]["session"].as_str().expect("session"))), "{task}");
+    let token = line(&log, "TOKEN").rsplit(' ').next().expect("token").to_owned();
+    assert!(!task.contains(&token), "the task's line shows no token");
     let session = recorded["steps"][0]["session"].as_str().expect("session");
-    let (status, _) = butler.raw(
-        "POST",
-        &format!("/myspace-butler/api/mcp/s/{session}"),
-        &[("content-type", "application/json"), ("authorization", &format!("Bearer {}", butler.owner_token()))],
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-    );
-    assert_eq!(status, 404, "an ended session is gone, and the owner token does not open one");
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    for bearer in [token.clone(), butler.owner_token()] {
+        let auth = format!("Bearer {bearer}");
+        let (status, answer) = butler.raw(
+            "POST",
+            &format!("/mcp/s/{session}"),
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("authorization", &auth),
+            ],
+            list,
+        );
+        assert_eq!(status, 404, "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("no such agent session"), "{answer}");
+    }
 
     // An agent that exits without submitting; one that calls no tool at all.
     let (status, body) = delegate(&butler, "rate", json!([{"exit": 3}]));

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
-    &["pipeline", "packages", "upstream", "app_backends", "notify"],
+    &["pipeline", "packages", "upstream", "app_backends", "notify", "collector"],
     &["agents"],
     &["http"],
 ];

@@ -6,6 +6,7 @@ mod capabilities;
 mod card_index;
 mod catalog;
 mod cli;
+mod collector;
 mod console;
 mod crash;
 mod docs;

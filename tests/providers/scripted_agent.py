@@ -10,6 +10,8 @@ a model, follows the script in the task's input (`input.script`), one step at a 
   {"submit": {...}}                   call the submit tool with these arguments; prints
                                       `SUBMITTED <json>` as above
   {"sleep": SECONDS}                  sleep
+  {"token": true}                     print the session's token (`TOKEN <token>`), so a test can
+                                      try it after the session ended
   {"child": true}                     start a child process (`sleep 600`) that stays in the
                                       session's process group; prints `CHILD <pid>`
   {"exit": CODE}                      exit at once with CODE, whatever comes next
@@ -74,6 +76,8 @@ async def run(task: dict) -> int:
                 base = task["mcp"]["url"].split("/mcp/s/")[0]
                 answer = await http.request(method, base + path, json=body)
                 say("HTTP", answer.status_code, answer.text.replace("\n", " "))
+            elif "token" in step:
+                say("TOKEN", task["mcp"]["token"])
             elif "child" in step:
                 child = subprocess.Popen(["sleep", "600"])
                 say("CHILD", child.pid)

@@ -4,6 +4,9 @@
 //! command takes its arguments as JSON on standard input (the pipeline's `args`).
 //!
 //! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool;
+//! - `turns {id, at, messages, workspace?, preset?, subagent?, source?}` stores one session
+//!   turn the host's collector took (redacted there) as `journal/sessions/<id>.json` — once:
+//!   a turn already stored is acknowledged again, not written twice;
 //! - `context-build {maxChars?}` compiles `build/context.md`, by default within the
 //!   root config's `inject.maxChars`;
 //! - report `recent`: the latest observations.
@@ -37,6 +40,7 @@ impl Faculty for Journal {
     fn invoke(command: &str, input: Value) -> Outcome {
         match command {
             "intake" => intake(input),
+            "turns" => turns(input),
             "context-build" => context_build(input),
             other => Err(Failure::unknown_command(other)),
         }
@@ -97,6 +101,82 @@ fn intake(input: Value) -> Outcome {
     observation.at = butler_store::time::now();
     observation.append()?;
     Ok(json!({"id": observation.id, "at": observation.at}))
+}
+
+// ---------------------------------------------------------------------------------------
+// turns
+
+/// Where stored turns go, relative to the store.
+const SESSIONS: &str = "journal/sessions";
+/// The most messages in one turn.
+const MAX_MESSAGES: usize = 200;
+
+/// One message of a turn.
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    role: String,
+    content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    partial: bool,
+}
+
+/// `journal.turns` arguments: one turn, as the host's collector hands it over.
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Turn {
+    id: String,
+    at: String,
+    messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    preset: Option<String>,
+    #[serde(default)]
+    subagent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
+
+fn parse_turn(input: Value) -> Result<Turn, Failure> {
+    let turn = butler_store::args::parse::<Turn>(input).map_err(|f| Failure::new("invalid_turn", f.message))?;
+    let bad = |message: &str| Err(Failure::new("invalid_turn", message.to_owned()));
+    if turn.id.is_empty()
+        || turn.id.len() > 128
+        || !turn.id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        || turn.id.starts_with('.')
+    {
+        return bad("id is 1 to 128 of A-Z, a-z, 0-9, `-`, `_` and `.`, not starting with `.`");
+    }
+    if turn.messages.is_empty() || turn.messages.len() > MAX_MESSAGES {
+        return bad("messages holds 1 to 200 messages");
+    }
+    if let Some(message) =
+        turn.messages.iter().find(|m| !["user", "assistant", "tool", "system"].contains(&m.role.as_str()))
+    {
+        return Err(Failure::new(
+            "invalid_turn",
+            format!(
+                "a message's role is user, assistant, tool or system, not `{}`",
+                butler_faculty_kit::clip(&message.role, 40)
+            ),
+        ));
+    }
+    Ok(turn)
+}
+
+fn turns(input: Value) -> Outcome {
+    let turn = parse_turn(input)?;
+    let path = butler_store::path(&format!("{SESSIONS}/{}.json", turn.id));
+    // Once: a turn handed over again (the host replays what it has not seen acknowledged)
+    // is acknowledged, not stored twice.
+    if path.exists() {
+        return Ok(json!({"id": turn.id, "stored": false, "duplicate": true}));
+    }
+    butler_store::write_json(&path, &turn)?;
+    Ok(json!({"id": turn.id, "stored": true}))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -358,6 +438,23 @@ mod tests {
 
     fn entry(kind: Kind, id: &str) -> Entry {
         Entry { kind, id: id.into(), title: format!("Title {id}"), summary: "sum\nmary".into() }
+    }
+
+    #[test]
+    fn a_turn_needs_an_id_fit_for_a_file_name_and_known_roles() {
+        let message = json!([{"role": "user", "content": "hi"}]);
+        for bad in [
+            json!({"id": "../x", "at": "t", "messages": message}),
+            json!({"id": ".x", "at": "t", "messages": message}),
+            json!({"id": "x", "at": "t", "messages": []}),
+            json!({"id": "x", "at": "t", "messages": [{"role": "robot", "content": "hi"}]}),
+            json!({"id": "x", "at": "t", "messages": message, "extra": 1}),
+        ] {
+            assert_eq!(parse_turn(bad.clone()).expect_err("refused").code, "invalid_turn", "{bad}");
+        }
+        let turn =
+            parse_turn(json!({"id": "t-1.a", "at": "t", "messages": message, "workspace": null})).expect("valid");
+        assert_eq!((turn.id.as_str(), turn.messages.len()), ("t-1.a", 1));
     }
 
     #[test]

@@ -307,10 +307,12 @@ fn default_confirm_with() -> Vec<String> {
 
 /// What a command can take on the host's behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum CommandDoor {
     /// Observations (`POST /observe`, the host's own).
     Observations,
+    /// Session turns (`POST /sessions/turns`, after the host's collector redacted them).
+    SessionTurns,
 }
 
 /// What a report can provide on the host's behalf.

@@ -53,6 +53,8 @@ pub struct Declared {
     pub offers: Vec<Arc<Offer>>,
     /// The command that takes observations: (faculty, command).
     pub observations: Option<(String, String)>,
+    /// The command that takes session turns: (faculty, command).
+    pub session_turns: Option<(String, String)>,
     /// The report that provides the compiled context: (faculty, report).
     pub context: Option<(String, String)>,
     /// The report of what awaits the owner's review: (faculty, report).
@@ -79,6 +81,9 @@ impl Declared {
             for command in &ext.manifest.commands {
                 if command.takes == Some(CommandDoor::Observations) && declared.observations.is_none() {
                     declared.observations = Some((id.to_owned(), command.id.clone()));
+                }
+                if command.takes == Some(CommandDoor::SessionTurns) && declared.session_turns.is_none() {
+                    declared.session_turns = Some((id.to_owned(), command.id.clone()));
                 }
             }
             for report in &ext.manifest.reports {

@@ -15,6 +15,7 @@ use butler_host::agents::delegations::Delegations;
 use butler_host::agents::runs::Runs;
 use butler_host::app_backends::Backends;
 use butler_host::catalog::spawn_loader;
+use butler_host::collector::Collector;
 use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
 use butler_host::instance::{HostLock, Instance, owner};
 use butler_host::packages::UiApps;
@@ -152,7 +153,13 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let host_lock = HostLock::claim(&instance.root, &instance.state_dir())?;
     // What a killed host was writing when it died, never renamed into place.
     let state_dir = instance.state_dir();
-    for dir in [state_dir.clone(), state_dir.join("mcp"), state_dir.join("cache/components")] {
+    for dir in [
+        state_dir.clone(),
+        state_dir.join("mcp"),
+        state_dir.join("cache/components"),
+        state_dir.join(butler_host::collector::PENDING_DIR),
+        state_dir.join(butler_host::agents::runs::RUNS_DIR),
+    ] {
         let swept = butler_host::instance::sweep_temps(&dir);
         if swept > 0 {
             tracing::info!(dir = %dir.display(), "removed {swept} temp files a previous host left");
@@ -220,6 +227,9 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         Arc::clone(&mcp),
     ));
     let runs = Arc::new(Runs::open(&instance.state_dir()));
+    let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
+    // What a previous host left pending is handed over first.
+    collector.spawn_delivery();
     let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
     let local_socket = http::bind_local(&instance.state_dir());
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
@@ -239,6 +249,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         imports,
         backends: Arc::clone(&backends),
         agents,
+        collector,
         delegations,
         origin: host_url.clone().into(),
         gate: GateConfig { port: local.port() },

@@ -88,6 +88,8 @@ pub struct Services {
     pub backends: Arc<crate::app_backends::Backends>,
     /// The agent backend: the sessions it runs.
     pub agents: Arc<crate::agents::Agents>,
+    /// The session collector.
+    pub collector: Arc<crate::collector::Collector>,
     /// Delegations and their runs.
     pub delegations: Arc<crate::agents::delegations::Delegations>,
     /// `http://ADDR:PORT`, where the host listens.

@@ -74,6 +74,9 @@ pub struct RootConfig {
     /// What of the compiled context an agent session is given.
     #[serde(default)]
     pub inject: InjectConfig,
+    /// Which session turns the collector takes.
+    #[serde(default)]
+    pub collector: CollectorConfig,
     /// The document as read, unknown fields included.
     #[serde(skip)]
     pub raw: Map<String, Value>,
@@ -94,6 +97,47 @@ impl NotificationConfig {
     pub fn active(&self) -> Option<&butler_catalog::manifest::CommandLine> {
         self.command.as_ref().filter(|_| self.enabled != Some(false))
     }
+}
+
+/// The root config's `collector`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CollectorConfig {
+    /// Whether turns are collected at all (default true).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Only turns of these workspaces (none given: any).
+    #[serde(default)]
+    pub workspaces: Vec<String>,
+    /// Turns of these presets are not collected.
+    #[serde(default = "default_excluded_presets")]
+    pub exclude_presets: Vec<String>,
+    /// Whether sub-agents' turns are collected.
+    #[serde(default)]
+    pub include_subagents: bool,
+    /// How long after the last turn arrived the pending ones are handed over.
+    #[serde(default = "default_debounce_ms")]
+    pub debounce_ms: u64,
+}
+
+impl Default for CollectorConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            workspaces: Vec::new(),
+            exclude_presets: default_excluded_presets(),
+            include_subagents: false,
+            debounce_ms: default_debounce_ms(),
+        }
+    }
+}
+
+fn default_excluded_presets() -> Vec<String> {
+    vec!["butler".to_owned()]
+}
+
+fn default_debounce_ms() -> u64 {
+    1000
 }
 
 /// `agent`.

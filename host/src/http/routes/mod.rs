@@ -18,6 +18,7 @@ mod hub;
 mod layout;
 pub mod login;
 mod pipeline;
+mod sessions;
 mod supervise;
 
 use axum::handler::Handler;
@@ -81,6 +82,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/runs/{id}/steps/{index}/{decision}", agents::decide),
         op(M::POST, "/pipeline", pipeline::pipeline),
         op(M::POST, "/observe", pipeline::observe),
+        op(M::POST, "/sessions/turns", sessions::turns),
+        op(M::POST, "/sessions/flush", sessions::flush),
         op(M::POST, "/mcp", mcp::post_main),
         op(M::GET, "/mcp", mcp::get_main),
         op(M::DELETE, "/mcp", mcp::delete_main),
