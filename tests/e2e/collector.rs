@@ -54,6 +54,16 @@ fn turns_are_redacted_filtered_and_stored_once() {
     }
     assert!(text.contains("[redacted]") && text.contains("db.local"), "{text}");
     assert_eq!(kept["messages"][3]["partial"], true);
+    // The distiller's evidence: the transcript as a `session` line.
+    let lines: String = std::fs::read_dir(butler.workdir.join("self/sessions"))
+        .expect("session lines")
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).expect("read"))
+        .collect();
+    let line: Value =
+        lines.lines().find(|l| l.contains("t-redact")).map(|l| serde_json::from_str(l).expect("JSON")).expect("a line");
+    assert_eq!((&line["type"], &line["tags"]), (&json!("session"), &json!(["workspace:home"])), "{line}");
+    assert!(line["text"].as_str().is_some_and(|t| t.starts_with("user: my key is sk-proj-[redacted]")), "{line}");
     assert_eq!(kept["messages"][3]["content"].as_str().map(str::len), Some(16_000));
     let everywhere = std::process::Command::new("grep").args(["-r", "-l", secrets[2]]).arg(&butler.workdir).output();
     assert!(everywhere.expect("grep").stdout.is_empty(), "the password is nowhere in the instance");
@@ -63,6 +73,12 @@ fn turns_are_redacted_filtered_and_stored_once() {
     assert_eq!(status, 202);
     butler.post_json("/sessions/flush", &json!({}), &[]);
     assert_eq!(stored(&butler.workdir, "t-redact"), Some(kept), "not stored twice");
+    let again: String = std::fs::read_dir(butler.workdir.join("self/sessions"))
+        .expect("session lines")
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).expect("read"))
+        .collect();
+    assert_eq!(again.matches("t-redact").count(), 1, "one line");
 
     // The config's filters; bad turns.
     for (extra, why) in

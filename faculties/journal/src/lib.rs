@@ -5,8 +5,10 @@
 //!
 //! - `intake {source, type?, tags?, text, ref?}` appends an observation to the spool;
 //! - `turns {id, at, messages, workspace?, preset?, subagent?, source?}` stores one session
-//!   turn the host's collector took (redacted there) as `journal/sessions/<id>.json` — once:
-//!   a turn already stored is acknowledged again, not written twice;
+//!   turn the host's collector took (redacted there): its transcript as a `session` line of
+//!   `sessions/<day>.jsonl`, where the distiller reads evidence, and the whole turn as
+//!   `journal/sessions/<id>.json` — once: a turn already stored is acknowledged again, not
+//!   written twice;
 //! - `context-build {maxChars?}` compiles `build/context.md`, by default within the
 //!   root config's `inject.maxChars`;
 //! - report `recent`: the latest observations.
@@ -175,8 +177,60 @@ fn turns(input: Value) -> Outcome {
     if path.exists() {
         return Ok(json!({"id": turn.id, "stored": false, "duplicate": true}));
     }
+    // First the distiller's line, then the whole turn: a turn cut off between the two is
+    // handed over again, and the distiller keeps the first of two lines with one id.
+    append_line(&session_line(&turn))?;
     butler_store::write_json(&path, &turn)?;
     Ok(json!({"id": turn.id, "stored": true}))
+}
+
+/// Where the distiller reads session turns: `sessions/<day>.jsonl`, observation lines.
+const SESSION_LINES: &str = "sessions";
+/// The most characters of a turn's transcript in its line.
+const TRANSCRIPT_CHARS: usize = 8000;
+
+/// The turn as the distiller reads it: an observation of type `session` whose text is the
+/// transcript (`role: content` per message), cut to [`TRANSCRIPT_CHARS`].
+fn session_line(turn: &Turn) -> Observation {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for message in &turn.messages {
+        let who = message.name.as_ref().map_or_else(|| message.role.clone(), |n| format!("{} ({n})", message.role));
+        let _ = writeln!(text, "{who}: {}", message.content);
+    }
+    let clipped = butler_faculty_kit::clip(text.trim_end(), TRANSCRIPT_CHARS);
+    let source: String = turn
+        .source
+        .as_deref()
+        .unwrap_or("session")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .take(64)
+        .collect();
+    Observation {
+        id: turn.id.clone(),
+        at: turn.at.clone(),
+        source,
+        kind: "session".to_owned(),
+        tags: turn.workspace.iter().map(|w| format!("workspace:{w}")).collect(),
+        text: clipped,
+        r#ref: None,
+    }
+}
+
+fn append_line(line: &Observation) -> Result<(), Failure> {
+    use std::io::Write;
+    let dir = butler_store::path(SESSION_LINES);
+    std::fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, &e))?;
+    let file = dir.join(format!("{}.jsonl", &line.at[..10.min(line.at.len())]));
+    let mut bytes = serde_json::to_vec(line).map_err(Failure::from)?;
+    bytes.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_data()))
+        .map_err(|e| Failure::io(&file, &e))
 }
 
 // ---------------------------------------------------------------------------------------
