@@ -1,6 +1,6 @@
 //! The agent backend: the owner's own agent program (`agent.command` in the root config),
 //! which the host runs once per **agent session** — a delegation's judgement step
-//! ([`delegations`]) or an automation's run.
+//! ([`delegations`]) or a scheduled automation's run ([`automations`]).
 //!
 //! A session's process starts under a keeper (its own process group, the environment
 //! scrubbed as for MCP providers, its output in `<stateDir>/logs/agent-<session>.log`)
@@ -15,6 +15,7 @@
 //! Without `agent.command` every session fails with [`AgentError::Unavailable`] (the
 //! routes answer 503 `agent_unavailable`) and nothing else changes.
 
+pub mod automations;
 pub mod delegations;
 pub mod runs;
 pub mod session;
@@ -105,6 +106,9 @@ pub enum AgentError {
     /// The agent exited first.
     #[error("the agent exited ({0}) without submitting a result")]
     Exited(String),
+    /// The host is stopping; the session's processes were stopped.
+    #[error("the host is stopping: the agent session was ended")]
+    Stopping,
 }
 
 impl AgentError {
@@ -117,6 +121,7 @@ impl AgentError {
             Self::Start(_) => "agent_failed",
             Self::Timeout(_) => "delegation_timeout",
             Self::Exited(_) => "agent_exited",
+            Self::Stopping => "shutting_down",
         }
     }
 }
@@ -142,6 +147,8 @@ pub struct Agents {
     inject: InjectConfig,
     hub: Arc<Hub>,
     running: Mutex<HashMap<String, Arc<Session>>>,
+    /// Set when the host stops: every session ends.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Agents {
@@ -157,13 +164,24 @@ impl Agents {
         hub: Arc<Hub>,
     ) -> Self {
         let logs = state_dir.join("logs");
-        Self { command, host, workdir, logs, api_url, inject, hub, running: Mutex::default() }
+        let stopping = tokio::sync::watch::Sender::new(false);
+        Self { command, host, workdir, logs, api_url, inject, hub, running: Mutex::default(), stopping }
     }
 
     /// Whether an agent is configured.
     #[must_use]
     pub fn available(&self) -> bool {
         self.command.is_some()
+    }
+
+    /// Ends every session (their processes stopped) and starts no more; waits for that at
+    /// most [`keeper::STOP_GRACE`] and a few seconds.
+    pub async fn shutdown(&self) {
+        self.stopping.send_replace(true);
+        let deadline = tokio::time::Instant::now() + keeper::STOP_GRACE + Duration::from_secs(3);
+        while !lock(&self.running).is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The running session `id`.
@@ -184,6 +202,10 @@ impl Agents {
 
     async fn run_as(&self, id: &str, task: Task) -> Result<Value, AgentError> {
         let command = self.command.as_ref().ok_or(AgentError::Unavailable)?;
+        let mut stopping = self.stopping.subscribe();
+        if *stopping.borrow_and_update() {
+            return Err(AgentError::Stopping);
+        }
         let token = crate::instance::owner::random_secret().map_err(|e| AgentError::Start(e.to_string()))?;
         let view = session_view(id, &task.tools)?;
         let (session, submitted) = Session::new(id.to_owned(), token.clone(), view, task.result.clone());
@@ -220,7 +242,10 @@ impl Agents {
                 let _ = tokio::time::timeout(TASK_WRITE_LIMIT, stdin.write_all(line.as_bytes())).await;
             });
         }
-        let outcome = wait(&mut kept, submitted, task.timeout).await;
+        let outcome = tokio::select! {
+            outcome = wait(&mut kept, submitted, task.timeout) => outcome,
+            _ = stopping.wait_for(|stop| *stop) => Err(AgentError::Stopping),
+        };
         match &outcome {
             Ok(_) => log.note(format!("session {id}: result submitted")),
             Err(e) => log.note(format!("session {id}: {e}")),

@@ -549,8 +549,23 @@ def confirmations(browser, origin, shots, args):
     return {"errors": errors, "shown": shown, "images": images}
 
 
+def automations(browser, origin, shots, args):
+    """The Butler view registers the host's automations and lists them with their next run."""
+    page = Page(browser, origin, shots)
+    page.open("butler")
+    section = page.page.locator("#automations")
+    expect(section.locator(".empty")).to_be_visible()
+    section.locator("button[data-act='register-automations']").click()
+    expect(section.locator(".outcome.ok")).to_be_visible()
+    row = section.locator(f"tr[data-job='{args['title']}']")
+    expect(row).to_be_visible()
+    cells = row.locator("td").all_inner_texts()
+    page.shot("automations")
+    return {"errors": page.errors, "outcome": section.locator(".outcome").inner_text(), "cells": cells}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
-                                     activity, packages, plugins, confirmations)}
+                                     activity, packages, plugins, confirmations, automations)}
 
 
 def main():

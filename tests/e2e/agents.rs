@@ -130,10 +130,13 @@ fn delegations_run_as_agent_sessions_with_only_their_tools() {
     ] {
         assert!(first.contains(violation), "{violation} in {first}");
     }
+    assert!(first.contains("\"isError\": true"), "{first}");
     let second = log.lines().filter(|l| l.contains("SUBMITTED")).nth(1).expect("second submission");
     for violation in ["/verdict: must be of type string", "/score: must be at least 0"] {
         assert!(second.contains(violation), "{violation} in {second}");
     }
+    let accepted = log.lines().filter(|l| l.contains("SUBMITTED")).nth(2).expect("third submission");
+    assert!(accepted.contains("\"isError\": false") && accepted.contains("Result accepted"), "{accepted}");
     let (_, recorded) = butler.get_json(&format!("/runs/{run}"));
     assert_eq!((&recorded["status"], &recorded["steps"][0]["status"]), (&json!("completed"), &json!("completed")));
     assert_eq!(recorded["steps"][0]["result"]["score"], 7);
@@ -258,4 +261,68 @@ fn a_confirm_delegation_waits_for_the_owner() {
     let headers: Vec<(&str, &str)> = cookie.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (status, body) = butler.post_json("/runs/nope/steps/0/confirm", &json!({}), &headers);
     crate::util::assert_error(status, &body, 404, "unknown_run");
+}
+
+/// The hourly distill job: registered idempotently by title, replaced when it changed, the
+/// owner's own jobs untouched and the retired ones removed; run by the host's scheduler as
+/// an agent session that completes a batch.
+#[test]
+fn the_distill_automation_is_registered_once_and_runs_on_its_schedule() {
+    const TITLE: &str = "蒸馏 · Butler";
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": agent_command()});
+        config["automations"] = json!({"schedules": {TITLE: "0 0 1 1 *"}});
+    });
+    let token = format!("Bearer {}", butler.owner_token());
+    let owner = [("authorization", token.as_str())];
+    let (status, body) = butler.post_json("/automations", &json!({}), &[]);
+    crate::util::assert_error(status, &body, 403, "owner_required");
+    let (status, body) = butler.post_json("/automations", &json!({}), &owner);
+    assert_eq!((status, &body["added"]), (200, &json!([TITLE])), "{body}");
+    let (_, body) = butler.post_json("/automations", &json!({}), &owner);
+    assert_eq!((&body["kept"], &body["added"]), (&json!([TITLE]), &json!([])), "registered twice: one job");
+    let (_, listed) = butler.get_json("/automations");
+    assert_eq!(listed["timeZone"], "Asia/Shanghai");
+    let jobs = listed["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 1, "{listed}");
+    assert!(jobs[0]["nextRun"].as_str().is_some_and(|t| t.contains("-01-01T") || t.contains("-12-31T")), "{listed}");
+
+    // The owner's own job and a retired one beside it; the schedule changes to every 2 s.
+    let workdir = butler.workdir.clone();
+    assert!(butler.stop().success());
+    let file = workdir.join(".butler/automations.json");
+    let mut saved: Value = serde_json::from_slice(&std::fs::read(&file).expect("jobs")).expect("JSON");
+    let other = |title: &str| {
+        json!({"title": title, "schedule": "0 0 1 1 *", "timeZone": "UTC", "instructions": "x",
+                                      "registeredAt": "2026-12-01T00:00:00.000Z"})
+    };
+    saved["jobs"].as_array_mut().expect("jobs").extend([other("Morning notes"), other("日报 · Butler")]);
+    std::fs::write(&file, saved.to_string()).expect("write");
+    let config_path = workdir.join("butler.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&config_path).expect("config")).expect("JSON");
+    config["automations"]["schedules"][TITLE] = json!("*/2 * * * * *");
+    std::fs::write(&config_path, config.to_string()).expect("config");
+    let butler = Butler::start(&workdir);
+    let (status, _) = butler.post_json("/observe", &json!({"source": "test", "text": "we chose sqlite"}), &[]);
+    assert_eq!(status, 202);
+    let token = format!("Bearer {}", butler.owner_token());
+    let (_, body) = butler.post_json("/automations", &json!({}), &[("authorization", &token)]);
+    assert_eq!((&body["replaced"], &body["removed"]), (&json!([TITLE]), &json!(["日报 · Butler"])), "{body}");
+    let titles = || -> Vec<String> {
+        let (_, listed) = butler.get_json("/automations");
+        listed["jobs"].as_array().into_iter().flatten().filter_map(|j| j["title"].as_str().map(Into::into)).collect()
+    };
+    assert_eq!(titles(), [TITLE, "Morning notes"], "the owner's job is never touched");
+
+    // It runs: its agent claims the batch and completes it.
+    let mut job = Value::Null;
+    wait_for("a run that completed a batch", || {
+        let (_, listed) = butler.get_json("/automations");
+        job = listed["jobs"][0].clone();
+        job["last"]["outcome"] == "ok" && job["last"]["result"]["outcome"] == "done"
+    });
+    let log = std::fs::read_to_string(workdir.join(".butler").join(job["log"].as_str().expect("log"))).expect("log");
+    assert!(line(&log, "CLAIMED").contains("\"items\": 1"), "{log}");
+    assert!(line(&log, "COMPLETED").contains("\"isError\": false"), "{log}");
+    assert!(log.contains("\"purpose\": \"automation\""), "{log}");
 }

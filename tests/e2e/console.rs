@@ -599,3 +599,17 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
     crate::util::assert_error(answers[1].0, &answers[1].1, 409, "delegation_rejected");
     assert!(answers[1].1["error"]["message"].as_str().unwrap_or_default().contains("too early"), "{:?}", answers[1]);
 }
+
+/// The Butler view registers the hourly distill job through the owner gate and lists it.
+#[test]
+fn automations_are_registered_and_listed_in_the_butler_view() {
+    let (butler, _dir) =
+        Butler::fresh_with_config(|config| config["agent"] = json!({"command": crate::agents::agent_command()}));
+    let result = drive(&butler, "automations", &json!({"title": "蒸馏 · Butler"}));
+    assert_no_errors(&result);
+    assert!(result["outcome"].as_str().is_some_and(|o| o.contains("1 added")), "{result}");
+    let cells = result["cells"].to_string();
+    assert!(cells.contains("0 * * * *") && cells.contains("Asia/Shanghai"), "{result}");
+    let (_, listed) = butler.get_json("/automations");
+    assert_eq!(listed["jobs"][0]["title"], "蒸馏 · Butler", "{listed}");
+}

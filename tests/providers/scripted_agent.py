@@ -14,6 +14,10 @@ a model, follows the script in the task's input (`input.script`), one step at a 
                                       try it after the session ended
   {"child": true}                     start a child process (`sleep 600`) that stays in the
                                       session's process group; prints `CHILD <pid>`
+  {"distill": true}                   what the hourly distill job asks, minus the thinking:
+                                      claim a batch, complete it with no cards (a zeroReason),
+                                      and submit the outcome; prints `CLAIMED` and `COMPLETED`
+                                      (an automation's task without a script does this)
   {"exit": CODE}                      exit at once with CODE, whatever comes next
   {"http": [METHOD, PATH, BODY]}      an API request (PATH under the host's API) carrying the
                                       session's token, as an agent that oversteps would;
@@ -43,12 +47,12 @@ def say(*parts: object) -> None:
 
 def shown(result: object) -> str:
     text = " ".join(getattr(c, "text", "") for c in getattr(result, "content", []))
-    return json.dumps({"isError": bool(getattr(result, "isError", False)), "text": text}, ensure_ascii=False)
+    return json.dumps({"isError": bool(result.is_error), "text": text}, ensure_ascii=False)
 
 
 async def run(task: dict) -> int:
     data = task.get("input") or {}
-    script = data.get("script") or []
+    script = data.get("script") or ([{"distill": True}] if task.get("purpose") == "automation" else [])
     headers = {"Authorization": f"Bearer {task['mcp']['token']}"}
     http = create_mcp_http_client(headers=headers)
     transport = streamable_http_client(task["mcp"]["url"], http_client=http)
@@ -76,6 +80,20 @@ async def run(task: dict) -> int:
                 base = task["mcp"]["url"].split("/mcp/s/")[0]
                 answer = await http.request(method, base + path, json=body)
                 say("HTTP", answer.status_code, answer.text.replace("\n", " "))
+            elif "distill" in step:
+                claimed = (await client.call_tool("butler__distill_claim", {})).structured_content or {}
+                say("CLAIMED", json.dumps({"batchId": claimed.get("batchId"), "items": len(claimed.get("items") or [])}))
+                if not claimed.get("batchId"):
+                    outcome = {"outcome": "nothing", "summary": "no batch to distill"}
+                else:
+                    done = await client.call_tool("butler__distill_complete", {
+                        "batchId": claimed["batchId"], "lease": claimed["lease"], "candidates": [],
+                        "zeroReason": "the scripted agent writes no cards"})
+                    say("COMPLETED", shown(done))
+                    failed = bool(done.is_error)
+                    outcome = {"outcome": "failed" if failed else "done", "summary": "completed with no cards"}
+                result = await client.call_tool(task["submitTool"], outcome)
+                say("SUBMITTED", shown(result))
             elif "token" in step:
                 say("TOKEN", task["mcp"]["token"])
             elif "child" in step:

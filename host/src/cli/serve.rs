@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use butler_faculty::FacultyRuntime;
 use butler_host::agents::Agents;
+use butler_host::agents::automations::Automations;
 use butler_host::agents::delegations::Delegations;
 use butler_host::agents::runs::Runs;
 use butler_host::app_backends::Backends;
@@ -226,6 +227,15 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         instance.config.inject.clone(),
         Arc::clone(&mcp),
     ));
+    let automations = Automations::open(
+        &instance.state_dir(),
+        instance.config.automations.clone(),
+        instance.config.agent.timeout_sec.map(Duration::from_secs),
+        Arc::clone(&agents),
+    )
+    .map_err(|e| anyhow::anyhow!("the root config's automations: {e}"))?;
+    // A run missed while the host was down runs now, once.
+    automations.spawn();
     let runs = Arc::new(Runs::open(&instance.state_dir()));
     let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
     // What a previous host left pending is handed over first.
@@ -248,7 +258,8 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         sessions,
         imports,
         backends: Arc::clone(&backends),
-        agents,
+        agents: Arc::clone(&agents),
+        automations,
         collector,
         delegations,
         origin: host_url.clone().into(),
@@ -279,9 +290,16 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // the drain window, then are abandoned, so a stuck call cannot hold the exit.
     let (stopping, providers, draining) = (Arc::clone(&supervisor), Arc::clone(&mcp), Arc::clone(&faculties));
     let app_backends = Arc::clone(&backends);
+    let agent_sessions = Arc::clone(&agents);
     let shutdown = async move {
         shutdown.await;
-        tokio::join!(stopping.shutdown(), providers.shutdown(), app_backends.shutdown(), draining.drain(CALL_DRAIN));
+        tokio::join!(
+            stopping.shutdown(),
+            providers.shutdown(),
+            app_backends.shutdown(),
+            agent_sessions.shutdown(),
+            draining.drain(CALL_DRAIN)
+        );
     };
     let served = http::serve(listener, local_socket, (state, Some(hub_io)), shutdown, CONNECTION_GRACE).await;
     served?;

@@ -88,6 +88,8 @@ pub struct Services {
     pub backends: Arc<crate::app_backends::Backends>,
     /// The agent backend: the sessions it runs.
     pub agents: Arc<crate::agents::Agents>,
+    /// The scheduled jobs.
+    pub automations: Arc<crate::agents::automations::Automations>,
     /// The session collector.
     pub collector: Arc<crate::collector::Collector>,
     /// Delegations and their runs.

@@ -74,6 +74,9 @@ pub struct RootConfig {
     /// What of the compiled context an agent session is given.
     #[serde(default)]
     pub inject: InjectConfig,
+    /// The host's scheduled jobs.
+    #[serde(default)]
+    pub automations: AutomationsConfig,
     /// Which session turns the collector takes.
     #[serde(default)]
     pub collector: CollectorConfig,
@@ -138,6 +141,17 @@ fn default_excluded_presets() -> Vec<String> {
 
 fn default_debounce_ms() -> u64 {
     1000
+}
+
+/// The root config's `automations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutomationsConfig {
+    /// The time zone schedules are read in (an IANA name).
+    pub time_zone: Option<String>,
+    /// A schedule other than the default for a host job, by title.
+    #[serde(default)]
+    pub schedules: BTreeMap<String, String>,
 }
 
 /// `agent`.

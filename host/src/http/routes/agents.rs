@@ -54,7 +54,7 @@ fn delegation_error(error: &DelegationError) -> ApiError {
         DelegationError::Agent { run, error } => {
             let status = match error {
                 AgentError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-                AgentError::Unavailable | AgentError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+                AgentError::Unavailable | AgentError::Busy | AgentError::Stopping => StatusCode::SERVICE_UNAVAILABLE,
                 AgentError::Start(_) | AgentError::Exited(_) => StatusCode::BAD_GATEWAY,
             };
             (status, error.code(), Some(run))

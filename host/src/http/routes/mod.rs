@@ -7,6 +7,7 @@
 
 mod agents;
 mod apps;
+mod automations;
 mod boards;
 mod capabilities;
 mod catalog;
@@ -78,6 +79,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::PUT, "/layout", layout::put_layout),
         op(M::POST, "/delegations", agents::delegate),
         op(M::GET, "/runs", agents::list),
+        op(M::GET, "/automations", automations::list),
+        op(M::POST, "/automations", automations::register),
         op(M::GET, "/runs/{id}", agents::get),
         op(M::POST, "/runs/{id}/steps/{index}/{decision}", agents::decide),
         op(M::POST, "/pipeline", pipeline::pipeline),

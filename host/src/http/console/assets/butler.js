@@ -1,8 +1,9 @@
-// The Butler view: each faculty with its state, its reports rendered by shape (`status`
-// a badge with summary and items, `list` a timeline, `markdown` rendered safely) and its
-// commands.
+// The Butler view: the host's automations (its scheduled agent jobs: next and last run,
+// outcome, log; "Register automations" through the owner gate), then each faculty with its
+// state, its reports rendered by shape (`status` a badge with summary and items, `list` a
+// timeline, `markdown` rendered safely) and its commands.
 
-import { get } from './api.js';
+import { call, get } from './api.js';
 import { h, replace, when } from './dom.js';
 import { t } from './i18n.js';
 import { renderMarkdown } from './md.js';
@@ -12,7 +13,9 @@ export async function butlerView(main) {
   const data = await get('/faculties');
   const faculties = data.faculties || [];
   const list = h('div', { class: 'stack' });
-  replace(main, h('h1', null, t('butler_title')), list);
+  const automations = h('section', { class: 'card automations', id: 'automations', 'aria-labelledby': 'automations-title' });
+  replace(main, h('h1', null, t('butler_title')), automations, list);
+  await showAutomations(automations);
   for (const faculty of faculties) {
     const reports = h('div', { class: 'reports' });
     list.append(h('article', { class: 'card faculty', 'data-faculty': faculty.id },
@@ -33,6 +36,53 @@ export async function butlerView(main) {
         .catch((e) => replace(slot, h('h3', null, report.name || report.id), h('p', { class: 'error' }, t('report_failed', { msg: e.message }))));
     }
   }
+}
+
+/** The scheduled jobs, and the button that registers the host's own. */
+async function showAutomations(section) {
+  let data;
+  try {
+    data = await get('/automations');
+  } catch (e) {
+    return replace(section, h('h2', { id: 'automations-title' }, t('automations_title')), h('p', { class: 'error' }, e.message));
+  }
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const register = h('button', { type: 'button', class: 'primary', 'data-act': 'register-automations' }, t('automations_register'));
+  register.disabled = !data.agent;
+  register.addEventListener('click', async () => {
+    register.disabled = true;
+    try {
+      const done = await call('POST', '/automations', {}, { owner: true });
+      outcome.className = 'outcome ok';
+      outcome.textContent = t('automations_registered', { added: done.added.length, replaced: done.replaced.length,
+        kept: done.kept.length, removed: done.removed.length });
+      await showAutomations(section);
+      section.append(outcome);
+    } catch (e) {
+      outcome.className = 'outcome error';
+      outcome.dataset.code = e.code || '';
+      outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
+      register.disabled = false;
+    }
+  });
+  const jobs = data.jobs || [];
+  replace(section,
+    h('header', { class: 'row' }, h('h2', { id: 'automations-title' }, t('automations_title')), register),
+    h('p', { class: 'muted' }, data.agent ? t('automations_hint', { tz: data.timeZone }) : t('automations_no_agent')),
+    jobs.length ? h('table', { class: 'jobs' },
+      h('thead', null, h('tr', null, ['automations_job', 'automations_schedule', 'automations_next', 'automations_last']
+        .map((k) => h('th', null, t(k))))),
+      h('tbody', null, jobs.map((job) => {
+        const last = job.last;
+        return h('tr', { 'data-job': job.title },
+          h('td', null, job.title),
+          h('td', null, h('code', null, job.schedule), ` (${job.timeZone})`),
+          h('td', null, job.running ? t('automations_running') : job.nextRun ? when(job.nextRun) : '—'),
+          h('td', null, last ? [h('span', { class: `badge outcome-${last.outcome}` }, last.outcome), ' ', when(last.startedAt),
+            last.error ? h('p', { class: 'error' }, last.error) : null,
+            last.result && last.result.summary ? h('p', { class: 'muted' }, last.result.summary) : null,
+            job.log ? h('p', { class: 'muted' }, h('code', null, job.log)) : null] : '—'));
+      }))) : h('p', { class: 'muted empty' }, t('automations_none')));
 }
 
 export function renderReport(shape, body) {

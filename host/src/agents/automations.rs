@@ -1,0 +1,411 @@
+//! Automations: jobs the host's own scheduler runs as agent sessions, on cron schedules in
+//! a time zone (the root config's `automations.timeZone`, default `Asia/Shanghai`).
+//!
+//! `POST /automations` registers the host's jobs — today the hourly distill job,
+//! [`DISTILL_TITLE`] — idempotently by title: a job registered as it is stays (its history
+//! too), a changed one is replaced, titles without the [`SUFFIX`] (the owner's own jobs)
+//! are never touched, and the retired ones ([`RETIRED`]) are removed. The jobs live in
+//! `<stateDir>/automations.json` (atomic writes).
+//!
+//! A job is due when its schedule's next time after its last run (or its registration)
+//! has come: so a run missed while the host was down runs once at start. Runs of a job
+//! never overlap. Each runs as an agent session with the distilling agent's tool set (the
+//! restricted endpoint's) and ends by submitting `{outcome, summary}`; the outcome, the
+//! session (its log is `logs/agent-<session>.log`) and any error stay on the job.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use butler_catalog::lock;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::{Agents, Purpose, Task, Tools};
+pub use crate::instance::config::AutomationsConfig;
+
+/// The hourly distill job's title.
+pub const DISTILL_TITLE: &str = "蒸馏 · Butler";
+/// What marks a job as the host's own.
+pub const SUFFIX: &str = " · Butler";
+/// The host's jobs of earlier versions, removed at registration.
+pub const RETIRED: &[&str] = &["日报 · Butler", "周报 · Butler", "周检 · Butler"];
+/// The time zone when the root config names none.
+pub const DEFAULT_TIME_ZONE: &str = "Asia/Shanghai";
+/// The file under the state directory.
+pub const FILE: &str = "automations.json";
+/// How long a run's session may take when `agent.timeoutSec` says nothing.
+pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(900);
+/// The longest the scheduler sleeps before it looks again.
+const TICK: Duration = Duration::from_secs(60);
+
+/// The distill job's schedule: every hour on the hour.
+const DISTILL_SCHEDULE: &str = "0 * * * *";
+
+/// What the distill job tells its agent.
+const DISTILL_INSTRUCTIONS: &str = "Distill the owner's journal into knowledge cards, once.
+1. Lease a batch with butler__distill_claim. If it returns no batch, submit outcome \"nothing\".
+2. For each item worth keeping, search the existing cards first (butler__search, butler__read), so you revise a card rather than write a second one.
+3. Submit each candidate card complete with butler__candidate_submit; give path and quote checks where the evidence is in the owner's files.
+4. Complete the batch with butler__distill_complete, listing exactly the candidates you submitted — or, with none, give zeroReason saying why nothing was worth a card.
+Never complete a batch when a submission failed: leave it (its lease runs out) and submit outcome \"failed\" with what went wrong.
+Finally submit {outcome: \"done\" | \"nothing\" | \"failed\", summary} with the session's submit tool.";
+
+/// What an automation's session submits.
+fn result_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["outcome", "summary"],
+        "properties": {
+            "outcome": {"type": "string", "enum": ["done", "nothing", "failed"]},
+            "summary": {"type": "string", "maxLength": 2000},
+        }
+    })
+}
+
+/// One job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    /// Its title (unique).
+    pub title: String,
+    /// A cron expression: five fields, or six with seconds first.
+    pub schedule: String,
+    /// The time zone it is read in.
+    pub time_zone: String,
+    /// What its agent is told.
+    pub instructions: String,
+    /// When it was registered (or last replaced).
+    pub registered_at: String,
+    /// Its last run.
+    #[serde(default)]
+    pub last: Option<LastRun>,
+}
+
+/// A job's last run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastRun {
+    /// When it started.
+    pub started_at: String,
+    /// When it ended.
+    pub ended_at: Option<String>,
+    /// `running`, `ok` or `failed`.
+    pub outcome: String,
+    /// Its agent session (its log: `logs/agent-<session>.log`).
+    pub session: Option<String>,
+    /// What the agent submitted.
+    pub result: Option<Value>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// What a registration did, by title.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Registered {
+    /// New jobs.
+    pub added: Vec<String>,
+    /// Jobs whose definition changed.
+    pub replaced: Vec<String>,
+    /// Jobs already registered as they are.
+    pub kept: Vec<String>,
+    /// Retired jobs removed.
+    pub removed: Vec<String>,
+}
+
+/// Why the automations could not be set up or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum AutomationError {
+    /// The root config's time zone or a schedule is wrong.
+    #[error("{0}")]
+    Config(String),
+    /// The file could not be written.
+    #[error("the automations could not be saved: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The scheduler and its jobs.
+pub struct Automations {
+    path: PathBuf,
+    agents: Arc<Agents>,
+    config: AutomationsConfig,
+    run_limit: Duration,
+    jobs: Mutex<Vec<Job>>,
+    running: Mutex<HashSet<String>>,
+    changed: Notify,
+}
+
+impl Automations {
+    /// The jobs of the instance whose state directory is `state_dir`, run by `agents`; a run
+    /// a stopped host left running is marked failed.
+    ///
+    /// # Errors
+    /// A time zone or schedule in `config` that does not read.
+    pub fn open(
+        state_dir: &Path,
+        config: AutomationsConfig,
+        run_limit: Option<Duration>,
+        agents: Arc<Agents>,
+    ) -> Result<Arc<Self>, AutomationError> {
+        time_zone(config.time_zone.as_deref().unwrap_or(DEFAULT_TIME_ZONE))?;
+        for (title, schedule) in &config.schedules {
+            cron(schedule).map_err(|e| AutomationError::Config(format!("automations.schedules.{title}: {e}")))?;
+        }
+        let path = state_dir.join(FILE);
+        let mut jobs: Vec<Job> = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|v| serde_json::from_value(v["jobs"].clone()).ok())
+            .unwrap_or_default();
+        for job in &mut jobs {
+            if let Some(last) = job.last.as_mut().filter(|l| l.outcome == "running") {
+                last.outcome = "failed".to_owned();
+                last.error = Some("the host stopped while it ran".to_owned());
+            }
+        }
+        let automations = Arc::new(Self {
+            path,
+            agents,
+            config,
+            run_limit: run_limit.unwrap_or(DEFAULT_RUN_LIMIT),
+            jobs: Mutex::new(jobs),
+            running: Mutex::default(),
+            changed: Notify::new(),
+        });
+        automations.save()?;
+        Ok(automations)
+    }
+
+    /// The host's jobs as they should be now.
+    fn host_jobs(&self) -> Vec<Job> {
+        let time_zone = self.config.time_zone.clone().unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned());
+        let schedule = self.config.schedules.get(DISTILL_TITLE).cloned().unwrap_or_else(|| DISTILL_SCHEDULE.to_owned());
+        vec![Job {
+            title: DISTILL_TITLE.to_owned(),
+            schedule,
+            time_zone,
+            instructions: DISTILL_INSTRUCTIONS.to_owned(),
+            registered_at: now(),
+            last: None,
+        }]
+    }
+
+    /// Registers the host's jobs (see the module's doc).
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn register(&self) -> Result<Registered, AutomationError> {
+        let mut done = Registered::default();
+        {
+            let mut jobs = lock(&self.jobs);
+            jobs.retain(|job| {
+                let retired = RETIRED.contains(&job.title.as_str());
+                if retired {
+                    done.removed.push(job.title.clone());
+                }
+                !retired
+            });
+            for wanted in self.host_jobs() {
+                match jobs.iter_mut().find(|job| job.title == wanted.title) {
+                    Some(job) if same_definition(job, &wanted) => done.kept.push(wanted.title.clone()),
+                    Some(job) => {
+                        done.replaced.push(wanted.title.clone());
+                        *job = Job { last: job.last.take(), ..wanted };
+                    }
+                    None => {
+                        done.added.push(wanted.title.clone());
+                        jobs.push(wanted);
+                    }
+                }
+            }
+        }
+        self.save()?;
+        self.changed.notify_one();
+        Ok(done)
+    }
+
+    /// Every job with its next run.
+    #[must_use]
+    pub fn list(&self) -> Vec<Value> {
+        let running = lock(&self.running).clone();
+        lock(&self.jobs)
+            .iter()
+            .map(|job| {
+                let mut shown = serde_json::to_value(job).unwrap_or_default();
+                shown["hostJob"] = json!(job.title.ends_with(SUFFIX));
+                shown["running"] = json!(running.contains(&job.title));
+                shown["nextRun"] = json!(next_run(job).map(|t| t.to_rfc3339()));
+                if let Some(session) = job.last.as_ref().and_then(|l| l.session.as_ref()) {
+                    shown["log"] = json!(format!("logs/agent-{session}.log"));
+                }
+                shown
+            })
+            .collect()
+    }
+
+    fn save(&self) -> Result<(), AutomationError> {
+        let text = serde_json::to_vec_pretty(&json!({"jobs": *lock(&self.jobs)})).map_err(std::io::Error::other)?;
+        butler_catalog::files::write_atomic(&self.path, &text)?;
+        Ok(())
+    }
+
+    /// Runs due jobs from now on, for as long as the host runs.
+    pub fn spawn(self: &Arc<Self>) {
+        let automations = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut told_unavailable = false;
+            loop {
+                let now = Utc::now();
+                let jobs = lock(&automations.jobs).clone();
+                let mut wake = now + chrono::Duration::from_std(TICK).unwrap_or_default();
+                for job in jobs {
+                    if lock(&automations.running).contains(&job.title) {
+                        continue;
+                    }
+                    let Some(next) = next_run(&job) else { continue };
+                    if next > now {
+                        wake = wake.min(next);
+                    } else if automations.agents.available() {
+                        automations.start(job);
+                    } else if !told_unavailable {
+                        told_unavailable = true;
+                        tracing::warn!(
+                            job = job.title,
+                            "automations: a job is due, but no agent is configured (`agent.command`)"
+                        );
+                    }
+                }
+                let sleep = (wake - Utc::now()).to_std().unwrap_or_default().min(TICK);
+                let _ = tokio::time::timeout(sleep, automations.changed.notified()).await;
+            }
+        });
+    }
+
+    /// Starts a run of `job` on its own task.
+    fn start(self: &Arc<Self>, job: Job) {
+        lock(&self.running).insert(job.title.clone());
+        let started = LastRun {
+            started_at: now(),
+            ended_at: None,
+            outcome: "running".to_owned(),
+            session: None,
+            result: None,
+            error: None,
+        };
+        self.set_last(&job.title, started.clone());
+        let automations = Arc::clone(self);
+        tokio::spawn(async move {
+            let task = Task {
+                purpose: Purpose::Automation,
+                label: job.title.clone(),
+                instructions: job.instructions.clone(),
+                input: json!({"title": job.title, "startedAt": started.started_at}),
+                tools: Tools::Restricted,
+                result: Some(result_schema()),
+                timeout: automations.run_limit,
+            };
+            let ended = automations.agents.run(task).await;
+            let mut last = LastRun { ended_at: Some(now()), session: Some(ended.session), ..started };
+            match ended.outcome {
+                Ok(result) => {
+                    last.outcome = if result["outcome"] == "failed" { "failed" } else { "ok" }.to_owned();
+                    last.result = Some(result);
+                }
+                Err(error) => {
+                    last.outcome = "failed".to_owned();
+                    last.error = Some(error.to_string());
+                }
+            }
+            tracing::info!(job = job.title, outcome = last.outcome, "automations: a run ended");
+            automations.set_last(&job.title, last);
+            lock(&automations.running).remove(&job.title);
+            automations.changed.notify_one();
+        });
+    }
+
+    fn set_last(&self, title: &str, last: LastRun) {
+        if let Some(job) = lock(&self.jobs).iter_mut().find(|j| j.title == title) {
+            job.last = Some(last);
+        }
+        if let Err(e) = self.save() {
+            tracing::warn!("automations: {e}");
+        }
+    }
+}
+
+fn same_definition(a: &Job, b: &Job) -> bool {
+    (&a.schedule, &a.time_zone, &a.instructions) == (&b.schedule, &b.time_zone, &b.instructions)
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn time_zone(name: &str) -> Result<Tz, AutomationError> {
+    Tz::from_str(name).map_err(|_| {
+        AutomationError::Config(format!("`{name}` is not a time zone (an IANA name, such as Asia/Shanghai)"))
+    })
+}
+
+fn cron(schedule: &str) -> Result<Cron, String> {
+    CronParser::builder()
+        .seconds(Seconds::Optional)
+        .build()
+        .parse(schedule)
+        .map_err(|e| format!("`{schedule}` is not a cron schedule: {e}"))
+}
+
+/// When `job` runs next: its schedule's first time after its last run began (or, never
+/// run, after it was registered) — in the past when a run is due.
+fn next_run(job: &Job) -> Option<DateTime<Utc>> {
+    let tz = time_zone(&job.time_zone).ok()?;
+    let schedule = cron(&job.schedule).ok()?;
+    let since = job.last.as_ref().map_or(job.registered_at.as_str(), |l| l.started_at.as_str());
+    let since = DateTime::parse_from_rfc3339(since).ok()?.with_timezone(&tz);
+    schedule.find_next_occurrence(&since, false).ok().map(|t| t.with_timezone(&Utc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(schedule: &str, since: &str, last: Option<&str>) -> Job {
+        Job {
+            title: "t · Butler".into(),
+            schedule: schedule.into(),
+            time_zone: "Asia/Shanghai".into(),
+            instructions: "i".into(),
+            registered_at: since.into(),
+            last: last.map(|started| LastRun {
+                started_at: started.into(),
+                ended_at: None,
+                outcome: "ok".into(),
+                session: None,
+                result: None,
+                error: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_next_run_follows_the_last_in_the_jobs_time_zone() {
+        let at = |t: &str| DateTime::parse_from_rfc3339(t).expect("time").with_timezone(&Utc);
+        // Hourly: after a run at 10:00:05 UTC, the next is at 11:00.
+        let hourly = job(DISTILL_SCHEDULE, "2026-12-01T00:00:00Z", Some("2026-12-03T10:00:05Z"));
+        assert_eq!(next_run(&hourly), Some(at("2026-12-03T11:00:00Z")));
+        // 09:00 in Shanghai is 01:00 UTC.
+        let daily = job("0 9 * * *", "2026-12-03T00:30:00Z", None);
+        assert_eq!(next_run(&daily), Some(at("2026-12-03T01:00:00Z")), "missed: due at once");
+        // Six fields: seconds first.
+        let quick = job("*/5 * * * * *", "2026-12-03T10:29:58Z", None);
+        assert_eq!(next_run(&quick), Some(at("2026-12-03T10:30:00Z")));
+        assert!(cron("every hour").is_err() && time_zone("Mars/Base").is_err());
+    }
+}
