@@ -1,6 +1,8 @@
 //! The session collector: the turns of the owner's AI sessions (their messages — user,
-//! assistant, tool calls and results), taken by `POST /sessions/turns` and handed to the
-//! faculty command whose manifest says `takes: "session-turns"` (the journal's `turns`).
+//! assistant, tool calls and results), taken by `POST /sessions/turns` and by that
+//! command's MCP tool (`butler__report_session`, which takes a one-line `text` too), and
+//! handed to the faculty command whose manifest says `takes: "session-turns"` (the
+//! journal's `turns`).
 //!
 //! A turn is taken in this order, and answered only once the last step is done:
 //! 1. the root config's `collector` filters: `enabled`, `workspaces` (only turns of these),
@@ -50,7 +52,10 @@ pub const FLUSH_LIMIT: Duration = Duration::from_secs(10);
 #[serde(deny_unknown_fields)]
 struct TurnIn {
     id: Option<String>,
+    #[serde(default)]
     messages: Vec<MessageIn>,
+    /// A one-line report instead of the messages (`butler__report_session {text}`).
+    text: Option<String>,
     workspace: Option<String>,
     preset: Option<String>,
     #[serde(default)]
@@ -88,7 +93,7 @@ pub enum CollectError {
     #[error("{0}")]
     Invalid(String),
     /// [`MAX_PENDING`] turns wait.
-    #[error("{MAX_PENDING} turns already wait for the journal; this one was not collected: try again later")]
+    #[error("{MAX_PENDING} turns already wait to be handed over; this one was not collected: try again later")]
     Full,
     /// It could not be stored.
     #[error("the turn could not be stored, so it was not collected: {0}")]
@@ -126,8 +131,14 @@ impl Collector {
     /// # Errors
     /// See [`CollectError`]; each is logged too, but an invalid turn.
     pub fn collect(&self, body: Map<String, Value>) -> Result<Collected, CollectError> {
-        let turn: TurnIn = serde_json::from_value(Value::Object(body))
+        let mut turn: TurnIn = serde_json::from_value(Value::Object(body))
             .map_err(|e| CollectError::Invalid(format!("not a turn: {e}")))?;
+        if let Some(text) = turn.text.take() {
+            if !turn.messages.is_empty() {
+                return Err(CollectError::Invalid("a turn has `messages` or a `text`, not both".to_owned()));
+            }
+            turn.messages.push(MessageIn { role: "assistant".to_owned(), content: Value::String(text), name: None });
+        }
         if let Some(skipped) = self.skipped(&turn) {
             return Ok(Collected::Skipped(skipped));
         }
@@ -200,7 +211,7 @@ impl Collector {
     fn persist(&self, id: &str, turn: &Value) -> Result<(), CollectError> {
         let pending = self.pending();
         if pending.len() >= MAX_PENDING {
-            tracing::warn!("collector: refused a turn: {MAX_PENDING} turns already wait for the journal");
+            tracing::warn!("collector: refused a turn: {MAX_PENDING} turns already wait to be handed over");
             return Err(CollectError::Full);
         }
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
@@ -293,7 +304,7 @@ impl Collector {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("collector: the journal did not take a turn (it stays pending): {e}");
+                    tracing::warn!("collector: the session-turns command did not take a turn (it stays pending): {e}");
                     return false;
                 }
             }
@@ -318,6 +329,19 @@ impl Collector {
             })
             .await
             .map(|_| ())
+    }
+}
+
+/// `butler__report_session`: the MCP tool of the journal's `session-turns` command hands
+/// its calls to the collector, so a turn reported over MCP is redacted and stored durably
+/// like one sent to `POST /sessions/turns`.
+impl butler_mcp::host_tools::Door for Collector {
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String> {
+        match self.collect(arguments) {
+            Ok(Collected::Queued { id, redacted }) => Ok(json!({"queued": true, "id": id, "redacted": redacted})),
+            Ok(Collected::Skipped(why)) => Ok(json!({"queued": false, "skipped": why})),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 

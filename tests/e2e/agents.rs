@@ -183,9 +183,12 @@ fn delegations_run_as_agent_sessions_with_only_their_tools() {
 
 #[test]
 fn a_confirm_delegation_waits_for_the_owner() {
+    let notes = tempfile::tempdir().expect("temp");
+    let told = notes.path().join("told.jsonl");
     let (butler, _dir) = Butler::fresh_with_config(|config| {
         config["agent"] = json!({"command": agent_command()});
         config["mcp"]["quarantine"] = json!(false);
+        config["notification"] = json!({"command": ["sh", "-c", format!("cat >> '{}'", told.display())]});
     });
     write_judge(&butler.workdir);
     wait_for("the extension", || butler.ids().contains(&"judge".to_owned()));
@@ -219,6 +222,11 @@ fn a_confirm_delegation_waits_for_the_owner() {
             run.is_some()
         });
         let run = run.expect("pending run");
+        // The owner is told, through the notification command.
+        wait_for("the confirmation's notification", || {
+            std::fs::read_to_string(&told)
+                .is_ok_and(|t| t.contains(&format!("\"run\":\"{run}\"")) && t.contains("\"kind\":\"confirm\""))
+        });
         let path = format!("/runs/{run}/steps/0/{decision}");
         let body = reason.map_or_else(|| json!({}), |r| json!({"reason": r}));
         // Nobody but the owner decides: not a plain local request, not the console's headers

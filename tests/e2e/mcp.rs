@@ -473,14 +473,18 @@ fn host_tools_and_the_restricted_distill_endpoint() {
     let readme = client.request("resources/read", json!({"uri": "fake://readme"}));
     assert_eq!(readme["result"]["contents"][0]["text"], "the fake readme", "{readme}");
 
-    // A session report lands in the journal as a session observation.
+    // A session report goes through the session collector to the journal: redacted,
+    // stored durably, and a session line the distiller reads.
     butler.wait_ready("journal");
-    let reported =
-        client.call("butler__report_session", json!({"text": "we chose sqlite for the cache", "tags": ["decision"]}));
+    let reported = client.call(
+        "butler__report_session",
+        json!({"text": "we chose sqlite for the cache; password=hunter2-x", "id": "report-1"}),
+    );
     assert_ne!(reported["isError"], true, "{reported}");
-    let spool = butler.workdir.join("self/journal/spool");
-    let lines: Vec<Value> = std::fs::read_dir(&spool)
-        .expect("spool")
+    assert_eq!(reported["structuredContent"]["queued"], true, "{reported}");
+    butler.post_json("/sessions/flush", &json!({}), &[]);
+    let lines: Vec<Value> = std::fs::read_dir(butler.workdir.join("self/sessions"))
+        .expect("session lines")
         .flatten()
         .flat_map(|e| {
             std::fs::read_to_string(e.path())
@@ -490,7 +494,10 @@ fn host_tools_and_the_restricted_distill_endpoint() {
                 .collect::<Vec<Value>>()
         })
         .collect();
-    assert!(lines.iter().any(|o| o["type"] == "session" && o["text"] == "we chose sqlite for the cache"), "{lines:?}");
+    let line = lines.iter().find(|o| o["id"] == "report-1").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(line["type"], "session");
+    assert_eq!(line["source"], "mcp-client");
+    assert_eq!(line["text"], "assistant: we chose sqlite for the cache; password=[redacted]");
 }
 
 #[test]

@@ -79,6 +79,20 @@ pub struct Manifest {
     /// the root config's `pipeline.routes` may map a prefix elsewhere.
     #[serde(default)]
     pub serves: Vec<String>,
+    /// A faculty's scheduled jobs, run as agent sessions once the owner registers them.
+    #[serde(default)]
+    pub automations: Vec<AutomationDecl>,
+}
+
+/// `automations[]`: a job a faculty declares for the host's scheduler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutomationDecl {
+    /// Its title, unique, ending in ` · Butler`.
+    pub title: String,
+    /// A cron expression (five fields, or six with seconds first).
+    pub schedule: String,
+    /// What its agent is told.
+    pub instructions: String,
 }
 
 fn one() -> u32 {

@@ -38,6 +38,9 @@ pub struct Offer {
     pub set: Map<String, Value>,
     /// Arguments filled when the caller left them out.
     pub default: Map<String, Value>,
+    /// What the command takes on the host's behalf, when it is one of the host's doors:
+    /// a call goes through the host's own path to it (see `butler_mcp::host_tools::Door`).
+    pub takes: Option<CommandDoor>,
     /// The command takes its arguments as one JSON document (a 0.2.0 command, or one whose
     /// `stdin` argument is named `args`); otherwise each argument is one declared `args`
     /// entry, as text.
@@ -135,6 +138,7 @@ fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &Comma
         command: command.to_owned(),
         description: tool.description.clone().or_else(|| description.map(str::to_owned)).unwrap_or_default(),
         endpoints: tool.endpoints.clone(),
+        takes: declared.takes,
         schema,
         validator,
         set: tool.set.clone(),

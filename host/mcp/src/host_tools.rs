@@ -51,16 +51,34 @@ impl Scope {
 /// The longest a list or call waits for faculties still being compiled.
 pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// The host's own path to a faculty command that is one of its doors: a tool offered for
+/// such a command hands its arguments here instead of running the command (the session
+/// collector, for `takes: "session-turns"`: it redacts and stores the turn before the
+/// command sees it).
+pub trait Door: Send + Sync {
+    /// Takes one call's arguments: what to answer, or why not.
+    ///
+    /// # Errors
+    /// Why the arguments were not taken, for the model.
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String>;
+}
+
 /// The faculties' tools and how to run them.
 pub struct HostTools {
     runtime: Arc<FacultyRuntime>,
+    turns: std::sync::OnceLock<Arc<dyn Door>>,
 }
 
 impl HostTools {
     /// The tools the faculties of `runtime` offer, as they come and go.
     #[must_use]
     pub fn new(runtime: Arc<FacultyRuntime>) -> Self {
-        Self { runtime }
+        Self { runtime, turns: std::sync::OnceLock::new() }
+    }
+
+    /// Where tools of a `session-turns` command hand their calls (set once).
+    pub fn set_turns_door(&self, door: Arc<dyn Door>) {
+        let _ = self.turns.set(door);
     }
 
     /// Waits (at most [`SETTLE_LIMIT`]) while faculties are still being compiled, so that a
@@ -134,6 +152,19 @@ impl HostTools {
             args.entry(key.clone()).or_insert_with(|| value.clone());
         }
         args.extend(offer.set.clone());
+        if offer.takes == Some(butler_catalog::manifest::CommandDoor::SessionTurns) {
+            let Some(door) = self.turns.get().cloned() else {
+                return error_result(format!("{name}: this host collects no session turns"));
+            };
+            return match tokio::task::spawn_blocking(move || door.take(args)).await {
+                Ok(Ok(data)) => json!({
+                    "content": [{"type": "text", "text": serde_json::to_string_pretty(&data).unwrap_or_default()}],
+                    "structuredContent": data,
+                }),
+                Ok(Err(why)) => error_result(format!("{name}: {why}")),
+                Err(e) => error_result(format!("{name}: {e}")),
+            };
+        }
         let runtime = Arc::clone(&self.runtime);
         let context = CallContext::top(false).by(scope.caller()).until(runtime.deadline_for(&offer.faculty));
         let deadline = context.deadline();

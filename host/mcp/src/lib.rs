@@ -1073,6 +1073,17 @@ impl Hub {
         }
     }
 
+    /// Waits (at most 15 s) while faculties found in the instance are still being compiled,
+    /// so what they declare is known.
+    pub async fn settle(&self) {
+        self.host_tools.settle().await;
+    }
+
+    /// Where the faculties' `session-turns` tools hand their calls (set once, at start).
+    pub fn set_turns_door(&self, door: Arc<dyn host_tools::Door>) {
+        self.host_tools.set_turns_door(door);
+    }
+
     /// The owner's compiled context, as the faculties compile it (what the hub offers as
     /// the `butler__context` prompt).
     pub async fn compiled_context(&self) -> String {

@@ -1,8 +1,9 @@
 //! Automations: jobs the host's own scheduler runs as agent sessions, on cron schedules in
 //! a time zone (the root config's `automations.timeZone`, default `Asia/Shanghai`).
 //!
-//! `POST /automations` registers the host's jobs — today the hourly distill job,
-//! [`DISTILL_TITLE`] — idempotently by title: a job registered as it is stays (its history
+//! `POST /automations` registers the host's jobs — those the faculties' manifests declare
+//! (`automations[]`; the built-in distill faculty declares the hourly distill job) —
+//! idempotently by title: a job registered as it is stays (its history
 //! too), a changed one is replaced, titles without the [`SUFFIX`] (the owner's own jobs)
 //! are never touched, and the retired ones ([`RETIRED`]) are removed. The jobs live in
 //! `<stateDir>/automations.json` (atomic writes).
@@ -20,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use butler_catalog::lock;
+use butler_catalog::{Catalog, Kind};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
@@ -31,8 +33,6 @@ use tokio::sync::Notify;
 use super::{Agents, Purpose, Task, Tools};
 pub use crate::instance::config::AutomationsConfig;
 
-/// The hourly distill job's title.
-pub const DISTILL_TITLE: &str = "蒸馏 · Butler";
 /// What marks a job as the host's own.
 pub const SUFFIX: &str = " · Butler";
 /// The host's jobs of earlier versions, removed at registration.
@@ -45,18 +45,6 @@ pub const FILE: &str = "automations.json";
 pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(900);
 /// The longest the scheduler sleeps before it looks again.
 const TICK: Duration = Duration::from_secs(60);
-
-/// The distill job's schedule: every hour on the hour.
-const DISTILL_SCHEDULE: &str = "0 * * * *";
-
-/// What the distill job tells its agent.
-const DISTILL_INSTRUCTIONS: &str = "Distill the owner's journal into knowledge cards, once.
-1. Lease a batch with butler__distill_claim. If it returns no batch, submit outcome \"nothing\".
-2. For each item worth keeping, search the existing cards first (butler__search, butler__read), so you revise a card rather than write a second one.
-3. Submit each candidate card complete with butler__candidate_submit; give path and quote checks where the evidence is in the owner's files.
-4. Complete the batch with butler__distill_complete, listing exactly the candidates you submitted — or, with none, give zeroReason saying why nothing was worth a card.
-Never complete a batch when a submission failed: leave it (its lease runs out) and submit outcome \"failed\" with what went wrong.
-Finally submit {outcome: \"done\" | \"nothing\" | \"failed\", summary} with the session's submit tool.";
 
 /// What an automation's session submits.
 fn result_schema() -> Value {
@@ -183,25 +171,38 @@ impl Automations {
         Ok(automations)
     }
 
-    /// The host's jobs as they should be now.
-    fn host_jobs(&self) -> Vec<Job> {
+    /// The host's jobs as they should be now: those the registered faculties of `catalog`
+    /// declare (the first of a title wins), each with the root config's schedule for it
+    /// when it names one.
+    fn host_jobs(&self, catalog: &Catalog) -> Vec<Job> {
         let time_zone = self.config.time_zone.clone().unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned());
-        let schedule = self.config.schedules.get(DISTILL_TITLE).cloned().unwrap_or_else(|| DISTILL_SCHEDULE.to_owned());
-        vec![Job {
-            title: DISTILL_TITLE.to_owned(),
-            schedule,
-            time_zone,
-            instructions: DISTILL_INSTRUCTIONS.to_owned(),
-            registered_at: now(),
-            last: None,
-        }]
+        let mut jobs: Vec<Job> = Vec::new();
+        for declared in catalog.of_kind(Kind::Faculty).flat_map(|ext| ext.manifest.automations.iter()) {
+            if jobs.iter().any(|j| j.title == declared.title) || !declared.title.ends_with(SUFFIX) {
+                continue;
+            }
+            let schedule = self.config.schedules.get(&declared.title).unwrap_or(&declared.schedule);
+            if let Err(e) = cron(schedule) {
+                tracing::warn!(job = declared.title, "automations: not registered: {e}");
+                continue;
+            }
+            jobs.push(Job {
+                title: declared.title.clone(),
+                schedule: schedule.clone(),
+                time_zone: time_zone.clone(),
+                instructions: declared.instructions.clone(),
+                registered_at: now(),
+                last: None,
+            });
+        }
+        jobs
     }
 
-    /// Registers the host's jobs (see the module's doc).
+    /// Registers the jobs the faculties of `catalog` declare (see the module's doc).
     ///
     /// # Errors
     /// When the file cannot be written.
-    pub fn register(&self) -> Result<Registered, AutomationError> {
+    pub fn register(&self, catalog: &Catalog) -> Result<Registered, AutomationError> {
         let mut done = Registered::default();
         {
             let mut jobs = lock(&self.jobs);
@@ -212,7 +213,7 @@ impl Automations {
                 }
                 !retired
             });
-            for wanted in self.host_jobs() {
+            for wanted in self.host_jobs(catalog) {
                 match jobs.iter_mut().find(|job| job.title == wanted.title) {
                     Some(job) if same_definition(job, &wanted) => done.kept.push(wanted.title.clone()),
                     Some(job) => {
@@ -398,7 +399,7 @@ mod tests {
     fn the_next_run_follows_the_last_in_the_jobs_time_zone() {
         let at = |t: &str| DateTime::parse_from_rfc3339(t).expect("time").with_timezone(&Utc);
         // Hourly: after a run at 10:00:05 UTC, the next is at 11:00.
-        let hourly = job(DISTILL_SCHEDULE, "2026-12-01T00:00:00Z", Some("2026-12-03T10:00:05Z"));
+        let hourly = job("0 * * * *", "2026-12-01T00:00:00Z", Some("2026-12-03T10:00:05Z"));
         assert_eq!(next_run(&hourly), Some(at("2026-12-03T11:00:00Z")));
         // 09:00 in Shanghai is 01:00 UTC.
         let daily = job("0 9 * * *", "2026-12-03T00:30:00Z", None);

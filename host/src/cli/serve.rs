@@ -240,6 +240,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
     // What a previous host left pending is handed over first.
     collector.spawn_delivery();
+    mcp.set_turns_door(Arc::clone(&collector) as Arc<dyn butler_mcp::host_tools::Door>);
     let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
     let local_socket = http::bind_local(&instance.state_dir());
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));

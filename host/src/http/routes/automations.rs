@@ -39,7 +39,9 @@ pub async fn register(State(state): State<AppState>, caller: Caller) -> Result<J
             crate::agents::AgentError::Unavailable.to_string(),
         ));
     }
-    let done = state.automations.register().map_err(|e| ApiError::internal(e.to_string()))?;
+    // The jobs are the faculties' declarations: wait for faculties still being compiled.
+    state.mcp.settle().await;
+    let done = state.automations.register(&state.catalog.current()).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut answer = serde_json::to_value(done).unwrap_or_default();
     answer["ok"] = json!(true);
     Ok(Json(answer))
