@@ -43,7 +43,7 @@ pub(crate) fn agent_command() -> Value {
 pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        assert!(start.elapsed() < Duration::from_secs(90), "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }

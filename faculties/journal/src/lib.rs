@@ -179,7 +179,7 @@ fn turns(input: Value) -> Outcome {
     }
     // First the distiller's line, then the whole turn: a turn cut off between the two is
     // handed over again, and the distiller keeps the first of two lines with one id.
-    append_line(&session_line(&turn))?;
+    session_line(&turn).append_to(SESSION_LINES)?;
     butler_store::write_json(&path, &turn)?;
     Ok(json!({"id": turn.id, "stored": true}))
 }
@@ -216,21 +216,6 @@ fn session_line(turn: &Turn) -> Observation {
         text: clipped,
         r#ref: None,
     }
-}
-
-fn append_line(line: &Observation) -> Result<(), Failure> {
-    use std::io::Write;
-    let dir = butler_store::path(SESSION_LINES);
-    std::fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, &e))?;
-    let file = dir.join(format!("{}.jsonl", &line.at[..10.min(line.at.len())]));
-    let mut bytes = serde_json::to_vec(line).map_err(Failure::from)?;
-    bytes.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_data()))
-        .map_err(|e| Failure::io(&file, &e))
 }
 
 // ---------------------------------------------------------------------------------------

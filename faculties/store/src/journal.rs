@@ -74,7 +74,16 @@ impl Observation {
     /// # Errors
     /// `io_error`.
     pub fn append(&self) -> Result<(), Failure> {
-        let dir = super::path("journal/spool");
+        self.append_to("journal/spool")
+    }
+
+    /// Appends it to its day's file, `<folder>/<day>.jsonl` in the store (one `write` of a
+    /// whole line, synced).
+    ///
+    /// # Errors
+    /// `io_error`.
+    pub fn append_to(&self, folder: &str) -> Result<(), Failure> {
+        let dir = super::path(folder);
         std::fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, &e))?;
         let file = dir.join(format!("{}.jsonl", &self.at[..10.min(self.at.len())]));
         let mut line = serde_json::to_vec(self).map_err(Failure::from)?;

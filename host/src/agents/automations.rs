@@ -135,7 +135,8 @@ impl Automations {
     /// a stopped host left running is marked failed.
     ///
     /// # Errors
-    /// A time zone or schedule in `config` that does not read.
+    /// A time zone or schedule in `config` that does not read; a jobs file that does not
+    /// read (refused, not overwritten).
     pub fn open(
         state_dir: &Path,
         config: AutomationsConfig,
@@ -147,15 +148,13 @@ impl Automations {
             cron(schedule).map_err(|e| AutomationError::Config(format!("automations.schedules.{title}: {e}")))?;
         }
         let path = state_dir.join(FILE);
-        let mut jobs: Vec<Job> = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-            .and_then(|v| serde_json::from_value(v["jobs"].clone()).ok())
-            .unwrap_or_default();
+        let mut jobs = read_jobs(&path)?;
+        let mut interrupted = false;
         for job in &mut jobs {
             if let Some(last) = job.last.as_mut().filter(|l| l.outcome == "running") {
                 last.outcome = "failed".to_owned();
                 last.error = Some("the host stopped while it ran".to_owned());
+                interrupted = true;
             }
         }
         let automations = Arc::new(Self {
@@ -167,7 +166,9 @@ impl Automations {
             running: Mutex::default(),
             changed: Notify::new(),
         });
-        automations.save()?;
+        if interrupted {
+            automations.save()?;
+        }
         Ok(automations)
     }
 
@@ -341,6 +342,26 @@ impl Automations {
     }
 }
 
+/// The jobs saved at `path` (none when there is no file). A file that does not read is
+/// refused, never overwritten: the owner's jobs are in it.
+fn read_jobs(path: &Path) -> Result<Vec<Job>, AutomationError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(AutomationError::Io(e)),
+    };
+    #[derive(Deserialize)]
+    struct Saved {
+        jobs: Vec<Job>,
+    }
+    serde_json::from_slice::<Saved>(&bytes).map(|saved| saved.jobs).map_err(|e| {
+        AutomationError::Config(format!(
+            "{} does not read ({e}); fix or remove it (it holds the registered jobs)",
+            path.display()
+        ))
+    })
+}
+
 fn same_definition(a: &Job, b: &Job) -> bool {
     (&a.schedule, &a.time_zone, &a.instructions) == (&b.schedule, &b.time_zone, &b.instructions)
 }
@@ -408,5 +429,15 @@ mod tests {
         let quick = job("*/5 * * * * *", "2026-12-03T10:29:58Z", None);
         assert_eq!(next_run(&quick), Some(at("2026-12-03T10:30:00Z")));
         assert!(cron("every hour").is_err() && time_zone("Mars/Base").is_err());
+    }
+
+    #[test]
+    fn a_jobs_file_that_does_not_read_is_refused_not_overwritten() {
+        let dir = tempfile::tempdir().expect("temp");
+        let path = dir.path().join(FILE);
+        assert_eq!(read_jobs(&path).expect("no file: no jobs"), Vec::new());
+        std::fs::write(&path, "{\"jobs\": [truncated").expect("write");
+        assert!(matches!(read_jobs(&path), Err(AutomationError::Config(_))));
+        assert_eq!(std::fs::read_to_string(&path).expect("kept"), "{\"jobs\": [truncated");
     }
 }
