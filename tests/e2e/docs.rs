@@ -89,3 +89,116 @@ fn no_reference_points_outside_the_repository() {
     }
     assert!(found.is_empty(), "references to things outside the repository:\n{}", found.join("\n"));
 }
+
+/// The sections of a Markdown document: each heading's text and the lines under it, up to
+/// the next heading.
+fn sections(doc: &str) -> Vec<(&str, String)> {
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    for line in doc.lines() {
+        if line.starts_with('#') {
+            sections.push((line.trim_start_matches('#').trim(), String::new()));
+        } else if let Some((_, body)) = sections.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    sections
+}
+
+/// `node`, or what its local `$ref` points at.
+fn resolved<'a>(node: &'a serde_json::Value, root: &'a serde_json::Value) -> &'a serde_json::Value {
+    node.get("$ref")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+        .unwrap_or(node)
+}
+
+/// Every (object, field) pair of a schema: the object named as a reader finds it
+/// (`hosted`, `commands[].mcp`, `mcp.profiles.*`; `""` for the top level), with the
+/// fields its `oneOf`/`anyOf` branches add.
+fn schema_fields(node: &serde_json::Value, root: &serde_json::Value, key: &str, out: &mut Vec<(String, String)>) {
+    let node = resolved(node, root);
+    let mut properties: Vec<(&String, &serde_json::Value)> = Vec::new();
+    let branches = ["oneOf", "anyOf"].iter().filter_map(|k| node.get(*k)?.as_array()).flatten();
+    for object in std::iter::once(node).chain(branches) {
+        for (name, child) in object.get("properties").and_then(serde_json::Value::as_object).into_iter().flatten() {
+            if !properties.iter().any(|(known, _)| *known == name) {
+                properties.push((name, child));
+            }
+        }
+    }
+    let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
+    for (name, child) in properties {
+        out.push((key.to_owned(), name.clone()));
+        let child = resolved(child, root);
+        if let Some(items) = child.get("items") {
+            schema_fields(items, root, &format!("{prefix}{name}[]"), out);
+        } else if let Some(values) = child.get("additionalProperties").filter(|v| v.is_object()) {
+            schema_fields(child, root, &format!("{prefix}{name}"), out);
+            schema_fields(values, root, &format!("{prefix}{name}.*"), out);
+        } else {
+            schema_fields(child, root, &format!("{prefix}{name}"), out);
+        }
+    }
+}
+
+/// What of `schema` the reference `doc` leaves out: each object needs a section whose
+/// heading names it (`` ### `hosted` ``; "Top-level fields" for the top level) with a table
+/// row per field (`` | `command` | ``).
+fn undocumented(schema: &str, doc: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(schema)).expect("read schema")).expect("schema");
+    let text = std::fs::read_to_string(root.join(doc)).expect("read doc");
+    let sections = sections(&text);
+    let mut fields = Vec::new();
+    schema_fields(&schema, &schema, "", &mut fields);
+    assert!(fields.len() > 20, "{fields:?}");
+    fields
+        .into_iter()
+        .filter(|(object, field)| {
+            let heading = if object.is_empty() { "Top-level fields".to_owned() } else { format!("`{object}`") };
+            let row = format!("| `{field}` |");
+            !sections.iter().any(|(title, body)| {
+                *title == heading && body.lines().any(|line| line.starts_with(&row))
+            })
+        })
+        .map(|(object, field)| format!("{doc}: `{field}` of {}", if object.is_empty() { "the top level" } else { &object }))
+        .collect()
+}
+
+#[test]
+fn every_manifest_field_is_documented() {
+    let missing = undocumented("spec/butler.schema.json", "docs/manifest.md");
+    assert!(missing.is_empty(), "fields the reference leaves out:\n{}", missing.join("\n"));
+}
+
+/// The reference's example manifests are valid as they stand: no error, no warning.
+#[test]
+fn the_manifest_reference_examples_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("docs/manifest.md")).expect("read doc");
+    let examples: Vec<&str> = text
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .filter(|block| block.contains("\"schemaVersion\""))
+        .collect();
+    let mut kinds = Vec::new();
+    for example in examples {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (manifest, diagnostics) =
+            butler_catalog::scan::check_manifest_bytes(example.as_bytes(), dir.path(), "butler.json");
+        assert!(diagnostics.is_empty(), "{diagnostics:?} in\n{example}");
+        kinds.push(manifest.expect("registered").kind);
+    }
+    use butler_catalog::manifest::Kind;
+    assert_eq!(kinds, [Kind::Tool, Kind::Service, Kind::Faculty], "an example per kind");
+}
+
+#[test]
+fn every_root_config_field_is_documented() {
+    let missing = undocumented("spec/instance.schema.json", "docs/config.md");
+    assert!(missing.is_empty(), "fields the reference leaves out:\n{}", missing.join("\n"));
+}
