@@ -100,3 +100,63 @@ fn python_and_javascript_faculties_run_through_the_host() {
         assert!(runtimes.contains(&(json!(id), json!("0.2.0"))), "{runtimes:?}");
     }
 }
+
+/// `butler faculty new --lang python|js` makes a project that builds with the command it
+/// prints, on the suite's pinned toolchains (linked in where the printed toolchain step
+/// would install them), and runs through the host; `butler faculty wit` writes the WIT.
+#[test]
+fn python_and_javascript_skeletons_build_with_the_printed_command_and_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tools = example_guests().parent().expect("target").join("test-tools");
+    let projects = tempfile::tempdir().expect("temp");
+    let dir = instance_with_config(&json!({}));
+    for (name, lang, toolchain) in [
+        ("hello-py", "python", [(".venv", tools.join("venv"))]),
+        ("hello-js", "js", [("node_modules", tools.join("js/node_modules"))]),
+    ] {
+        let project = projects.path().join(name);
+        let output = crate::util::butler_command(projects.path())
+            .args(["faculty", "new", name, "--lang", lang, "--dir"])
+            .arg(&project)
+            .output()
+            .expect("butler faculty new");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{out}{}", String::from_utf8_lossy(&output.stderr));
+        let build = out.lines().find_map(|l| l.strip_prefix("build it:")).expect("a build line").trim();
+        let install = out.lines().find_map(|l| l.strip_prefix("install:")).expect("an install line").trim();
+        for (link, target) in toolchain {
+            std::os::unix::fs::symlink(target, project.join(link)).expect("link the pinned toolchain");
+        }
+        let status = std::process::Command::new("sh").args(["-c", build]).status().expect("build");
+        assert!(status.success(), "{lang}: `{build}` failed");
+        let install = install.replace("<instance>", dir.path().to_str().expect("utf8"));
+        let status = std::process::Command::new("sh").args(["-c", &install]).status().expect("install");
+        assert!(status.success(), "{lang}: `{install}` failed");
+    }
+    let butler = Butler::start(dir.path());
+    for name in ["hello-py", "hello-js"] {
+        butler.wait_ready_within(name, Duration::from_secs(180));
+        let (status, body) = butler.command(name, "greet", &json!({"who": "Ada"}));
+        assert_eq!(status, 200, "{name}: {body}");
+        assert_eq!(body["data"]["greeting"], "Hello, Ada!", "{name}");
+        let (status, body) = butler.command(name, "greet", &json!({"who": 5}));
+        assert_error(status, &body, 400, "invalid_args");
+        let (status, body) = butler.command(name, "nothing", &json!({}));
+        assert_eq!(status, 404, "{name}: {body}");
+        let (status, report) = butler.get_json(&format!("/faculties/{name}/reports/status"));
+        assert_eq!((status, &report["status"]), (200, &json!("ok")), "{name}: {report}");
+    }
+
+    // The WIT, for a project started elsewhere: the same files as this repository's.
+    let wit = projects.path().join("elsewhere/wit");
+    let output = crate::util::butler_command(projects.path()).args(["faculty", "wit"]).arg(&wit).output().expect("wit");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    for version in ["0.1.0", "0.2.0"] {
+        let file = format!("butler-faculty@{version}/faculty.wit");
+        assert_eq!(
+            std::fs::read(wit.join(&file)).expect("written"),
+            std::fs::read(root.join("wit").join(&file)).expect("ours"),
+            "{file}"
+        );
+    }
+}

@@ -1,20 +1,13 @@
-//! `butler faculty call|report|new`.
+//! `butler faculty call|report|upgrade|new|wit`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use include_dir::{Dir, include_dir};
 use serde_json::{Value, json};
 
 use super::client::Client;
-
-static WIT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../wit");
-const KIT_LIB: &str = include_str!("../../../faculties/kit/src/lib.rs");
-const KIT_CARGO: &str = include_str!("../../templates/faculty/kit-Cargo.toml.tmpl");
-const CARGO: &str = include_str!("../../templates/faculty/Cargo.toml.tmpl");
-const LIB: &str = include_str!("../../templates/faculty/lib.rs.tmpl");
-const README: &str = include_str!("../../templates/faculty/README.md.tmpl");
+use super::scaffold::{self, Lang};
 
 /// `butler faculty …`.
 #[derive(Debug, clap::Subcommand)]
@@ -52,13 +45,27 @@ pub enum Command {
         #[arg(long, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
         workdir: Option<PathBuf>,
     },
-    /// Create a new Rust faculty project (the guest kit and WIT included).
+    /// Create a new faculty project that builds as it is (the WIT included; for Rust, the
+    /// guest kit too) and print how to build and install it.
     New {
         /// Faculty id: lowercase letters, digits and `-`, starting with a letter.
         name: String,
+        /// The language to write it in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: Lang,
         /// Where to create it [default: ./NAME]
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+    },
+    /// Write the WIT faculties build against (every version this host serves, with the
+    /// WASI interfaces they use) into DIR.
+    Wit {
+        /// Where to write it.
+        #[arg(default_value = "wit")]
+        dir: PathBuf,
+        /// Replace files that differ from this host's.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -79,15 +86,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             println!("{data:#}");
         }
         Command::Upgrade { apply, workdir } => upgrade(workdir, apply)?,
-        Command::New { name, dir } => {
+        Command::New { name, lang, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
-            scaffold(&name, &dir)?;
+            let steps = scaffold::new_project(&name, lang, &dir)?;
             println!("created the faculty `{name}` in {}", dir.display());
-            println!("build it:  cd {} && cargo build --release --target wasm32-wasip2", dir.display());
-            println!(
-                "install:   cp target/wasm32-wasip2/release/{}.wasm <instance>/faculties/{name}.wasm",
-                name.replace('-', "_")
-            );
+            for step in steps {
+                println!("{step}");
+            }
+        }
+        Command::Wit { dir, force } => {
+            let written = scaffold::write_wit(&dir, force)?;
+            println!("{}: {} files written, the rest already up to date", dir.display(), written.len());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -125,57 +134,4 @@ fn upgrade(workdir: Option<PathBuf>, apply: bool) -> anyhow::Result<()> {
         println!("dry run: nothing changed; run with --apply to do it");
     }
     Ok(())
-}
-
-fn scaffold(name: &str, dir: &Path) -> anyhow::Result<()> {
-    let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && name.len() <= 64;
-    if !valid {
-        bail!("`{name}` is not a valid faculty id: use lowercase letters, digits and `-`, starting with a letter");
-    }
-    if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        bail!("{} already exists and is not empty", dir.display());
-    }
-    let type_name: String = name
-        .split('-')
-        .map(|part| {
-            let mut chars = part.chars();
-            chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
-        })
-        .collect();
-    let fill = |template: &str| {
-        template
-            .replace("{{name}}", name)
-            .replace("{{type}}", &type_name)
-            .replace("{{title}}", &type_name)
-            .replace("{{crate}}", &name.replace('-', "_"))
-            .replace("{{version}}", butler_host::VERSION)
-    };
-    let write = |rel: &str, text: &str| -> anyhow::Result<()> {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
-    write("Cargo.toml", &fill(CARGO))?;
-    write("src/lib.rs", &fill(LIB))?;
-    write("README.md", &fill(README))?;
-    write(".gitignore", "/target\n")?;
-    write("vendor/kit/Cargo.toml", &fill(KIT_CARGO))?;
-    write("vendor/kit/src/lib.rs", KIT_LIB)?;
-    for file in all_files(&WIT) {
-        let text = file.contents_utf8().context("WIT files are UTF-8")?;
-        write(&format!("wit/{}", file.path().display()), text)?;
-    }
-    Ok(())
-}
-
-fn all_files<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
-    let mut files: Vec<_> = dir.files().collect();
-    for sub in dir.dirs() {
-        files.extend(all_files(sub));
-    }
-    files
 }

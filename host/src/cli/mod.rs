@@ -8,6 +8,7 @@ mod faculty;
 mod keep;
 mod mcp;
 mod pipeline;
+mod scaffold;
 mod serve;
 mod settings;
 mod stdio;
