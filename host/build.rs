@@ -89,7 +89,7 @@ fn ensure_target() {
     if sysroot.as_deref().is_some_and(installed) {
         return;
     }
-    println!("cargo:warning=the {TARGET} target is not installed; adding it with `rustup target add {TARGET}`");
+    eprintln!("the {TARGET} target is not installed; adding it with `rustup target add {TARGET}`");
     let added = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
     if !added || !sysroot.as_deref().is_some_and(installed) {
         eprintln!(
@@ -99,6 +99,8 @@ fn ensure_target() {
         );
         std::process::exit(1);
     }
+    // Said once it is done: cargo repeats a build script's warnings on later builds.
+    println!("cargo:warning=the {TARGET} target was missing; it was added with `rustup target add {TARGET}`");
 }
 
 fn build(workspace: &Path, target_dir: &Path, package: &str, kind: Kind) {
