@@ -160,11 +160,11 @@ fn undocumented(schema: &str, doc: &str) -> Vec<String> {
         .filter(|(object, field)| {
             let heading = if object.is_empty() { "Top-level fields".to_owned() } else { format!("`{object}`") };
             let row = format!("| `{field}` |");
-            !sections.iter().any(|(title, body)| {
-                *title == heading && body.lines().any(|line| line.starts_with(&row))
-            })
+            !sections.iter().any(|(title, body)| *title == heading && body.lines().any(|line| line.starts_with(&row)))
         })
-        .map(|(object, field)| format!("{doc}: `{field}` of {}", if object.is_empty() { "the top level" } else { &object }))
+        .map(|(object, field)| {
+            format!("{doc}: `{field}` of {}", if object.is_empty() { "the top level" } else { &object })
+        })
         .collect()
 }
 
@@ -201,4 +201,102 @@ fn the_manifest_reference_examples_are_valid() {
 fn every_root_config_field_is_documented() {
     let missing = undocumented("spec/instance.schema.json", "docs/config.md");
     assert!(missing.is_empty(), "fields the reference leaves out:\n{}", missing.join("\n"));
+}
+
+/// `docs/pipeline.md` documents every pipeline action of the built-in faculties: a
+/// ``### `prefix.verb` `` section for each command an action reaches, and none for an
+/// action that reaches no command.
+#[test]
+fn every_pipeline_action_is_documented() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::time::{Duration, Instant};
+
+    use butler_host::pipeline::router::command_of;
+
+    const BUILT_IN: [&str; 4] = ["journal", "distill", "cards", "validity"];
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/pipeline.md"))
+        .expect("read the pipeline guide");
+    let documented: BTreeSet<&str> = doc
+        .lines()
+        .filter_map(|line| line.strip_prefix("### `")?.strip_suffix('`'))
+        .filter(|name| name.contains('.'))
+        .collect();
+
+    let (butler, _dir) = Butler::start_fresh();
+    // The built-ins are compiled in the background for a moment after the start; a faculty
+    // is listed once its component describes itself.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listing = loop {
+        let (status, body) = butler.get_json("/faculties");
+        let listed = |id: &str| {
+            status == 200
+                && body["faculties"].as_array().is_some_and(|all| {
+                    all.iter().any(|f| f["id"] == id && f["commands"].as_array().is_some_and(|c| !c.is_empty()))
+                })
+                && body["routes"].as_object().is_some_and(|routes| routes.values().any(|f| f == id))
+        };
+        if BUILT_IN.iter().all(|id| listed(id)) {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "the built-in faculties were not all listed within 60 s: {status} {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    // prefix → faculty, and each built-in faculty's commands.
+    let routes: BTreeMap<&str, &str> = listing["routes"]
+        .as_object()
+        .expect("routes")
+        .iter()
+        .map(|(prefix, faculty)| (prefix.as_str(), faculty.as_str().expect("a faculty id")))
+        .collect();
+    let commands: BTreeMap<&str, Vec<&str>> = listing["faculties"]
+        .as_array()
+        .expect("faculties")
+        .iter()
+        .filter_map(|f| Some((f["id"].as_str().filter(|id| BUILT_IN.contains(id))?, &f["commands"])))
+        .map(|(id, list)| {
+            let ids = list.as_array().expect("commands").iter().map(|c| c["id"].as_str().expect("command id"));
+            (id, ids.collect())
+        })
+        .collect();
+
+    // The router runs command `<verb>` for an action under the faculty's own prefix and
+    // `<prefix>-<verb>` under another; a command is documented once, under the other
+    // prefix when its id starts with one (`review-list` is `review.list`), else under the
+    // faculty's own.
+    let mut actions = BTreeSet::new();
+    for (faculty, ids) in &commands {
+        let prefixes: Vec<&str> = routes.iter().filter(|(_, f)| *f == faculty).map(|(p, _)| *p).collect();
+        for command in ids {
+            let other = prefixes
+                .iter()
+                .filter(|p| *p != faculty)
+                .find_map(|p| Some((*p, command.strip_prefix(&format!("{p}-"))?.to_owned())));
+            let own = || prefixes.contains(faculty).then(|| (*faculty, (*command).to_owned()));
+            let Some((prefix, verb)) = other.or_else(own) else { continue };
+            assert_eq!(command_of(prefix, &verb, faculty), *command, "the router's mapping");
+            actions.insert(format!("{prefix}.{verb}"));
+        }
+    }
+    assert!(actions.len() >= 20, "{actions:?}");
+
+    let missing: Vec<&String> = actions.iter().filter(|a| !documented.contains(a.as_str())).collect();
+    // A heading not among them names no action, or an alias (`cards.review-list`).
+    let stale: Vec<String> = documented
+        .iter()
+        .filter(|name| !actions.contains(**name))
+        .map(|name| {
+            let reaches = name.split_once('.').is_some_and(|(prefix, verb)| {
+                routes.get(prefix).is_some_and(|f| {
+                    commands.get(f).is_some_and(|ids| ids.contains(&command_of(prefix, verb, f).as_str()))
+                })
+            });
+            format!("{name} ({})", if reaches { "an alias of another action" } else { "no such action" })
+        })
+        .collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/pipeline.md is out of date.\nactions without a ### `prefix.verb` section: {missing:?}\n\
+         sections to remove: {stale:?}"
+    );
 }
