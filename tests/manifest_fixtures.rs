@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use butler_host::catalog::{Severity, check_manifest};
+use butler_host::catalog::{Severity, check_extension};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/manifests")
@@ -13,7 +13,7 @@ fn fixtures() -> PathBuf {
 
 /// The outcome in the `.expected` format: a verdict line, then one line per problem.
 fn render(path: &Path) -> String {
-    let (manifest, diagnostics) = check_manifest(path);
+    let (manifest, diagnostics) = check_extension(path, None);
     let mut out = String::new();
     let rejected = diagnostics.iter().any(|d| d.severity == Severity::Error);
     match (&manifest, rejected) {

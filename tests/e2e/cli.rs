@@ -160,6 +160,22 @@ fn check_validates_a_whole_instance() {
         "{out}"
     );
     assert!(out.contains("/mcp/legacyProviders: no extension `gone`"), "{out}");
+
+    // Two MCP servers claiming one namespace: the host leaves the later one out of the hub,
+    // and says so in its catalog; `check` says the same, from --workdir too.
+    std::fs::write(workdir.join("butler.json"), "{}").expect("root config");
+    let server = json!({"transport": "stdio", "command": ["python3", "server.py"]});
+    write_manifest(&workdir, "tools/a", &json!({"schemaVersion":1,"kind":"tool","id":"a","name":"A","mcp": server}));
+    let mut named = server.clone();
+    named["namespace"] = json!("a");
+    write_manifest(&workdir, "tools/b", &json!({"schemaVersion":1,"kind":"tool","id":"b","name":"B","mcp": named}));
+    let (code, out, _) = run(&["check", "--workdir", path]);
+    assert_eq!(code, 0, "a warning, not a rejection: {out}");
+    let expected = "/mcp/namespace: its MCP server would have the namespace `a`, which the extension `a` has";
+    assert!(out.contains("tools/b/butler.json — warning") && out.contains(expected), "{out}");
+    let butler = Butler::start(&workdir);
+    let catalog = butler.catalog().to_string();
+    assert!(catalog.contains("which the extension `a` has: it is left out of the hub"), "{catalog}");
 }
 
 #[test]

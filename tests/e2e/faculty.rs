@@ -397,6 +397,38 @@ fn broken_components_are_catalog_diagnostics() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("faculties/core.wasm — rejected") && out.contains("core WebAssembly module"), "{out}");
     assert!(out.contains("1 extension valid, 6 rejected") && out.contains("(probe)"), "{out}");
+
+    // Each file on its own, as a newcomer checks one before dropping it in: the host's
+    // message, word for word; a good component passes.
+    for path in [
+        "faculties/text.wasm",
+        "faculties/core.wasm",
+        "faculties/bare-command.wasm",
+        "faculties/future.wasm",
+        "faculties/missing/butler.json",
+        "faculties/missing",
+        "faculties/escape",
+    ] {
+        let (code, out, err) = cli(&["check", dir.path().join(path).to_str().expect("utf8")]);
+        assert_eq!(code, 1, "{path}: {out}{err}");
+        let host_path = if path.ends_with(".wasm") || path.ends_with(".json") {
+            path.to_owned()
+        } else {
+            format!("{path}/butler.json")
+        };
+        assert!(
+            out.contains(&message(&host_path)),
+            "{path}: the host says `{}`; check says {out}",
+            message(&host_path)
+        );
+    }
+    let probe = dir.path().join("faculties/probe.wasm");
+    let (code, out, err) = cli(&["check", probe.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 extension valid") && out.contains("faculty `probe`"), "{out}");
+    let (code, out, err) =
+        cli(&["check", "--workdir", dir.path().to_str().expect("utf8"), probe.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "with the instance's settings: {out}{err}");
 }
 
 #[test]

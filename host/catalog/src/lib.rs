@@ -40,7 +40,7 @@ pub use component::{ComponentInfo, ComponentInspector, ComponentKind, ComponentR
 pub use icon::Icon;
 pub use manifest::{Kind, Manifest};
 pub use rules::is_action;
-pub use scan::{ScanConfig, check_manifest, check_manifest_bytes, scan, scan_confirming};
+pub use scan::{ScanConfig, check_extension, check_manifest_bytes, scan, scan_confirming};
 
 use crate::validation::SchemaError;
 

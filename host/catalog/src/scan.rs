@@ -198,8 +198,9 @@ pub fn scan_confirming(
     (Catalog { generation: 0, extensions, diagnostics, plugins }, gone_now)
 }
 
-/// A warning for each app server whose namespace an extension's provider, the host or an
-/// earlier app already has: the hub leaves it out (its status says so too).
+/// A warning for each MCP server whose namespace the host, an earlier extension's server or
+/// an earlier app's already has: the hub leaves it out (its status says so too). Extensions
+/// come first, in scan order, then the apps.
 fn namespace_collisions(
     config: &ScanConfig,
     extensions: &[Arc<Extension>],
@@ -207,12 +208,23 @@ fn namespace_collisions(
 ) -> Vec<Diagnostic> {
     let mut taken: HashMap<String, String> =
         [(crate::names::RESERVED.to_owned(), "the host's own tools".to_owned())].into_iter().collect();
+    let mut found = Vec::new();
     for ext in extensions {
-        if let Some(mcp) = &ext.manifest.mcp {
-            taken.entry(mcp.effective_namespace(ext.id())).or_insert_with(|| format!("the extension `{}`", ext.id()));
+        let Some(mcp) = &ext.manifest.mcp else { continue };
+        let namespace = mcp.effective_namespace(ext.id());
+        match taken.get(&namespace) {
+            Some(holder) => found.push(Diagnostic::single(
+                ext.display_path(),
+                Some(ext.id().to_owned()),
+                Severity::Warning,
+                if mcp.namespace.is_some() { "/mcp/namespace" } else { "/id" },
+                format!("its MCP server would have the namespace `{namespace}`, which {holder} has: it is left out of the hub"),
+            )),
+            None => {
+                taken.insert(namespace, format!("the extension `{}`", ext.id()));
+            }
         }
     }
-    let mut found = Vec::new();
     for plugin in plugins {
         for app in plugin.apps.iter().filter(|a| a.server.is_some()) {
             let names = ui_apps::AppNames::of(plugin, app);
@@ -270,23 +282,34 @@ fn load_plugin(
     }
 }
 
-/// Validates a single manifest file or extension directory, outside any instance (for
-/// `butler check`). Returns the diagnostics (empty when it is valid).
+/// Validates one extension outside any instance, as a scan loads it (for `butler check`):
+/// a folder, its manifest file (by any name), or a bare faculty component. With an
+/// `inspector`, the components a faculty names — or the bare component itself — are loaded
+/// as the host loads them. Returns the manifest and the diagnostics (none when it is valid).
 #[must_use]
-pub fn check_manifest(path: &Path) -> (Option<Manifest>, Vec<Diagnostic>) {
-    let (dir, file) = if path.is_dir() {
-        (path.to_owned(), path.join(MANIFEST_FILE))
-    } else {
-        (path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned), path.to_owned())
-    };
-    let display = file.to_string_lossy().into_owned();
-    let loaded = load_manifest(&file, &dir, &display);
+pub fn check_extension(
+    path: &Path,
+    inspector: Option<Arc<dyn ComponentInspector>>,
+) -> (Option<Manifest>, Vec<Diagnostic>) {
+    let config = ScanConfig { instance_root: PathBuf::new(), roots: Vec::new(), inspector };
+    let bare = path.is_file() && path.file_name().and_then(|n| n.to_str()).is_some_and(component::is_wasm);
+    if path.is_dir() || bare {
+        if bare && config.inspector.is_none() {
+            let message = "a component is checked by the faculty runtime, which this check runs without".to_owned();
+            return (None, vec![Diagnostic::single(config.display(path), None, Severity::Error, "", message)]);
+        }
+        let display = config.display(&path.join(MANIFEST_FILE));
+        return checked(load_dir(&config, path), display);
+    }
+    let dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned);
+    let display = config.display(path);
+    let loaded = with_components(&config, load_manifest(path, &dir, &display), &dir, display.clone());
     checked(loaded, display)
 }
 
 /// Validates the bytes of a manifest as a scan does once it has read them (strict JSON,
 /// the schema, the typed view, the semantic rules; its icon resolved against `dir`), with
-/// `display` naming it in the diagnostics. Answers as [`check_manifest`] does.
+/// `display` naming it in the diagnostics. Answers as [`check_extension`] does.
 #[must_use]
 pub fn check_manifest_bytes(bytes: &[u8], dir: &Path, display: &str) -> (Option<Manifest>, Vec<Diagnostic>) {
     let name = Path::new(display).file_name().map_or_else(|| display.to_owned(), |n| n.to_string_lossy().into_owned());
@@ -297,7 +320,7 @@ pub fn check_manifest_bytes(bytes: &[u8], dir: &Path, display: &str) -> (Option<
     checked(loaded, display.to_owned())
 }
 
-/// [`check_manifest`]'s answer for one load.
+/// [`check_extension`]'s answer for one load.
 fn checked(loaded: Loaded, display: String) -> (Option<Manifest>, Vec<Diagnostic>) {
     match loaded {
         Loaded::NotAnExtension => {
@@ -345,7 +368,13 @@ fn load_dir(config: &ScanConfig, dir: &Path) -> Loaded {
             ));
         }
     }
-    let mut loaded = load_manifest(&dir.join(MANIFEST_FILE), dir, &display);
+    let loaded = load_manifest(&dir.join(MANIFEST_FILE), dir, &display);
+    with_components(config, loaded, dir, display)
+}
+
+/// A loaded manifest of the folder `dir` with the components it names attached, when the
+/// config has an inspector: rejected when one does not load, pending while one compiles.
+fn with_components(config: &ScanConfig, mut loaded: Loaded, dir: &Path, display: String) -> Loaded {
     if let Loaded::Registered(ext, _) = &mut loaded {
         ext.display_dir = config.display(dir);
         if let Some(inspector) = &config.inspector {

@@ -1,16 +1,20 @@
-//! `butler check [PATH]`: validate a manifest, an extension folder, or a whole instance —
-//! its extensions, and the parts of its root config the host checks only as it starts (the
-//! MCP profiles; the providers `mcp.legacyProviders` names) — or run a Suzu Lives capability
+//! `butler check [PATH]`: validate a manifest, an extension folder, a faculty component, or
+//! a whole instance — its extensions, the MCP namespaces they claim, and the parts of its
+//! root config the host checks only as it starts (the MCP profiles; the providers
+//! `mcp.legacyProviders` names) — exactly as the host loads them (components through the
+//! same faculty runtime: not a component, a core module, an unsupported WIT version, a
+//! missing file are the host's own diagnostics), or run a Suzu Lives capability
 //! package's static checks (`suzu-capability.json`, or its folder), or read a ChatOS UI Apps
 //! plugin (`plugin.json`, or its folder) as the scan does, and say in the terminal what is
 //! wrong. Exits 1 when anything is rejected.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use butler_faculty::FacultyRuntime;
 use butler_host::catalog::scan::MANIFEST_FILE;
-use butler_host::catalog::{Diagnostic, Severity, check_manifest, scan, suzu, ui_apps};
+use butler_host::catalog::{Diagnostic, Severity, check_extension, scan, suzu, ui_apps};
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -19,10 +23,14 @@ use super::settings::{self, Settings};
 /// `butler check` arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A manifest file, an extension folder, an instance folder, a Suzu Lives capability
-    /// package (its `suzu-capability.json` or its folder), or a ChatOS UI Apps plugin (its
-    /// `plugin.json` or its folder) [default: the instance]
+    /// A manifest file, an extension folder, a faculty component (`.wasm`), an instance
+    /// folder, a Suzu Lives capability package (its `suzu-capability.json` or its folder),
+    /// or a ChatOS UI Apps plugin (its `plugin.json` or its folder) [default: the instance]
     path: Option<PathBuf>,
+    /// Instance directory: checked when no PATH is given, and whose faculty settings a
+    /// checked extension's components are loaded with [default: the one `serve` uses]
+    #[arg(long, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
+    workdir: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -32,10 +40,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let path = match &args.path {
         Some(path) => path.clone(),
-        None => settings::workdir(
-            std::env::var_os(butler_host::instance::WORKDIR_ENV).map(PathBuf::from),
-            &Settings::load()?,
-        )?,
+        None => settings::workdir(args.workdir.clone(), &Settings::load()?)?,
     };
     if let Some(manifest) = suzu_manifest(&path) {
         return Ok(check_suzu(&manifest, args.json));
@@ -43,7 +48,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let outcome = if let Some(dir) = ui_apps_plugin(&path) {
         check_plugin(&dir)
     } else if is_extension(&path) {
-        check_extension(&path)
+        check_one(&path, args.workdir.as_deref())?
     } else {
         check_instance(&path)?
     };
@@ -154,8 +159,8 @@ pub(super) fn problem_line(problem: &serde_json::Value) -> String {
     format!("  {at}: [{}] {}\n", text("rule"), text("message"))
 }
 
-/// A manifest file, or a folder whose `butler.json` looks like a manifest (has `kind`,
-/// `id` or `schemaVersion`) rather than an instance config.
+/// A manifest file, a component, or a folder whose `butler.json` looks like a manifest (has
+/// `kind`, `id` or `schemaVersion`) rather than an instance config.
 fn is_extension(path: &Path) -> bool {
     if path.is_file() {
         return true;
@@ -210,18 +215,39 @@ fn check_plugin(dir: &Path) -> Outcome {
     }
 }
 
-fn check_extension(path: &Path) -> Outcome {
-    let (manifest, diagnostics) = check_manifest(path);
-    Outcome {
+/// One extension or component, loaded as the host loads it: through a faculty runtime set
+/// up as `workdir`'s (its faculty settings and compile cache), or, without an instance, as
+/// a new one's in a temporary folder.
+fn check_one(path: &Path, workdir: Option<&Path>) -> anyhow::Result<Outcome> {
+    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("cannot create a temporary folder: {e}"))?;
+    let setup = match workdir {
+        Some(dir) => Instance::open(dir)?.faculty_setup(""),
+        None => butler_faculty::Setup {
+            root: scratch.path().to_owned(),
+            scan_roots: Vec::new(),
+            state_dir: scratch.path().to_owned(),
+            folders: Vec::new(),
+            settings: std::collections::BTreeMap::new(),
+            config: serde_json::Map::new(),
+            host: butler_process::HostEnv::default(),
+            clock: butler_faculty::Clock::system(),
+        },
+    };
+    let runtime = runtime(setup)?;
+    let (manifest, diagnostics) = check_extension(path, Some(runtime.inspector()));
+    Ok(Outcome {
         registered: manifest.map(|m| format!("{} `{}`", m.kind.as_str(), m.id)).into_iter().collect(),
         diagnostics,
-    }
+    })
+}
+
+fn runtime(setup: butler_faculty::Setup) -> anyhow::Result<Arc<FacultyRuntime>> {
+    FacultyRuntime::for_check(setup).map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))
 }
 
 fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let instance = Instance::open(path)?;
-    let runtime = FacultyRuntime::for_check(instance.faculty_setup(""))
-        .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
+    let runtime = runtime(instance.faculty_setup(""))?;
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
     let catalog = scan(&config, None);
