@@ -152,6 +152,9 @@ fn parse_turn(input: Value) -> Result<Turn, Failure> {
     {
         return bad("id is 1 to 128 of A-Z, a-z, 0-9, `-`, `_` and `.`, not starting with `.`");
     }
+    if turn.at.len() > 64 || butler_store::journal::day_of(&turn.at).is_none() {
+        return bad("at is an RFC 3339 time, like 2026-12-03T10:00:00Z");
+    }
     if turn.messages.is_empty() || turn.messages.len() > MAX_MESSAGES {
         return bad("messages holds 1 to 200 messages");
     }
@@ -480,19 +483,24 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_needs_an_id_fit_for_a_file_name_and_known_roles() {
+    fn a_turn_needs_an_id_fit_for_a_file_name_a_dated_time_and_known_roles() {
         let message = json!([{"role": "user", "content": "hi"}]);
+        let at = "2026-12-03T10:00:00Z";
         for bad in [
-            json!({"id": "../x", "at": "t", "messages": message}),
-            json!({"id": ".x", "at": "t", "messages": message}),
-            json!({"id": "x", "at": "t", "messages": []}),
-            json!({"id": "x", "at": "t", "messages": [{"role": "robot", "content": "hi"}]}),
-            json!({"id": "x", "at": "t", "messages": message, "extra": 1}),
+            json!({"id": "../x", "at": at, "messages": message}),
+            json!({"id": ".x", "at": at, "messages": message}),
+            json!({"id": "x", "at": at, "messages": []}),
+            json!({"id": "x", "at": at, "messages": [{"role": "robot", "content": "hi"}]}),
+            json!({"id": "x", "at": at, "messages": message, "extra": 1}),
+            // `at` names the day's file: never a path, never cut inside a character.
+            json!({"id": "x", "at": "t", "messages": message}),
+            json!({"id": "x", "at": "../../x/yy", "messages": message}),
+            json!({"id": "x", "at": "2026-12-0é", "messages": message}),
+            json!({"id": "x", "at": "éééééééééé", "messages": message}),
         ] {
             assert_eq!(parse_turn(bad.clone()).expect_err("refused").code, "invalid_turn", "{bad}");
         }
-        let turn =
-            parse_turn(json!({"id": "t-1.a", "at": "t", "messages": message, "workspace": null})).expect("valid");
+        let turn = parse_turn(json!({"id": "t-1.a", "at": at, "messages": message, "workspace": null})).expect("valid");
         assert_eq!((turn.id.as_str(), turn.messages.len()), ("t-1.a", 1));
     }
 

@@ -85,7 +85,13 @@ impl Observation {
     pub fn append_to(&self, folder: &str) -> Result<(), Failure> {
         let dir = super::path(folder);
         std::fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, &e))?;
-        let file = dir.join(format!("{}.jsonl", &self.at[..10.min(self.at.len())]));
+        let day = day_of(&self.at).ok_or_else(|| {
+            Failure::new(
+                "invalid_args",
+                format!("`at` is not an RFC 3339 time: `{}`", butler_faculty_kit::clip(&self.at, 40)),
+            )
+        })?;
+        let file = dir.join(format!("{day}.jsonl"));
         let mut line = serde_json::to_vec(self).map_err(Failure::from)?;
         line.push(b'\n');
         std::fs::OpenOptions::new()
@@ -129,4 +135,13 @@ pub fn read_jsonl_dir(dir: &Path) -> Result<Vec<Observation>, Failure> {
         );
     }
     Ok(all)
+}
+
+/// The day (`YYYY-MM-DD`) the RFC 3339 time `at` starts with, if it starts with one: the
+/// name of the file its line goes to, so nothing else may reach a path.
+#[must_use]
+pub fn day_of(at: &str) -> Option<&str> {
+    let day = at.get(..10)?;
+    let shaped = day.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    shaped.then_some(day)
 }
