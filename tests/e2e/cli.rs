@@ -247,3 +247,21 @@ fn serve_outlives_a_reader_that_stops_after_the_first_line() {
     assert!(alive, "the host exited once its stdout closed");
     assert_eq!(health.expect("health").status(), 200);
 }
+
+/// `butler … | head`: a reader that goes away ends the command quietly — no panic, no
+/// error — whatever it was printing.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().expect("temp");
+    write_manifest(dir.path(), "good", &json!({"schemaVersion":1,"kind":"tool","id":"good","name":"Good"}));
+    let good = dir.path().join("good");
+    for args in [vec!["check", "--json", good.to_str().expect("utf8")], vec!["--help"], vec!["faculty", "--help"]] {
+        let home = tempfile::tempdir().expect("home");
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader); // gone before the first write
+        let output = butler_command(home.path()).args(&args).stdout(writer).output().expect("run butler");
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {err}");
+    }
+}

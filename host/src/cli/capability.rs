@@ -64,11 +64,11 @@ pub fn import(args: Import) -> anyhow::Result<ExitCode> {
     let (status, answer) = client.post_answer("/imports", &json!({"path": path, "update": args.update}))?;
     let ok = answer["ok"] == true;
     if args.json {
-        println!("{answer:#}");
+        outln!("{answer:#}");
     } else if ok {
-        print!("{}", render_imported(&answer["data"]));
+        out!("{}", render_imported(&answer["data"]));
     } else {
-        print!("{}", render_refusal(&path, status, &answer["error"]));
+        out!("{}", render_refusal(&path, status, &answer["error"]));
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -79,9 +79,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List { json, target } => {
             let answer = Client::connect(target.workdir)?.get("/capabilities")?;
             if json {
-                println!("{answer:#}");
+                outln!("{answer:#}");
             } else {
-                print!("{}", render_list(&answer));
+                out!("{}", render_list(&answer));
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -97,7 +97,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         "disable" => "disabled (its record and copy are kept)",
         _ => "removed",
     };
-    println!("{} {} — {done}", text(&record, "id"), text(&record, "version"));
+    outln!("{} {} — {done}", text(&record, "id"), text(&record, "version"));
     Ok(ExitCode::SUCCESS)
 }
 

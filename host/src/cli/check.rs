@@ -54,9 +54,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     if args.json {
         let diagnostics = &outcome.diagnostics;
-        println!("{:#}", json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics}));
+        outln!("{:#}", json!({"ok": outcome.ok(), "registered": outcome.registered, "diagnostics": diagnostics}));
     } else {
-        print!("{}", outcome.render());
+        out!("{}", outcome.render());
     }
     Ok(if outcome.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -114,9 +114,9 @@ fn suzu_manifest(path: &Path) -> Option<PathBuf> {
 fn check_suzu(manifest: &Path, json: bool) -> ExitCode {
     let report = suzu::inspect(&std::path::absolute(manifest).unwrap_or_else(|_| manifest.to_owned()));
     if json {
-        println!("{:#}", json!({"ok": report.ok(), "format": "suzu-capability", "report": report}));
+        outln!("{:#}", json!({"ok": report.ok(), "format": "suzu-capability", "report": report}));
     } else {
-        print!("{}", render_suzu(&report));
+        out!("{}", render_suzu(&report));
     }
     if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

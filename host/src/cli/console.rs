@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let data = Client::connect(args.target.workdir)?.post("/console/links", &serde_json::json!({}))?;
     let url = data["url"].as_str().context("the host answered without a link")?;
-    println!("{url}");
+    outln!("{url}");
     eprintln!("(works once, within {} minutes)", data["expiresInSec"].as_u64().unwrap_or(900) / 60);
     if args.open {
         let opened = std::process::Command::new("xdg-open").arg(url).status();

@@ -79,24 +79,24 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             let data = Client::connect(workdir)?
                 .post(&format!("/faculties/{id}/commands/{command}"), &json!({"args": args}))?;
-            println!("{data:#}");
+            outln!("{data:#}");
         }
         Command::Report { id, report, workdir } => {
             let data = Client::connect(workdir)?.get(&format!("/faculties/{id}/reports/{report}"))?;
-            println!("{data:#}");
+            outln!("{data:#}");
         }
         Command::Upgrade { apply, workdir } => upgrade(workdir, apply)?,
         Command::New { name, lang, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             let steps = scaffold::new_project(&name, lang, &dir)?;
-            println!("created the faculty `{name}` in {}", dir.display());
+            outln!("created the faculty `{name}` in {}", dir.display());
             for step in steps {
-                println!("{step}");
+                outln!("{step}");
             }
         }
         Command::Wit { dir, force } => {
             let written = scaffold::write_wit(&dir, force)?;
-            println!("{}: {} files written, the rest already up to date", dir.display(), written.len());
+            outln!("{}: {} files written, the rest already up to date", dir.display(), written.len());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -126,12 +126,12 @@ fn upgrade(workdir: Option<PathBuf>, apply: bool) -> anyhow::Result<()> {
             }
             Action::KeepModified => "modified by you: left alone (delete it and run again to take this host's version)",
         };
-        println!("{id:<10} {what}");
+        outln!("{id:<10} {what}");
     }
     if apply {
         builtins::apply(&instance, &plan)?;
     } else if plan.iter().any(|(_, a)| matches!(a, Action::Install | Action::Upgrade)) {
-        println!("dry run: nothing changed; run with --apply to do it");
+        outln!("dry run: nothing changed; run with --apply to do it");
     }
     Ok(())
 }

@@ -163,9 +163,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Status { json, target } => {
             let status = Client::connect(target.workdir)?.get("/mcp/status")?;
             if json {
-                println!("{status:#}");
+                outln!("{status:#}");
             } else {
-                print!("{}", render(&status));
+                out!("{}", render(&status));
             }
         }
     }
@@ -229,7 +229,7 @@ fn print_entries(entries: &Value, newest_first: bool) -> Option<u64> {
             Some(code) => format!("{} {code}", text("outcome")),
             None => text("outcome"),
         };
-        println!(
+        outln!(
             "{}  {:<6} {:<10} {:<16} {:<32} {:<12} {:>8.1} ms  {:<14} {} B → {} B",
             text("at"),
             text("endpoint"),
@@ -252,7 +252,7 @@ fn act(id: &str, action: &str, target: Target) -> anyhow::Result<()> {
     let data = Client::connect(target.workdir)?.post(&path, &serde_json::json!({}))?;
     let status = &data["status"];
     let pid = status["pid"].as_u64().map_or_else(|| "-".to_owned(), |pid| format!("pid {pid}"));
-    println!("{id}: {} ({pid})", status["state"].as_str().unwrap_or("unknown"));
+    outln!("{id}: {} ({pid})", status["state"].as_str().unwrap_or("unknown"));
     Ok(())
 }
 
@@ -330,7 +330,7 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
                 );
             }
             let token = tokens::add(&state_dir, &name, &profile)?;
-            println!("{token}");
+            outln!("{token}");
             eprintln!(
                 "token `{name}` opens the profile `{profile}` — send it as `Authorization: Bearer <token>` to {}/mcp/p/{profile}; it is shown only now",
                 butler_host::http::API_PREFIX
@@ -339,15 +339,15 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
         TokenCommand::List { .. } => {
             let listed = tokens::list(&state_dir)?;
             if listed.is_empty() {
-                println!("no tokens (make one with `butler mcp token add NAME --profile P`)");
+                outln!("no tokens (make one with `butler mcp token add NAME --profile P`)");
             }
             for record in listed {
-                println!("{:<24} profile {:<16} made {}", record.name, record.profile, record.created);
+                outln!("{:<24} profile {:<16} made {}", record.name, record.profile, record.created);
             }
         }
         TokenCommand::Revoke { name, .. } => {
             let gone = tokens::revoke(&state_dir, &name)?;
-            println!("revoked `{}` (profile {})", gone.name, gone.profile);
+            outln!("revoked `{}` (profile {})", gone.name, gone.profile);
         }
     }
     Ok(())
@@ -357,30 +357,30 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
 fn held(json: bool, target: Target) -> anyhow::Result<()> {
     let report = Client::connect(target.workdir)?.get("/mcp/quarantine")?;
     if json {
-        println!("{report:#}");
+        outln!("{report:#}");
         return Ok(());
     }
     if report["enabled"] != true {
-        println!("the quarantine is off (`mcp.quarantine` in the root config): no tool is held");
+        outln!("the quarantine is off (`mcp.quarantine` in the root config): no tool is held");
         return Ok(());
     }
     let held = report["held"].as_array().cloned().unwrap_or_default();
     if held.is_empty() {
-        println!("no tool is held");
+        outln!("no tool is held");
     }
     for tool in held {
         let text = |key: &str| tool[key].as_str().unwrap_or("-").to_owned();
-        println!("{} {} ({}): {}", text("provider"), text("tool"), text("public"), text("reason"));
+        outln!("{} {} ({}): {}", text("provider"), text("tool"), text("public"), text("reason"));
         let now = &tool["definition"];
         match tool["approved"].get("definition") {
-            None => println!("  description: {}", now["description"].as_str().unwrap_or("")),
+            None => outln!("  description: {}", now["description"].as_str().unwrap_or("")),
             Some(before) => {
                 let mut keys: Vec<&String> = now.as_object().into_iter().flat_map(|o| o.keys()).collect();
                 keys.extend(before.as_object().into_iter().flat_map(|o| o.keys()));
                 keys.sort();
                 keys.dedup();
                 for key in keys.into_iter().filter(|k| now.get(*k) != before.get(*k)) {
-                    println!("  {key}:\n    - {}\n    + {}", shown(before.get(key)), shown(now.get(key)));
+                    outln!("  {key}:\n    - {}\n    + {}", shown(before.get(key)), shown(now.get(key)));
                 }
             }
         }
@@ -407,7 +407,7 @@ fn approve(provider: &str, tools: &[String], trust: Option<bool>, target: Target
     }
     let done = Client::connect(target.workdir)?.post("/mcp/quarantine/approve", &body)?;
     let approved: Vec<&str> = done["approved"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    println!(
+    outln!(
         "{provider}: approved {}{}",
         if approved.is_empty() { "nothing held".to_owned() } else { approved.join(", ") },
         if done["trusted"] == true { "; trusted wholesale" } else { "" }

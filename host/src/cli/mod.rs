@@ -1,5 +1,16 @@
 //! Command-line interface: one module per subcommand, plus host settings.
 
+/// `println!` for the CLI's answers: a reader that went away (`butler review list --json |
+/// head`) ends the command quietly, as it ends any Unix tool, instead of a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` for the CLI's answers, as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!($($arg)*)) };
+}
+
 mod capability;
 mod check;
 mod client;
@@ -86,5 +97,19 @@ pub fn main() -> ExitCode {
             eprintln!("butler: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Writes the CLI's output on stdout. A closed pipe ends the process with status 0 (the
+/// reader has all it wanted); any other failure ends it with status 1 and says why.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("butler: cannot write to standard output: {error}");
+        std::process::exit(1);
     }
 }

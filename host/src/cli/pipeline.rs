@@ -168,7 +168,7 @@ fn json_object(text: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
 }
 
 fn print_answer(data: &Value) {
-    println!("{data:#}");
+    outln!("{data:#}");
 }
 
 #[cfg(test)]
