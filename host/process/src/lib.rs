@@ -6,12 +6,14 @@
 //! - [`keeper`] is the small guardian every child runs under (`butler keep`), which is what
 //!   guarantees that nothing survives the host, grandchildren included;
 //! - [`tree`] finds a process's descendants and signals them;
-//! - [`logs`] keeps a child's output: a bounded ring, a size-capped file, live followers.
+//! - [`logs`] keeps a child's output: a bounded ring, a size-capped file, live followers;
+//! - [`usage`] reads what a process tree uses: CPU time and resident memory.
 
 pub mod keeper;
 pub mod launch;
 pub mod logs;
 pub mod tree;
+pub mod usage;
 
 pub use keeper::{Kept, STOP_GRACE, spawn_kept};
 pub use launch::{HostEnv, Launch, LaunchError};

@@ -82,7 +82,7 @@ pub struct HealthView {
 }
 
 /// What the API shows about an item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     /// Run state.
@@ -109,6 +109,11 @@ pub struct Status {
     pub error: Option<String>,
     /// The restart policy in effect.
     pub restart: RestartPolicy,
+    /// While it runs: the CPU share of the program and its descendants since the previous
+    /// status was read (since it started, the first time), percent of one core.
+    pub cpu_percent: Option<f64>,
+    /// While it runs: the resident memory of the program and its descendants, bytes.
+    pub rss_bytes: Option<u64>,
 }
 
 /// What the item task keeps and the API reads.
@@ -134,9 +139,19 @@ pub struct Item {
     /// The spec it runs now.
     spec: Mutex<Arc<Spec>>,
     record: Arc<Mutex<Record>>,
+    /// The last reading of what the running program uses, for the next CPU share.
+    usage: Mutex<Option<Reading>>,
     /// Its log.
     pub log: Arc<Log>,
     tx: mpsc::Sender<Msg>,
+}
+
+/// The last reading of what an item's program uses.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    pid: u32,
+    usage: butler_process::usage::Usage,
+    percent: Option<f64>,
 }
 
 /// The item's task is gone (the host is shutting down, or it was removed).
@@ -162,6 +177,8 @@ impl Item {
                 health: None,
                 error: None,
                 restart: spec.restart,
+                cpu_percent: None,
+                rss_bytes: None,
             },
             since: None,
         }));
@@ -174,7 +191,7 @@ impl Item {
             backoff: Backoff::default(),
         };
         tokio::spawn(task.run(rx));
-        Arc::new(Self { kind: spec.kind, spec: Mutex::new(spec), record, log, tx })
+        Arc::new(Self { kind: spec.kind, spec: Mutex::new(spec), record, usage: Mutex::new(None), log, tx })
     }
 
     /// The item's status now.
@@ -188,6 +205,25 @@ impl Item {
         }
         let mut status = record.status.clone();
         status.uptime_ms = record.since.map(|s| u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX));
+        drop(record);
+        if let Some((pid, now)) = status.pid.and_then(|pid| Some((pid, butler_process::usage::of_tree(pid)?))) {
+            let mut last = lock(&self.usage);
+            let percent = match last.as_ref().filter(|reading| reading.pid == pid) {
+                // Readings too close together keep the share measured last.
+                Some(reading) => match now.cpu_percent_since(&reading.usage) {
+                    Some(percent) => Some(percent),
+                    None => return Status { cpu_percent: reading.percent, rss_bytes: Some(now.rss_bytes), ..status },
+                },
+                // The first reading of this run: its share since it started.
+                None => status
+                    .uptime_ms
+                    .filter(|ms| *ms >= 100)
+                    .map(|ms| (now.cpu_ms as f64 / ms as f64 * 1000.0).round() / 10.0),
+            };
+            *last = Some(Reading { pid, usage: now, percent });
+            status.cpu_percent = percent;
+            status.rss_bytes = Some(now.rss_bytes);
+        }
         status
     }
 
