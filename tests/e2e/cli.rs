@@ -1,6 +1,7 @@
 //! The command line: `--help`, `--version`, `check`, and `serve`'s refusals.
 
 use std::net::TcpListener;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -264,4 +265,105 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
         assert_eq!(output.status.code(), Some(0), "{args:?}: {err}");
     }
+}
+
+/// The state of hosted tool `id`, from the running host.
+fn tool_state(butler: &Butler, id: &str) -> String {
+    let (_, overview) = butler.get_json("/overview");
+    let tools = overview["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().find(|t| t["id"] == id).and_then(|t| t["state"].as_str()).unwrap_or("absent").to_owned()
+}
+
+/// pm2's habits: `ps` with what each process costs, `logs` (kept, stderr only, followed),
+/// `start|stop|restart`, and a stop that outlives a host restart.
+#[test]
+fn ps_logs_start_stop_restart_like_pm2() {
+    let dir = crate::util::instance_with_config(&json!({}));
+    let workdir = dir.path().to_str().expect("utf8").to_owned();
+    let script = "echo hello-out; echo hello-err >&2; exec sleep 600";
+    write_manifest(
+        dir.path(),
+        "tools/echoer",
+        &json!({"schemaVersion":1,"kind":"tool","id":"echoer","name":"Echoer",
+                "hosted": {"command": ["sh", "-c", script], "autoStart": true}}),
+    );
+    let butler = Butler::start(dir.path());
+    let running = |butler: &Butler| {
+        crate::util::wait_until(Duration::from_secs(30), "echoer running", || {
+            tool_state(butler, "echoer") == "running"
+        });
+    };
+    running(&butler);
+    let cli = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--workdir", &workdir]);
+        run(&all)
+    };
+
+    let (code, out, err) = cli(&["ps"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.starts_with("echoer ")).unwrap_or_else(|| panic!("a row for echoer: {out}"));
+    assert!(row.contains(" tool ") && row.contains(" running ") && row.contains(" MB"), "{out}");
+    let (code, out, _) = cli(&["ps", "--json"]);
+    assert_eq!(code, 0);
+    let rows: Value = serde_json::from_str(&out).expect("json");
+    let echoer = &rows.as_array().expect("rows")[0];
+    assert_eq!((&echoer["id"], &echoer["kind"]), (&json!("echoer"), &json!("tool")), "{rows}");
+    assert!(echoer["status"]["rssBytes"].as_u64().is_some_and(|b| b > 0), "{rows}");
+    assert!(echoer["status"]["cpuPercent"].is_number(), "{rows}");
+
+    crate::util::wait_until(Duration::from_secs(10), "both lines logged", || {
+        let (_, out, _) = cli(&["logs", "echoer"]);
+        out.contains("out hello-out") && out.contains("err hello-err")
+    });
+    let (code, out, _) = cli(&["logs", "echoer", "--stderr"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("hello-err") && !out.contains("hello-out"), "{out}");
+
+    // Following: a restart's new lines arrive on the open stream.
+    let mut follow = butler_command(dir.path())
+        .args(["logs", "echoer", "--follow", "--workdir", &workdir])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("follow");
+    let stdout = follow.stdout.take().expect("stdout");
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (code, out, err) = cli(&["restart", "echoer"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("echoer: running (pid "), "{out}");
+    let mut seen = 0;
+    while seen < 2 {
+        let line = received.recv_timeout(Duration::from_secs(30)).expect("followed lines keep coming");
+        seen += usize::from(line.contains("hello-out"));
+    }
+    let _ = follow.kill();
+    let _ = follow.wait();
+
+    // A stop by hand is remembered: the host starts again without it, until it is started.
+    let (code, out, _) = cli(&["stop", "echoer"]);
+    assert_eq!((code, out.trim()), (0, "echoer: stopped"));
+    assert!(butler.stop().success());
+    let butler = Butler::start(dir.path());
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(tool_state(&butler, "echoer"), "stopped", "autoStart does not undo the owner's stop");
+    let (code, out, _) = cli(&["start", "echoer"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("echoer: running (pid "), "{out}");
+    assert!(butler.stop().success());
+    let butler = Butler::start(dir.path());
+    running(&butler);
+
+    let (code, _, err) = cli(&["stop", "nosuch"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no hosted tool or service and no MCP provider `nosuch`"), "{err}");
+    let (code, _, err) = cli(&["logs", "nosuch"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("`nosuch`"), "{err}");
 }

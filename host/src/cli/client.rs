@@ -5,7 +5,7 @@
 //! the owner token over that socket also makes the CLI the operator — and over loopback
 //! TCP otherwise.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,6 +89,59 @@ impl Client {
 }
 
 impl Client {
+    /// GETs a streaming API path (server-sent events) and returns its body as it arrives;
+    /// a refusal is an error naming its code and message. Reads wait as long as the stream
+    /// lasts: the host sends a keep-alive comment every 15 s, and the command is the
+    /// owner's to interrupt.
+    pub fn stream(&self, path: &str) -> anyhow::Result<Box<dyn BufRead>> {
+        if let Some(socket) = &self.socket
+            && let Ok(mut stream) = UnixStream::connect(socket)
+        {
+            // HTTP/1.0: the body comes as it is, never chunked, until the host closes.
+            let head = format!(
+                "GET {}{path} HTTP/1.0\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+                butler_host::http::API_PREFIX,
+                self.token,
+            );
+            stream.write_all(head.as_bytes())?;
+            let mut reader = BufReader::new(stream);
+            let mut status_line = String::new();
+            reader.read_line(&mut status_line).context("the host closed the connection (is it still running?)")?;
+            let status: u16 = status_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let mut line = String::new();
+            while reader.read_line(&mut line)? > 0 && !line.trim_end().is_empty() {
+                line.clear();
+            }
+            if status != 200 {
+                let mut body = Vec::new();
+                reader.read_to_end(&mut body)?;
+                let value: Value =
+                    serde_json::from_slice(&body).context("the host answered with something that is not JSON")?;
+                return Err(json_answer(status, value).err().unwrap_or_else(|| anyhow::anyhow!("HTTP {status}")));
+            }
+            return Ok(Box::new(reader));
+        }
+        let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_recv_response(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let mut response = agent
+            .get(&url)
+            .header("Authorization", &format!("Bearer {}", self.token))
+            .call()
+            .with_context(|| format!("cannot reach the host at {} (is it still running?)", self.url))?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            let value: Value =
+                response.body_mut().read_json().context("the host answered with something that is not JSON")?;
+            return Err(json_answer(status, value).err().unwrap_or_else(|| anyhow::anyhow!("HTTP {status}")));
+        }
+        Ok(Box::new(BufReader::new(response.into_body().into_reader())))
+    }
+
     /// The request over the local socket; `None` when there is no socket to use (then TCP).
     fn over_socket(&self, method: &str, path: &str, body: Option<&Value>) -> Option<anyhow::Result<(u16, Value)>> {
         let socket = self.socket.as_ref()?;

@@ -19,6 +19,7 @@ mod faculty;
 mod keep;
 mod mcp;
 mod pipeline;
+mod processes;
 mod scaffold;
 mod serve;
 mod settings;
@@ -56,6 +57,18 @@ enum Command {
     /// Run a pipeline action on the running host with its arguments as JSON (or, shorter:
     /// `butler PREFIX VERB [ID] [--name VALUE]…`).
     Pipeline(pipeline::Pipeline),
+    /// The processes the running host keeps — hosted tools and services, MCP providers —
+    /// with state, pid, uptime, restarts, CPU, memory and last exit.
+    Ps(processes::Ps),
+    /// Start a hosted tool or service (or an MCP provider) on the running host; an
+    /// `autoStart` item the owner stopped stays stopped across restarts until started.
+    Start(processes::Act),
+    /// Stop a hosted tool or service (or an MCP provider); remembered across host restarts.
+    Stop(processes::Act),
+    /// Restart a hosted tool or service (or an MCP provider).
+    Restart(processes::Act),
+    /// Print a hosted tool's or service's (or an MCP provider's) kept output lines.
+    Logs(processes::Logs),
     /// Print a one-time login link for the running host's web console.
     Console(console::Args),
     /// The MCP hub on the running host.
@@ -85,6 +98,11 @@ pub fn main() -> ExitCode {
         Command::Faculty(command) => faculty::run(command),
         Command::Pipeline(command) => pipeline::pipeline(command),
         Command::Action(words) => pipeline::action(&words),
+        Command::Ps(args) => processes::ps(&args),
+        Command::Start(args) => processes::act(&args, "start"),
+        Command::Stop(args) => processes::act(&args, "stop"),
+        Command::Restart(args) => processes::act(&args, "restart"),
+        Command::Logs(args) => processes::logs(&args),
         Command::Console(args) => console::run(args),
         Command::Mcp(command) => mcp::run(command),
         Command::Import(args) => capability::import(args),

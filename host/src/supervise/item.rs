@@ -208,19 +208,16 @@ impl Item {
         drop(record);
         if let Some((pid, now)) = status.pid.and_then(|pid| Some((pid, butler_process::usage::of_tree(pid)?))) {
             let mut last = lock(&self.usage);
-            let percent = match last.as_ref().filter(|reading| reading.pid == pid) {
-                // Readings too close together keep the share measured last.
-                Some(reading) => match now.cpu_percent_since(&reading.usage) {
-                    Some(percent) => Some(percent),
-                    None => return Status { cpu_percent: reading.percent, rss_bytes: Some(now.rss_bytes), ..status },
-                },
-                // The first reading of this run: its share since it started.
-                None => status
-                    .uptime_ms
-                    .filter(|ms| *ms >= 100)
-                    .map(|ms| (now.cpu_ms as f64 / ms as f64 * 1000.0).round() / 10.0),
-            };
-            *last = Some(Reading { pid, usage: now, percent });
+            let earlier = last.filter(|reading| reading.pid == pid);
+            let measured = earlier.and_then(|reading| now.cpu_percent_since(&reading.usage));
+            // Readings too close together keep the share measured last; the first reading
+            // of a run (or one with none before it) is its share since it started.
+            let percent = measured.or(earlier.and_then(|reading| reading.percent)).or_else(|| {
+                status.uptime_ms.filter(|ms| *ms > 0).map(|ms| (now.cpu_ms as f64 / ms as f64 * 1000.0).round() / 10.0)
+            });
+            if measured.is_some() || earlier.is_none() {
+                *last = Some(Reading { pid, usage: now, percent });
+            }
             status.cpu_percent = percent;
             status.rss_bytes = Some(now.rss_bytes);
         }

@@ -12,7 +12,7 @@ pub mod health;
 pub mod item;
 pub mod policy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -158,20 +158,56 @@ pub struct Supervisor {
     /// Reconciles run one at a time, in snapshot order; `true` once shut down, after which
     /// a late snapshot starts nothing.
     reconciling: tokio::sync::Mutex<bool>,
+    /// The items the owner stopped, kept in [`STOPPED_FILE`]: an `autoStart` item among
+    /// them is not started with the host until the owner starts it again.
+    stopped: Mutex<BTreeSet<String>>,
+    stopped_file: PathBuf,
 }
+
+/// Where the ids of the items the owner stopped are kept, in the state directory.
+pub const STOPPED_FILE: &str = "stopped.json";
 
 impl Supervisor {
     /// A supervisor whose processes see `host`'s environment and log under `state_dir/logs`.
     #[must_use]
     pub fn new(host: HostEnv, state_dir: &Path) -> Arc<Self> {
         let (events, _) = broadcast::channel(64);
+        let stopped_file = state_dir.join(STOPPED_FILE);
+        let stopped = match std::fs::read(&stopped_file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(
+                    "{}: not a list of ids ({e}); items stopped by hand may start with the host",
+                    stopped_file.display()
+                );
+                BTreeSet::new()
+            }),
+            Err(_) => BTreeSet::new(),
+        };
         Arc::new(Self {
             items: Mutex::new(BTreeMap::new()),
             host,
             logs_dir: state_dir.join("logs"),
             events,
             reconciling: tokio::sync::Mutex::new(false),
+            stopped: Mutex::new(stopped),
+            stopped_file,
         })
+    }
+
+    /// Records that the owner stopped (`true`) or started `id`, for the next host start.
+    fn remember_stopped(&self, id: &str, stopped: bool) {
+        let mut set = lock(&self.stopped);
+        let changed = if stopped { set.insert(id.to_owned()) } else { set.remove(id) };
+        if !changed {
+            return;
+        }
+        let bytes = serde_json::to_vec(&*set).unwrap_or_default();
+        if let Err(e) = crate::catalog::files::write_atomic(&self.stopped_file, &bytes) {
+            tracing::warn!(
+                "cannot record that `{id}` was stopped or started by hand in {}: {e}",
+                self.stopped_file.display()
+            );
+        }
     }
 
     /// Failures as they happen.
@@ -181,7 +217,7 @@ impl Supervisor {
     }
 
     /// Brings the items in line with `catalog`: new hosted extensions get an item (started
-    /// if `autoStart`), removed ones are stopped, changed ones restarted with their new
+    /// if `autoStart`, unless the owner stopped it), removed ones are stopped, changed ones restarted with their new
     /// `hosted` block.
     pub async fn reconcile(&self, catalog: &Catalog) {
         let shut_down = self.reconciling.lock().await;
@@ -213,8 +249,8 @@ impl Supervisor {
         for (id, spec) in wanted {
             let auto_start = spec.auto_start;
             let item = Item::spawn(Arc::new(spec), self.logs_dir.join(format!("{id}.log")), self.events.clone());
-            lock(&self.items).insert(id, Arc::clone(&item));
-            if auto_start {
+            lock(&self.items).insert(id.clone(), Arc::clone(&item));
+            if auto_start && !lock(&self.stopped).contains(&id) {
                 let _ = item.start().await;
             }
         }
@@ -251,6 +287,7 @@ impl Supervisor {
             Action::Restart => item.restart().await,
         };
         done.map_err(|_| SuperviseError::Removed { kind: item.kind.as_str(), id: id.to_owned() })?;
+        self.remember_stopped(id, action == Action::Stop);
         let mut status = item.status();
         // A started process is the keeper's child: it has a pid a moment after the keeper
         // does. The answer waits for it, briefly.
