@@ -367,3 +367,31 @@ fn ps_logs_start_stop_restart_like_pm2() {
     assert_eq!(code, 1);
     assert!(err.contains("`nosuch`"), "{err}");
 }
+
+/// A new instance's first run and a Ctrl-C, with the default log level: the background
+/// compile of the built-in faculties and the shutdown are normal, so no line is a warning.
+#[test]
+fn a_first_run_and_its_shutdown_print_no_warning() {
+    let home = tempfile::tempdir().expect("home");
+    let dir = tempfile::tempdir().expect("temp");
+    let log = dir.path().join("serve.log");
+    let mut serve = butler_command(home.path())
+        .env_remove("RUST_LOG")
+        .args(["serve", "--port", "0", "--workdir"])
+        .arg(dir.path().join("instance"))
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    crate::util::wait_until(Duration::from_secs(120), "the built-ins compiled", || {
+        text().matches("faculty runtime: compiled").count() >= 4
+    });
+    let status = std::process::Command::new("kill").args(["-INT", &serve.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    assert!(serve.wait().expect("wait").success());
+    let text = text();
+    assert!(text.contains("stopped"), "{text}");
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}

@@ -324,10 +324,18 @@ struct Moves {
     restored: usize,
 }
 
-/// What `checks` found: the reasons of those failing (`None` when there are none to run).
+/// What `checks` found: the reasons of those failing, each once — two checks of one
+/// missing file fail for one reason (`None` when there are none to run).
 fn failures(probe: &mut Probe, checks: &[Check]) -> Option<Vec<String>> {
-    (!checks.is_empty())
-        .then(|| checks.iter().filter_map(|c| probe.failure(c).map(|why| format!("{}: {why}", c.path()))).collect())
+    (!checks.is_empty()).then(|| {
+        let mut reasons: Vec<String> = Vec::new();
+        for reason in checks.iter().filter_map(|c| probe.failure(c).map(|why| format!("{}: {why}", c.path()))) {
+            if !reasons.contains(&reason) {
+                reasons.push(reason);
+            }
+        }
+        reasons
+    })
 }
 
 /// Re-evaluates `card`'s checks and stores its verdict if it changed.
@@ -761,6 +769,19 @@ mod tests {
         assert_eq!(cleared.conflict, stale.conflict);
         // A current valid verdict stays.
         assert_eq!(next_verdict(&c, Some(&verdict(&c, State::Valid, &[])), None, "x"), None);
+    }
+
+    #[test]
+    fn one_missing_file_named_by_two_checks_is_one_reason() {
+        let root = std::env::temp_dir();
+        let gone = "butler-validity-test-no-such-file.md".to_owned();
+        let checks = [
+            Check::Path { path: gone.clone() },
+            Check::Quote { path: gone.clone(), text: "anything".into() },
+            Check::Quote { path: gone.clone(), text: "something else".into() },
+        ];
+        let reasons = failures(&mut Probe::new(&root), &checks).expect("checks ran");
+        assert_eq!(reasons, [format!("{gone}: does not exist")]);
     }
 
     #[test]

@@ -46,12 +46,17 @@ fn path() -> Option<PathBuf> {
     Some(base.join("butler").join("butler.toml"))
 }
 
-/// Starts `tracing` on stderr: `RUST_LOG` if set, else the settings' `log`, else `info`.
+/// The host's own lines at `info`; the file watcher's warnings about watches it could not
+/// remove as folders went away (a normal end of a watch, at every shutdown) are not shown.
+const DEFAULT_LOG: &str = "info,notify=error";
+
+/// Starts `tracing` on stderr: `RUST_LOG` if set, else the settings' `log`, else `info`
+/// ([`DEFAULT_LOG`]).
 pub fn init_logging(settings: &Settings) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .ok()
         .or_else(|| settings.log.as_deref().and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok()))
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     // Colours only for a person at a terminal, and never when they asked for none.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour).init();
