@@ -161,7 +161,8 @@ def review(browser, origin, shots, args):
 
 
 def supervise(browser, origin, shots, args):
-    """Start a tool, watch its state and log, stop it."""
+    """Start a tool, watch its state, cost and log (filtered, stderr only, paused,
+    downloaded), stop it; stop a crash-looping one from its card and from the drawer."""
     page = Page(browser, origin, shots)
     page.open("tools")
     card = page.page.locator(f"article.item[data-id='{args['id']}']")
@@ -169,16 +170,55 @@ def supervise(browser, origin, shots, args):
     card.locator("button[data-action='start']").click()
     card = page.page.locator(f"article.item[data-id='{args['id']}']")
     expect(card).to_have_attribute("data-state", "running")
+    expect(card.locator("[data-meta='rss']")).to_contain_text("MB")
+    expect(card.locator("[data-meta='cpu']")).to_contain_text("%")
     page.page.locator(f"article.item[data-id='{args['id']}'] button", has_text="Logs").click()
     log = page.page.locator("dialog.logview pre.log")
     expect(log).to_contain_text(args["line"])
+    expect(log).to_contain_text(args["errLine"])
     expect(page.page.locator("dialog.logview [data-log-state='live']")).to_be_visible()
+    tools = page.page.locator("dialog.logview")
+    tools.locator("[data-log='filter']").fill("no-such-text")
+    expect(log).not_to_contain_text(args["line"])
+    tools.locator("[data-log='filter']").fill("")
+    tools.locator("[data-log='stderr']").check()
+    expect(log).to_contain_text(args["errLine"])
+    expect(log).not_to_contain_text(args["line"])
+    tools.locator("[data-log='stderr']").uncheck()
+    expect(log).to_contain_text(args["line"])
+    tools.locator("[data-log='pause']").click()
+    expect(tools.locator("[data-log='pause']")).to_have_attribute("aria-pressed", "true")
+    tools.locator("[data-log='pause']").click()
+    expect(tools.locator("[data-log='pause']")).to_have_attribute("aria-pressed", "false")
+    with page.page.expect_download() as info:
+        tools.locator("[data-log='download']").click()
+    download = info.value
+    downloaded = open(download.path(), encoding="utf-8").read()
     page.shot("tool-log")
     page.page.locator("dialog.logview button.close").click()
     page.page.locator(f"article.item[data-id='{args['id']}'] button[data-action='stop']").click()
-    expect(page.page.locator(f"article.item[data-id='{args['id']}']")).to_have_attribute("data-state", "stopped")
+    stopped = page.page.locator(f"article.item[data-id='{args['id']}']")
+    expect(stopped).to_have_attribute("data-state", "stopped")
+    expect(stopped.locator("[data-meta='last-exit']")).to_be_visible()
     page.shot("tools-stopped")
-    return {"errors": page.errors}
+
+    # A crash-looping tool waits in backoff: it can be stopped from its card...
+    crasher = page.page.locator(f"article.item[data-id='{args['crasher']}']")
+    crasher.locator("button[data-action='start']").click()
+    crasher = page.page.locator(f"article.item[data-id='{args['crasher']}'][data-state='backoff']")
+    expect(crasher).to_be_visible(timeout=20000)
+    expect(crasher.locator("[data-meta='last-exit']")).to_contain_text("3")
+    crasher.locator("button[data-action='stop']").click()
+    expect(page.page.locator(f"article.item[data-id='{args['crasher']}']")).to_have_attribute("data-state", "stopped")
+    # ... and from the drawer.
+    page.page.locator(f"article.item[data-id='{args['crasher']}'] button[data-action='start']").click()
+    expect(page.page.locator(f"article.item[data-id='{args['crasher']}'][data-state='backoff']")).to_be_visible(timeout=20000)
+    page.page.locator("button.manage").click()
+    row = page.page.locator("dialog.drawer li", has=page.page.locator(f"code:text-is('{args['crasher']}')"))
+    row.locator("button[data-action='stop']").click()
+    expect(page.page.locator(f"article.item[data-id='{args['crasher']}']")).to_have_attribute("data-state", "stopped")
+    page.page.locator("dialog.drawer button[data-drawer='cancel']").click()
+    return {"errors": page.errors, "downloaded": downloaded}
 
 
 def layout(browser, origin, shots, args):

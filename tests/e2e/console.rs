@@ -223,11 +223,28 @@ fn approving_and_rejecting_in_the_browser_and_a_stale_approval_shown_not_retried
 fn starting_and_stopping_a_tool_shows_its_state_and_live_log() {
     let (butler, _dir) = Butler::start_fresh();
     let mut manifest = tool("ticker", "Ticker");
-    manifest["hosted"] = json!({"command": ["sh", "-c", "echo hello-from-ticker; exec sleep 300"]});
+    let script = "echo hello-from-ticker; echo oops-from-ticker >&2; exec sleep 300";
+    manifest["hosted"] = json!({"command": ["sh", "-c", script]});
     write_manifest(&butler.workdir, "tools/ticker", &manifest);
-    wait_until(Duration::from_secs(30), "ticker listed", || butler.ids().contains(&"ticker".to_owned()));
-    let result = drive(&butler, "supervise", &json!({"id": "ticker", "line": "hello-from-ticker"}));
+    let mut crasher = tool("crasher", "Crasher");
+    crasher["hosted"] = json!({"command": ["sh", "-c", "sleep 0.2; exit 3"], "restart": "on-failure"});
+    write_manifest(&butler.workdir, "tools/crasher", &crasher);
+    wait_until(Duration::from_secs(30), "ticker and crasher listed", || {
+        let ids = butler.ids();
+        ids.contains(&"ticker".to_owned()) && ids.contains(&"crasher".to_owned())
+    });
+    let result = drive(
+        &butler,
+        "supervise",
+        &json!({"id": "ticker", "line": "hello-from-ticker", "errLine": "oops-from-ticker", "crasher": "crasher"}),
+    );
     assert_no_errors(&result);
+    let downloaded = result["downloaded"].as_str().unwrap_or_default();
+    assert!(downloaded.contains("hello-from-ticker") && downloaded.contains("oops-from-ticker"), "{downloaded}");
+    // The owner's stop of the crash-looping tool is kept: not restarted, not auto-started.
+    let (_, overview) = butler.get_json("/overview");
+    let state = |id: &str| overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == id).cloned());
+    assert_eq!(state("crasher").map(|t| t["state"].clone()), Some(json!("stopped")));
     let (_, overview) = butler.get_json("/overview");
     let ticker = overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == "ticker").cloned());
     assert_eq!(ticker.map(|t| t["state"].clone()), Some(json!("stopped")));

@@ -8,6 +8,10 @@ import { duration, h, replace, safeUrl, when } from './dom.js';
 import { t } from './i18n.js';
 
 const LIVE = new Set(['starting', 'running', 'healthy', 'unhealthy']);
+
+/** Whether a stop means something: it runs, or waits to be restarted, or crashed (a stop
+ * then tells the host the owner wants it stopped, across restarts too). */
+const stoppable = (item) => LIVE.has(item.state) || item.state === 'backoff' || item.state === 'crashed';
 const MAX_LOG_LINES = 2000;
 
 export async function boardView(main, ctx, board) {
@@ -181,8 +185,11 @@ class Board {
       onclick: (e) => this.act(item, action, e.currentTarget) }, t(action));
     const meta = [];
     if (live && item.startedAt) meta.push(h('span', { 'data-since': item.startedAt }, t('uptime', { d: duration(Date.now() - item.startedAt) })));
+    if (live && typeof item.cpuPercent === 'number') meta.push(h('span', { 'data-meta': 'cpu' }, t('cpu', { p: item.cpuPercent.toFixed(1) })));
+    if (live && typeof item.rssBytes === 'number') meta.push(h('span', { 'data-meta': 'rss' }, t('rss', { mb: (item.rssBytes / 1e6).toFixed(1) })));
     if (item.restarts) meta.push(h('span', null, t('restarts', { n: item.restarts })));
     if (item.nextRestartAt) meta.push(h('span', null, t('next_restart', { t: when(item.nextRestartAt) })));
+    if (item.lastExit) meta.push(h('span', { 'data-meta': 'last-exit' }, t(item.lastExit.requested ? 'last_exit_stopped' : 'last_exit', { code: item.lastExit.code, t: when(item.lastExit.at) })));
     const el = h('article', { class: `item card${stored ? ' stored' : ''}`, 'data-id': item.id, 'data-state': item.state,
       'data-group': item.group || '', 'data-low': String(item.frequency === 'low'), tabindex: draggable ? 0 : null,
       draggable: draggable ? 'true' : null, 'aria-labelledby': `${this.board}-name-${item.id}`, 'data-focus-key': key('card') },
@@ -194,7 +201,7 @@ class Board {
       item.description ? h('p', { class: 'desc' }, item.description) : null,
       meta.length ? h('p', { class: 'meta' }, meta.map((m, i) => [i ? ' · ' : '', m])) : null,
       item.error ? h('p', { class: 'error' }, item.error) : null,
-      item.hosted ? h('div', { class: 'row controls' }, live ? null : act('start'), live ? act('stop') : null, act('restart'),
+      item.hosted ? h('div', { class: 'row controls' }, live ? null : act('start'), stoppable(item) ? act('stop') : null, act('restart'),
         h('button', { type: 'button', 'data-focus-key': key('logs'), onclick: () => this.ctx.openLog(this.board, item) }, t('logs'))) : null,
       this.actions(item),
       this.menu(item, stored, draggable),
@@ -335,11 +342,11 @@ class Board {
         .map((item) => {
           const box = h('input', { type: 'checkbox', id: `resident-${this.board}-${item.id}`, 'data-id': item.id, checked: !draft.has(item.id) });
           box.addEventListener('change', () => (box.checked ? draft.delete(item.id) : draft.add(item.id)));
-          const live = LIVE.has(item.state);
+          const action = stoppable(item) ? 'stop' : 'start';
           return h('li', { class: 'row' }, box, h('label', { for: box.id }, icon(item), ' ', item.name || item.id, ' ',
             h('code', null, item.id)), h('span', { class: 'badge state' }, item.state),
-            item.hosted ? h('button', { type: 'button', class: 'ghost', onclick: (e) => this.act(item, live ? 'stop' : 'start', e.currentTarget, error) },
-              t(live ? 'stop' : 'start')) : null);
+            item.hosted ? h('button', { type: 'button', class: 'ghost', 'data-action': action, onclick: (e) => this.act(item, action, e.currentTarget, error) },
+              t(action)) : null);
         }));
     };
     filter.addEventListener('input', fill);
@@ -386,22 +393,60 @@ export function icon(item) {
 export function openLog(board, item) {
   const pre = h('pre', { class: 'log', 'aria-live': 'off', tabindex: 0 });
   const state = h('span', { class: 'badge', 'data-log-state': 'connecting' }, t('log_waiting'));
+  const lines = []; // every line received, for the filter and the download: {text, stream}
+  const filter = h('input', { type: 'search', id: 'log-filter', placeholder: t('log_filter'), 'data-log': 'filter' });
+  const stderrOnly = h('input', { type: 'checkbox', id: 'log-stderr', 'data-log': 'stderr' });
+  let paused = false;
+  const pause = h('button', { type: 'button', 'data-log': 'pause', 'aria-pressed': 'false' }, t('log_pause'));
+  const shown = (line) => (!stderrOnly.checked || line.stream === 'stderr')
+    && (!filter.value || line.text.toLowerCase().includes(filter.value.toLowerCase()));
+  const render = (line) => h('span', { class: `stream-${line.stream}` }, `${line.text}\n`);
+  const follow = () => { if (!paused) pre.scrollTop = pre.scrollHeight; };
+  const redraw = () => {
+    pre.replaceChildren(...lines.filter(shown).map(render));
+    follow();
+  };
+  const add = (text, stream) => {
+    const line = { text, stream };
+    lines.push(line);
+    if (lines.length > MAX_LOG_LINES) lines.shift();
+    if (!shown(line)) return;
+    pre.append(render(line));
+    while (pre.childNodes.length > MAX_LOG_LINES) pre.firstChild.remove();
+    follow();
+  };
+  filter.addEventListener('input', redraw);
+  stderrOnly.addEventListener('change', redraw);
+  pause.addEventListener('click', () => {
+    paused = !paused;
+    pause.setAttribute('aria-pressed', String(paused));
+    pause.textContent = t(paused ? 'log_resume' : 'log_pause');
+    follow();
+  });
+  const download = h('button', { type: 'button', 'data-log': 'download', onclick: () => {
+    const blob = new Blob([lines.map((l) => `${l.text}\n`).join('')], { type: 'text/plain' });
+    // The console's own blob: URL, set directly (h() lets only http(s) links through).
+    const link = document.createElement('a');
+    link.href = URL.createObjectURL(blob);
+    link.download = `${item.id}.log`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  } }, t('log_download'));
   const dialog = h('dialog', { class: 'logview', 'aria-labelledby': 'log-title' },
     h('header', { class: 'row' }, h('h2', { id: 'log-title' }, t('log_title', { name: item.name || item.id })), state,
-      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, t('close'))), pre);
+      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, t('close'))),
+    h('div', { class: 'row log-tools' }, h('label', { for: filter.id, class: 'sr' }, t('log_filter')), filter,
+      h('label', null, stderrOnly, ' ', t('log_stderr_only')), pause, download),
+    pre);
   const source = new EventSource(apiUrl(`/${board}/${encodeURIComponent(item.id)}/log`));
-  const add = (text, cls) => {
-    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.append(h('span', { class: cls }, `${text}\n`));
-    while (pre.childNodes.length > MAX_LOG_LINES) pre.firstChild.remove();
-    if (atBottom) pre.scrollTop = pre.scrollHeight;
-  };
   source.addEventListener('log', (e) => {
     try {
       const line = JSON.parse(e.data);
-      add(`${new Date(line.at).toLocaleTimeString()} ${line.stream} ${line.text}`, `stream-${line.stream}`);
+      add(`${new Date(line.at).toLocaleTimeString()} ${line.stream} ${line.text}`, line.stream);
     } catch {
-      add(String(e.data), 'stream-butler');
+      add(String(e.data), 'butler');
     }
   });
   source.addEventListener('live', () => {
@@ -410,7 +455,7 @@ export function openLog(board, item) {
   });
   source.addEventListener('skipped', (e) => {
     try {
-      add(t('log_skipped', { n: JSON.parse(e.data).lines }), 'stream-butler');
+      add(t('log_skipped', { n: JSON.parse(e.data).lines }), 'butler');
     } catch { /* ignore */ }
   });
   dialog.addEventListener('close', () => {
