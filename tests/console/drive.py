@@ -99,6 +99,9 @@ def smoke(browser, origin, shots, args):
     for view in views:
         page.open(view)
         page.shot(view.replace("/", "-"))
+    # The Diagnostics tab says there is a problem, from any view.
+    badge = page.page.locator("nav a[data-view='diagnostics'] [data-count='diagnostics']")
+    expect(badge).to_have_text(str(args.get("problems", 0)))
     page.page.click("#lang")
     page.ready()
     chinese = page.page.locator("nav a[data-view='review']").inner_text()
@@ -131,6 +134,7 @@ def review(browser, origin, shots, args):
     for cid in (args["approve"], args["reject"], args["stale"]):
         expect(page.page.locator(f"[data-candidate='{cid}']")).to_be_visible()
     page.shot("review-queue")
+    quote_check = page.page.locator(f"[data-candidate='{args['approve']}'] .checks li").first.inner_text()
     # Decided elsewhere (the CLI, another tab) while this page still shows it.
     prepared = owner_call(origin, args["token"], "review.prepare", {"id": args["stale"]})
     owner_call(origin, args["token"], "review.reject", {
@@ -156,7 +160,7 @@ def review(browser, origin, shots, args):
     stale_calls = [c for c in page.pipeline_calls("review.prepare") if c.get("id") == args["stale"]]
     stale_approvals = [c for c in page.pipeline_calls("review.approve") if c.get("id") == args["stale"]]
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
-    return {"errors": errors, "staleCode": error_code, "stalePrepares": len(stale_calls),
+    return {"errors": errors, "staleCode": error_code, "stalePrepares": len(stale_calls), "quoteCheck": quote_check,
             "staleApprovals": len(stale_approvals), "staleStillShown": stale.is_visible()}
 
 

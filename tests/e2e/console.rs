@@ -147,7 +147,7 @@ fn events_announce_what_changed() {
 fn every_view_loads_without_errors_in_both_languages() {
     let (butler, _dir) = Butler::start_fresh();
     write_manifest(&butler.workdir, "tools/broken", &json!({"schemaVersion": 1, "kind": "tool", "id": "broken"}));
-    let result = drive(&butler, "smoke", &json!({}));
+    let result = drive(&butler, "smoke", &json!({"problems": 1}));
     assert_no_errors(&result);
     assert_eq!(result["chinese"], "待确认", "{result}");
     assert_eq!(result["narrowLang"], "zh-CN", "{result}");
@@ -176,16 +176,25 @@ fn candidates(butler: &Butler) -> Vec<String> {
     }
     let (status, _) = butler.post_json("/observe", &json!({"source": "test", "type": "fact", "text": "Facts."}), &[]);
     assert_eq!(status, 202);
+    // What the first candidate's quote check holds to.
+    std::fs::create_dir_all(butler.workdir.join("notes")).expect("mkdir");
+    std::fs::write(butler.workdir.join("notes/plan.md"), "The plan is to ship on Friday.\n").expect("note");
     let batch = act(butler, "distill.claim", json!({"limit": 10}));
     let item = batch["items"][0]["id"].clone();
     let ids: Vec<String> = ["Approve me", "Reject me", "Stale me"]
         .iter()
         .map(|title| {
             let card = json!({"kind": "knowledge", "title": title, "summary": format!("{title}, briefly"), "body": "Body **text**."});
+            let checks = if *title == "Approve me" {
+                json!([{"type": "quote", "path": "notes/plan.md", "text": "ship on Friday"}])
+            } else {
+                json!([])
+            };
             let submitted = act(
                 butler,
                 "candidate.submit",
-                json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create", "card": card, "evidence": [item]}),
+                json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create", "card": card,
+                       "evidence": [item], "checks": checks}),
             );
             submitted["id"].as_str().expect("id").to_owned()
         })
@@ -207,6 +216,7 @@ fn approving_and_rejecting_in_the_browser_and_a_stale_approval_shown_not_retried
     assert_eq!(result["staleCode"], "stale_candidate", "{result}");
     assert_eq!((result["stalePrepares"].as_u64(), result["staleApprovals"].as_u64()), (Some(1), Some(0)), "{result}");
     assert_eq!(result["staleStillShown"], true, "{result}");
+    assert!(result["quoteCheck"].as_str().is_some_and(|c| c.contains("notes/plan.md “ship on Friday”")), "{result}");
 
     let listed = act(&butler, "review.list", json!({}));
     let status_of = |id: &str| {

@@ -54,6 +54,7 @@ const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 let current = null; // {name, view}
 let pending = null;
+let problems = 0; // catalog diagnostics that are errors or warnings (not compiles in progress)
 let renderSeq = 0;
 
 const ctx = {
@@ -81,7 +82,10 @@ function renderNav() {
   const active = route();
   replace(nav, h('ul', null, Object.entries(VIEWS).map(([name, v]) => h('li', null,
     h('a', { href: `#/${name}`, 'aria-current': name === active ? 'page' : null, 'data-view': name }, t(v.key),
-      name === 'review' && pending ? h('span', { class: 'count', 'aria-label': `(${pending})` }, String(pending)) : null)))));
+      name === 'review' && pending ? h('span', { class: 'count', 'aria-label': `(${pending})` }, String(pending)) : null,
+      name === 'diagnostics' && problems
+        ? h('span', { class: 'count warn', 'data-count': 'diagnostics', 'aria-label': t('problems', { n: problems }) }, String(problems))
+        : null)))));
   const button = document.getElementById('lang');
   button.textContent = t('other_lang');
   button.setAttribute('aria-label', t('other_lang_name'));
@@ -171,6 +175,7 @@ function listen() {
       }
       if (what.has('catalog')) queueReport = undefined;
       if (what.has('queue') && current && current.name !== 'review') updatePending();
+      if (what.has('catalog')) updateProblems();
       if (what.size) refresh(what);
     }
     last = now;
@@ -206,6 +211,20 @@ async function updatePending() {
   }
 }
 
+/** The Diagnostics tab's badge: how many manifests have a problem now. */
+async function updateProblems() {
+  try {
+    const catalog = await get('/catalog');
+    const found = (catalog.diagnostics || []).filter((d) => d.severity === 'error' || d.severity === 'warning').length;
+    if (found !== problems) {
+      problems = found;
+      renderNav();
+    }
+  } catch {
+    /* shown again on the next change */
+  }
+}
+
 // Uptimes tick on the page itself: no request, and nothing while the tab is hidden.
 setInterval(() => {
   if (document.hidden) return;
@@ -224,4 +243,5 @@ show().then(async () => {
   await findQueueReport().catch(() => null);
   listen();
   if (route() !== 'review') updatePending();
+  updateProblems();
 });

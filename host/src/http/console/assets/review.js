@@ -251,7 +251,8 @@ function checksBlock(checks) {
       ? h('ul', null, checks.map((check) => h('li', { class: check.ok ? 'ok' : 'bad' },
         h('span', { class: 'verdict' }, check.ok ? `✓ ${t('check_ok')}` : `✗ ${t('check_failed')}`), ' ',
         h('code', null, check.type || ''), ' ', check.path || '',
-        check.text ? h('q', null, check.text) : null,
+        // The path, a space, then the quoted text between quotation marks.
+        check.text ? [' ', h('span', { class: 'quote' }, `“${check.text}”`)] : null,
         check.reason ? h('span', { class: 'muted' }, ` — ${check.reason}`) : null)))
       : h('p', { class: 'muted' }, t('no_checks')));
 }
