@@ -222,7 +222,15 @@ def supervise(browser, origin, shots, args):
     row.locator("button[data-action='stop']").click()
     expect(page.page.locator(f"article.item[data-id='{args['crasher']}']")).to_have_attribute("data-state", "stopped")
     page.page.locator("dialog.drawer button[data-drawer='cancel']").click()
-    return {"errors": page.errors, "downloaded": downloaded}
+    # Its details: what runs, and the runs that ended (each with exit 3).
+    page.page.locator(f"article.item[data-id='{args['crasher']}'] button[data-action='details']").click()
+    details = page.page.locator("dialog.details-view")
+    expect(details.locator("tr[data-detail='command'] code")).to_contain_text("sh -c")
+    expect(details.locator("tr[data-run]").first).to_be_visible()
+    runs = details.locator("tr[data-run]").all_inner_texts()
+    page.shot("tool-details")
+    details.locator("button.close").click()
+    return {"errors": page.errors, "downloaded": downloaded, "runs": runs}
 
 
 def layout(browser, origin, shots, args):

@@ -255,6 +255,16 @@ fn starting_and_stopping_a_tool_shows_its_state_and_live_log() {
     let (_, overview) = butler.get_json("/overview");
     let state = |id: &str| overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == id).cloned());
     assert_eq!(state("crasher").map(|t| t["state"].clone()), Some(json!("stopped")));
+    let runs: Vec<&str> = result["runs"].as_array().expect("runs").iter().filter_map(Value::as_str).collect();
+    assert!(!runs.is_empty() && runs.iter().all(|r| r.ends_with("\t3")), "each crash, exit 3: {runs:?}");
+    // What runs is the owner's to see: a plain local request is refused.
+    let (status, body) = butler.post_json("/tools/crasher/details", &json!({}), &[]);
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("owner_required")), "{body}");
+    let bearer = format!("Bearer {}", butler.owner_token());
+    let (status, body) = butler.post_json("/tools/crasher/details", &json!({}), &[("authorization", bearer.as_str())]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["command"], json!(["sh", "-c", "sleep 0.2; exit 3"]), "{body}");
+    assert!(body.get("env").is_none(), "never the environment: {body}");
     let (_, overview) = butler.get_json("/overview");
     let ticker = overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == "ticker").cloned());
     assert_eq!(ticker.map(|t| t["state"].clone()), Some(json!("stopped")));

@@ -81,6 +81,19 @@ pub struct HealthView {
     pub at: u64,
 }
 
+/// One ended run, for the restart history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// When it started, ms since the epoch (unknown for a run that never got going).
+    pub started_at: Option<u64>,
+    /// How it ended.
+    pub exit: Exit,
+}
+
+/// How many ended runs an item remembers.
+pub const HISTORY: usize = 20;
+
 /// What the API shows about an item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +134,8 @@ pub struct Status {
 struct Record {
     status: Status,
     since: Option<std::time::Instant>,
+    /// The last [`HISTORY`] ended runs, oldest first.
+    history: std::collections::VecDeque<Run>,
 }
 
 /// Requests to an item task.
@@ -181,6 +196,7 @@ impl Item {
                 rss_bytes: None,
             },
             since: None,
+            history: std::collections::VecDeque::new(),
         }));
         let log = Arc::new(Log::new(log_path));
         let task = Task {
@@ -222,6 +238,12 @@ impl Item {
             status.rss_bytes = Some(now.rss_bytes);
         }
         status
+    }
+
+    /// Its last [`HISTORY`] ended runs, oldest first.
+    #[must_use]
+    pub fn history(&self) -> Vec<Run> {
+        lock(&self.record).history.iter().cloned().collect()
     }
 
     /// The spec it runs.
@@ -478,6 +500,11 @@ impl Task {
 
     fn ended(&self, state: State, exit: Exit, next_restart_at: Option<u64>) {
         let mut record = lock(&self.record);
+        let run = Run { started_at: record.status.started_at, exit: exit.clone() };
+        if record.history.len() == HISTORY {
+            record.history.pop_front();
+        }
+        record.history.push_back(run);
         let status = &mut record.status;
         status.state = state;
         status.last_exit = Some(exit);

@@ -23,7 +23,7 @@ use crate::catalog::manifest::{Health, Hosted, RestartPolicy};
 use crate::catalog::{Catalog, Extension, Kind};
 use crate::lock;
 use butler_process::{HostEnv, Launch, LaunchError};
-pub use item::{Item, State, Status};
+pub use item::{Item, Run, State, Status};
 
 /// What an item runs, derived from its manifest.
 #[derive(Debug)]
@@ -45,6 +45,12 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The port its manifest says it listens on.
+    #[must_use]
+    pub fn port(&self) -> Option<u16> {
+        self.source.0.port
+    }
+
     /// The spec of `extension`, if it is a hosted tool or service.
     #[must_use]
     pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {

@@ -1,6 +1,7 @@
-//! Hosted tools and services: `POST /{tools|services}/{id}/{start|stop|restart}`
-//! and the log stream `GET /{tools|services}/{id}/log` (server-sent events: the backlog,
-//! then live lines).
+//! Hosted tools and services: `POST /{tools|services}/{id}/{start|stop|restart}`, the log
+//! stream `GET /{tools|services}/{id}/log` (server-sent events: the backlog, then live
+//! lines), and the owner's `POST /{tools|services}/{id}/details` (what runs, where, and the
+//! restart history).
 
 use std::convert::Infallible;
 
@@ -47,6 +48,60 @@ pub async fn service_log(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     log(&state, Kind::Service, &id)
+}
+
+/// `POST /tools/{id}/details`.
+pub async fn tool_details(
+    State(state): State<AppState>,
+    caller: crate::http::owner::Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    details(&state, &caller, Kind::Tool, &id)
+}
+
+/// `POST /services/{id}/details`.
+pub async fn service_details(
+    State(state): State<AppState>,
+    caller: crate::http::owner::Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    details(&state, &caller, Kind::Service, &id)
+}
+
+/// What runs and where — the command line and working directory as resolved (never the
+/// environment, which may hold secrets), the port, pid and process group, the last health
+/// probe — and the last ended runs. The owner's only: what runs is not public.
+fn details(
+    state: &AppState,
+    caller: &crate::http::owner::Caller,
+    kind: Kind,
+    id: &str,
+) -> Result<Json<Value>, ApiError> {
+    if !caller.owner {
+        return Err(ApiError::forbidden(
+            "owner_required",
+            "what an item runs is the owner's to see: use the console, or the owner token",
+        ));
+    }
+    let item = find(state, kind, id)?;
+    let spec = item.spec();
+    let status = item.status();
+    let (command, cwd, launch_error) = match &spec.launch {
+        Ok(launch) => (json!(launch.argv), json!(launch.cwd.display().to_string()), Value::Null),
+        Err(e) => (Value::Null, Value::Null, json!(e.to_string())),
+    };
+    Ok(Json(json!({
+        "id": id,
+        "command": command,
+        "cwd": cwd,
+        "launchError": launch_error,
+        "port": spec.port(),
+        "pid": status.pid,
+        "pgid": status.pgid,
+        "health": status.health,
+        "restart": status.restart,
+        "history": item.history(),
+    })))
 }
 
 async fn act(state: &AppState, kind: Kind, id: &str, action: &str) -> Result<Json<Value>, ApiError> {

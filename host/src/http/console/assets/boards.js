@@ -202,7 +202,8 @@ class Board {
       meta.length ? h('p', { class: 'meta' }, meta.map((m, i) => [i ? ' · ' : '', m])) : null,
       item.error ? h('p', { class: 'error' }, item.error) : null,
       item.hosted ? h('div', { class: 'row controls' }, live ? null : act('start'), stoppable(item) ? act('stop') : null, act('restart'),
-        h('button', { type: 'button', 'data-focus-key': key('logs'), onclick: () => this.ctx.openLog(this.board, item) }, t('logs'))) : null,
+        h('button', { type: 'button', 'data-focus-key': key('logs'), onclick: () => this.ctx.openLog(this.board, item) }, t('logs')),
+        h('button', { type: 'button', 'data-action': 'details', 'data-focus-key': key('details'), onclick: () => openDetails(this.board, item) }, t('details'))) : null,
       this.actions(item),
       this.menu(item, stored, draggable),
       outcome);
@@ -464,6 +465,42 @@ export function openLog(board, item) {
   });
   document.body.append(dialog);
   dialog.showModal();
+}
+
+/** The owner's details of a hosted item: what runs, where, its health and its last runs. */
+export async function openDetails(board, item) {
+  const body = h('div', { class: 'details' }, h('p', { class: 'muted' }, t('loading')));
+  const dialog = h('dialog', { class: 'details-view', 'aria-labelledby': 'details-title' },
+    h('header', { class: 'row' }, h('h2', { id: 'details-title' }, t('details_title', { name: item.name || item.id })),
+      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, t('close'))), body);
+  dialog.addEventListener('close', () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  let d;
+  try {
+    d = await call('POST', `/${board}/${encodeURIComponent(item.id)}/details`, undefined, { owner: true });
+  } catch (e) {
+    replace(body, h('p', { class: 'error' }, e.message));
+    return;
+  }
+  const row = (key, value) => h('tr', { 'data-detail': key }, h('th', { scope: 'row' }, t(`detail_${key}`)), h('td', null, value ?? '—'));
+  const health = d.health ? `${d.health.ok ? '✓' : '✗'} ${d.health.detail} (${when(d.health.at)})` : null;
+  replace(body,
+    h('table', { class: 'facts' }, h('tbody', null,
+      row('command', d.command ? h('code', null, d.command.join(' ')) : d.launchError),
+      row('cwd', d.cwd ? h('code', null, d.cwd) : null),
+      row('pid', d.pid === null ? null : `${d.pid} (group ${d.pgid})`),
+      row('port', d.port === null ? null : String(d.port)),
+      row('health', health),
+      row('restart', d.restart))),
+    h('h3', null, t('details_history')),
+    d.history.length
+      ? h('table', { class: 'history' }, h('thead', null, h('tr', null, ['details_started', 'details_ended', 'details_exit']
+        .map((k) => h('th', { scope: 'col' }, t(k))))),
+        h('tbody', null, [...d.history].reverse().map((run) => h('tr', { 'data-run': '' },
+          h('td', null, run.startedAt ? when(run.startedAt) : '—'), h('td', null, when(run.exit.at)),
+          h('td', null, run.exit.requested ? t('details_stopped', { code: run.exit.code }) : String(run.exit.code))))))
+      : h('p', { class: 'muted' }, t('details_no_runs')));
 }
 
 /** A `panel` action: the page in an iframe at `panelSize`, shrunk to fit the viewport. */
