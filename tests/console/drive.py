@@ -160,8 +160,16 @@ def review(browser, origin, shots, args):
     stale_calls = [c for c in page.pipeline_calls("review.prepare") if c.get("id") == args["stale"]]
     stale_approvals = [c for c in page.pipeline_calls("review.approve") if c.get("id") == args["stale"]]
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    stale_still_shown = stale.is_visible()
+    # Reloaded, the history lists what was decided: approved, and rejected with its reason.
+    page.page.reload()
+    page.ready()
+    expect(page.page.locator(f"#decided tr[data-decided='{args['reject']}']")).to_contain_text("not what I meant")
+    expect(page.page.locator(f"#decided tr[data-decided='{args['approve']}']")).to_contain_text("approved")
+    history = page.page.locator("#decided tbody tr").all_inner_texts()
     return {"errors": errors, "staleCode": error_code, "stalePrepares": len(stale_calls), "quoteCheck": quote_check,
-            "staleApprovals": len(stale_approvals), "staleStillShown": stale.is_visible()}
+            "history": history,
+            "staleApprovals": len(stale_approvals), "staleStillShown": stale_still_shown}
 
 
 def supervise(browser, origin, shots, args):

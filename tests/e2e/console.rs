@@ -217,6 +217,8 @@ fn approving_and_rejecting_in_the_browser_and_a_stale_approval_shown_not_retried
     assert_eq!((result["stalePrepares"].as_u64(), result["staleApprovals"].as_u64()), (Some(1), Some(0)), "{result}");
     assert_eq!(result["staleStillShown"], true, "{result}");
     assert!(result["quoteCheck"].as_str().is_some_and(|c| c.contains("notes/plan.md “ship on Friday”")), "{result}");
+    // The history: all three decided (one of them elsewhere), each once.
+    assert_eq!(result["history"].as_array().map(Vec::len), Some(3), "{result}");
 
     let listed = act(&butler, "review.list", json!({}));
     let status_of = |id: &str| {

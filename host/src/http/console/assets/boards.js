@@ -17,8 +17,12 @@ const MAX_LOG_LINES = 2000;
 export async function boardView(main, ctx, board) {
   const view = new Board(main, ctx, board);
   await view.load();
+  view.watchCosts();
   return view;
 }
+
+/** How often the cards' CPU and memory figures are read again while the board is shown. */
+const COST_EVERY_MS = 5000;
 
 class Board {
   constructor(main, ctx, board) {
@@ -59,6 +63,36 @@ class Board {
       this.items = (await get(path))[this.board] || [];
     }
     this.render();
+  }
+
+  /** Keeps the running items' CPU and memory current while this board is on screen and the
+   * tab visible: figures are updated in place (a card that gained them is drawn again). */
+  watchCosts() {
+    const timer = setInterval(async () => {
+      if (!this.main.contains(this.grid)) return clearInterval(timer);
+      if (document.hidden || !this.items.some((i) => LIVE.has(i.state))) return;
+      const path = this.board === 'tools' ? '/overview' : '/services';
+      let items;
+      try {
+        items = (await get(path))[this.board] || [];
+      } catch {
+        return;
+      }
+      if (!this.main.contains(this.grid)) return;
+      let redraw = false;
+      for (const item of items) {
+        const card = this.grid.querySelector(`article.item[data-id="${CSS.escape(item.id)}"]`);
+        if (!card || !LIVE.has(item.state)) continue;
+        for (const [key, text] of [['cpu', typeof item.cpuPercent === 'number' ? t('cpu', { p: item.cpuPercent.toFixed(1) }) : null],
+          ['rss', typeof item.rssBytes === 'number' ? t('rss', { mb: (item.rssBytes / 1e6).toFixed(1) }) : null]]) {
+          const shown = card.querySelector(`[data-meta="${key}"]`);
+          if (shown && text) shown.textContent = text;
+          else if (!shown && text) redraw = true;
+        }
+      }
+      this.items = items;
+      if (redraw) this.render();
+    }, COST_EVERY_MS);
   }
 
   layout() {

@@ -4,7 +4,8 @@
 // them, the delegations' results awaiting confirmation: confirm or reject each (the
 // extension that delegated gets the result only when confirmed). Below them, the MCP tools
 // the quarantine holds, each with its definition (and, when it changed,
-// the diff against the one approved): approve it, or trust its provider wholesale.
+// the diff against the one approved): approve it, or trust its provider wholesale. Last,
+// the history of decided candidates: approved or rejected, when, and why.
 
 import { call, freshKey, get, pipeline } from './api.js';
 import { h, replace, when } from './dom.js';
@@ -22,9 +23,11 @@ export async function reviewView(main, ctx) {
     ctx.setPending(pending.cards + pending.runs);
     count.textContent = String(pending.cards + pending.runs);
   };
+  const history = h('section', { class: 'stack', id: 'decided', 'aria-labelledby': 'decided-title' });
   const refresh = async () => {
     const data = await pipeline('review.list', {});
     const candidates = (data.candidates || []).filter((c) => c.status === 'pending' || c.status === 'applying');
+    showHistory(history, (data.candidates || []).filter((c) => c.status === 'approved' || c.status === 'rejected'));
     const waiting = new Set(candidates.map((c) => c.id));
     pending.cards = candidates.length;
     setPending();
@@ -100,11 +103,28 @@ export async function reviewView(main, ctx) {
     runs.replaceChildren(h('h2', { id: 'confirm-title' }, t('confirm_title'), ' ', h('span', { class: 'count' }, String(waiting.length))),
       h('p', { class: 'muted' }, t('confirm_hint')), ...runCards.values());
   };
-  replace(main, h('h1', null, t('review_title'), ' ', count), list, runs, held);
+  replace(main, h('h1', null, t('review_title'), ' ', count), list, runs, held, history);
   const all = () => Promise.all([refreshCards(), refreshRuns(), refreshHeld()]);
   await all();
   return { refresh: all };
 }
+
+/** The decided candidates, newest decision first: what, approved or rejected, when, why. */
+function showHistory(section, decided) {
+  if (!decided.length) return section.replaceChildren();
+  const at = (c) => Date.parse(c.decidedAt || c.createdAt || '') || 0;
+  const rows = [...decided].sort((a, b) => at(b) - at(a)).slice(0, HISTORY_SHOWN).map((c) => h('tr', { 'data-decided': c.id },
+    h('td', null, (c.card && c.card.title) || c.id),
+    h('td', null, h('span', { class: `badge decided-${c.status}` }, t(`decided_${c.status}`))),
+    h('td', null, c.decidedAt ? when(Date.parse(c.decidedAt)) : '—'),
+    h('td', null, c.reason || '')));
+  replace(section, h('h2', { id: 'decided-title' }, t('decided_title')),
+    h('table', { class: 'history' }, h('thead', null, h('tr', null, ['decided_card', 'decided_outcome', 'decided_when', 'decided_reason']
+      .map((k) => h('th', { scope: 'col' }, t(k))))), h('tbody', null, rows)));
+}
+
+/** How many decided candidates the history shows. */
+const HISTORY_SHOWN = 50;
 
 /** A delegation's result awaiting the owner: what the agent proposed, confirm or reject. */
 function runCard(run, refreshRuns) {
