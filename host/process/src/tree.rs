@@ -38,11 +38,17 @@ pub fn descendants(root: Pid) -> Vec<Pid> {
     found
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name: `state ppid pgrp …` (field 3
+/// onwards in proc(5)'s numbering).
+pub(crate) fn stat_after_comm(pid: i64) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state …` — comm may hold spaces and parentheses: split after the last `)`.
+    Some(stat.get(stat.rfind(')')? + 1..)?.to_owned())
+}
+
 /// State, parent pid and process group of `pid`.
 fn stat_fields(pid: i32) -> Option<(String, i32, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ppid pgrp …` — comm may hold spaces and parentheses: split after the last `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
+    let rest = stat_after_comm(pid.into())?;
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.to_owned();
     let parent = fields.next()?.parse().ok()?;

@@ -56,9 +56,8 @@ pub fn of_tree(pid: u32) -> Option<Usage> {
 
 /// `utime + stime` (clock ticks) and `rss` (pages) of `pid`.
 fn read_stat(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ppid …`: comm may hold spaces and parentheses; count after the last `)`.
-    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_ascii_whitespace().collect();
+    let stat = crate::tree::stat_after_comm(pid.into())?;
+    let fields: Vec<&str> = stat.split_ascii_whitespace().collect();
     let number = |index: usize| fields.get(index).and_then(|f| f.parse::<u64>().ok());
     // After `)`: state is field 0, utime 11, stime 12, rss 21 (proc(5): fields 3, 14, 15, 24).
     Some((number(11)? + number(12)?, number(21)?))
