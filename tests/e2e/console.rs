@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::util::{Butler, guests, instance_with_config, tool, wait_until, write_manifest};
+use crate::util::{Butler, assert_error, guests, instance_with_config, tool, wait_until, write_manifest};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -379,12 +379,25 @@ fn the_card_library_lists_every_card_and_says_why_one_is_suspended() {
     let result = drive(
         &butler,
         "library",
-        &json!({"suspended": "held", "archived": "old", "rule": "a-rule", "reason": "docs/vanished.md"}),
+        &json!({"suspended": "held", "archived": "old", "rule": "a-rule", "reason": "docs/vanished.md",
+                "edit": "plain", "archive": "a-rule", "token": butler.owner_token()}),
     );
     assert_no_errors(&result);
     assert!(result["reason"].as_str().is_some_and(|r| r.contains("docs/vanished.md")), "{result}");
     assert_eq!(result["ruleCount"], 1, "only the rule once filtered by kind: {result}");
     assert!(result["listCalls"].as_u64().is_some_and(|n| n >= 2), "listed through cards.list: {result}");
+    // One edit saved, one refused as stale and not retried, one archive.
+    assert_eq!((result["editCalls"].as_u64(), result["archiveCalls"].as_u64()), (Some(2), Some(1)), "{result}");
+    assert_eq!(result["staleCode"], "stale_card", "{result}");
+    assert_eq!(result["historyBy"], "you", "{result}");
+
+    let plain = act(&butler, "cards.inspect", json!({"id": "plain"}));
+    assert_eq!((&plain["card"]["revision"], &plain["card"]["title"]), (&json!(3), &json!("Edited in the browser")));
+    assert_eq!(plain["card"]["body"], "Changed elsewhere.", "the stale save wrote nothing: {plain}");
+    let rule = act(&butler, "cards.inspect", json!({"id": "a-rule"}));
+    assert_eq!((&rule["card"]["status"], &rule["card"]["revision"]), (&json!("archived"), &json!(2)), "{rule}");
+    let (status, body) = butler.post_json("/pipeline", &json!({"action": "cards.read", "args": {"id": "a-rule"}}), &[]);
+    assert_error(status, &body, 404, "card_unavailable");
 }
 
 /// The quarantine's held MCP tools in the review queue: a diff for a changed one, a new one

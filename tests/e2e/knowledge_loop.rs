@@ -743,3 +743,114 @@ fn the_owner_releases_a_batch_whose_lease_was_lost() {
     );
     assert_error(status, &body, 403, "lease_invalid");
 }
+
+/// The owner's own edit and archive of a card from the library: owner only, against the
+/// card's current revision and hash (409 otherwise, nothing written), a replay answered once,
+/// and the history saying who wrote each revision.
+#[test]
+fn the_owner_edits_and_archives_a_card_under_the_revision_rule() {
+    let (butler, _dir) = started();
+    std::fs::create_dir_all(butler.workdir.join("docs")).expect("mkdir");
+    std::fs::write(butler.workdir.join("docs/build.md"), "Build with cargo.\n").expect("doc");
+    observe(&butler, "Builds use cargo.");
+    let created = distill(
+        &butler,
+        &[json!({"op": "create", "card": knowledge("Builds", "Use cargo."),
+                 "checks": [{"type": "quote", "path": "docs/build.md", "text": "cargo"}]})],
+    );
+    let (status, approved) = decide(&butler, "approve", &created[0], "builds-create");
+    assert_eq!(status, 200, "{approved}");
+    let id = approved["data"]["cardId"].clone();
+
+    // Only the owner inspects a card: its evidence quotes the journal.
+    let (status, body) = act(&butler, "cards.inspect", json!({"id": id}), false);
+    assert_error(status, &body, 403, "owner_required");
+    let (status, body) = act(&butler, "cards.inspect", json!({"id": "no-such-card"}), true);
+    assert_error(status, &body, 404, "not_found");
+    let inspected = ok(&butler, "cards.inspect", json!({"id": id}), true);
+    assert_eq!((&inspected["card"]["revision"], &inspected["card"]["body"]), (&json!(1), &json!("Use cargo.")));
+    assert_eq!(inspected["checks"][0]["ok"], true, "{inspected}");
+    assert_eq!(inspected["evidence"][0]["text"], "Builds use cargo.", "{inspected}");
+    assert_eq!(inspected["history"][0]["byOwner"], false, "{inspected}");
+    let hash = inspected["card"]["contentHash"].clone();
+
+    let edit = json!({"id": id, "revision": 1, "contentHash": hash,
+                      "card": knowledge("Builds", "Use cargo, always with --locked."), "idempotencyKey": "edit-1"});
+    let with = |field: &str, value: Value| {
+        let mut args = edit.clone();
+        args[field] = value;
+        args
+    };
+    let (status, body) = act(&butler, "cards.edit", edit.clone(), false);
+    assert_error(status, &body, 403, "owner_required");
+    let (status, body) = act(&butler, "cards.edit", with("revision", json!(0)), true);
+    assert_error(status, &body, 409, "stale_card");
+    let (status, body) = act(&butler, "cards.edit", with("contentHash", json!("0".repeat(64))), true);
+    assert_error(status, &body, 409, "stale_card");
+    let (status, body) = act(
+        &butler,
+        "cards.edit",
+        with("card", json!({"kind": "rule", "title": "Builds", "summary": "s", "body": "b"})),
+        true,
+    );
+    assert_error(status, &body, 400, "invalid_args");
+    let (status, body) = act(&butler, "cards.edit", with("card", knowledge("Builds", "Use cargo.")), true);
+    assert_error(status, &body, 400, "invalid_args");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("changes nothing")), "{body}");
+    let read = ok(&butler, "cards.read", json!({"id": id}), false);
+    assert_eq!(read["card"]["revision"], 1, "nothing refused was written: {read}");
+
+    let first = ok(&butler, "cards.edit", edit.clone(), true);
+    assert_eq!((&first["cardId"], &first["revision"]), (&id, &json!(2)), "{first}");
+    assert_eq!(ok(&butler, "cards.edit", edit.clone(), true), first, "a replay answers the first answer");
+    let (status, body) = act(&butler, "cards.edit", with("card", knowledge("Builds", "Something else.")), true);
+    assert_error(status, &body, 400, "invalid_args");
+    let (status, body) = act(&butler, "cards.edit", with("idempotencyKey", json!("edit-2")), true);
+    assert_error(status, &body, 409, "stale_card");
+    let read = ok(&butler, "cards.read", json!({"id": id}), false);
+    assert_eq!(
+        (&read["card"]["revision"], &read["card"]["body"]),
+        (&json!(2), &json!("Use cargo, always with --locked."))
+    );
+
+    let archive = json!({"id": id, "revision": 1, "contentHash": hash, "idempotencyKey": "archive-1"});
+    let (status, body) = act(&butler, "cards.archive", archive, true);
+    assert_error(status, &body, 409, "stale_card");
+    let archive = json!({"id": id, "revision": 2, "contentHash": first["contentHash"], "idempotencyKey": "archive-2"});
+    let (status, body) = act(&butler, "cards.archive", archive.clone(), false);
+    assert_error(status, &body, 403, "owner_required");
+    let archived = ok(&butler, "cards.archive", archive, true);
+    assert_eq!((&archived["revision"], &archived["contentHash"]), (&json!(3), &first["contentHash"]), "{archived}");
+    let (status, body) = act(&butler, "cards.read", json!({"id": id}), false);
+    assert_error(status, &body, 404, "card_unavailable");
+    let edit_archived = json!({"id": id, "revision": 3, "contentHash": first["contentHash"],
+                               "card": knowledge("Builds", "Back again."), "idempotencyKey": "edit-3"});
+    let (status, body) = act(&butler, "cards.edit", edit_archived, true);
+    assert_error(status, &body, 409, "stale_card");
+
+    let inspected = ok(&butler, "cards.inspect", json!({"id": id}), true);
+    assert_eq!((&inspected["card"]["status"], &inspected["card"]["revision"]), (&json!("archived"), &json!(3)));
+    let history: Vec<(Value, Value, Value)> = inspected["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|h| (h["op"].clone(), h["revision"].clone(), h["byOwner"].clone()))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (json!("create"), json!(1), json!(false)),
+            (json!("revise"), json!(2), json!(true)),
+            (json!("archive"), json!(3), json!(true))
+        ],
+        "{inspected}"
+    );
+    assert_eq!(inspected["checks"][0]["ok"], true, "the checks stay with the card: {inspected}");
+    assert_eq!(inspected["evidence"][0]["text"], "Builds use cargo.", "{inspected}");
+    let listed = ok(&butler, "review.list", json!({}), false);
+    let by_owner = listed["candidates"].as_array().expect("candidates").iter().filter(|c| c["byOwner"] == true).count();
+    assert_eq!(by_owner, 2, "{listed}");
+    let file = std::fs::read_to_string(butler.workdir.join(format!("self/knowledge/{}.md", id.as_str().expect("id"))))
+        .expect("card file");
+    assert!(file.contains("revision: 3") && file.contains("archived") && file.contains("--locked"), "{file}");
+}

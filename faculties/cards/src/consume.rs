@@ -244,7 +244,7 @@ pub fn read(args: &ReadArgs) -> Outcome {
 ///
 /// # Errors
 /// Store errors reading the verdict.
-fn needs_refresh(card: &Card) -> Result<bool, Failure> {
+pub(crate) fn needs_refresh(card: &Card) -> Result<bool, Failure> {
     Ok(!card.checks.is_empty() || verdict::Verdict::load(&card.id)?.is_some())
 }
 

@@ -22,6 +22,10 @@ pub enum Decision {
     Approve,
     /// `review.reject`.
     Reject,
+    /// `cards.edit`.
+    Edit,
+    /// `cards.archive`.
+    Archive,
 }
 
 /// One record.
@@ -30,7 +34,8 @@ pub enum Decision {
 pub struct Record {
     /// Approve or reject.
     pub decision: Decision,
-    /// The candidate decided.
+    /// The candidate decided (for an owner's edit or archive, the card, its revision and the
+    /// content asked for).
     pub candidate: String,
     /// The answer the first call gave.
     pub result: Value,

@@ -10,13 +10,17 @@
 //!
 //! - [`consume`] — `search`, `read`;
 //! - [`list`] — `list` (the owner's card library);
+//! - [`inspect`] — `inspect` (one card of the library, with its checks, evidence and history);
+//! - [`edit`] — `edit`, `archive` (the owner's own changes, approved as they are written);
 //! - [`review`] — `review-list`, `review-prepare`, `review-approve`, `review-reject`;
 //! - [`reports`] — `queue`, `library`;
 //! - [`tokens`], [`idempotency`] — what the review keeps under `/data`;
 //! - [`pipeline`] — calls into validity and the context builder.
 
 pub mod consume;
+pub mod edit;
 pub mod idempotency;
+pub mod inspect;
 pub mod list;
 pub mod pipeline;
 pub mod reports;
@@ -38,6 +42,9 @@ impl Faculty for Cards {
             "search" => consume::search(parse(input)?),
             "read" => consume::read(&parse(input)?),
             "list" => list::list(&parse(input)?),
+            "inspect" => inspect::inspect(&parse(input)?),
+            "edit" => edit::edit(&parse(input)?),
+            "archive" => edit::archive(&parse(input)?),
             "review-list" => review::list(&parse(input)?),
             "review-prepare" => review::prepare(&parse(input)?),
             "review-approve" => review::approve(&parse(input)?),

@@ -3,6 +3,7 @@
 //! standing, and a context that fails to rebuild is rebuilt by the next change.
 
 use butler_faculty_kit::{Value, host, json};
+use butler_store::check::Check;
 
 /// Recomputes the verdicts of `ids`; a failure is logged and the last verdicts stand.
 /// Whether any card was suspended or restored (or the answer did not say).
@@ -24,6 +25,25 @@ pub fn rebuild_context() {
     if let Err(f) = host::call("context.build", &json!({})) {
         host::warn(&format!("context.build failed: {}: {}", f.code, f.message));
     }
+}
+
+/// Each of `checks` with what it says now: `ok` (`null` when it could not be evaluated)
+/// and, unless it passes, `reason`.
+pub fn checks_now(checks: &[Check]) -> Vec<Value> {
+    checks
+        .iter()
+        .map(|check| {
+            let mut entry = serde_json::to_value(check).unwrap_or_else(|_| json!({}));
+            let (ok, reason) = check_now(&entry);
+            if let Some(fields) = entry.as_object_mut() {
+                fields.insert("ok".to_owned(), json!(ok));
+                if let Some(reason) = reason {
+                    fields.insert("reason".to_owned(), json!(reason));
+                }
+            }
+            entry
+        })
+        .collect()
 }
 
 /// What one check says now: `(ok, reason)`, `ok` being `None` when it could not be

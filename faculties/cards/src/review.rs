@@ -111,21 +111,7 @@ pub fn list(_args: &ListArgs) -> Outcome {
 }
 
 fn listing(c: &Candidate) -> Value {
-    let checks: Vec<Value> = c
-        .checks
-        .iter()
-        .map(|check| {
-            let mut entry = serde_json::to_value(check).unwrap_or_else(|_| json!({}));
-            let (ok, reason) = pipeline::check_now(&entry);
-            if let Some(fields) = entry.as_object_mut() {
-                fields.insert("ok".to_owned(), json!(ok));
-                if let Some(reason) = reason {
-                    fields.insert("reason".to_owned(), json!(reason));
-                }
-            }
-            entry
-        })
-        .collect();
+    let checks = pipeline::checks_now(&c.checks);
     let evidence: Vec<Value> = if c.evidence_items.is_empty() {
         c.evidence.iter().map(|id| json!({ "id": id })).collect()
     } else {
@@ -142,6 +128,9 @@ fn listing(c: &Candidate) -> Value {
         "status": c.status,
         "createdAt": c.created_at,
     });
+    if c.by_owner {
+        entry["byOwner"] = json!(true);
+    }
     let Some(fields) = entry.as_object_mut() else { return entry };
     if let Some(target) = &c.target {
         fields.insert("target".to_owned(), json!(target));
@@ -330,7 +319,7 @@ fn moved_on(candidate: &Candidate, target: &Card) -> Option<String> {
 /// Step 5: writes the card `applied` names, unless the file already holds it. Returns what
 /// was written (for an archive whose target was edited by hand since step 4, the hash of
 /// the content actually archived, recorded on the candidate first).
-fn write_card(candidate: &mut Candidate, mut applied: Applied) -> Result<Applied, Failure> {
+pub(crate) fn write_card(candidate: &mut Candidate, mut applied: Applied) -> Result<Applied, Failure> {
     let id = applied.card_id.clone();
     let existing = Card::load(&id)?;
     let kind = match candidate.op {
@@ -521,6 +510,7 @@ mod tests {
             reason: None,
             applied: None,
             base_revision: None,
+            by_owner: false,
         }
     }
 

@@ -146,6 +146,7 @@ fn submit(batch: &mut Batch, args: SubmitArgs) -> Outcome {
         decided_at: None,
         reason: None,
         applied: None,
+        by_owner: false,
     };
     candidate.save()?;
     if let (Some(card), Some(reason)) = (&target, accepted.conflict) {

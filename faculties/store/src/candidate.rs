@@ -94,6 +94,11 @@ pub struct Candidate {
     /// What approval writes (set when approval starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied: Option<Applied>,
+    /// Written by the owner's own edit or archive of a card (`cards.edit`, `cards.archive`)
+    /// rather than proposed by the distilling agent: it has no batch and no evidence, and is
+    /// approved as it is written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_owner: bool,
 }
 
 impl Candidate {

@@ -4,7 +4,7 @@
 // saved in the host's layout (`PUT /layout`).
 
 import { apiUrl, call, get } from './api.js';
-import { duration, h, replace, safeUrl, when } from './dom.js';
+import { duration, h, modal, replace, safeUrl, when } from './dom.js';
 import { t } from './i18n.js';
 
 const LIVE = new Set(['starting', 'running', 'healthy', 'unhealthy']);
@@ -504,12 +504,7 @@ export function openLog(board, item) {
 /** The owner's details of a hosted item: what runs, where, its health and its last runs. */
 export async function openDetails(board, item) {
   const body = h('div', { class: 'details' }, h('p', { class: 'muted' }, t('loading')));
-  const dialog = h('dialog', { class: 'details-view', 'aria-labelledby': 'details-title' },
-    h('header', { class: 'row' }, h('h2', { id: 'details-title' }, t('details_title', { name: item.name || item.id })),
-      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, t('close'))), body);
-  dialog.addEventListener('close', () => dialog.remove());
-  document.body.append(dialog);
-  dialog.showModal();
+  modal('details-view', 'details-title', t('details_title', { name: item.name || item.id }), t('close'), body);
   let d;
   try {
     d = await call('POST', `/${board}/${encodeURIComponent(item.id)}/details`, undefined, { owner: true });
@@ -547,10 +542,5 @@ export function openPanel(item, action, url) {
     // A panel from the console's own origin must not get script access to the console.
     sandbox: sameOrigin ? 'allow-forms allow-popups' : 'allow-scripts allow-forms allow-popups allow-same-origin allow-downloads',
     referrerpolicy: 'no-referrer' });
-  const dialog = h('dialog', { class: 'panel', 'aria-labelledby': 'panel-title' },
-    h('header', { class: 'row' }, h('h2', { id: 'panel-title' }, action.title || action.label || item.name),
-      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, t('close'))), frame);
-  dialog.addEventListener('close', () => dialog.remove());
-  document.body.append(dialog);
-  dialog.showModal();
+  modal('panel', 'panel-title', action.title || action.label || item.name, t('close'), frame);
 }

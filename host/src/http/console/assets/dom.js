@@ -62,3 +62,18 @@ export function when(at) {
   const d = new Date(at);
   return Number.isNaN(d.getTime()) ? String(at) : d.toLocaleString();
 }
+
+/**
+ * A modal dialog with a header (its title and a close button) above `body`, shown at once
+ * and removed from the page when closed. Returns the dialog and its title element.
+ */
+export function modal(className, titleId, title, closeLabel, ...body) {
+  const heading = h('h2', { id: titleId }, title);
+  const dialog = h('dialog', { class: className, 'aria-labelledby': titleId },
+    h('header', { class: 'row' }, heading,
+      h('button', { type: 'button', class: 'close', onclick: () => dialog.close() }, closeLabel)), ...body);
+  dialog.addEventListener('close', () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  return { dialog, heading };
+}

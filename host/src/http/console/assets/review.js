@@ -115,7 +115,7 @@ function showHistory(section, decided) {
   const at = (c) => Date.parse(c.decidedAt || c.createdAt || '') || 0;
   const rows = [...decided].sort((a, b) => at(b) - at(a)).slice(0, HISTORY_SHOWN).map((c) => h('tr', { 'data-decided': c.id },
     h('td', null, (c.card && c.card.title) || c.id),
-    h('td', null, h('span', { class: `badge decided-${c.status}` }, t(`decided_${c.status}`))),
+    h('td', null, h('span', { class: `badge decided-${c.status}` }, t(c.byOwner ? 'decided_owner' : `decided_${c.status}`))),
     h('td', null, c.decidedAt ? when(Date.parse(c.decidedAt)) : '—'),
     h('td', null, c.reason || '')));
   replace(section, h('h2', { id: 'decided-title' }, t('decided_title')),
@@ -265,7 +265,7 @@ function candidateCard(c, ctx) {
   return article;
 }
 
-function checksBlock(checks) {
+export function checksBlock(checks) {
   return h('section', { class: 'checks' }, h('h3', null, t('checks')),
     checks.length
       ? h('ul', null, checks.map((check) => h('li', { class: check.ok ? 'ok' : 'bad' },
@@ -277,7 +277,7 @@ function checksBlock(checks) {
       : h('p', { class: 'muted' }, t('no_checks')));
 }
 
-function evidenceBlock(evidence) {
+export function evidenceBlock(evidence) {
   return h('details', { class: 'evidence' }, h('summary', null, `${t('evidence')} (${evidence.length})`),
     h('ul', null, evidence.map((item) => h('li', null,
       h('span', { class: 'muted' }, [item.source, item.type, when(item.at)].filter(Boolean).join(' · ')), ' ',
