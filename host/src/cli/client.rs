@@ -19,6 +19,9 @@ use super::settings::{self, Settings};
 /// How long the CLI waits for one answer (a faculty call's deadline is 30 s by default).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long a stream's answer may take to begin (its status line and headers).
+const STREAM_HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A connection to the host serving an instance.
 pub struct Client {
     url: String,
@@ -103,10 +106,16 @@ impl Client {
                 butler_host::http::API_PREFIX,
                 self.token,
             );
+            // The answer's head within 30 s, as over TCP; the stream itself then runs until
+            // the host closes it or the user stops the command.
+            stream.set_write_timeout(Some(STREAM_HEAD_TIMEOUT))?;
+            stream.set_read_timeout(Some(STREAM_HEAD_TIMEOUT))?;
             stream.write_all(head.as_bytes())?;
             let mut reader = BufReader::new(stream);
             let mut status_line = String::new();
-            reader.read_line(&mut status_line).context("the host closed the connection (is it still running?)")?;
+            reader
+                .read_line(&mut status_line)
+                .context("the host closed the connection or did not answer within 30 s (is it still running?)")?;
             let status: u16 = status_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
             let mut line = String::new();
             while reader.read_line(&mut line)? > 0 && !line.trim_end().is_empty() {
@@ -119,13 +128,14 @@ impl Client {
                     serde_json::from_slice(&body).context("the host answered with something that is not JSON")?;
                 return Err(json_answer(status, value).err().unwrap_or_else(|| anyhow::anyhow!("HTTP {status}")));
             }
+            reader.get_ref().set_read_timeout(None)?;
             return Ok(Box::new(reader));
         }
         let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_recv_response(Some(Duration::from_secs(30)))
+            .timeout_recv_response(Some(STREAM_HEAD_TIMEOUT))
             .build()
             .into();
         let mut response = agent
