@@ -44,25 +44,29 @@ pub fn inspect(args: &InspectArgs) -> Outcome {
     Ok(inspected)
 }
 
-/// The card's file, all of it but its evidence (listed on its own).
+/// The card's file, all of it but its checks and evidence (listed on their own).
 fn shown(card: &Card) -> Value {
-    let c = &card.content;
-    json!({
-        "id": card.id,
-        "kind": c.kind,
-        "title": c.title,
-        "summary": c.summary,
-        "body": c.body,
-        "appliesTo": c.applies_to,
-        "tags": c.tags,
-        "related": c.related,
-        "status": card.status,
-        "revision": card.revision,
-        "contentHash": card.content_hash,
-        "scope": card.scope,
-        "createdAt": card.created_at,
-        "updatedAt": card.updated_at,
-    })
+    with_content(
+        card,
+        [
+            ("id", json!(card.id)),
+            ("status", json!(card.status)),
+            ("revision", json!(card.revision)),
+            ("contentHash", json!(card.content_hash)),
+            ("scope", json!(card.scope)),
+            ("createdAt", json!(card.created_at)),
+            ("updatedAt", json!(card.updated_at)),
+        ],
+    )
+}
+
+/// What `card` says — `{kind, title, summary, body, appliesTo, tags, related}` — and `more`.
+pub(crate) fn with_content<const N: usize>(card: &Card, more: [(&str, Value); N]) -> Value {
+    let mut shown = serde_json::to_value(&card.content).unwrap_or_else(|_| json!({}));
+    if let Some(fields) = shown.as_object_mut() {
+        fields.extend(more.into_iter().map(|(key, value)| (key.to_owned(), value)));
+    }
+    shown
 }
 
 /// The card's evidence, each item as the candidate that cited it kept it (`{id}` alone when

@@ -157,18 +157,7 @@ fn listing(c: &Candidate) -> Value {
 fn current(target: Option<&str>) -> Value {
     match target.map(Card::load) {
         Some(Ok(Some(card))) => {
-            let c = &card.content;
-            json!({
-                "kind": c.kind,
-                "title": c.title,
-                "summary": c.summary,
-                "body": c.body,
-                "appliesTo": c.applies_to,
-                "tags": c.tags,
-                "related": c.related,
-                "revision": card.revision,
-                "status": card.status,
-            })
+            crate::inspect::with_content(&card, [("revision", json!(card.revision)), ("status", json!(card.status))])
         }
         _ => Value::Null,
     }
