@@ -58,27 +58,34 @@ const REOPEN_MAX: Duration = Duration::from_secs(30);
 /// The key of the protocol revision in a 2026-07-28 request's `_meta`.
 const REVISION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// The host's HTTP client for remote MCP servers.
-#[derive(Debug, Clone)]
+/// The host's HTTP client for remote MCP servers, set up on the first dial: loading the
+/// machine's trusted roots costs a host with no remote server start-up time and memory.
+#[derive(Debug, Default)]
 pub struct HttpDialer {
-    client: reqwest::Client,
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
 impl HttpDialer {
-    /// A client with the machine's trusted roots (rustls' platform verifier), no redirects,
-    /// and [`CONNECT_TIMEOUT`].
-    ///
-    /// # Errors
-    /// The TLS setup failed.
-    pub fn new() -> Result<Self, String> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
-        Ok(Self { client })
+    /// A dialer whose client will have the machine's trusted roots (rustls' platform
+    /// verifier), no redirects, and [`CONNECT_TIMEOUT`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The client, set up now if this is the first dial.
+    fn client(&self) -> Result<reqwest::Client, String> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+            })
+            .clone()
     }
 }
 
@@ -102,7 +109,7 @@ impl Dialer for HttpDialer {
         let (close, closed) = oneshot::channel();
         let (fail, failed) = mpsc::channel(1);
         let bridge = Arc::new(Bridge {
-            client: self.client.clone(),
+            client: self.client()?,
             url,
             headers,
             shown,
@@ -710,7 +717,7 @@ mod tests {
     async fn dial(url: &str, log: &tempfile::TempDir) -> Link {
         let remote = Remote { url: url.to_owned(), headers: vec![("Authorization".into(), "Bearer s3cret".into())] };
         let log = Arc::new(Log::new(log.path().join("provider.log")));
-        let mut link = HttpDialer::new().expect("client").dial(&remote, log).expect("dial");
+        let mut link = HttpDialer::new().dial(&remote, log).expect("dial");
         let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
         link.writer.write_all(format!("{hello}\n").as_bytes()).await.expect("write");
         link

@@ -196,7 +196,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         legacy_providers: instance.config.mcp.legacy_providers.clone(),
         log_payloads: instance.config.mcp.log_payloads,
         io: Some(hub_io.clone()),
-        dialer: Some(Arc::new(butler_host::upstream::HttpDialer::new().map_err(|e| anyhow::anyhow!(e))?)),
+        dialer: Some(Arc::new(butler_host::upstream::HttpDialer::new())),
     };
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();
