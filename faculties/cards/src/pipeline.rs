@@ -28,39 +28,38 @@ pub fn rebuild_context() {
 }
 
 /// Each of `checks` with what it says now: `ok` (`null` when it could not be evaluated)
-/// and, unless it passes, `reason`.
+/// and, unless it passes, `reason`. One `validity.check` call for all of them.
 pub fn checks_now(checks: &[Check]) -> Vec<Value> {
-    checks
-        .iter()
-        .map(|check| {
-            let mut entry = serde_json::to_value(check).unwrap_or_else(|_| json!({}));
-            let (ok, reason) = check_now(&entry);
-            if let Some(fields) = entry.as_object_mut() {
-                fields.insert("ok".to_owned(), json!(ok));
-                if let Some(reason) = reason {
-                    fields.insert("reason".to_owned(), json!(reason));
-                }
+    let mut entries: Vec<Value> =
+        checks.iter().map(|check| serde_json::to_value(check).unwrap_or_else(|_| json!({}))).collect();
+    if entries.is_empty() {
+        return entries;
+    }
+    let verdicts: Vec<(Option<bool>, Option<String>)> =
+        match host::call("validity.check", &json!({ "checks": entries })) {
+            Ok(answer) => match answer.get("results").and_then(Value::as_array) {
+                Some(results) if results.len() == entries.len() => results.iter().map(outcome).collect(),
+                _ => vec![(None, Some("unexpected answer from validity.check".to_owned())); entries.len()],
+            },
+            Err(f) => {
+                host::warn(&format!("validity.check failed: {}: {}", f.code, f.message));
+                vec![(None, Some(format!("the check could not be evaluated ({})", f.code))); entries.len()]
             }
-            entry
-        })
-        .collect()
-}
-
-/// What one check says now: `(ok, reason)`, `ok` being `None` when it could not be
-/// evaluated.
-pub fn check_now(check: &Value) -> (Option<bool>, Option<String>) {
-    match host::call("validity.check", &json!({ "checks": [check] })) {
-        Ok(answer) => outcome(&answer),
-        Err(f) => {
-            host::warn(&format!("validity.check failed: {}: {}", f.code, f.message));
-            (None, Some(format!("the check could not be evaluated ({})", f.code)))
+        };
+    for (entry, (ok, reason)) in entries.iter_mut().zip(verdicts) {
+        if let Some(fields) = entry.as_object_mut() {
+            fields.insert("ok".to_owned(), json!(ok));
+            if let Some(reason) = reason {
+                fields.insert("reason".to_owned(), json!(reason));
+            }
         }
     }
+    entries
 }
 
-/// Reads the result of a one-check `validity.check` answer. Accepted: `{results:[r]}`,
-/// `{checks:[r]}`, `[r]` or `r` itself, where `r` carries `ok` (or `passed` / `valid`) and
-/// optionally `reason` (or `reasons`).
+/// Reads one check's result: `r` itself, or the first of a one-check answer `{results:[r]}`,
+/// `{checks:[r]}` or `[r]`, where `r` carries `ok` (or `passed` / `valid`) and optionally
+/// `reason` (or `reasons`).
 #[must_use]
 pub fn outcome(answer: &Value) -> (Option<bool>, Option<String>) {
     let first = |key: &str| answer.get(key).and_then(Value::as_array).and_then(|a| a.first());
