@@ -131,7 +131,12 @@ fn apply(change: &Change) -> Outcome {
     let applied = match (candidate.status, candidate.applied.clone()) {
         (CandidateStatus::Approved, Some(applied)) => return finish(change, &applied),
         (CandidateStatus::Applying, Some(applied)) => applied,
-        _ => return Err(stale(format!("the owner's change `{}` was decided in the review queue", candidate.id))),
+        _ => {
+            return Err(stale(format!(
+                "the owner's change `{}` was decided in the review queue: send the change again with a new idempotencyKey",
+                candidate.id
+            )));
+        }
     };
     let applied = review::write_card(&mut candidate, applied)?;
     pipeline::refresh_validity(&[applied.card_id.as_str()]);
