@@ -24,6 +24,12 @@ export async function boardView(main, ctx, board) {
 /** How often the cards' CPU and memory figures are read again while the board is shown. */
 const COST_EVERY_MS = 5000;
 
+/** An item's CPU and memory figures as shown, `[key, text or null]` each. */
+function costs(item) {
+  return [['cpu', typeof item.cpuPercent === 'number' ? t('cpu', { p: item.cpuPercent.toFixed(1) }) : null],
+    ['rss', typeof item.rssBytes === 'number' ? t('rss', { mb: (item.rssBytes / 1e6).toFixed(1) }) : null]];
+}
+
 class Board {
   constructor(main, ctx, board) {
     this.main = main;
@@ -83,8 +89,7 @@ class Board {
       for (const item of items) {
         const card = this.grid.querySelector(`article.item[data-id="${CSS.escape(item.id)}"]`);
         if (!card || !LIVE.has(item.state)) continue;
-        for (const [key, text] of [['cpu', typeof item.cpuPercent === 'number' ? t('cpu', { p: item.cpuPercent.toFixed(1) }) : null],
-          ['rss', typeof item.rssBytes === 'number' ? t('rss', { mb: (item.rssBytes / 1e6).toFixed(1) }) : null]]) {
+        for (const [key, text] of costs(item)) {
           const shown = card.querySelector(`[data-meta="${key}"]`);
           if (shown && text) shown.textContent = text;
           else if (!shown && text) redraw = true;
@@ -219,8 +224,7 @@ class Board {
       onclick: (e) => this.act(item, action, e.currentTarget) }, t(action));
     const meta = [];
     if (live && item.startedAt) meta.push(h('span', { 'data-since': item.startedAt }, t('uptime', { d: duration(Date.now() - item.startedAt) })));
-    if (live && typeof item.cpuPercent === 'number') meta.push(h('span', { 'data-meta': 'cpu' }, t('cpu', { p: item.cpuPercent.toFixed(1) })));
-    if (live && typeof item.rssBytes === 'number') meta.push(h('span', { 'data-meta': 'rss' }, t('rss', { mb: (item.rssBytes / 1e6).toFixed(1) })));
+    if (live) meta.push(...costs(item).filter(([, text]) => text).map(([key, text]) => h('span', { 'data-meta': key }, text)));
     if (item.restarts) meta.push(h('span', null, t('restarts', { n: item.restarts })));
     if (item.nextRestartAt) meta.push(h('span', null, t('next_restart', { t: when(item.nextRestartAt) })));
     if (item.lastExit) meta.push(h('span', { 'data-meta': 'last-exit' }, t(item.lastExit.requested ? 'last_exit_stopped' : 'last_exit', { code: item.lastExit.code, t: when(item.lastExit.at) })));

@@ -94,10 +94,14 @@ function cardItem(card, reload) {
     h('p', { class: 'meta' }, h('code', null, card.id), ` · ${t('revision')} ${card.revision ?? ''}`,
       card.appliesTo ? ` · ${t('applies_to')}: ${card.appliesTo}` : '',
       card.tags && card.tags.length ? ` · ${card.tags.join(', ')}` : ''),
-    held ? h('div', { class: 'held' },
-      h('p', { class: 'conflict' }, t('held_because')),
-      reasons.length ? h('ul', { class: 'reasons' }, reasons.map((r) => h('li', null, r)))
-        : h('p', { class: 'muted' }, t('held_no_reason'))) : null);
+    held ? heldBlock(reasons) : null);
+}
+
+/** Why a card is held: each failed check, or the conflict. */
+function heldBlock(reasons) {
+  return h('div', { class: 'held' }, h('p', { class: 'conflict' }, t('held_because')),
+    reasons.length ? h('ul', { class: 'reasons' }, reasons.map((r) => h('li', null, r)))
+      : h('p', { class: 'muted' }, t('held_no_reason')));
 }
 
 /** One card in a dialog: what it says, its checks, evidence and history; edit or archive it. */
@@ -135,8 +139,7 @@ function cardView(inspected, changed) {
     c.appliesTo ? h('p', { class: 'meta' }, `${t('applies_to')}: `, c.appliesTo) : null,
     c.tags && c.tags.length ? h('p', { class: 'meta' }, `${t('tags')}: `, c.tags.join(', ')) : null,
     h('section', { class: 'card-body' }, renderMarkdown(c.body || '')),
-    held ? h('div', { class: 'held' }, h('p', { class: 'conflict' }, t('held_because')),
-      h('ul', { class: 'reasons' }, (held.reasons || []).map((r) => h('li', null, r)))) : null,
+    held ? heldBlock(held.reasons || []) : null,
     checksBlock(inspected.checks || []),
     evidenceBlock(inspected.evidence || []),
     historyBlock(inspected.history || []),

@@ -268,8 +268,10 @@ function candidateCard(c, ctx) {
 export function checksBlock(checks) {
   return h('section', { class: 'checks' }, h('h3', null, t('checks')),
     checks.length
-      ? h('ul', null, checks.map((check) => h('li', { class: check.ok ? 'ok' : 'bad' },
-        h('span', { class: 'verdict' }, check.ok ? `✓ ${t('check_ok')}` : `✗ ${t('check_failed')}`), ' ',
+      // `ok` is null when the check could not be evaluated: neither holds nor fails.
+      ? h('ul', null, checks.map((check) => h('li', { class: check.ok ? 'ok' : check.ok === false ? 'bad' : 'unknown' },
+        h('span', { class: 'verdict' }, check.ok ? `✓ ${t('check_ok')}` : check.ok === false ? `✗ ${t('check_failed')}`
+          : `? ${t('check_unknown')}`), ' ',
         h('code', null, check.type || ''), ' ', check.path || '',
         // The path, a space, then the quoted text between quotation marks.
         check.text ? [' ', h('span', { class: 'quote' }, `“${check.text}”`)] : null,
