@@ -258,7 +258,12 @@ fn starting_and_stopping_a_tool_shows_its_state_and_live_log() {
     let state = |id: &str| overview["tools"].as_array().and_then(|t| t.iter().find(|t| t["id"] == id).cloned());
     assert_eq!(state("crasher").map(|t| t["state"].clone()), Some(json!("stopped")));
     let runs: Vec<&str> = result["runs"].as_array().expect("runs").iter().filter_map(Value::as_str).collect();
-    assert!(!runs.is_empty() && runs.iter().all(|r| r.ends_with("\t3")), "each crash, exit 3: {runs:?}");
+    // Each run crashed with exit 3, unless the owner's Stop landed after the backoff had
+    // already restarted it (the window is 1 s; a loaded machine can miss it): that run ends
+    // "stopped". At least one crash is always seen, since Stop is offered only in backoff.
+    let crashed = runs.iter().filter(|r| r.ends_with("\t3")).count();
+    let stopped = runs.iter().filter(|r| r.contains("\tstopped")).count();
+    assert!(crashed >= 1 && crashed + stopped == runs.len(), "each crash, exit 3, or stopped: {runs:?}");
     // What runs is the owner's to see: a plain local request is refused.
     let (status, body) = butler.post_json("/tools/crasher/details", &json!({}), &[]);
     assert_eq!((status, body["error"]["code"].as_str()), (403, Some("owner_required")), "{body}");
