@@ -77,6 +77,9 @@ impl HttpDialer {
     fn client(&self) -> Result<reqwest::Client, String> {
         self.client
             .get_or_init(|| {
+                // reqwest is built without a crypto provider; ring is the process's. An
+                // error means one is installed already, which is all that is needed.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 reqwest::Client::builder()
                     .connect_timeout(CONNECT_TIMEOUT)
                     .redirect(reqwest::redirect::Policy::none())
@@ -721,6 +724,34 @@ mod tests {
         let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
         link.writer.write_all(format!("{hello}\n").as_bytes()).await.expect("write");
         link
+    }
+
+    #[tokio::test]
+    async fn an_https_server_is_dialled_with_tls_and_a_failed_handshake_ends_the_link() {
+        // A server that takes the client's first bytes and closes without a TLS answer:
+        // the handshake must have started (a TLS handshake record) and the link must end
+        // with a reason, not hang and not panic for want of a crypto provider.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let first = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut record = [0u8; 3];
+            socket.read_exact(&mut record).await.expect("read");
+            record
+        });
+        let dir = tempfile::tempdir().expect("dir");
+        let mut link = dial(&format!("https://{address}/mcp"), &dir).await;
+        let record = tokio::time::timeout(Duration::from_secs(20), first).await.expect("bytes").expect("joined");
+        assert_eq!(record, [0x16, 0x03, 0x01], "a TLS ClientHello record");
+        let mut rest = String::new();
+        tokio::time::timeout(Duration::from_secs(20), link.reader.read_to_string(&mut rest))
+            .await
+            .expect("the link closes")
+            .expect("read");
+        assert!(rest.is_empty(), "nothing relayed: {rest}");
+        let why = tokio::time::timeout(Duration::from_secs(20), link.task).await.expect("it ends").expect("joined");
+        assert!(why.contains("cannot reach https://127.0.0.1"), "{why}");
+        assert!(!why.contains("s3cret"), "{why}");
     }
 
     #[tokio::test]

@@ -241,7 +241,11 @@ fn serve_outlives_a_reader_that_stops_after_the_first_line() {
         .map(|authority| format!("http://{authority}"))
         .expect("a URL in the first line");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let health = reqwest::blocking::get(format!("{origin}/myspace-butler/api/health"));
+    let health = butler_test_support::http::client()
+        .build()
+        .expect("client")
+        .get(format!("{origin}/myspace-butler/api/health"))
+        .send();
     let alive = child.try_wait().expect("try_wait").is_none();
     let _ = child.kill();
     let _ = child.wait();

@@ -88,7 +88,7 @@ fn the_page_and_its_assets_are_served_with_their_types_and_a_strict_policy() {
             .expect("request");
         assert_eq!(again.status(), 304, "{path} revalidates");
     }
-    let redirect = reqwest::blocking::Client::builder()
+    let redirect = butler_test_support::http::client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")

@@ -463,7 +463,7 @@ fn verify(butler: &Butler, ledger: &mut Ledger, expected_ids: &BTreeSet<String>,
     failures.extend(stores::check(workdir, &["self", ".butler"]).torn);
 
     // Approvals in flight at the kill: the replay finishes them (or returns their answer).
-    let client = Client::builder().timeout(REQUEST_TIMEOUT).build().expect("client");
+    let client = butler_test_support::http::client().timeout(REQUEST_TIMEOUT).build().expect("client");
     let token = format!("Bearer {}", butler.owner_token());
     let act = |action: &str, args: &Value| -> (u16, Value) {
         let response = client
@@ -625,7 +625,7 @@ fn thirty_sigkills_under_load_lose_nothing_acknowledged_and_apply_nothing_twice(
         }
 
         let load = Load {
-            client: Client::builder().timeout(REQUEST_TIMEOUT).build().expect("client"),
+            client: butler_test_support::http::client().timeout(REQUEST_TIMEOUT).build().expect("client"),
             origin: butler.origin.clone(),
             token: butler.owner_token(),
             round,

@@ -68,7 +68,7 @@ struct Mcp<'a> {
 
 impl<'a> Mcp<'a> {
     fn connect(butler: &'a Butler) -> Self {
-        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("client");
+        let client = butler_test_support::http::client().timeout(Duration::from_secs(60)).build().expect("client");
         let mut mcp = Self { butler, client, session: String::new(), next: 0 };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "exhaustion", "version": "1"}}});
@@ -251,7 +251,7 @@ fn silent_connections_past_the_cap_are_refused_then_closed_after_the_header_time
     let dir = tempfile::tempdir().expect("temp");
     let butler = Butler::start_logging(&dir.path().join("instance"), "info", &dir.path().join("host.log"));
     // A client that keeps no connection open: every slot is for the test's own.
-    let unpooled = reqwest::blocking::Client::builder().pool_max_idle_per_host(0).build().expect("client");
+    let unpooled = butler_test_support::http::client().pool_max_idle_per_host(0).build().expect("client");
     let ids = || -> Vec<String> {
         let catalog: Value = unpooled.get(butler.api("/catalog")).send().and_then(|r| r.json()).expect("catalog");
         catalog["extensions"]
@@ -480,7 +480,7 @@ fn stdout_floods(label: &str, line: &str, repeat: usize) -> Rss {
 
     let (running, peak) = (AtomicBool::new(true), AtomicU64::new(baseline));
     let health = Mutex::new((0u32, Duration::ZERO, Vec::<String>::new()));
-    let client = reqwest::blocking::Client::builder().timeout(DEADLINE).build().expect("client");
+    let client = butler_test_support::http::client().timeout(DEADLINE).build().expect("client");
     let started = Instant::now();
     std::thread::scope(|scope| {
         scope.spawn(|| sample_peak(pid, &running, &peak));

@@ -97,7 +97,9 @@ fn sigterm_exits_within_the_drain_window_even_with_stuck_calls() {
                 .map(|(command, args)| {
                     let url = butler.api(&format!("/faculties/probe/commands/{command}"));
                     scope.spawn(move || {
-                        reqwest::blocking::Client::new()
+                        butler_test_support::http::client()
+                            .build()
+                            .expect("client")
                             .post(url)
                             .header("content-type", "application/json")
                             .body(json!({"args": args}).to_string())

@@ -89,7 +89,7 @@ fn every_documented_operation_is_answered_by_its_handler_under_both_prefixes() {
     // absence that `401 token_required` is documented where it is answered.
     let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["auth"] = json!("token"));
     let token = butler.owner_token();
-    let client = reqwest::blocking::Client::builder()
+    let client = butler_test_support::http::client()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()

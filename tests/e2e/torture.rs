@@ -67,7 +67,7 @@ fn torture_mixed_pipeline_load_never_hangs_and_loses_nothing() {
         let faculty = butler.faculty(id).expect("listed");
         assert_eq!(faculty["timeoutMs"], DEADLINE_MS, "the root config's deadline applies: {faculty}");
     }
-    let client = Client::builder().timeout(REQUEST_TIMEOUT).build().expect("HTTP client");
+    let client = butler_test_support::http::client().timeout(REQUEST_TIMEOUT).build().expect("HTTP client");
     let ctx = Arc::new(Ctx {
         client,
         origin: butler.origin.clone(),

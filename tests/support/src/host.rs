@@ -91,6 +91,7 @@ impl Butler {
 
     fn spawn(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Self {
         let home = tempfile::tempdir().expect("temp home");
+        let client = crate::http::client().build().expect("client");
         let mut child = butler_command(home.path())
             .args(["serve", "--port", "0", "--workdir"])
             .arg(workdir)
@@ -109,16 +110,25 @@ impl Butler {
                 let _ = tx.send(line);
             }
         });
-        let line = rx.recv_timeout(START_TIMEOUT).expect("butler printed its URL");
-        let origin = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|rest| rest.split('/').next())
-            .map(|authority| format!("http://{authority}"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        let port = origin.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in URL");
+        let origin_and_port = || -> Result<(String, u16), String> {
+            let line = rx.recv_timeout(START_TIMEOUT).map_err(|e| format!("butler printed no URL: {e}"))?;
+            let origin = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("http://"))
+                .and_then(|rest| rest.split('/').next())
+                .map(|authority| format!("http://{authority}"))
+                .ok_or_else(|| format!("no URL in {line:?}"))?;
+            let port = origin.rsplit(':').next().and_then(|p| p.parse().ok()).ok_or("no port in the URL")?;
+            Ok((origin, port))
+        };
+        let (origin, port) = origin_and_port().unwrap_or_else(|why| {
+            // The host is not handed to a `Butler` that would stop it: stop it here.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{why}")
+        });
         let workdir = std::fs::canonicalize(workdir).expect("workdir exists after start");
-        Self { child, origin, port, workdir, _home: home, client: Client::new() }
+        Self { child, origin, port, workdir, _home: home, client }
     }
 
     /// `127.0.0.1:PORT`.
@@ -326,8 +336,7 @@ impl Butler {
         let (status, body) = self.post_json("/console/links", &serde_json::json!({}), &[("authorization", &token)]);
         assert_eq!(status, 200, "{body}");
         let url = body["data"]["url"].as_str().expect("login url").to_owned();
-        let client =
-            reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let client = crate::http::client().redirect(reqwest::redirect::Policy::none()).build().expect("client");
         let response = client.get(&url).send().expect("login");
         assert_eq!(response.status().as_u16(), 303, "the link logs in and sends to the console");
         let cookie = response.headers().get("set-cookie").expect("a session cookie").to_str().expect("ascii");

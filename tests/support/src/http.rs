@@ -9,6 +9,15 @@ use std::net::TcpStream;
 use reqwest::blocking::Response;
 use serde_json::Value;
 
+/// A builder of the blocking HTTP client the tests use. reqwest is built with TLS and no
+/// crypto provider (the host picks ring, see `butler_host::upstream`), so the provider is
+/// installed here first; a client built another way panics.
+pub fn client() -> reqwest::blocking::ClientBuilder {
+    // An error means a provider is installed already, which is all that is needed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::Client::builder()
+}
+
 /// Status and JSON body of a response.
 pub fn json_of(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();
