@@ -219,19 +219,25 @@ fn check_plugin(dir: &Path) -> Outcome {
 /// up as `workdir`'s (its faculty settings and compile cache), or, without an instance, as
 /// a new one's in a temporary folder.
 fn check_one(path: &Path, workdir: Option<&Path>) -> anyhow::Result<Outcome> {
-    let scratch = tempfile::tempdir().map_err(|e| anyhow::anyhow!("cannot create a temporary folder: {e}"))?;
+    // Without an instance, the runtime compiles into it; it outlives the runtime (declared
+    // before it).
+    let mut scratch = None;
     let setup = match workdir {
         Some(dir) => Instance::open(dir)?.faculty_setup(""),
-        None => butler_faculty::Setup {
-            root: scratch.path().to_owned(),
-            scan_roots: Vec::new(),
-            state_dir: scratch.path().to_owned(),
-            folders: Vec::new(),
-            settings: std::collections::BTreeMap::new(),
-            config: serde_json::Map::new(),
-            host: butler_process::HostEnv::default(),
-            clock: butler_faculty::Clock::system(),
-        },
+        None => {
+            let dir = tempfile::tempdir().map_err(|e| anyhow::anyhow!("cannot create a temporary folder: {e}"))?;
+            let root = scratch.insert(dir).path().to_owned();
+            butler_faculty::Setup {
+                root: root.clone(),
+                scan_roots: Vec::new(),
+                state_dir: root,
+                folders: Vec::new(),
+                settings: std::collections::BTreeMap::new(),
+                config: serde_json::Map::new(),
+                host: butler_process::HostEnv::default(),
+                clock: butler_faculty::Clock::system(),
+            }
+        }
     };
     let runtime = runtime(setup)?;
     let (manifest, diagnostics) = check_extension(path, Some(runtime.inspector()));
