@@ -393,7 +393,7 @@ fn fresh_candidate_id(title: &str) -> Result<String, Failure> {
             return Ok(id);
         }
     }
-    Err(Failure::new("io_error", "could not find a free candidate id"))
+    Err(Failure::of_kind(butler_faculty_kit::Kind::Internal, "io_error", "could not find a free candidate id"))
 }
 
 #[cfg(test)]

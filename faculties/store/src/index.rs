@@ -821,7 +821,11 @@ fn nonce() -> u64 {
 pub(crate) fn write_unique(target: &Path, bytes: &[u8]) -> Result<(), Failure> {
     use std::io::Write;
     let Some(parent) = target.parent() else {
-        return Err(Failure::new("io_error", format!("{}: no parent folder", target.display())));
+        return Err(Failure::of_kind(
+            butler_faculty_kit::Kind::Internal,
+            "io_error",
+            format!("{}: no parent folder", target.display()),
+        ));
     };
     std::fs::create_dir_all(parent).map_err(|e| Failure::io(parent, &e))?;
     let nonce = nonce();
