@@ -608,8 +608,9 @@ def packages(browser, origin, shots, args):
     page.shot("packages-refused")
     form.locator("#import-path").fill(args["good"])
     form.locator("button[data-act='import']").click()
-    expect(form.locator(".outcome.ok")).to_be_visible()
-    imported = form.locator(".outcome").inner_text()
+    # Read in the page as soon as it shows: 1.5 s later the view redraws with an empty form.
+    imported = page.page.wait_for_function(
+        "() => document.querySelector('#import-form .outcome.ok')?.innerText").json_value()
     row = page.page.locator(f"tr[data-package='{args['id']}']")
     expect(row).to_be_visible()
     before = row.locator(".badge").inner_text()

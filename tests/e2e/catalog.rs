@@ -8,7 +8,7 @@ use crate::util::{Butler, assert_error, tool, wait_until, write_manifest};
 
 /// Generous bound for "listed within 1 s" on a shared 2-core machine; the figure itself
 /// is measured by the benchmarks, not here.
-const LIVE: Duration = Duration::from_secs(5);
+pub(crate) const LIVE: Duration = Duration::from_secs(5);
 
 fn diagnostic_for<'a>(catalog: &'a Value, path: &str) -> Option<&'a Value> {
     catalog["diagnostics"].as_array()?.iter().find(|d| d["path"] == path)

@@ -11,9 +11,15 @@ use crate::util::{Butler, assert_error, guests, instance_with_config, wait_until
 /// Root config for these tests: a short deadline and small memory for the probe, a
 /// read-only `/self` grant, and a pipeline route to the probe.
 fn config() -> Value {
+    config_with_deadline(1500)
+}
+
+/// [`config`] with the probe's deadline `ms`: tests of concurrency wait in the call slots
+/// and the store lock inside it, which a loaded machine stretches past the short one.
+fn config_with_deadline(ms: u64) -> Value {
     json!({
         "faculties": {
-            "probe": {"timeoutMs": 1500, "memoryMb": 32, "grants": [{"dir": "${selfRoot}", "as": "/self", "write": false}]},
+            "probe": {"timeoutMs": ms, "memoryMb": 32, "grants": [{"dir": "${selfRoot}", "as": "/self", "write": false}]},
             "notes": {"timeoutMs": 5000}
         },
         "pipeline": {"routes": {"probe": "probe", "notes": "notes"}}
@@ -25,7 +31,11 @@ fn install(workdir: &Path, component: &str, name: &str) {
 }
 
 fn with_probe() -> (Butler, tempfile::TempDir) {
-    let dir = instance_with_config(&config());
+    with_probe_deadline(1500)
+}
+
+fn with_probe_deadline(ms: u64) -> (Butler, tempfile::TempDir) {
+    let dir = instance_with_config(&config_with_deadline(ms));
     install(dir.path(), guests::PROBE, "probe.wasm");
     let butler = Butler::start(dir.path());
     butler.wait_ready("probe");
@@ -245,7 +255,7 @@ fn a_misbehaving_call_fails_alone_with_the_right_error() {
 
 #[test]
 fn sixty_four_concurrent_calls_all_succeed() {
-    let (butler, _dir) = with_probe();
+    let (butler, _dir) = with_probe_deadline(10_000);
     std::thread::scope(|scope| {
         let calls: Vec<_> =
             (0..64).map(|_| scope.spawn(|| butler.command("probe", "sleep", &json!({"ms": "20"})))).collect();
@@ -259,7 +269,7 @@ fn sixty_four_concurrent_calls_all_succeed() {
 
 #[test]
 fn reads_run_in_parallel_and_writes_one_at_a_time() {
-    let (butler, _dir) = with_probe();
+    let (butler, _dir) = with_probe_deadline(10_000);
     let pair = |command: &str| {
         std::thread::scope(|scope| {
             let a = scope.spawn(|| butler.command("probe", command, &json!({"ms": "400"})));
@@ -454,7 +464,7 @@ fn a_restart_reuses_the_compile_cache() {
 
 #[test]
 fn native_commands_run_as_processes_with_a_deadline() {
-    let dir = instance_with_config(&json!({"faculties": {"legacy": {"timeoutMs": 1000}}}));
+    let dir = instance_with_config(&json!({"faculties": {"legacy": {"timeoutMs": 5000}}}));
     let folder = dir.path().join("faculties/legacy");
     std::fs::create_dir_all(&folder).expect("mkdir");
     std::fs::write(folder.join("run.sh"), "#!/bin/sh\ncase \"$1\" in\n  ok) read line; printf '{\"got\":\"%s\",\"arg\":\"%s\",\"url\":\"%s\"}' \"$line\" \"$2\" \"$BUTLER_HOST_URL\";;\n  fail) echo 'broken on purpose' >&2; exit 4;;\n  slow) sleep 30 & sleep 30;;\nesac\n").expect("script");

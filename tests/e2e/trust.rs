@@ -171,6 +171,9 @@ fn a_scan_that_cannot_read_unregisters_and_stops_nothing() {
 #[test]
 fn a_folder_that_vanished_is_unregistered_once_a_second_scan_agrees() {
     let (butler, _dir) = Butler::start_fresh();
+    // The built-in faculties' first compile takes both cores for a while: the scans timed
+    // below are measured after it, not beside it.
+    butler.wait_compiled();
     crate::util::write_manifest(&butler.workdir, "tools/short", &crate::util::tool("short", "Short-lived"));
     crate::util::wait_until(std::time::Duration::from_secs(10), "registered", || {
         butler.ids().contains(&"short".to_owned())
@@ -179,5 +182,5 @@ fn a_folder_that_vanished_is_unregistered_once_a_second_scan_agrees() {
     let gone = crate::util::wait_until(std::time::Duration::from_secs(10), "unregistered", || {
         !butler.ids().contains(&"short".to_owned())
     });
-    assert!(gone < std::time::Duration::from_secs(2), "still within the live-catalog promise: {gone:?}");
+    assert!(gone < crate::catalog::LIVE, "still within the live-catalog promise: {gone:?}");
 }
