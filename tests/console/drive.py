@@ -670,12 +670,14 @@ def automations(browser, origin, shots, args):
     section = page.page.locator("#automations")
     expect(section.locator(".empty")).to_be_visible()
     section.locator("button[data-act='register-automations']").click()
-    expect(section.locator(".outcome.ok")).to_be_visible()
+    # Read in the page as soon as it shows: a change the host announces redraws the view.
+    outcome = page.page.wait_for_function(
+        "() => document.querySelector('#automations .outcome.ok')?.innerText").json_value()
     row = section.locator(f"tr[data-job='{args['title']}']")
     expect(row).to_be_visible()
     cells = row.locator("td").all_inner_texts()
     page.shot("automations")
-    return {"errors": page.errors, "outcome": section.locator(".outcome").inner_text(), "cells": cells}
+    return {"errors": page.errors, "outcome": outcome, "cells": cells}
 
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,

@@ -8,10 +8,13 @@ use serde_json::{Value, json};
 
 use crate::util::{Butler, assert_error, guests, instance_with_config, wait_until};
 
+/// The probe's short deadline in milliseconds, which the deadline tests run into.
+const PROBE_DEADLINE_MS: u64 = 1500;
+
 /// Root config for these tests: a short deadline and small memory for the probe, a
 /// read-only `/self` grant, and a pipeline route to the probe.
 fn config() -> Value {
-    config_with_deadline(1500)
+    config_with_deadline(PROBE_DEADLINE_MS)
 }
 
 /// [`config`] with the probe's deadline `ms`: tests of concurrency wait in the call slots
@@ -31,7 +34,7 @@ fn install(workdir: &Path, component: &str, name: &str) {
 }
 
 fn with_probe() -> (Butler, tempfile::TempDir) {
-    with_probe_deadline(1500)
+    with_probe_deadline(PROBE_DEADLINE_MS)
 }
 
 fn with_probe_deadline(ms: u64) -> (Butler, tempfile::TempDir) {

@@ -221,7 +221,7 @@ fn list_changes_reach_only_the_listeners_that_asked_for_them() {
     let listen = |id: u64, notifications: Value| {
         let message = request(id, "subscriptions/listen", json!({"notifications": notifications}));
         let stream = raw_post(&butler, &message);
-        stream.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         stream
     };
     let tools_stream = listen(21, json!({"toolsListChanged": true, "resourceSubscriptions": ["fake://readme"]}));
@@ -257,6 +257,7 @@ fn list_changes_reach_only_the_listeners_that_asked_for_them() {
     assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
     assert_eq!(told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 21, "{told}");
     // The prompts listener hears nothing of it (its read times out with no event).
+    prompts_events.get_ref().set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
     assert_eq!(next_event(&mut prompts_events), None);
 }
 

@@ -101,7 +101,7 @@ pub enum Event {
 }
 
 /// How long a start's answer waits for the started program's pid.
-const PID_WAIT: Duration = Duration::from_secs(1);
+const PID_WAIT: Duration = Duration::from_secs(5);
 
 /// A request on one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
