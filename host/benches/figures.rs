@@ -81,9 +81,31 @@ fn main() {
         // The soak takes ten minutes: only when asked for by name.
         let by_default = !id.starts_with('S');
         if (filter.is_empty() && by_default) || filter.iter().any(|f| selects(f, id)) {
+            let before = cpu_times();
             run();
+            if let (Some((total0, steal0)), Some((total1, steal1))) = (before, cpu_times())
+                && total1 > total0
+            {
+                #[allow(clippy::cast_precision_loss)]
+                let stolen = (steal1 - steal0) as f64 * 100.0 / (total1 - total0) as f64;
+                note(&format!(
+                    "{id}: steal {stolen:.0} % (CPU time the hypervisor gave to other guests meanwhile); \
+                     it moves the absolute figures, so compare only the ratios within a run"
+                ));
+            }
         }
     }
+}
+
+/// This machine's CPU time so far over all CPUs, and the part of it the hypervisor gave to
+/// other guests (steal), in clock ticks, from `/proc/stat`.
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> =
+        stat.lines().next()?.strip_prefix("cpu ")?.split_whitespace().filter_map(|t| t.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest times are inside user and nice).
+    let steal = *ticks.get(7)?;
+    Some((ticks.iter().take(8).sum(), steal))
 }
 
 /// Median and 99th percentile of a sample set.

@@ -226,6 +226,48 @@ fn the_sandbox_holds_against_real_escape_attempts() {
     assert_eq!(body["data"]["connected"], false, "{body}");
 }
 
+/// Context switches so far of the host's deadline tickers (the `faculty-epoch` threads).
+fn ticker_switches(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the host's threads");
+    let mut switches = 0;
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "faculty-epoch" {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        switches += status
+            .lines()
+            .filter(|l| l.starts_with("voluntary_ctxt_switches") || l.starts_with("nonvoluntary_ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    switches
+}
+
+/// The deadline tickers run only while a guest does: an idle host is not woken by them
+/// (each ticks every 20 ms while a call runs), and a call that spins is still stopped at
+/// its deadline.
+#[test]
+fn the_deadline_tickers_sleep_while_no_guest_runs() {
+    let (butler, _dir) = with_probe();
+    butler.wait_compiled();
+    let (status, body) = butler.command("probe", "ok", &json!({}));
+    assert_eq!(status, 200, "{body}");
+
+    let idle = ticker_switches(butler.pid());
+    std::thread::sleep(Duration::from_secs(2));
+    let idled = ticker_switches(butler.pid()) - idle;
+    // Ticking, the two tickers would switch 200 times in these 2 s.
+    assert!(idled < 10, "the tickers woke {idled} times while no guest ran");
+
+    let spinning = ticker_switches(butler.pid());
+    let (status, body) = butler.command("probe", "spin", &json!({}));
+    assert_error(status, &body, 504, "timeout");
+    let spun = ticker_switches(butler.pid()) - spinning;
+    assert!(spun >= 20, "the tickers switched only {spun} times during a 1.5 s spin");
+}
+
 #[test]
 fn a_misbehaving_call_fails_alone_with_the_right_error() {
     let (butler, _dir) = with_probe();

@@ -2,16 +2,16 @@
 //! use, and how deadlines tick and stop a guest. Every number is a named constant with its
 //! reason.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline};
 
-/// How often the epoch advances. A running guest is checked against its deadline (and
-/// for shutdown) at every tick, so this is the granularity of `timeoutMs`; 20 ms keeps the
-/// ticker's idle cost negligible (50 wake-ups a second) while a runaway call is stopped
-/// within a fraction of a second.
+/// How often the epoch advances while a guest runs. A running guest is checked against its
+/// deadline (and for shutdown) at every tick, so this is the granularity of `timeoutMs`;
+/// 20 ms costs 50 wake-ups a second while calls run, and a runaway call is stopped within a
+/// fraction of a second. While no guest runs the tickers sleep: an idle host is not woken.
 pub const EPOCH_TICK: Duration = Duration::from_millis(20);
 
 /// Largest `faculties.<id>.memoryMb` the schema allows; the pool's memory slots are sized
@@ -127,12 +127,60 @@ fn config(pooling: bool) -> Config {
     config
 }
 
-/// A thread that advances the engine's epoch every [`EPOCH_TICK`] for the life of the
-/// process (the host builds one engine).
+/// The guests armed (running or about to) across the process's engines, and the tickers
+/// waiting for one.
+struct Ticking {
+    armed: usize,
+    waiting: usize,
+}
+
+static TICKING: Mutex<Ticking> = Mutex::new(Ticking { armed: 0, waiting: 0 });
+/// Signalled when the first guest is armed while a ticker waits.
+static GUEST_ARMED: Condvar = Condvar::new();
+
+fn ticking() -> std::sync::MutexGuard<'static, Ticking> {
+    TICKING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A guest's share in keeping the tickers running: taken by [`arm`], given back when
+/// dropped (the call ended, however it ended).
+#[must_use = "the tickers stop once no guest is armed: keep this while the guest runs"]
+pub(super) struct Armed(());
+
+impl Armed {
+    fn take() -> Self {
+        let mut ticking = ticking();
+        ticking.armed += 1;
+        // Only a waiting ticker needs the signal, which costs a system call.
+        if ticking.armed == 1 && ticking.waiting > 0 {
+            GUEST_ARMED.notify_all();
+        }
+        Self(())
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        let mut ticking = ticking();
+        ticking.armed = ticking.armed.saturating_sub(1);
+    }
+}
+
+/// A thread that advances the engine's epoch every [`EPOCH_TICK`] while a guest is armed,
+/// for the life of the process (the host builds one engine and one quick engine).
 fn start_ticker(engine: &Engine) {
     let engine = engine.clone();
     let spawned = std::thread::Builder::new().name("faculty-epoch".into()).spawn(move || {
         loop {
+            {
+                // Waiting for work, not for an answer: nothing waits on this thread.
+                let mut state = ticking();
+                while state.armed == 0 {
+                    state.waiting += 1;
+                    state = GUEST_ARMED.wait(state).unwrap_or_else(PoisonError::into_inner);
+                    state.waiting -= 1;
+                }
+            }
             std::thread::sleep(EPOCH_TICK);
             engine.increment_epoch();
         }
@@ -155,8 +203,10 @@ impl std::fmt::Display for Abandoned {
 impl std::error::Error for Abandoned {}
 
 /// Arms `store` to stop at `deadline`, or as soon as `stop` is set: the epoch ticks every
-/// [`EPOCH_TICK`], and at each tick the guest is checked.
-pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) {
+/// [`EPOCH_TICK`] as long as the returned [`Armed`] is kept, and at each tick the guest is
+/// checked.
+pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) -> Armed {
+    let armed = Armed::take();
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
         if stop.load(Ordering::Acquire) {
@@ -167,6 +217,7 @@ pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBo
         }
         Ok(UpdateDeadline::Continue(1))
     });
+    armed
 }
 
 /// What trapped, in one line: the trap kind when there is one, else the error's first

@@ -67,7 +67,7 @@ pub(super) fn component(
     let started = Instant::now();
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    arm(&mut store, frame.deadline, Arc::clone(&frame.stop));
+    let _ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop));
 
     let outcome = match (prepared, call) {
         (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(&mut store, op).map(|r| r.map(Some)),
