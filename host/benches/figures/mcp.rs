@@ -260,6 +260,9 @@ impl Drop for Lone {
 pub(super) struct Relay {
     child: Child,
     lines: Lines<TcpStream, BufReader<TcpStream>>,
+    /// For each request, from its write to the provider's pipe to the answer read back: what
+    /// the hub reports as its provider's p50 (`GET /mcp/status`), taken the same way.
+    inside: Arc<Mutex<Vec<Duration>>>,
 }
 
 impl Relay {
@@ -267,13 +270,21 @@ impl Relay {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the relay");
         let address = listener.local_addr().expect("the relay's address");
         let (child, stdin, stdout) = spawn_provider(argv);
-        std::thread::spawn(move || relay(&listener, stdin, stdout));
-        Self { child, lines: relay_client(address) }
+        let inside = Arc::<Mutex<Vec<Duration>>>::default();
+        let timed = Arc::clone(&inside);
+        std::thread::spawn(move || relay(&listener, stdin, stdout, &timed));
+        Self { child, lines: relay_client(address), inside }
     }
 
     /// One echo call through the relay.
     pub(super) fn call(&mut self) {
         self.lines.call();
+    }
+
+    /// The p50 of the provider's answers as the relay saw them (see `inside`).
+    pub(super) fn inside_p50(&self) -> Duration {
+        let samples = self.inside.lock().expect("lock").clone();
+        percentiles(samples).0
     }
 }
 
@@ -293,7 +304,7 @@ fn relay_client(address: std::net::SocketAddr) -> Lines<TcpStream, BufReader<Tcp
 }
 
 /// The relay's one thread: until its client or the provider closes.
-fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildStdout) {
+fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildStdout, inside: &Mutex<Vec<Duration>>) {
     let Ok((socket, _)) = listener.accept() else { return };
     let _ = socket.set_nodelay(true);
     let Ok(reading) = socket.try_clone() else { return };
@@ -302,8 +313,11 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
     let (mut request, mut answer) = (Vec::new(), Vec::new());
     loop {
         request.clear();
-        if !matches!(from_client.read_until(b'\n', &mut request), Ok(n) if n > 0) || stdin.write_all(&request).is_err()
-        {
+        if !matches!(from_client.read_until(b'\n', &mut request), Ok(n) if n > 0) {
+            return;
+        }
+        let written = Instant::now();
+        if stdin.write_all(&request).is_err() {
             return;
         }
         // A notification has no answer; the client's requests start with their id.
@@ -319,6 +333,7 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
                 return;
             }
             if !answer.windows(8).any(|w| w == br#""method""#) {
+                inside.lock().expect("lock").push(written.elapsed());
                 break;
             }
         }
@@ -603,6 +618,16 @@ pub fn b4_hub_call() {
         us(health50),
         us(ping50)
     ));
+    // Each system has its own process of the provider, and two processes of one Node server
+    // can differ by tens of microseconds a call, which "added" counts as the hop's. Less the
+    // provider's answer as each hop timed it (from its write to the pipe to the answer read
+    // back), what is left is the hop's own time.
+    let hop = |p50: Duration, inside: Duration| p50.saturating_sub(inside);
+    let relay_hop = hop(relay50, relay.inside_p50());
+    let hub_inside = Duration::from_secs_f64(inside.max(0.0) / 1e6);
+    let own_hop = "less the provider's answer p50 inside the hop; baseline = the same for the minimal blocking relay";
+    line_us(&format!("B4 the hop alone, 1 session ({own_hop})"), hop(hub50, hub_inside), relay_hop);
+    line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(modern50, hub_inside), relay_hop);
 
     // The same calls' CPU on the thread that relays them: the hub's, against the
     // event-loop relay's (the same runtime, doing nothing but relaying). Not timing: the
