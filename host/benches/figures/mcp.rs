@@ -624,10 +624,15 @@ pub fn b4_hub_call() {
     // back), what is left is the hop's own time.
     let hop = |p50: Duration, inside: Duration| p50.saturating_sub(inside);
     let relay_hop = hop(relay50, relay.inside_p50());
-    let hub_inside = Duration::from_secs_f64(inside.max(0.0) / 1e6);
-    let own_hop = "less the provider's answer p50 inside the hop; baseline = the same for the minimal blocking relay";
-    line_us(&format!("B4 the hop alone, 1 session ({own_hop})"), hop(hub50, hub_inside), relay_hop);
-    line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(modern50, hub_inside), relay_hop);
+    if inside.is_finite() && inside >= 0.0 {
+        let hub_inside = Duration::from_secs_f64(inside / 1e6);
+        let own_hop =
+            "less the provider's answer p50 inside the hop; baseline = the same for the minimal blocking relay";
+        line_us(&format!("B4 the hop alone, 1 session ({own_hop})"), hop(hub50, hub_inside), relay_hop);
+        line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(modern50, hub_inside), relay_hop);
+    } else {
+        note("B4: the hop alone is not printed: the hub's status gave no p50 of its provider's answers");
+    }
 
     // The same calls' CPU on the thread that relays them: the hub's, against the
     // event-loop relay's (the same runtime, doing nothing but relaying). Not timing: the
