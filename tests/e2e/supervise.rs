@@ -302,11 +302,13 @@ fn logs_stream_their_backlog_then_follow_and_see_the_host_environment() {
     );
     let butler = Butler::start(&w);
     wait_state(&butler, "tool", "talker", "running");
-    // Connect once the first lines are out: they arrive as backlog, then `live`.
+    // Connect once the first lines are out: they arrive as backlog, then `live`. stdout and
+    // stderr are separate pipes read apart, so `two` may land after the `url=` line.
     let mut backlog = Vec::new();
     wait_until(LIMIT, "the first lines in the backlog", || {
         backlog = events_until(&butler, "/tools/talker/log", |events| events.iter().any(|(e, _)| e == "live"));
-        log_texts(&backlog).iter().any(|t| t.starts_with("url="))
+        let texts = log_texts(&backlog);
+        texts.iter().any(|t| t.starts_with("url=")) && texts.iter().any(|t| t == "two")
     });
     let texts = log_texts(&backlog);
     let url = format!("url={} legacy={} mine=42", butler.origin, butler.origin);
