@@ -260,9 +260,23 @@ impl Drop for Lone {
 pub(super) struct Relay {
     child: Child,
     lines: Lines<TcpStream, BufReader<TcpStream>>,
-    /// For each request, from its write to the provider's pipe to the answer read back: what
-    /// the hub reports as its provider's p50 (`GET /mcp/status`), taken the same way.
-    inside: Arc<Mutex<Vec<Duration>>>,
+    inside: AnswerTimes,
+}
+
+/// A relay's provider's answers as the relay timed them: for each request, from its write to
+/// the provider's pipe to the answer read back — what the hub reports as its provider's p50
+/// (`GET /mcp/status`), taken the same way.
+#[derive(Clone, Default)]
+struct AnswerTimes(Arc<Mutex<Vec<Duration>>>);
+
+impl AnswerTimes {
+    fn push(&self, took: Duration) {
+        self.0.lock().expect("lock").push(took);
+    }
+
+    fn p50(&self) -> Duration {
+        percentiles(self.0.lock().expect("lock").clone()).0
+    }
 }
 
 impl Relay {
@@ -270,8 +284,8 @@ impl Relay {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the relay");
         let address = listener.local_addr().expect("the relay's address");
         let (child, stdin, stdout) = spawn_provider(argv);
-        let inside = Arc::<Mutex<Vec<Duration>>>::default();
-        let timed = Arc::clone(&inside);
+        let inside = AnswerTimes::default();
+        let timed = inside.clone();
         std::thread::spawn(move || relay(&listener, stdin, stdout, &timed));
         Self { child, lines: relay_client(address), inside }
     }
@@ -281,10 +295,9 @@ impl Relay {
         self.lines.call();
     }
 
-    /// The p50 of the provider's answers as the relay saw them (see `inside`).
+    /// The p50 of the provider's answers as the relay timed them.
     pub(super) fn inside_p50(&self) -> Duration {
-        let samples = self.inside.lock().expect("lock").clone();
-        percentiles(samples).0
+        self.inside.p50()
     }
 }
 
@@ -304,7 +317,7 @@ fn relay_client(address: std::net::SocketAddr) -> Lines<TcpStream, BufReader<Tcp
 }
 
 /// The relay's one thread: until its client or the provider closes.
-fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildStdout, inside: &Mutex<Vec<Duration>>) {
+fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildStdout, inside: &AnswerTimes) {
     let Ok((socket, _)) = listener.accept() else { return };
     let _ = socket.set_nodelay(true);
     let Ok(reading) = socket.try_clone() else { return };
@@ -327,13 +340,19 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
         // The provider's own notifications pass on until its answer (no `method`).
         loop {
             answer.clear();
-            if !matches!(from_child.read_until(b'\n', &mut answer), Ok(n) if n > 0)
-                || to_client.write_all(&answer).is_err()
-            {
+            if !matches!(from_child.read_until(b'\n', &mut answer), Ok(n) if n > 0) {
                 return;
             }
-            if !answer.windows(8).any(|w| w == br#""method""#) {
-                inside.lock().expect("lock").push(written.elapsed());
+            // Timed on reading, as the hub times its provider: the socket write that follows
+            // (and the client's wake-up inside it) is the hop's, not the provider's.
+            let answered = !answer.windows(8).any(|w| w == br#""method""#);
+            if answered {
+                inside.push(written.elapsed());
+            }
+            if to_client.write_all(&answer).is_err() {
+                return;
+            }
+            if answered {
                 break;
             }
         }
@@ -350,6 +369,7 @@ pub(super) struct LoopRelay {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// The relay's thread, as `/proc/<pid>/task/<tid>`.
     thread: PathBuf,
+    inside: AnswerTimes,
 }
 
 impl LoopRelay {
@@ -360,23 +380,30 @@ impl LoopRelay {
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let argv = argv.to_vec();
         let (tell, thread) = mpsc::channel();
+        let inside = AnswerTimes::default();
+        let timed = inside.clone();
         std::thread::spawn(move || {
             let _ = tell.send(std::fs::read_link("/proc/thread-self").map(|t| Path::new("/proc").join(t)));
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
             runtime.block_on(async move {
                 tokio::select! {
-                    () = loop_relay(listener, &argv) => {}
+                    () = loop_relay(listener, &argv, &timed) => {}
                     _ = stopped => {}
                 }
             });
         });
         let thread = thread.recv().expect("the relay's thread").expect("/proc/thread-self");
-        Self { lines: relay_client(address), stop: Some(stop), thread }
+        Self { lines: relay_client(address), stop: Some(stop), thread, inside }
     }
 
     /// One echo call through the relay.
     pub(super) fn call(&mut self) {
         self.lines.call();
+    }
+
+    /// The p50 of the provider's answers as the relay timed them.
+    pub(super) fn inside_p50(&self) -> Duration {
+        self.inside.p50()
     }
 }
 
@@ -416,7 +443,7 @@ impl Drop for LoopRelay {
 }
 
 /// [`LoopRelay`]'s task: as [`relay`], until its client or the provider closes.
-async fn loop_relay(listener: std::net::TcpListener, argv: &[String]) {
+async fn loop_relay(listener: std::net::TcpListener, argv: &[String], inside: &AnswerTimes) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
     let mut child = tokio::process::Command::new(&argv[0])
@@ -435,9 +462,11 @@ async fn loop_relay(listener: std::net::TcpListener, argv: &[String]) {
     let (mut request, mut answer) = (Vec::new(), Vec::new());
     loop {
         request.clear();
-        if !matches!(from_client.read_until(b'\n', &mut request).await, Ok(n) if n > 0)
-            || stdin.write_all(&request).await.is_err()
-        {
+        if !matches!(from_client.read_until(b'\n', &mut request).await, Ok(n) if n > 0) {
+            return;
+        }
+        let written = Instant::now();
+        if stdin.write_all(&request).await.is_err() {
             return;
         }
         if !request.starts_with(br#"{"jsonrpc":"2.0","id""#) {
@@ -445,12 +474,17 @@ async fn loop_relay(listener: std::net::TcpListener, argv: &[String]) {
         }
         loop {
             answer.clear();
-            if !matches!(from_child.read_until(b'\n', &mut answer).await, Ok(n) if n > 0)
-                || to_client.write_all(&answer).await.is_err()
-            {
+            if !matches!(from_child.read_until(b'\n', &mut answer).await, Ok(n) if n > 0) {
                 return;
             }
-            if !answer.windows(8).any(|w| w == br#""method""#) {
+            let answered = !answer.windows(8).any(|w| w == br#""method""#);
+            if answered {
+                inside.push(written.elapsed());
+            }
+            if to_client.write_all(&answer).await.is_err() {
+                return;
+            }
+            if answered {
                 break;
             }
         }
@@ -624,12 +658,21 @@ pub fn b4_hub_call() {
     // back), what is left is the hop's own time.
     let hop = |p50: Duration, inside: Duration| p50.saturating_sub(inside);
     let relay_hop = hop(relay50, relay.inside_p50());
+    let own_hop = "less the provider's answer p50 inside the hop; baseline = the same for the minimal blocking relay";
+    line_us(
+        &format!("B4 the hop alone, the minimal event-loop relay ({own_hop})"),
+        hop(loop50, loop_relay.inside_p50()),
+        relay_hop,
+    );
     if inside.is_finite() && inside >= 0.0 {
         let hub_inside = Duration::from_secs_f64(inside / 1e6);
-        let own_hop =
-            "less the provider's answer p50 inside the hop; baseline = the same for the minimal blocking relay";
         line_us(&format!("B4 the hop alone, 1 session ({own_hop})"), hop(hub50, hub_inside), relay_hop);
         line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(modern50, hub_inside), relay_hop);
+        note(&format!(
+            "B4: the provider's answer p50 inside each hop: the hub {inside:.0} µs, the blocking relay {:.0} µs, the event-loop relay {:.0} µs",
+            us(relay.inside_p50()),
+            us(loop_relay.inside_p50())
+        ));
     } else {
         note("B4: the hop alone is not printed: the hub's status gave no p50 of its provider's answers");
     }
