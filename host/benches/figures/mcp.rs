@@ -316,6 +316,18 @@ fn relay_client(address: std::net::SocketAddr) -> Lines<TcpStream, BufReader<Tcp
     Lines::open(stream, reading)
 }
 
+/// Whether a line the relays' client sends is a request, which the provider answers (a
+/// notification is not): the client's requests start with their id.
+fn is_request(line: &[u8]) -> bool {
+    line.starts_with(br#"{"jsonrpc":"2.0","id""#)
+}
+
+/// Whether a line of the provider's is the answer the relays wait for: its own requests and
+/// notifications, which pass on before it, have a `method`.
+fn is_answer(line: &[u8]) -> bool {
+    !line.windows(8).any(|w| w == br#""method""#)
+}
+
 /// The relay's one thread: until its client or the provider closes.
 fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildStdout, inside: &AnswerTimes) {
     let Ok((socket, _)) = listener.accept() else { return };
@@ -333,11 +345,9 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
         if stdin.write_all(&request).is_err() {
             return;
         }
-        // A notification has no answer; the client's requests start with their id.
-        if !request.starts_with(br#"{"jsonrpc":"2.0","id""#) {
+        if !is_request(&request) {
             continue;
         }
-        // The provider's own notifications pass on until its answer (no `method`).
         loop {
             answer.clear();
             if !matches!(from_child.read_until(b'\n', &mut answer), Ok(n) if n > 0) {
@@ -345,7 +355,7 @@ fn relay(listener: &std::net::TcpListener, mut stdin: ChildStdin, stdout: ChildS
             }
             // Timed on reading, as the hub times its provider: the socket write that follows
             // (and the client's wake-up inside it) is the hop's, not the provider's.
-            let answered = !answer.windows(8).any(|w| w == br#""method""#);
+            let answered = is_answer(&answer);
             if answered {
                 inside.push(written.elapsed());
             }
@@ -469,7 +479,7 @@ async fn loop_relay(listener: std::net::TcpListener, argv: &[String], inside: &A
         if stdin.write_all(&request).await.is_err() {
             return;
         }
-        if !request.starts_with(br#"{"jsonrpc":"2.0","id""#) {
+        if !is_request(&request) {
             continue;
         }
         loop {
@@ -477,7 +487,7 @@ async fn loop_relay(listener: std::net::TcpListener, argv: &[String], inside: &A
             if !matches!(from_child.read_until(b'\n', &mut answer).await, Ok(n) if n > 0) {
                 return;
             }
-            let answered = !answer.windows(8).any(|w| w == br#""method""#);
+            let answered = is_answer(&answer);
             if answered {
                 inside.push(written.elapsed());
             }
