@@ -67,13 +67,15 @@ impl Asker {
     /// of those the hub can route to it.
     #[must_use]
     pub fn legacy(capabilities: &Value, log_level: Option<String>) -> Self {
-        let routed = routed_capabilities();
+        // Checked by name, not against a built `routed_capabilities()`: this runs on every
+        // call of a legacy session.
+        let routed = |name: &str| matches!(name, "sampling" | "elicitation" | "roots");
         let capabilities: serde_json::Map<String, Value> = capabilities
             .as_object()
             .map(|declared| {
                 declared
                     .iter()
-                    .filter(|(name, value)| routed.get(name.as_str()).is_some() && value.is_object())
+                    .filter(|(name, value)| routed(name) && value.is_object())
                     .map(|(name, value)| (name.clone(), value.clone()))
                     .collect()
             })
@@ -335,6 +337,9 @@ mod tests {
         assert_eq!(asker.capabilities, json!({"sampling": {}, "roots": {"listChanged": true}}));
         assert!(!asker.modern);
         assert_eq!(Asker::legacy(&json!(null), None).capabilities, json!({}));
+        // Every capability the hub routes is kept, and only those.
+        let routed = routed_capabilities();
+        assert_eq!(Asker::legacy(&routed, None).capabilities, routed);
     }
 
     #[test]
