@@ -33,6 +33,10 @@ pub fn capability_of(method: &str) -> Option<&'static str> {
     }
 }
 
+/// The names of the client capabilities the hub can route to a client: the keys of
+/// [`routed_capabilities`].
+const ROUTED: [&str; 3] = ["sampling", "elicitation", "roots"];
+
 /// The client capabilities the hub declares to providers: exactly what it can route to a
 /// client (each checked again against the calling client's own).
 #[must_use]
@@ -69,7 +73,7 @@ impl Asker {
     pub fn legacy(capabilities: &Value, log_level: Option<String>) -> Self {
         // Checked by name, not against a built `routed_capabilities()`: this runs on every
         // call of a legacy session.
-        let routed = |name: &str| matches!(name, "sampling" | "elicitation" | "roots");
+        let routed = |name: &str| ROUTED.contains(&name);
         let capabilities: serde_json::Map<String, Value> = capabilities
             .as_object()
             .map(|declared| {
@@ -340,6 +344,8 @@ mod tests {
         // Every capability the hub routes is kept, and only those.
         let routed = routed_capabilities();
         assert_eq!(Asker::legacy(&routed, None).capabilities, routed);
+        let names: Vec<&str> = routed.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        assert_eq!(names, ROUTED);
     }
 
     #[test]
