@@ -10,8 +10,21 @@
 //!   ([`provider_lines`]); a line is a notification, another message, blank, or not
 //!   JSON-RPC ([`provider_line`]); a message is routed by its `id` and `method`
 //!   ([`provider_route`]). These are the rules the provider's reader task follows.
+//!
+//! Messages are assembled with [`object`], which moves its values in: `json!` copies each
+//! value it is given through a serializer, a whole result or tool list included.
 
 use serde_json::{Value, json};
+
+/// A JSON object of `fields`, in order, each value moved in.
+#[must_use]
+pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    let mut object = serde_json::Map::with_capacity(N);
+    for (key, value) in fields {
+        object.insert(key.to_owned(), value);
+    }
+    Value::Object(object)
+}
 
 /// What one client message is.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +80,9 @@ pub struct ClientBody {
 /// [`Refusal`]: the body is not JSON, is an empty batch, or one of its messages is not a
 /// JSON-RPC 2.0 message (the first such one is named).
 pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
+    if let Some(message) = single_request(body) {
+        return Ok(ClientBody { array: false, messages: vec![message] });
+    }
     let parsed: Value = serde_json::from_slice(body).map_err(|e| Refusal {
         id: Value::Null,
         code: -32700,
@@ -97,6 +113,61 @@ pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
         }
     }
     Ok(ClientBody { array, messages })
+}
+
+/// A field of [`Lone`] that tells absent (`None`) from `null` (`Some(Value::Null)`), which
+/// `Option` would not.
+struct Field<T>(Option<T>);
+
+impl<T> Default for Field<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Field<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|value| Self(Some(value)))
+    }
+}
+
+/// One client message read straight into its parts: no map is built for the envelope.
+#[derive(serde::Deserialize)]
+struct Lone<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Field<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Field<Value>,
+    #[serde(default, borrow)]
+    method: Field<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    params: Field<Value>,
+    #[serde(default)]
+    result: Field<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Field<serde::de::IgnoredAny>,
+}
+
+/// The common body, one valid request or notification, read without building the
+/// envelope as a map (a `tools/call` is the hub's hot path). `None` for anything else — a
+/// batch, a response, a message [`classify`] refuses, a duplicated key — which
+/// [`client_messages`] then reads as a [`Value`], so the answer is the same either way.
+fn single_request(body: &[u8]) -> Option<ClientMessage> {
+    // A struct also reads from an array (its fields in order): only an object is one message.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let lone: Lone = serde_json::from_slice(body).ok()?;
+    if lone.jsonrpc.0.as_deref() != Some("2.0") || lone.result.0.is_some() || lone.error.0.is_some() {
+        return None;
+    }
+    let method = lone.method.0?.into_owned();
+    let params = lone.params.0.unwrap_or_else(|| json!({}));
+    match lone.id.0 {
+        None => Some(ClientMessage::Notification { method, params }),
+        Some(id) if id.is_string() || id.is_i64() || id.is_u64() => Some(ClientMessage::Request { id, method, params }),
+        Some(_) => None,
+    }
 }
 
 /// What one client message is; its `params` are taken out of it.
@@ -323,7 +394,7 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             ProviderRoute::Reply { id, reply }
         }
         (Some(id), Some(method)) if method == "ping" => {
-            ProviderRoute::Answer(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+            ProviderRoute::Answer(object([("jsonrpc", "2.0".into()), ("id", id), ("result", json!({}))]))
         }
         (Some(id), Some(method)) => {
             let params = message.get_mut("params").map_or_else(|| json!({}), Value::take);
@@ -371,6 +442,25 @@ mod tests {
                 ClientMessage::Notification { method: "notifications/initialized".into(), params: json!({}) },
             ]
         );
+        // Read without a map for the envelope, or as a `Value`: the same messages.
+        for (body, message) in [
+            (
+                &br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}"#[..],
+                ClientMessage::Request { id: json!("a"), method: "tools/call".into(), params: json!({"name": "x"}) },
+            ),
+            (
+                br#"{"id":2,"jsonrpc":"2\u002e0","method":"ping","params":null}"#,
+                ClientMessage::Request { id: json!(2), method: "ping".into(), params: Value::Null },
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"a","method":"b"}"#,
+                ClientMessage::Notification { method: "b".into(), params: json!({}) },
+            ),
+        ] {
+            let parsed = client_messages(body).expect("a message");
+            assert!(!parsed.array);
+            assert_eq!(parsed.messages, [message], "{}", String::from_utf8_lossy(body));
+        }
         let answered = client_messages(br#"{"jsonrpc":"2.0","id":"b-1","result":{"roots":[]}}"#).expect("a response");
         assert_eq!(answered.messages, [ClientMessage::Response { id: json!("b-1"), reply: Ok(json!({"roots": []})) }]);
         for (body, code) in [
@@ -379,6 +469,9 @@ mod tests {
             (br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, -32600),
             (br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, -32600),
             (br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":1,"method":7}"#, -32600),
+            (br#" ["2.0",1,"ping",{}]"#, -32600),
         ] {
             assert_eq!(client_messages(body).expect_err("refused").code, code, "{}", String::from_utf8_lossy(body));
         }

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, oneshot};
 
-use super::framing::{ProviderLine, ProviderRoute, provider_line};
+use super::framing::{ProviderLine, ProviderRoute, object, provider_line};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
 use butler_catalog::Extension;
@@ -530,8 +530,8 @@ impl Conn {
         tokio::spawn(async move {
             let limit = conn.timeout;
             let message = match tokio::time::timeout(limit, answer).await {
-                Ok(Ok(Ok(result))) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                Ok(Ok(Err(error))) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                Ok(Ok(Ok(result))) => object([("jsonrpc", "2.0".into()), ("id", id), ("result", result)]),
+                Ok(Ok(Err(error))) => object([("jsonrpc", "2.0".into()), ("id", id), ("error", error)]),
                 Ok(Err(_)) => refusal(&id, format!("the client's call ended before it answered `{method}`")),
                 Err(_) => refusal(&id, format!("the client did not answer `{method}` within {} s", limit.as_secs())),
             };

@@ -19,6 +19,7 @@ use tokio::sync::broadcast;
 
 use super::rounds;
 use butler_mcp::activity::Entry;
+use butler_mcp::framing::object;
 use butler_mcp::upcall::{self, Asked, Call, Next, Parked, Upcall, Upcalls};
 use butler_mcp::{Asker, Changed, Hub, RpcError, View};
 
@@ -228,13 +229,15 @@ impl Context {
             "tools/list" => {
                 let mut tools = hub.list_tools(view).await;
                 tools.extend(self.agent.iter().flat_map(|agent| agent.tools()));
-                Ok(json!({"tools": tools}))
+                Ok(object([("tools", tools.into())]))
             }
             "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await,
-            "prompts/list" => Ok(json!({"prompts": hub.list_prompts(view).await})),
+            "prompts/list" => Ok(object([("prompts", hub.list_prompts(view).await.into())])),
             "prompts/get" => hub.get_prompt(view, params, &asker).await,
-            "resources/list" => Ok(json!({"resources": hub.list_resources(view).await})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": hub.list_resource_templates(view).await})),
+            "resources/list" => Ok(object([("resources", hub.list_resources(view).await.into())])),
+            "resources/templates/list" => {
+                Ok(object([("resourceTemplates", hub.list_resource_templates(view).await.into())]))
+            }
             "resources/read" => hub.read_resource(view, params, &asker).await,
             "completion/complete" => hub.complete(view, params, &asker).await,
             _ => return None,
@@ -275,8 +278,8 @@ pub fn not_found(method: &str) -> RpcError {
 /// The JSON-RPC response for `id`.
 pub fn envelope(id: Value, result: Result<Value, RpcError>) -> Value {
     match result {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}),
+        Ok(result) => object([("jsonrpc", "2.0".into()), ("id", id), ("result", result)]),
+        Err(error) => object([("jsonrpc", "2.0".into()), ("id", id), ("error", error.to_value())]),
     }
 }
 
@@ -433,7 +436,7 @@ impl Drive {
     fn progress(&self, mut progress: Value) -> Option<Value> {
         let token = self.token.as_ref().filter(|_| self.takes_progress())?;
         progress["progressToken"] = token.clone();
-        Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}))
+        Some(object([("jsonrpc", "2.0".into()), ("method", "notifications/progress".into()), ("params", progress)]))
     }
 
     /// What one upcall becomes: progress for the client, or a request of the provider's —
@@ -448,8 +451,9 @@ impl Drive {
             return None;
         }
         let level = message.get("level").and_then(Value::as_str).unwrap_or_default();
-        upcall::passes(level, wanted)
-            .then(|| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": message}))
+        upcall::passes(level, wanted).then(|| {
+            object([("jsonrpc", "2.0".into()), ("method", "notifications/message".into()), ("params", message)])
+        })
     }
 
     fn step(&self, upcall: Upcall) -> Step {
