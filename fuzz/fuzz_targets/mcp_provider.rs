@@ -5,10 +5,11 @@
 //! only `\n` (the last may lack it); an oversized line stops the stream right where it
 //! starts; each line is what its bytes are (notification, message, blank, not JSON); a
 //! message is routed by its `id` and `method` exactly, and an answer to the provider is a
-//! well-formed JSON-RPC response to the same id, sendable as one line.
+//! well-formed JSON-RPC response to the same id, sendable as one line; an answer read
+//! straight into its parts (the reader's fast path) is routed to the same reply.
 #![no_main]
 
-use butler_mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_route};
+use butler_mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_reply, provider_route};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
@@ -42,6 +43,11 @@ fuzz_target!(|data: &[u8]| {
 
 fn classified(line: &[u8]) {
     let parsed = serde_json::from_slice::<Value>(line);
+    // The answer read straight into its parts is the one the message routes to.
+    if let Some((id, reply)) = provider_reply(line) {
+        let message = parsed.as_ref().expect("a reply read into its parts is JSON").clone();
+        assert_eq!(provider_route(message), ProviderRoute::Reply { id, reply });
+    }
     match provider_line(line) {
         ProviderLine::Blank => assert!(parsed.is_err() && line.iter().all(u8::is_ascii_whitespace)),
         ProviderLine::NotJson => assert!(parsed.is_err() && !line.iter().all(u8::is_ascii_whitespace)),

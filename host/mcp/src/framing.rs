@@ -9,7 +9,8 @@
 //! - from providers: stdout is split into lines of at most a given length
 //!   ([`provider_lines`]); a line is a notification, another message, blank, or not
 //!   JSON-RPC ([`provider_line`]); a message is routed by its `id` and `method`
-//!   ([`provider_route`]). These are the rules the provider's reader task follows.
+//!   ([`provider_route`]); the common line, an answer, is read straight into its parts
+//!   ([`provider_reply`]). These are the rules the provider's reader task follows.
 //!
 //! Messages are assembled with [`object`], which moves its values in: `json!` copies each
 //! value it is given through a serializer, a whole result or tool list included.
@@ -115,8 +116,8 @@ pub fn client_messages(body: &[u8]) -> Result<ClientBody, Refusal> {
     Ok(ClientBody { array, messages })
 }
 
-/// A field of [`Lone`] that tells absent (`None`) from `null` (`Some(Value::Null)`), which
-/// `Option` would not.
+/// A field of a message read straight into its parts ([`Lone`], [`ReplyLine`]) that tells
+/// absent (`None`) from `null` (`Some(Value::Null)`), which `Option` would not.
 struct Field<T>(Option<T>);
 
 impl<T> Default for Field<T> {
@@ -148,13 +149,18 @@ struct Lone<'a> {
     error: Field<serde::de::IgnoredAny>,
 }
 
+/// Whether `json` is an object: a struct also reads from an array (its fields in order), but
+/// only an object is one message.
+fn is_object(json: &[u8]) -> bool {
+    json.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 /// The common body, one valid request or notification, read without building the
 /// envelope as a map (a `tools/call` is the hub's hot path). `None` for anything else — a
 /// batch, a response, a message [`classify`] refuses, a duplicated key — which
 /// [`client_messages`] then reads as a [`Value`], so the answer is the same either way.
 fn single_request(body: &[u8]) -> Option<ClientMessage> {
-    // A struct also reads from an array (its fields in order): only an object is one message.
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+    if !is_object(body) {
         return None;
     }
     let lone: Lone = serde_json::from_slice(body).ok()?;
@@ -337,6 +343,36 @@ pub fn provider_line(line: &[u8]) -> ProviderLine {
     }
 }
 
+/// A provider's line read straight into the parts of a response.
+#[derive(serde::Deserialize)]
+struct ReplyLine {
+    #[serde(default)]
+    id: Field<u64>,
+    #[serde(default)]
+    method: Field<serde::de::IgnoredAny>,
+    #[serde(default)]
+    result: Field<Value>,
+    #[serde(default)]
+    error: Field<Value>,
+}
+
+/// The common line, the answer to one of the hub's requests (its id, and its `result` or
+/// `error`), read without building the message as a map. `None` for any other line — a
+/// notification, a request, a duplicated key, not JSON — which [`provider_line`] and
+/// [`provider_route`] then read, routing an answer to the same reply.
+#[must_use]
+pub fn provider_reply(line: &[u8]) -> Option<(u64, Result<Value, Value>)> {
+    if !is_object(line) {
+        return None;
+    }
+    let reply: ReplyLine = serde_json::from_slice(line).ok()?;
+    if reply.method.0.is_some() {
+        return None;
+    }
+    let id = reply.id.0?;
+    Some((id, reply.error.0.map_or_else(|| Ok(reply.result.0.unwrap_or(Value::Null)), Err)))
+}
+
 /// What the hub does with one message from a provider.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderRoute {
@@ -516,6 +552,24 @@ mod tests {
             ProviderRoute::Reply { id: 3, reply: Ok(json!({"x": 1})) }
         );
         assert_eq!(provider_route(json!({"id": -1, "result": 1})), ProviderRoute::Ignored);
+        // Read into its parts, or as a `Value` and routed: the same reply.
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":3,"result":{"x":1}}"#[..],
+            br#"{"id":3,"error":{"code":-1}}"#,
+            br#"{"id":3,"error":null,"result":1}"#,
+            br#"{"id":3}"#,
+            br#"{"id":3,"result":1,"result":2}"#,
+        ] {
+            let ProviderLine::Message(message) = provider_line(line) else { panic!("a message") };
+            let ProviderRoute::Reply { id, reply } = provider_route(message) else { panic!("a reply") };
+            if let Some(read) = provider_reply(line) {
+                assert_eq!(read, (id, reply), "{}", String::from_utf8_lossy(line));
+            }
+        }
+        assert!(provider_reply(br#"{"id":3,"result":1}"#).is_some(), "the common line is read into its parts");
+        for line in [&br#"{"id":3,"method":"ping"}"#[..], br#"{"id":-1,"result":1}"#, br#"[3,null,{"x":1}]"#, b"{"] {
+            assert_eq!(provider_reply(line), None, "{}", String::from_utf8_lossy(line));
+        }
         assert_eq!(provider_route(json!({"method": "notifications/tools/list_changed"})), ProviderRoute::ListChanged);
         let logged = json!({"method": "notifications/message", "params": {"level": "info", "data": "x"}});
         assert_eq!(provider_route(logged), ProviderRoute::Log(json!({"level": "info", "data": "x"})));

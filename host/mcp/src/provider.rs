@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, oneshot};
 
-use super::framing::{ProviderLine, ProviderRoute, object, provider_line};
+use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provider_reply};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
 use butler_catalog::Extension;
@@ -453,14 +453,17 @@ impl Conn {
         let _ = self.notify("notifications/cancelled", params).await;
     }
 
+    /// The answer to the hub's request `id`, to whoever waits for it.
+    fn reply(&self, id: u64, reply: Result<Value, Value>) {
+        if let Some(waiting) = lock(&self.pending).remove(&id) {
+            let _ = waiting.send(reply.map_err(CallFailure::Error));
+        }
+    }
+
     /// Routes one message from `provider`.
     async fn dispatch(self: &Arc<Self>, message: Value, provider: &Arc<Provider>) {
         match super::framing::provider_route(message) {
-            ProviderRoute::Reply { id, reply } => {
-                if let Some(waiting) = lock(&self.pending).remove(&id) {
-                    let _ = waiting.send(reply.map_err(CallFailure::Error));
-                }
-            }
+            ProviderRoute::Reply { id, reply } => self.reply(id, reply),
             ProviderRoute::Answer(answer) => {
                 let _ = self.send(&answer).await;
             }
@@ -1107,6 +1110,10 @@ impl Provider {
                 let why = format!("provider sent a message larger than {} MiB", MAX_LINE >> 20);
                 self.stop_for(&conn, why).await;
                 break;
+            }
+            if let Some((id, reply)) = provider_reply(&line) {
+                conn.reply(id, reply);
+                continue;
             }
             match provider_line(&line) {
                 ProviderLine::Notification(message) => {
