@@ -166,10 +166,10 @@ pub struct Updated {
 
 #[derive(Default)]
 struct Sessions {
-    by_id: HashMap<String, Session>,
+    by_id: FastMap<String, Session>,
     order: VecDeque<String>,
     /// When each session last sent a request, and how many notification streams it has open.
-    seen: HashMap<String, (std::time::Instant, usize)>,
+    seen: FastMap<String, (std::time::Instant, usize)>,
 }
 
 impl Sessions {
@@ -218,7 +218,13 @@ struct Registry {
 }
 
 /// Public tool name → (provider, the tool's own name).
-type Routes = HashMap<String, (Arc<Provider>, Value)>;
+/// The maps looked up on every call (routes, sessions, calls in flight, a provider's
+/// pending answers): hashed with foldhash, seeded per process, instead of SipHash — their
+/// keys are the hub's own or bounded in number, and the hashing was a measurable share of
+/// a call's work.
+pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
+
+type Routes = FastMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
@@ -287,7 +293,7 @@ pub struct Hub {
     /// Public tool name → its provider and original name, for the epoch it was built at.
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Mutex<Sessions>,
-    inflight: Mutex<HashMap<InflightKey, (Arc<Conn>, u64)>>,
+    inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
     asked: Mutex<Asked>,
     /// How many `subscriptions/listen` streams want each resource (by the URI clients know).
@@ -445,7 +451,7 @@ impl Hub {
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
-            inflight: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(FastMap::default()),
             asked: Mutex::new(Asked::default()),
             parked: Mutex::new(VecDeque::new()),
             listening: Arc::new(Mutex::new(HashMap::new())),

@@ -21,7 +21,9 @@
 //! each input request and retrying the call. Any other answer, or none within
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use crate::FastMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -274,9 +276,9 @@ type Reply = Result<Value, CallFailure>;
 /// One running provider: its pipe and what is in flight on it.
 pub struct Conn {
     stdin: Arc<tokio::sync::Mutex<Writer>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    pending: Mutex<FastMap<u64, oneshot::Sender<Reply>>>,
     /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
-    upcalls: Mutex<HashMap<u64, Upcalls>>,
+    upcalls: Mutex<FastMap<u64, Upcalls>>,
     /// The provider's requests waiting for a client's answer (at most [`upcall::QUEUE`]).
     asking: std::sync::atomic::AtomicUsize,
     /// How long a request of the provider's may wait for the client's answer.
@@ -944,8 +946,8 @@ impl Provider {
         let (stdin, stdout, peer, group) = self.open()?;
         let conn = Arc::new(Conn {
             stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
-            pending: Mutex::new(HashMap::new()),
-            upcalls: Mutex::new(HashMap::new()),
+            pending: Mutex::new(FastMap::default()),
+            upcalls: Mutex::new(FastMap::default()),
             asking: std::sync::atomic::AtomicUsize::new(0),
             timeout: self.spec.timeout,
             namespace: self.spec.namespace.clone(),
