@@ -9,8 +9,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
@@ -121,7 +121,7 @@ impl Context {
 pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
     let body = serde_json::to_vec(answer).unwrap_or_default();
     let size = body.len();
-    ((status, [(CONTENT_TYPE, "application/json")], body).into_response(), size)
+    ((status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response(), size)
 }
 
 impl Context {
@@ -411,7 +411,11 @@ impl Drive {
                             Upcall::Request(asked) => asked.refuse(-32603, "the call already ended"),
                         }
                     }
-                    self.queued.push_back(self.context.envelope(self.id.clone(), &self.method, result));
+                    let answer = self.context.envelope(self.id.clone(), &self.method, result);
+                    if self.queued.is_empty() {
+                        return Some(answer);
+                    }
+                    self.queued.push_back(answer);
                     return self.queued.pop_front();
                 }
                 Next::Upcall(upcall) => match self.step(upcall) {
