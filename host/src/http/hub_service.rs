@@ -38,11 +38,11 @@ impl HubService {
     }
 
     /// Answers one request.
-    pub async fn answer(self, request: Request<Incoming>) -> Response {
+    pub async fn answer(&self, request: Request<Incoming>) -> Response {
         let (parts, body) = request.into_parts();
         let door = (parts.method == Method::POST).then(|| Door::of(parts.uri.path())).flatten();
         let Some(door) = door else {
-            let router = TowerToHyperService::new(self.app);
+            let router = TowerToHyperService::new(self.app.clone());
             return match hyper::service::Service::call(&router, Request::from_parts(parts, body)).await {
                 Ok(response) => response,
                 Err(never) => match never {},

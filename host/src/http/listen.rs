@@ -223,8 +223,11 @@ where
 /// [`connection`] for a connection on the hub's runtime, served by [`HubService`].
 async fn hub_connection(stream: TcpStream, permit: OwnedSemaphorePermit, watcher: Watcher, hub: HubService) {
     let _permit = permit;
+    // Shared by the connection's requests: a clone per request would copy every handle the
+    // state holds.
+    let hub = std::sync::Arc::new(hub);
     let service = hyper::service::service_fn(move |request| {
-        let hub = hub.clone();
+        let hub = std::sync::Arc::clone(&hub);
         async move { Ok::<_, std::convert::Infallible>(hub.answer(request).await) }
     });
     let connection = http1().serve_connection(TokioIo::new(Enveloped::new(stream)), service);
