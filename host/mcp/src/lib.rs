@@ -166,7 +166,8 @@ pub struct Updated {
 
 #[derive(Default)]
 struct Sessions {
-    by_id: FastMap<String, Session>,
+    /// Shared with the requests that read them; changed copy-on-write.
+    by_id: FastMap<String, Arc<Session>>,
     order: VecDeque<String>,
     /// When each session last sent a request, and how many notification streams it has open.
     seen: FastMap<String, (std::time::Instant, usize)>,
@@ -708,7 +709,7 @@ impl Hub {
         let host = || Some("host".to_owned());
         match method {
             "tools/call" if self.offers_host_tool(view, name) => host(),
-            "tools/call" => self.tool_route(view, name).map(|(p, _)| p.spec.id.clone()),
+            "tools/call" => self.with_tool_route(view, name, |p, _| p.spec.id.clone()),
             "prompts/get" if name == CONTEXT_NAME && view.offers_context() => host(),
             "resources/read" if name == CONTEXT_URI && view.offers_context() => host(),
             "prompts/get" => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
@@ -944,6 +945,17 @@ impl Hub {
 
     /// The provider tool `view` offers as `name`, and the tool's own name.
     fn tool_route(&self, view: &View, name: &str) -> Option<(Arc<Provider>, Value)> {
+        self.with_tool_route(view, name, |provider, original| (Arc::clone(provider), original.clone()))
+    }
+
+    /// `found` of the provider tool `view` offers as `name` and the tool's own name, when
+    /// there is one (without cloning either).
+    fn with_tool_route<R>(
+        &self,
+        view: &View,
+        name: &str,
+        found: impl FnOnce(&Arc<Provider>, &Value) -> R,
+    ) -> Option<R> {
         match view {
             View::Restricted => None,
             View::Profile(profile) if !profile.spec.prefixed => self
@@ -955,10 +967,7 @@ impl Hub {
                         && offers_tool(view, &e.provider.spec, &e.public)
                         && view.offers_definition(&e.item)
                 })
-                .map(|e| {
-                    let original = e.item.get("name").cloned().unwrap_or(Value::Null);
-                    (e.provider, original)
-                }),
+                .map(|e| found(&e.provider, e.item.get("name").unwrap_or(&Value::Null))),
             _ => self
                 .routes()
                 .get(name)
@@ -970,7 +979,7 @@ impl Hub {
                                 .iter()
                                 .any(|d| d.get("name") == Some(original) && view.offers_definition(d)))
                 })
-                .cloned(),
+                .map(|(provider, original)| found(provider, original)),
         }
     }
 
@@ -1330,7 +1339,7 @@ impl Hub {
         if let Some(session) = session
             && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
         {
-            open.subscriptions.insert(uri.to_owned());
+            Arc::make_mut(open).subscriptions.insert(uri.to_owned());
         }
         Ok(json!({}))
     }
@@ -1355,7 +1364,7 @@ impl Hub {
         let still_wanted = {
             let mut sessions = lock(&self.sessions);
             if let Some(open) = sessions.by_id.get_mut(session) {
-                open.subscriptions.remove(uri);
+                Arc::make_mut(open).subscriptions.remove(uri);
             }
             sessions.by_id.values().any(|s| s.subscriptions.contains(uri))
                 || lock(&self.listening).get(uri).is_some_and(|n| *n > 0)
@@ -1548,7 +1557,7 @@ impl Hub {
             log_level: None,
             subscriptions: HashSet::new(),
         };
-        sessions.by_id.insert(id.clone(), session);
+        sessions.by_id.insert(id.clone(), Arc::new(session));
         id
     }
 
@@ -1556,14 +1565,14 @@ impl Hub {
     pub fn set_log_level(&self, id: &str, level: &str) -> bool {
         let mut sessions = lock(&self.sessions);
         let Some(session) = sessions.by_id.get_mut(id) else { return false };
-        session.log_level = Some(level.to_owned());
+        Arc::make_mut(session).log_level = Some(level.to_owned());
         true
     }
 
     /// The session `id`, if it is open (and not idle past [`Settings::session_idle`]); it
     /// counts as used from now.
     #[must_use]
-    pub fn session(&self, id: &str) -> Option<Session> {
+    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
         let seen = sessions.seen.get_mut(id)?;
         if seen.1 == 0 && seen.0.elapsed() >= self.session_idle {

@@ -176,6 +176,19 @@ impl View {
         }
     }
 
+    /// Whether `endpoint` is its [`Self::endpoint`] (compared without making that).
+    #[must_use]
+    pub fn is_endpoint(&self, endpoint: &str) -> bool {
+        match self {
+            Self::Main => endpoint == "main",
+            Self::Restricted => endpoint == "butler",
+            Self::Profile(profile) => {
+                let kind = if profile.spec.session { "s/" } else { "p/" };
+                endpoint.strip_prefix(kind) == Some(profile.name.as_str())
+            }
+        }
+    }
+
     /// Whether it offers the faculties' tool `name` (and the compiled context).
     #[must_use]
     pub fn offers_host_tool(&self, name: &str) -> bool {
@@ -281,6 +294,10 @@ mod tests {
         assert!(!view.offers_host_tool("butler__search") && !view.offers_context(), "no host tools");
         assert_eq!(view.endpoint(), "p/p");
         assert_eq!(View::Main.endpoint(), "main");
+        for (view, other) in [(&view, "main"), (&View::Main, "p/p"), (&View::Restricted, "main")] {
+            assert!(view.is_endpoint(&view.endpoint()));
+            assert!(!view.is_endpoint(other));
+        }
         assert!(View::Main.offers_tool("git", "git__x") && !View::Restricted.offers_provider("git"));
     }
 

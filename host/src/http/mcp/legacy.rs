@@ -31,7 +31,12 @@ pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The session a request names, or the answer refusing it.
-fn session_of(hub: &Hub, view: &View, headers: &HeaderMap, id: &Value) -> Result<(String, Session), Box<Response>> {
+fn session_of(
+    hub: &Hub,
+    view: &View,
+    headers: &HeaderMap,
+    id: &Value,
+) -> Result<(String, Arc<Session>), Box<Response>> {
     let Some(session_id) = header(headers, SESSION_HEADER) else {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -40,7 +45,7 @@ fn session_of(hub: &Hub, view: &View, headers: &HeaderMap, id: &Value) -> Result
             "Bad Request: no Mcp-Session-Id header; send initialize first (2025 revisions), or the per-request _meta of 2026-07-28",
         )));
     };
-    let Some(session) = hub.session(session_id).filter(|s| s.endpoint == view.endpoint()) else {
+    let Some(session) = hub.session(session_id).filter(|s| view.is_endpoint(&s.endpoint)) else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             id.clone(),
@@ -113,11 +118,11 @@ pub async fn post(
         agent: endpoint.agent.clone(),
         caller: session_id.clone(),
         session: Some(session_id),
-        revision: session.version,
+        revision: session.version.clone(),
         body_bytes,
         era: Era::Legacy,
-        capabilities: session.capabilities,
-        log_level: session.log_level,
+        capabilities: session.capabilities.clone(),
+        log_level: session.log_level.clone(),
     });
     if !array && let Some(request) = requests.pop() {
         return answer::single(context, accepts_sse(headers), request, |_| StatusCode::OK).await;
