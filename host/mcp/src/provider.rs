@@ -324,13 +324,27 @@ impl Conn {
     /// reading fills the pipe, and then its callers fail instead of waiting — and whole: a
     /// write its caller abandons halfway (a cancelled call, a timeout) is finished by a task
     /// of its own, so the next message never lands inside this one.
+    ///
+    /// The common case, a free pipe that takes the line at once, sets no timer: a timer is
+    /// registered with the runtime's clock and removed again, on every call.
     async fn write_line(&self, line: Vec<u8>, limit: Duration) -> std::io::Result<()> {
         let deadline = tokio::time::Instant::now() + limit;
         let timed_out =
             |_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("it read nothing for {} s", limit.as_secs()));
-        let stdin = tokio::time::timeout_at(deadline, Arc::clone(&self.stdin).lock_owned()).await.map_err(timed_out)?;
+        let stdin = match Arc::clone(&self.stdin).try_lock_owned() {
+            Ok(stdin) => stdin,
+            Err(_) => {
+                tokio::time::timeout_at(deadline, Arc::clone(&self.stdin).lock_owned()).await.map_err(timed_out)?
+            }
+        };
         let mut writing = Writing { stdin: Some(stdin), line, written: 0 };
-        tokio::time::timeout_at(deadline, writing.finish()).await.map_err(timed_out)?
+        let mut finish = std::pin::pin!(writing.finish());
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(finish.as_mut(), cx))).await;
+        if let std::task::Poll::Ready(written) = first {
+            return written;
+        }
+        tokio::time::timeout_at(deadline, finish).await.map_err(timed_out)?
     }
 
     /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
