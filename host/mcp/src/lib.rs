@@ -1025,7 +1025,7 @@ impl Hub {
         request_id: &Value,
         params: Value,
         upcalls: Option<upcall::Upcalls>,
-        asker: &Asker,
+        asker: &Asker<'_>,
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut target = None;
@@ -1145,7 +1145,7 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown prompt, or the provider's error.
-    pub async fn get_prompt(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
+    pub async fn get_prompt(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name == CONTEXT_NAME && view.offers_context() {
             let text = self.host_tools.context().await;
@@ -1293,7 +1293,7 @@ impl Hub {
     ///
     /// # Errors
     /// An unknown resource (`-32002`), or the provider's error.
-    pub async fn read_resource(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
+    pub async fn read_resource(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI && view.offers_context() {
             return Ok(
@@ -1399,7 +1399,7 @@ impl Hub {
     ///
     /// # Errors
     /// A reference to nothing this view offers (`-32602`), or the provider's error.
-    pub async fn complete(&self, view: &View, mut params: Value, asker: &Asker) -> Result<Value, RpcError> {
+    pub async fn complete(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
@@ -1683,7 +1683,7 @@ fn not_a_resource(uri: &str) -> RpcError {
 }
 
 /// Sends a non-tool request to a provider for `asker`; its failures become JSON-RPC errors.
-async fn forward(provider: &Arc<Provider>, method: &str, params: Value, asker: &Asker) -> Result<Value, RpcError> {
+async fn forward(provider: &Arc<Provider>, method: &str, params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
     let mut params = framing::without_envelope(params);
     // No upcalls come back for these: a client's progress token would only be confused
     // with the hub's own tokens (the ids of its requests on that pipe).

@@ -355,7 +355,7 @@ impl Conn {
         &self,
         (method, params): (&str, Value),
         upcalls: Option<Upcalls>,
-        asker: &Asker,
+        asker: &Asker<'_>,
         limit: Duration,
         started: impl FnOnce(u64),
     ) -> Reply {
@@ -369,7 +369,7 @@ impl Conn {
             progress.then_some(id)
         });
         started(id);
-        let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities, asker.log_level.as_deref()));
+        let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities(), asker.log_level));
         let line = super::framing::provider_request(id, method, params, token, envelope.as_ref());
         let began = tokio::time::Instant::now();
         if let Err(e) = self.write_line(line, limit).await {
@@ -572,7 +572,7 @@ impl Conn {
 /// `_meta` (the provider's identity and the like: the hub is the server clients talk to)
 /// and without cache hints (the hub gives its own); for a client of the 2025 revisions
 /// without `resultType: "complete"` either.
-fn for_the_client(mut answer: Value, asker: &Asker) -> Value {
+fn for_the_client(mut answer: Value, asker: &Asker<'_>) -> Value {
     let Some(fields) = answer.as_object_mut() else { return answer };
     if let Some(meta) = fields.get_mut("_meta").and_then(Value::as_object_mut) {
         // The protocol's own keys are about the server the client talks to: the hub.
@@ -1266,7 +1266,7 @@ impl Provider {
         self: &Arc<Self>,
         (method, mut params): (&str, Value),
         upcalls: Option<Upcalls>,
-        asker: &Asker,
+        asker: &Asker<'_>,
         mut started: impl FnMut(Arc<Conn>, u64),
     ) -> Reply {
         let _active = Active::begin(self);

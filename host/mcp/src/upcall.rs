@@ -6,6 +6,7 @@
 //! never waits on it (a full channel drops progress and refuses a request), so a client that
 //! reads slowly slows nobody but itself.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -47,12 +48,12 @@ pub fn routed_capabilities() -> Value {
 /// The client a request is forwarded for, as a provider of 2026-07-28 hears of it in each
 /// request's envelope, and how that provider's multi-round-trip requests are settled.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Asker {
-    /// The client capabilities the provider is told of.
-    pub capabilities: Value,
+pub struct Asker<'a> {
+    /// The capabilities the client declared (the hub's own for [`Asker::hub`]).
+    declared: Cow<'a, Value>,
     /// The least severe log level the client wants (`None`: the provider sends no log
     /// messages).
-    pub log_level: Option<String>,
+    pub log_level: Option<&'a str>,
     /// Whether the client speaks 2026-07-28 itself: then a provider's
     /// `InputRequiredResult` goes to it as it is, and its retry back; otherwise the hub
     /// asks it each input request as the provider's own request (see [`Upcall::Request`])
@@ -60,21 +61,39 @@ pub struct Asker {
     pub modern: bool,
 }
 
-impl Asker {
+impl Asker<'static> {
     /// The hub itself (its own lists): every capability it routes, no log messages.
     #[must_use]
     pub fn hub() -> Self {
-        Self { capabilities: routed_capabilities(), log_level: None, modern: false }
+        Self { declared: Cow::Owned(routed_capabilities()), log_level: None, modern: false }
+    }
+}
+
+impl<'a> Asker<'a> {
+    /// A client of 2026-07-28 that declared `capabilities` in its request.
+    #[must_use]
+    pub fn modern(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
+        Self { declared: Cow::Borrowed(capabilities), log_level, modern: true }
     }
 
-    /// A client of the 2025 revisions that declared `capabilities`: the provider hears only
-    /// of those the hub can route to it.
+    /// A client of the 2025 revisions that declared `capabilities` at `initialize`.
     #[must_use]
-    pub fn legacy(capabilities: &Value, log_level: Option<String>) -> Self {
-        // Checked by name, not against a built `routed_capabilities()`: this runs on every
-        // call of a legacy session.
+    pub fn legacy(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
+        Self { declared: Cow::Borrowed(capabilities), log_level, modern: false }
+    }
+
+    /// The client capabilities a provider is told of: a 2026-07-28 client's as it declared
+    /// them; of a 2025 client's, only those the hub can route to it. Built only when a
+    /// provider of 2026-07-28 is sent a request (the others never hear of them), not on
+    /// every call.
+    #[must_use]
+    pub fn capabilities(&self) -> Value {
+        if self.modern {
+            return Value::clone(&self.declared);
+        }
         let routed = |name: &str| ROUTED.contains(&name);
-        let capabilities: serde_json::Map<String, Value> = capabilities
+        let capabilities: serde_json::Map<String, Value> = self
+            .declared
             .as_object()
             .map(|declared| {
                 declared
@@ -84,7 +103,7 @@ impl Asker {
                     .collect()
             })
             .unwrap_or_default();
-        Self { capabilities: Value::Object(capabilities), log_level, modern: false }
+        Value::Object(capabilities)
     }
 }
 
@@ -337,13 +356,16 @@ mod tests {
     fn a_legacy_client_is_described_by_what_the_hub_can_route_to_it() {
         let declared =
             json!({"sampling": {}, "roots": {"listChanged": true}, "experimental": {"x": {}}, "elicitation": true});
-        let asker = Asker::legacy(&declared, Some("info".into()));
-        assert_eq!(asker.capabilities, json!({"sampling": {}, "roots": {"listChanged": true}}));
+        let asker = Asker::legacy(&declared, Some("info"));
+        assert_eq!(asker.capabilities(), json!({"sampling": {}, "roots": {"listChanged": true}}));
         assert!(!asker.modern);
-        assert_eq!(Asker::legacy(&json!(null), None).capabilities, json!({}));
+        assert_eq!(Asker::legacy(&json!(null), None).capabilities(), json!({}));
+        // A 2026-07-28 client's are passed on as it declared them.
+        assert_eq!(Asker::modern(&declared, None).capabilities(), declared);
         // Every capability the hub routes is kept, and only those.
         let routed = routed_capabilities();
-        assert_eq!(Asker::legacy(&routed, None).capabilities, routed);
+        assert_eq!(Asker::legacy(&routed, None).capabilities(), routed);
+        assert_eq!(Asker::hub().capabilities(), routed);
         let names: Vec<&str> = routed.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
         assert_eq!(names, ROUTED);
     }

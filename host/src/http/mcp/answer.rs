@@ -126,15 +126,11 @@ pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
 
 impl Context {
     /// Who the providers are told the client is, for a request of this context.
-    fn asker(&self) -> Asker {
+    fn asker(&self) -> Asker<'_> {
         match self.era {
-            Era::Modern => {
-                Asker { capabilities: self.capabilities.clone(), log_level: self.log_level.clone(), modern: true }
-            }
+            Era::Modern => Asker::modern(&self.capabilities, self.log_level.as_deref()),
             // A session that set no level takes every level.
-            Era::Legacy => {
-                Asker::legacy(&self.capabilities, Some(self.log_level.clone().unwrap_or_else(|| "debug".into())))
-            }
+            Era::Legacy => Asker::legacy(&self.capabilities, Some(self.log_level.as_deref().unwrap_or("debug"))),
         }
     }
 
