@@ -195,7 +195,9 @@ impl Asked {
 /// Where a call's upcalls go.
 #[derive(Debug, Clone)]
 pub struct Upcalls {
-    sender: mpsc::Sender<Upcall>,
+    /// Boxed: a channel allocates its slots in blocks of 32 at once, and a block of
+    /// `Upcall`s (a few KiB, made for every call) took the allocator's slow path.
+    sender: mpsc::Sender<Box<Upcall>>,
     parked: Arc<AtomicBool>,
     /// Whether the call's client takes progress (it sent a token, and can be sent
     /// notifications before the answer).
@@ -215,7 +217,10 @@ impl Upcalls {
     /// # Errors
     /// The queue is full, or the call ended.
     pub fn try_send(&self, upcall: Upcall) -> Result<(), mpsc::error::TrySendError<Upcall>> {
-        self.sender.try_send(upcall)
+        self.sender.try_send(Box::new(upcall)).map_err(|refused| match refused {
+            mpsc::error::TrySendError::Full(upcall) => mpsc::error::TrySendError::Full(*upcall),
+            mpsc::error::TrySendError::Closed(upcall) => mpsc::error::TrySendError::Closed(*upcall),
+        })
     }
 
     /// Sends `upcall`, waiting for room in the call's queue.
@@ -223,7 +228,7 @@ impl Upcalls {
     /// # Errors
     /// The call ended.
     pub async fn send(&self, upcall: Upcall) -> Result<(), mpsc::error::SendError<Upcall>> {
-        self.sender.send(upcall).await
+        self.sender.send(Box::new(upcall)).await.map_err(|refused| mpsc::error::SendError(*refused.0))
     }
 
     /// Whether its call ended.
@@ -243,14 +248,14 @@ impl Upcalls {
 /// The receiving end of a call's upcalls.
 #[derive(Debug)]
 pub struct Inbox {
-    receiver: mpsc::Receiver<Upcall>,
+    receiver: mpsc::Receiver<Box<Upcall>>,
     parked: Arc<AtomicBool>,
 }
 
 impl Inbox {
     /// The next upcall, when one comes (`None`: no sender is left).
     pub async fn recv(&mut self) -> Option<Upcall> {
-        self.receiver.recv().await
+        self.receiver.recv().await.map(|upcall| *upcall)
     }
 
     /// The next upcall, if one waits.
@@ -258,7 +263,7 @@ impl Inbox {
     /// # Errors
     /// None waits.
     pub fn try_recv(&mut self) -> Result<Upcall, mpsc::error::TryRecvError> {
-        self.receiver.try_recv()
+        self.receiver.try_recv().map(|upcall| *upcall)
     }
 
     /// Marks the call parked (set aside for its client's retry) or taken up again.
