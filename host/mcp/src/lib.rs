@@ -1029,13 +1029,16 @@ impl Hub {
     ) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut target = None;
-        if !self.offers_host_tool(view, &name) {
+        let mut host_tool = self.offers_host_tool(view, &name);
+        if !host_tool {
             target = self.tool_route(view, &name);
             if target.is_none() {
+                // Faculties still compiling may declare it.
                 self.host_tools.settle().await;
+                host_tool = self.offers_host_tool(view, &name);
             }
         }
-        if self.offers_host_tool(view, &name) {
+        if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
             return Ok(self.host_tools.call(view.scope(), &name, arguments).await);
         }
