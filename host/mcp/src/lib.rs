@@ -218,13 +218,13 @@ struct Registry {
     conflicts: Vec<names::Conflict>,
 }
 
-/// Public tool name → (provider, the tool's own name).
 /// The maps looked up on every call (routes, sessions, calls in flight, a provider's
-/// pending answers): hashed with foldhash, seeded per process, instead of SipHash — their
+/// pending answers): hashed with foldhash, seeded at random, instead of SipHash — their
 /// keys are the hub's own or bounded in number, and the hashing was a measurable share of
 /// a call's work.
 pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
 
+/// Public tool name → (provider, the tool's own name).
 type Routes = FastMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).

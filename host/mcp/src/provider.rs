@@ -22,8 +22,6 @@
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
 use std::collections::BTreeSet;
-
-use crate::FastMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +35,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provider_reply};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
+use crate::FastMap;
 use butler_catalog::Extension;
 use butler_catalog::lock;
 use butler_process::logs::{Log, Stream};
