@@ -133,7 +133,11 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Field<T> {
 }
 
 /// One client message read straight into its parts: no map is built for the envelope.
+/// Any other key makes it fall back to the `Value` reading: a value read only to be
+/// skipped is not checked as one that is kept would be (its UTF-8, its escapes, its
+/// numbers' range, its depth), and the two readings must refuse the same bodies.
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Lone<'a> {
     #[serde(default, borrow)]
     jsonrpc: Field<std::borrow::Cow<'a, str>>,
@@ -157,7 +161,7 @@ fn is_object(json: &[u8]) -> bool {
 
 /// The common body, one valid request or notification, read without building the
 /// envelope as a map (a `tools/call` is the hub's hot path). `None` for anything else — a
-/// batch, a response, a message [`classify`] refuses, a duplicated key — which
+/// batch, a response, a message [`classify`] refuses, a duplicated or unknown key — which
 /// [`client_messages`] then reads as a [`Value`], so the answer is the same either way.
 fn single_request(body: &[u8]) -> Option<ClientMessage> {
     if !is_object(body) {
@@ -343,9 +347,14 @@ pub fn provider_line(line: &[u8]) -> ProviderLine {
     }
 }
 
-/// A provider's line read straight into the parts of a response.
+/// A provider's line read straight into the parts of a response; any other key makes it
+/// fall back to the `Value` reading, as for [`Lone`].
 #[derive(serde::Deserialize)]
-struct ReplyLine {
+#[serde(deny_unknown_fields)]
+struct ReplyLine<'a> {
+    /// Read so that it is checked as JSON; the route does not look at it.
+    #[serde(default, borrow, rename = "jsonrpc")]
+    _jsonrpc: Field<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     id: Field<u64>,
     #[serde(default)]
@@ -358,7 +367,7 @@ struct ReplyLine {
 
 /// The common line, the answer to one of the hub's requests (its id, and its `result` or
 /// `error`), read without building the message as a map. `None` for any other line — a
-/// notification, a request, a duplicated key, not JSON — which [`provider_line`] and
+/// notification, a request, a duplicated or unknown key, not JSON — which [`provider_line`] and
 /// [`provider_route`] then read, routing an answer to the same reply.
 #[must_use]
 pub fn provider_reply(line: &[u8]) -> Option<(u64, Result<Value, Value>)> {
@@ -508,6 +517,10 @@ mod tests {
             (br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, -32600),
             (br#"{"jsonrpc":"2.0","id":1,"method":7}"#, -32600),
             (br#" ["2.0",1,"ping",{}]"#, -32600),
+            // A key the fast reading does not know is read as a `Value`, which checks it.
+            (b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"extra\":\"\xff\"}", -32700),
+            (br#"{"jsonrpc":"2.0","method":"x","extra":"\ud800"}"#, -32700),
+            (br#"{"jsonrpc":"2.0","method":"x","extra":1e400}"#, -32700),
         ] {
             assert_eq!(client_messages(body).expect_err("refused").code, code, "{}", String::from_utf8_lossy(body));
         }
@@ -567,7 +580,16 @@ mod tests {
             }
         }
         assert!(provider_reply(br#"{"id":3,"result":1}"#).is_some(), "the common line is read into its parts");
-        for line in [&br#"{"id":3,"method":"ping"}"#[..], br#"{"id":-1,"result":1}"#, br#"[3,null,{"x":1}]"#, b"{"] {
+        let deep = format!(r#"{{"id":3,"result":1,"x":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+        for line in [
+            &br#"{"id":3,"method":"ping"}"#[..],
+            br#"{"id":-1,"result":1}"#,
+            br#"[3,null,{"x":1}]"#,
+            b"{",
+            b"{\"jsonrpc\":\"2.0\xe5\",\"id\":1,\"result\":1}",
+            br#"{"id":3,"result":1,"x":"\udc00"}"#,
+            deep.as_bytes(),
+        ] {
             assert_eq!(provider_reply(line), None, "{}", String::from_utf8_lossy(line));
         }
         assert_eq!(provider_route(json!({"method": "notifications/tools/list_changed"})), ProviderRoute::ListChanged);
