@@ -6,7 +6,8 @@
 //! starts; each line is what its bytes are (notification, message, blank, not JSON); a
 //! message is routed by its `id` and `method` exactly, and an answer to the provider is a
 //! well-formed JSON-RPC response to the same id, sendable as one line; an answer read
-//! straight into its parts (the reader's fast path) is routed to the same reply.
+//! straight into its parts (the reader's fast path) is routed to the same reply, whether its
+//! result is read or kept as the provider wrote it.
 #![no_main]
 
 use butler_mcp::framing::{ProviderLine, ProviderRoute, provider_line, provider_lines, provider_reply, provider_route};
@@ -46,7 +47,12 @@ fn classified(line: &[u8]) {
     // The answer read straight into its parts is the one the message routes to.
     if let Some((id, reply)) = provider_reply(line) {
         let message = parsed.as_ref().expect("a reply read into its parts is JSON").clone();
-        assert_eq!(provider_route(message), ProviderRoute::Reply { id, reply });
+        let route = provider_route(message);
+        // Read, or kept as the provider wrote it and read when asked: the same value.
+        for verbatim in [false, true] {
+            let reply = reply.clone().map(|written| written.answer(verbatim).into_value());
+            assert_eq!(route, ProviderRoute::Reply { id, reply });
+        }
     }
     match provider_line(line) {
         ProviderLine::Blank => assert!(parsed.is_err() && line.iter().all(u8::is_ascii_whitespace)),

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
 use butler_faculty::{FacultyRuntime, Setup};
-use butler_mcp::{Asker, HostTools, Hub, View};
+use butler_mcp::{Answer, Asker, HostTools, Hub, View};
 use butler_process::HostEnv;
 use serde_json::{Value, json};
 
@@ -120,6 +120,11 @@ fn text_of(result: &Value) -> String {
 /// `tools/call` of `name` with `arguments` as request `id` of `session`; the call must
 /// be answered (a provider's failure is an `isError` result, still an answer).
 async fn call(hub: &Hub, session: &str, id: Value, name: &str, arguments: Value) -> Value {
+    call_answer(hub, session, id, name, arguments).await.into_value()
+}
+
+/// [`call`]'s answer as the hub passes it on: read, or as its provider wrote it.
+async fn call_answer(hub: &Hub, session: &str, id: Value, name: &str, arguments: Value) -> Answer {
     let params = json!({"name": name, "arguments": arguments});
     within(&format!("{name} to answer"), hub.call_tool(&View::Main, session, &id, params, None, &Asker::hub()))
         .await
@@ -232,6 +237,7 @@ async fn progress(hub: &Hub, session: &str, id: Value, takes: bool) -> (String, 
     let params = json!({"name": "alpha__progress", "arguments": {}, "_meta": {"progressToken": "mine"}});
     let result =
         hub.call_tool(&View::Main, session, &id, params, Some(sink), &Asker::hub()).await.expect("progress answers");
+    let result = result.into_value();
     let mut notifications = Vec::new();
     while let Ok(upcall) = got.try_recv() {
         match upcall {
@@ -267,11 +273,14 @@ async fn two_sessions_using_the_same_request_id_each_get_their_own_answer() {
                 &Asker::hub(),
             )
             .await
+            .map(Answer::into_value)
         }
     });
     let hang_id = logged(r, "alpha", "hanging ", 1).await.remove(0);
-    let echoed = call(&hub, &two, json!(7), "alpha__echo", json!({"text": "two's seven"})).await;
-    assert_eq!(text_of(&echoed), "two's seven");
+    let echoed = call_answer(&hub, &two, json!(7), "alpha__echo", json!({"text": "two's seven"})).await;
+    // A result the hub changes nothing in is passed on as its provider wrote it.
+    assert!(matches!(echoed, Answer::Verbatim(_)), "{echoed:?}");
+    assert_eq!(text_of(&echoed.into_value()), "two's seven");
 
     // Both sessions' request 8 at once.
     let (eight_one, eight_two) = tokio::join!(
@@ -323,6 +332,7 @@ async fn a_cancellation_reaches_the_provider_for_the_call_it_names() {
                 &Asker::hub(),
             )
             .await
+            .map(Answer::into_value)
         })
     };
     // Both sessions' request 5 hangs; the provider knows them by ids of the hub's own.

@@ -17,6 +17,8 @@
 
 use serde_json::{Value, json};
 
+use crate::answer::Written;
+
 /// A JSON object of `fields`, in order, each value moved in.
 #[must_use]
 pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
@@ -359,18 +361,19 @@ struct ReplyLine<'a> {
     id: Field<u64>,
     #[serde(default)]
     method: Field<serde::de::IgnoredAny>,
-    #[serde(default)]
-    result: Field<Value>,
+    /// Its text, checked by [`Written::check`].
+    #[serde(default, borrow)]
+    result: Field<&'a serde_json::value::RawValue>,
     #[serde(default)]
     error: Field<Value>,
 }
 
-/// The common line, the answer to one of the hub's requests (its id, and its `result` or
-/// `error`), read without building the message as a map. `None` for any other line — a
-/// notification, a request, a duplicated or unknown key, not JSON — which [`provider_line`] and
-/// [`provider_route`] then read, routing an answer to the same reply.
+/// The common line, the answer to one of the hub's requests (its id, and its `result`'s
+/// text or its `error`), read without building the message as a map. `None` for any other
+/// line — a notification, a request, a duplicated or unknown key, not JSON — which
+/// [`provider_line`] and [`provider_route`] then read, routing an answer to the same reply.
 #[must_use]
-pub fn provider_reply(line: &[u8]) -> Option<(u64, Result<Value, Value>)> {
+pub fn provider_reply(line: &[u8]) -> Option<(u64, Result<Written<'_>, Value>)> {
     if !is_object(line) {
         return None;
     }
@@ -379,7 +382,8 @@ pub fn provider_reply(line: &[u8]) -> Option<(u64, Result<Value, Value>)> {
         return None;
     }
     let id = reply.id.0?;
-    Some((id, reply.error.0.map_or_else(|| Ok(reply.result.0.unwrap_or(Value::Null)), Err)))
+    let result = Written::check(reply.result.0.unwrap_or(serde_json::value::RawValue::NULL))?;
+    Some((id, reply.error.0.map_or(Ok(result), Err)))
 }
 
 /// What the hub does with one message from a provider.
@@ -572,15 +576,21 @@ mod tests {
             br#"{"id":3,"error":null,"result":1}"#,
             br#"{"id":3}"#,
             br#"{"id":3,"result":1,"result":2}"#,
+            br#"{"id":3,"result":{"content":[{"type":"text","text":"caf\u00e9"}],"isError":true}}"#,
         ] {
             let ProviderLine::Message(message) = provider_line(line) else { panic!("a message") };
             let ProviderRoute::Reply { id, reply } = provider_route(message) else { panic!("a reply") };
-            if let Some(read) = provider_reply(line) {
-                assert_eq!(read, (id, reply), "{}", String::from_utf8_lossy(line));
+            if let Some((read_id, read)) = provider_reply(line) {
+                // Read, or kept verbatim and read when asked: the same value.
+                for verbatim in [false, true] {
+                    let read = read.clone().map(|written| written.answer(verbatim).into_value());
+                    assert_eq!((read_id, read), (id, reply.clone()), "{}", String::from_utf8_lossy(line));
+                }
             }
         }
         assert!(provider_reply(br#"{"id":3,"result":1}"#).is_some(), "the common line is read into its parts");
         let deep = format!(r#"{{"id":3,"result":1,"x":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep_result = format!(r#"{{"id":3,"result":{{"a":{}{}}}}}"#, "[".repeat(200), "]".repeat(200));
         for line in [
             &br#"{"id":3,"method":"ping"}"#[..],
             br#"{"id":-1,"result":1}"#,
@@ -588,9 +598,12 @@ mod tests {
             b"{",
             b"{\"jsonrpc\":\"2.0\xe5\",\"id\":1,\"result\":1}",
             br#"{"id":3,"result":1,"x":"\udc00"}"#,
+            br#"{"id":3,"result":{"a":"\udc00"}}"#,
+            br#"{"id":3,"result":{"a":1e400}}"#,
             deep.as_bytes(),
+            deep_result.as_bytes(),
         ] {
-            assert_eq!(provider_reply(line), None, "{}", String::from_utf8_lossy(line));
+            assert!(provider_reply(line).is_none(), "{}", String::from_utf8_lossy(line));
         }
         assert_eq!(provider_route(json!({"method": "notifications/tools/list_changed"})), ProviderRoute::ListChanged);
         let logged = json!({"method": "notifications/message", "params": {"level": "info", "data": "x"}});

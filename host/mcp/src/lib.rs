@@ -21,6 +21,7 @@
 //! and mapping ids and progress tokens.
 
 pub mod activity;
+pub mod answer;
 pub mod framing;
 pub mod host_tools;
 pub mod provider;
@@ -31,6 +32,7 @@ pub mod upstream;
 pub mod view;
 
 mod changes;
+pub use answer::Answer;
 pub use changes::Changed;
 
 use butler_catalog::names;
@@ -1014,7 +1016,8 @@ impl Hub {
     }
 
     /// `tools/call`: a host tool, or the provider that owns the public name. Failures that
-    /// are the provider's (crash, timeout) come back as `isError` results.
+    /// are the provider's (crash, timeout) come back as `isError` results. A provider's
+    /// result that the hub passes on unchanged is its text ([`Answer::Verbatim`]).
     ///
     /// # Errors
     /// An unknown tool, or a provider's own JSON-RPC error.
@@ -1026,7 +1029,7 @@ impl Hub {
         params: Value,
         upcalls: Option<upcall::Upcalls>,
         asker: &Asker<'_>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Answer, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut target = None;
         let mut host_tool = self.offers_host_tool(view, &name);
@@ -1040,7 +1043,7 @@ impl Hub {
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.host_tools.call(view.scope(), &name, arguments).await);
+            return Ok(self.host_tools.call(view.scope(), &name, arguments).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {
@@ -1055,9 +1058,9 @@ impl Hub {
                 match self.tool_route(view, &name) {
                     Some(target) => target,
                     None if self.held_tools(Some(view)).iter().any(|h| h.public == name) => {
-                        return Ok(host_tools::error_result(format!(
+                        return Ok(Answer::Read(host_tools::error_result(format!(
                             "{name}: this tool is held for the owner's review — it is new, or its description or schema changed since the owner approved it — and cannot be called until they approve it (in the console's review queue, or `butler mcp approve`)"
-                        )));
+                        ))));
                     }
                     None => return Err(unknown()),
                 }
@@ -1079,7 +1082,7 @@ impl Hub {
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
-            Err(failure) => Ok(host_tools::error_result(format!("{name}: {failure}"))),
+            Err(failure) => Ok(Answer::Read(host_tools::error_result(format!("{name}: {failure}")))),
         }
     }
 
@@ -1694,7 +1697,7 @@ async fn forward(provider: &Arc<Provider>, method: &str, params: Value, asker: &
         meta.remove("progressToken");
     }
     match provider.call((method, params), None, asker, |_, _| {}).await {
-        Ok(result) => Ok(result),
+        Ok(result) => Ok(result.into_value()),
         Err(CallFailure::Error(error)) => Err(provider_error(error)),
         Err(failure) => Err(RpcError { code: -32603, message: failure.to_string(), data: None }),
     }

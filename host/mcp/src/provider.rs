@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, oneshot};
 
+use super::answer::Answer;
 use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provider_reply};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
@@ -270,12 +271,19 @@ impl std::fmt::Display for CallFailure {
     }
 }
 
-type Reply = Result<Value, CallFailure>;
+type Reply = Result<Answer, CallFailure>;
+
+/// Who waits for the answer to one of the hub's requests, and whether it takes the result
+/// as its provider wrote it (a `tools/call`: see [`Answer`]).
+struct Waiting {
+    answer: oneshot::Sender<Reply>,
+    verbatim: bool,
+}
 
 /// One running provider: its pipe and what is in flight on it.
 pub struct Conn {
     stdin: Arc<tokio::sync::Mutex<Writer>>,
-    pending: Mutex<FastMap<u64, oneshot::Sender<Reply>>>,
+    pending: Mutex<FastMap<u64, Waiting>>,
     /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
     upcalls: Mutex<FastMap<u64, Upcalls>>,
     /// The provider's requests waiting for a client's answer (at most [`upcall::QUEUE`]).
@@ -360,7 +368,7 @@ impl Conn {
     ) -> Reply {
         let id = self.take_id();
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, tx);
+        lock(&self.pending).insert(id, Waiting { answer: tx, verbatim: method == "tools/call" });
         // The request's id is its progress token, when its client takes progress.
         let token = upcalls.and_then(|sink| {
             let progress = sink.wants_progress();
@@ -453,13 +461,14 @@ impl Conn {
         if changed {
             self.relisten().await;
         }
-        Ok(json!({}))
+        Ok(Answer::Read(json!({})))
     }
 
     /// The caller cancelled request `id`: tell the provider and end the wait.
     pub async fn cancel(&self, id: u64, reason: Option<String>) {
-        if let Some(waiting) = lock(&self.pending).remove(&id) {
-            let _ = waiting.send(Err(CallFailure::Cancelled));
+        let waiting = lock(&self.pending).remove(&id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.answer.send(Err(CallFailure::Cancelled));
         }
         let mut params = json!({"requestId": id});
         if let Some(reason) = reason {
@@ -468,17 +477,19 @@ impl Conn {
         let _ = self.notify("notifications/cancelled", params).await;
     }
 
-    /// The answer to the hub's request `id`, to whoever waits for it.
-    fn reply(&self, id: u64, reply: Result<Value, Value>) {
-        if let Some(waiting) = lock(&self.pending).remove(&id) {
-            let _ = waiting.send(reply.map_err(CallFailure::Error));
+    /// The answer to the hub's request `id` (its result, or its error), to whoever waits for
+    /// it: `reply` makes it, told whether they take a result as its provider wrote it.
+    fn reply(&self, id: u64, reply: impl FnOnce(bool) -> Result<Answer, Value>) {
+        let waiting = lock(&self.pending).remove(&id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.answer.send(reply(waiting.verbatim).map_err(CallFailure::Error));
         }
     }
 
     /// Routes one message from `provider`.
     async fn dispatch(self: &Arc<Self>, message: Value, provider: &Arc<Provider>) {
         match super::framing::provider_route(message) {
-            ProviderRoute::Reply { id, reply } => self.reply(id, reply),
+            ProviderRoute::Reply { id, reply } => self.reply(id, |_| reply.map(Answer::Read)),
             ProviderRoute::Answer(answer) => {
                 let _ = self.send(&answer).await;
             }
@@ -561,7 +572,7 @@ impl Conn {
     /// Fails every call in flight (the process is gone).
     fn fail_all(&self, why: &str) {
         for (_, waiting) in lock(&self.pending).drain() {
-            let _ = waiting.send(Err(CallFailure::Crashed(why.to_owned())));
+            let _ = waiting.answer.send(Err(CallFailure::Crashed(why.to_owned())));
         }
         lock(&self.upcalls).clear();
     }
@@ -570,9 +581,10 @@ impl Conn {
 /// A 2026-07-28 provider's answer as the client gets it: without the protocol's keys in
 /// `_meta` (the provider's identity and the like: the hub is the server clients talk to)
 /// and without cache hints (the hub gives its own); for a client of the 2025 revisions
-/// without `resultType: "complete"` either.
-fn for_the_client(mut answer: Value, asker: &Asker<'_>) -> Value {
-    let Some(fields) = answer.as_object_mut() else { return answer };
+/// without `resultType: "complete"` either. A verbatim answer has none of these keys.
+fn for_the_client(answer: Answer, asker: &Asker<'_>) -> Answer {
+    let Answer::Read(mut answer) = answer else { return answer };
+    let Some(fields) = answer.as_object_mut() else { return Answer::Read(answer) };
     if let Some(meta) = fields.get_mut("_meta").and_then(Value::as_object_mut) {
         // The protocol's own keys are about the server the client talks to: the hub.
         meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
@@ -586,7 +598,7 @@ fn for_the_client(mut answer: Value, asker: &Asker<'_>) -> Value {
     if !asker.modern && fields.get("resultType").and_then(Value::as_str) == Some("complete") {
         fields.remove("resultType");
     }
-    answer
+    Answer::Read(answer)
 }
 
 /// A call failed by the hub itself, saying why.
@@ -604,6 +616,7 @@ async fn initialize(conn: &Conn) -> Result<Value, String> {
     let answer = conn
         .request(("initialize", init), None, &Asker::hub(), START_TIMEOUT, |_| {})
         .await
+        .map(Answer::into_value)
         .map_err(|e| format!("initialize failed: {e}"))?;
     conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
     Ok(answer.get("capabilities").cloned().unwrap_or(Value::Null))
@@ -1017,9 +1030,12 @@ impl Provider {
         conn.modern.store(true, Ordering::Release);
         let asked = std::sync::atomic::AtomicU64::new(0);
         let hub = Asker::hub();
-        let discover = conn.request(("server/discover", json!({})), None, &hub, START_TIMEOUT, |id| {
-            asked.store(id, Ordering::Relaxed);
-        });
+        let discover = async {
+            let asking = conn.request(("server/discover", json!({})), None, &hub, START_TIMEOUT, |id| {
+                asked.store(id, Ordering::Relaxed);
+            });
+            asking.await.map(Answer::into_value)
+        };
         tokio::pin!(discover);
         let first = tokio::select! {
             answer = &mut discover => Some(answer),
@@ -1127,7 +1143,7 @@ impl Provider {
                 break;
             }
             if let Some((id, reply)) = provider_reply(&line) {
-                conn.reply(id, reply);
+                conn.reply(id, |verbatim| reply.map(|written| written.answer(verbatim)));
                 continue;
             }
             match provider_line(&line) {
@@ -1301,7 +1317,8 @@ impl Provider {
                 other => other,
             };
             let reply = if conn.modern() { reply.map(|answer| for_the_client(answer, asker)) } else { reply };
-            let (Ok(answer), Some(mut again)) = (&reply, again) else { break reply };
+            // A verbatim answer has no `resultType`: it asks for nothing.
+            let (Ok(Answer::Read(answer)), Some(mut again)) = (&reply, again) else { break reply };
             if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 break reply;
             }
@@ -1547,6 +1564,7 @@ async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, Strin
         let page = conn
             .request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {})
             .await
+            .map(Answer::into_value)
             .map_err(|e| format!("{method} failed: {e}"))?;
         all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
         match page.get("nextCursor") {

@@ -281,7 +281,7 @@ pub fn channel(progress: bool) -> (Upcalls, Inbox) {
 }
 
 /// A call's result, to come.
-pub type Calling = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>>;
+pub type Calling = Pin<Box<dyn Future<Output = Result<crate::Answer, RpcError>> + Send>>;
 
 /// A call in flight, and what its provider sends back meanwhile.
 pub struct Call {
@@ -294,7 +294,7 @@ pub struct Call {
 /// What a call gave next.
 pub enum Next {
     /// Its result (the call is over).
-    Done(Result<Value, RpcError>),
+    Done(Result<crate::Answer, RpcError>),
     /// An upcall (the call goes on).
     Upcall(Upcall),
 }

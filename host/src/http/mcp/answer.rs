@@ -19,9 +19,10 @@ use tokio::sync::broadcast;
 
 use super::rounds;
 use butler_mcp::activity::Entry;
+use butler_mcp::answer::Verbatim;
 use butler_mcp::framing::object;
 use butler_mcp::upcall::{self, Asked, Call, Next, Parked, Upcall, Upcalls};
-use butler_mcp::{Asker, Changed, Hub, RpcError, View};
+use butler_mcp::{Answer, Asker, Changed, Hub, RpcError, View};
 
 /// What answering a request needs.
 pub struct Context {
@@ -86,12 +87,16 @@ impl Context {
     }
 
     /// Records a request answered with `answer`, `response_bytes` long.
-    pub fn record(&self, noted: Noted, answer: &Value, response_bytes: usize) {
-        let (outcome, code) = match answer.get("error") {
-            Some(error) => ("error", error.get("code").and_then(Value::as_i64)),
-            None if answer["result"]["isError"] == true => ("tool_error", None),
-            None if answer["result"]["resultType"] == "input_required" => ("input_required", None),
-            None => ("ok", None),
+    pub fn record(&self, noted: Noted, answer: &Message, response_bytes: usize) {
+        let (outcome, code) = match answer {
+            Message::Relayed { result, .. } if result.is_error() => ("tool_error", None),
+            Message::Relayed { .. } => ("ok", None),
+            Message::Built(answer) => match answer.get("error") {
+                Some(error) => ("error", error.get("code").and_then(Value::as_i64)),
+                None if answer["result"]["isError"] == true => ("tool_error", None),
+                None if answer["result"]["resultType"] == "input_required" => ("input_required", None),
+                None => ("ok", None),
+            },
         };
         self.hub.activity().record(Entry {
             seq: 0,
@@ -109,8 +114,11 @@ impl Context {
             request_bytes: self.body_bytes,
             response_bytes,
             dropped_before: 0,
-            response: noted.params.is_some().then(|| {
-                butler_mcp::activity::payload(answer.get("result").or(answer.get("error")).unwrap_or(&Value::Null))
+            response: noted.params.is_some().then(|| match answer {
+                Message::Relayed { result, .. } => butler_mcp::activity::payload(&result.to_value()),
+                Message::Built(answer) => {
+                    butler_mcp::activity::payload(answer.get("result").or(answer.get("error")).unwrap_or(&Value::Null))
+                }
             }),
             request: noted.params,
         });
@@ -118,10 +126,75 @@ impl Context {
 }
 
 /// A JSON answer, serialized once; with its size (for the activity log).
-pub fn json(status: StatusCode, answer: &Value) -> (Response, usize) {
-    let body = serde_json::to_vec(answer).unwrap_or_default();
+pub fn json(status: StatusCode, answer: &Message) -> (Response, usize) {
+    let body = answer.to_vec();
     let size = body.len();
     ((status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response(), size)
+}
+
+/// A message for the client: one the hub built, or the response that carries a provider's
+/// result as the provider wrote it ([`Verbatim`]), written out without reading it.
+#[derive(Debug)]
+pub enum Message {
+    /// Built by the hub.
+    Built(Value),
+    /// The response to request `id`, with a provider's result.
+    Relayed {
+        /// The client's id for the request.
+        id: Value,
+        /// The provider's result.
+        result: Verbatim,
+        /// Whether it gets `"resultType": "complete"` (a 2026-07-28 client's).
+        complete: bool,
+    },
+}
+
+impl Message {
+    /// Its JSON text.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let (id, result, complete) = match self {
+            Self::Built(message) => return serde_json::to_vec(message).unwrap_or_default(),
+            Self::Relayed { id, result, complete } => (id, result.text(), *complete),
+        };
+        let mut text = Vec::with_capacity(result.len() + 64);
+        text.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        // An id as the client sent it: a string, a number or null.
+        let _ = serde_json::to_writer(&mut text, id);
+        text.extend_from_slice(br#","result":"#);
+        match result.strip_suffix('}') {
+            // A verbatim result is an object, without `resultType` (it is read otherwise).
+            Some(open) if complete => {
+                text.extend_from_slice(open.as_bytes());
+                if open.len() > 1 && !open[1..].trim_start().is_empty() {
+                    text.push(b',');
+                }
+                text.extend_from_slice(br#""resultType":"complete"}"#);
+            }
+            _ => text.extend_from_slice(result.as_bytes()),
+        }
+        text.push(b'}');
+        text
+    }
+
+    /// The message as a value.
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Built(message) => message,
+            Self::Relayed { id, result, complete } => {
+                let result = result.to_value();
+                let result = if complete { completed("tools/call", result) } else { result };
+                envelope(id, Ok(result))
+            }
+        }
+    }
+
+    /// The JSON-RPC error code it carries, if it is an error.
+    pub fn error_code(&self) -> Option<i64> {
+        match self {
+            Self::Built(message) => message.get("error").and_then(|error| error.get("code")).and_then(Value::as_i64),
+            Self::Relayed { .. } => None,
+        }
+    }
 }
 
 impl Context {
@@ -143,33 +216,38 @@ impl Context {
         method: String,
         params: Value,
         upcalls: Option<Upcalls>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Answer, RpcError> {
         if self.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) {
             let name = rounds::subject(&method, &params);
             let arguments = params.get("arguments").cloned();
             let endpoint = self.view.endpoint();
             let result = self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
-            return rounds::relayed(result?, || rounds::State {
+            // A verbatim result has no `resultType`: it asks for nothing.
+            let result = match result? {
+                Answer::Read(result) => result,
+                verbatim => return Ok(verbatim),
+            };
+            let relayed = rounds::relayed(result, || rounds::State {
                 held: rounds::Held::Relayed(None),
                 name,
                 arguments: rounds::arguments_digest(arguments.as_ref()),
                 method,
                 endpoint,
             });
+            return relayed.map(Answer::Read);
         }
         if self.era == Era::Legacy {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
-            match (method.as_str(), &self.session) {
-                ("ping", _) => return Ok(json!({})),
-                ("logging/setLevel", _) => return self.set_log_level(&params),
-                ("resources/subscribe", session) => {
-                    return self.hub.subscribe(&self.view, session.as_deref(), uri()).await;
+            let answered = match (method.as_str(), &self.session) {
+                ("ping", _) => Ok(json!({})),
+                ("logging/setLevel", _) => self.set_log_level(&params),
+                ("resources/subscribe", session) => self.hub.subscribe(&self.view, session.as_deref(), uri()).await,
+                ("resources/unsubscribe", Some(session)) => self.hub.unsubscribe(&self.view, session, uri()).await,
+                _ => {
+                    return self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
                 }
-                ("resources/unsubscribe", Some(session)) => {
-                    return self.hub.unsubscribe(&self.view, session, uri()).await;
-                }
-                _ => {}
-            }
+            };
+            return answered.map(Answer::Read);
         }
         self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)))
     }
@@ -191,8 +269,15 @@ impl Context {
     }
 
     /// The JSON-RPC response carrying `result`, as this context's era has it.
-    pub fn envelope(&self, id: Value, method: &str, result: Result<Value, RpcError>) -> Value {
-        match self.era {
+    pub fn envelope(&self, id: Value, method: &str, result: Result<Answer, RpcError>) -> Message {
+        let result = match result {
+            Ok(Answer::Verbatim(result)) => {
+                return Message::Relayed { id, result, complete: self.era == Era::Modern };
+            }
+            Ok(Answer::Read(result)) => Ok(result),
+            Err(error) => Err(error),
+        };
+        Message::Built(match self.era {
             Era::Legacy => envelope(id, result),
             // 2026-07-28 names an unknown resource `-32602` (the 2025 revisions: `-32002`).
             Era::Modern => envelope(
@@ -202,7 +287,7 @@ impl Context {
                     _ => error,
                 }),
             ),
-        }
+        })
     }
 
     /// The result of one of the shared methods; `None` when `method` is none of them.
@@ -212,22 +297,24 @@ impl Context {
         method: &str,
         params: Value,
         upcalls: Option<Upcalls>,
-    ) -> Option<Result<Value, RpcError>> {
+    ) -> Option<Result<Answer, RpcError>> {
         let hub = &self.hub;
         let view = &self.view;
         let asker = self.asker();
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let agent_tool = self.agent.as_ref().filter(|agent| method == "tools/call" && agent.owns_tool(name));
         if let Some(agent) = agent_tool {
-            return Some(Ok(agent.call(params.get("arguments").cloned().unwrap_or(Value::Null))));
+            return Some(Ok(agent.call(params.get("arguments").cloned().unwrap_or(Value::Null)).into()));
         }
-        Some(match method {
+        if method == "tools/call" {
+            return Some(hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await);
+        }
+        let result = match method {
             "tools/list" => {
                 let mut tools = hub.list_tools(view).await;
                 tools.extend(self.agent.iter().flat_map(|agent| agent.tools()));
                 Ok(object([("tools", tools.into())]))
             }
-            "tools/call" => hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await,
             "prompts/list" => Ok(object([("prompts", hub.list_prompts(view).await.into())])),
             "prompts/get" => hub.get_prompt(view, params, &asker).await,
             "resources/list" => Ok(object([("resources", hub.list_resources(view).await.into())])),
@@ -237,7 +324,8 @@ impl Context {
             "resources/read" => hub.read_resource(view, params, &asker).await,
             "completion/complete" => hub.complete(view, params, &asker).await,
             _ => return None,
-        })
+        };
+        Some(result.map(Answer::Read))
     }
 }
 
@@ -280,7 +368,7 @@ pub fn envelope(id: Value, result: Result<Value, RpcError>) -> Value {
 }
 
 /// One request (not in a batch), answered and recorded in the activity log: as JSON with
-/// the HTTP status `status` gives the answer — or, when a `tools/call`'s provider sends
+/// the HTTP status `status` gives the answer's error code — or, when a `tools/call`'s provider sends
 /// something for the client before its answer (progress the client asked for, a request of
 /// a legacy session's, and the client accepts SSE: `sse`), as SSE ending with the answer.
 /// A 2026-07-28 client's call whose provider asks the client something is set aside and
@@ -289,7 +377,7 @@ pub async fn single(
     context: Arc<Context>,
     sse: bool,
     (id, method, params): (Value, String, Value),
-    status: fn(&Value) -> StatusCode,
+    status: fn(Option<i64>) -> StatusCode,
 ) -> Response {
     let noted = context.note(&method, &params);
     let mut params = params;
@@ -314,7 +402,7 @@ pub async fn single(
             None => Arc::clone(&context).result(id.clone(), method.clone(), params, None).await,
         };
         let answer = context.envelope(id, &method, result);
-        let (response, size) = json(status(&answer), &answer);
+        let (response, size) = json(status(answer.error_code()), &answer);
         context.record(noted, &answer, size);
         return response;
     }
@@ -326,16 +414,16 @@ pub async fn single(
         Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
     if let Some(resumed) = resumed {
         if let Err(error) = resumed.and_then(|(parked, responses)| drive.resume(&parked, responses)) {
-            drive.queued.push_back(envelope(drive.id.clone(), Err(error)));
+            drive.queued.push_back(Message::Built(envelope(drive.id.clone(), Err(error))));
         }
     } else {
         let (sink, upcalls) = upcall::channel(drive.takes_progress());
         let calling = Arc::clone(&drive.context).result(drive.id.clone(), drive.method.clone(), params, Some(sink));
         drive.call = Some(Call { calling: Box::pin(calling), upcalls });
     }
-    let first = drive.advance().await.unwrap_or(Value::Null);
+    let first = drive.advance().await.unwrap_or(Message::Built(Value::Null));
     if drive.call.is_none() && drive.queued.is_empty() {
-        let (response, size) = json(status(&first), &first);
+        let (response, size) = json(status(first.error_code()), &first);
         drive.context.record(noted, &first, size);
         return response;
     }
@@ -345,13 +433,14 @@ pub async fn single(
             Some(first) => first,
             None => drive.advance().await?,
         };
+        let text = String::from_utf8(next.to_vec()).unwrap_or_default();
         if drive.call.is_none()
             && drive.queued.is_empty()
             && let Some(noted) = noted.take()
         {
-            drive.context.record(noted, &next, next.to_string().len());
+            drive.context.record(noted, &next, text.len());
         }
-        Some((Ok::<_, Infallible>(message_event(&next)), (None, drive, noted)))
+        Some((Ok::<_, Infallible>(Event::default().event("message").data(text)), (None, drive, noted)))
     });
     Sse::new(stream).into_response()
 }
@@ -384,13 +473,13 @@ struct Drive {
     token: Option<Value>,
     /// Whether the client takes SSE.
     sse: bool,
-    queued: VecDeque<Value>,
+    queued: VecDeque<Message>,
 }
 
 impl Drive {
     /// The next message for the client; the answer is the last (then `call` is `None` and
     /// nothing is queued).
-    async fn advance(&mut self) -> Option<Value> {
+    async fn advance(&mut self) -> Option<Message> {
         if let Some(next) = self.queued.pop_front() {
             return Some(next);
         }
@@ -402,8 +491,10 @@ impl Drive {
                     // Progress sent just before the answer goes first; a request is too late.
                     while let Ok(upcall) = call.upcalls.try_recv() {
                         match upcall {
-                            Upcall::Progress(progress) => self.queued.extend(self.progress(progress)),
-                            Upcall::Log(message) => self.queued.extend(self.log(message)),
+                            Upcall::Progress(progress) => {
+                                self.queued.extend(self.progress(progress).map(Message::Built));
+                            }
+                            Upcall::Log(message) => self.queued.extend(self.log(message).map(Message::Built)),
                             Upcall::Request(asked) => asked.refuse(-32603, "the call already ended"),
                         }
                     }
@@ -416,7 +507,7 @@ impl Drive {
                 }
                 Next::Upcall(upcall) => match self.step(upcall) {
                     Step::Skip => {}
-                    Step::Send(message) => return Some(message),
+                    Step::Send(message) => return Some(Message::Built(message)),
                     Step::Park(asked) => {
                         let call = self.call.take()?;
                         return Some(self.park(call, asked));
@@ -489,7 +580,7 @@ impl Drive {
 
     /// Sets `call` aside for the client's next round; the `InputRequiredResult` asking it
     /// what the provider asked (`asked`, and what else it asked meanwhile).
-    fn park(&mut self, mut call: Call, asked: Asked) -> Value {
+    fn park(&mut self, mut call: Call, asked: Asked) -> Message {
         call.upcalls.set_parked(true);
         let mut waiting = Vec::from([asked]);
         while let Ok(upcall) = call.upcalls.try_recv() {
@@ -511,7 +602,7 @@ impl Drive {
     }
 
     /// Parks `parked` and asks its client what it waits for.
-    fn ask_again(&self, parked: Parked) -> Value {
+    fn ask_again(&self, parked: Parked) -> Message {
         let state = rounds::State {
             held: rounds::Held::Parked(String::new()),
             method: parked.method.clone(),
@@ -522,17 +613,17 @@ impl Drive {
         let mut result = rounds::input_required(&parked);
         let id = self.context.hub.park(parked);
         let Some(sealed) = rounds::seal(&rounds::State { held: rounds::Held::Parked(id), ..state }) else {
-            return envelope(
+            return Message::Built(envelope(
                 self.id.clone(),
                 Err(RpcError {
                     code: -32603,
                     message: "the hub has no key to seal a request state with".into(),
                     data: None,
                 }),
-            );
+            ));
         };
         result["requestState"] = json!(sealed);
-        self.context.envelope(self.id.clone(), &self.method, Ok(result))
+        self.context.envelope(self.id.clone(), &self.method, Ok(Answer::Read(result)))
     }
 
     /// Takes up the parked call a retry names, answering what its provider asked with the
@@ -625,4 +716,42 @@ pub fn change_notes(
             queued.extend(changed.within(wanted).methods());
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use butler_mcp::answer::Written;
+    use serde_json::value::RawValue;
+
+    /// The response to `id` carrying `result` kept as written, for a client of each era.
+    fn relayed(id: Value, result: &str) -> [Value; 2] {
+        [false, true].map(|complete| {
+            let raw: &RawValue = serde_json::from_str(result).unwrap_or_else(|e| panic!("{result}: {e}"));
+            let Some(Answer::Verbatim(result)) = Written::check(raw).map(|w| w.answer(true)) else {
+                panic!("{raw} is kept as written")
+            };
+            let message = Message::Relayed { id: id.clone(), result, complete };
+            let text = message.to_vec();
+            let read: Value = serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{message:?}: {e}"));
+            assert_eq!(read, message.into_value(), "the text and the value agree");
+            read
+        })
+    }
+
+    #[test]
+    fn a_relayed_result_is_written_as_the_built_one_would_be() {
+        for (id, result) in [
+            (json!(7), r#"{"content":[{"type":"text","text":"caf\u00e9"}]}"#),
+            (json!("a\"b"), "{}"),
+            (Value::Null, "{ \n }"),
+            (json!(-1), r#"{"isError":true,"content":[]}"#),
+        ] {
+            let expected: Value = serde_json::from_str(result).unwrap_or_default();
+            let [legacy, modern] = relayed(id.clone(), result);
+            assert_eq!(legacy, envelope(id.clone(), Ok(expected.clone())));
+            assert_eq!(modern, envelope(id, Ok(completed("tools/call", expected))));
+            assert_eq!(modern["result"]["resultType"], "complete");
+        }
+    }
 }

@@ -132,8 +132,8 @@ pub async fn post(
         let noted = context.note(&method, &params);
         let result = Arc::clone(&context).result(id.clone(), method.clone(), params, None).await;
         let answer = context.envelope(id, &method, result);
-        context.record(noted, &answer, answer.to_string().len());
-        answers.push(answer);
+        context.record(noted, &answer, answer.to_vec().len());
+        answers.push(answer.into_value());
     }
     Json(Value::Array(answers)).into_response()
 }

@@ -139,7 +139,7 @@ async fn request(
     };
     // As the transport has it: an unknown method 404; a capability the request needed but
     // did not declare (a provider's own refusal, passed on) 400.
-    let status = |answer: &Value| match answer["error"]["code"].as_i64() {
+    let status = |code: Option<i64>| match code {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32021) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,

@@ -1,0 +1,349 @@
+//! A provider's result on its way to the client ([`Answer`]): read into a `Value` where the
+//! hub looks into it or changes it, else passed on as the text the provider wrote. The
+//! common `tools/call` answer is then neither built into a tree of maps and strings nor
+//! written out again from one: its text is checked as JSON in full, without allocating,
+//! and copied once.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A result's top-level keys that the hub reads or changes on its way to the client (a
+/// 2026-07-28 provider's protocol keys, cache hints and rounds): a result with any of them
+/// is read into a `Value`.
+const ACTED_ON: [&str; 6] = ["_meta", "resultType", "ttlMs", "cacheScope", "requestState", "inputRequests"];
+
+/// A provider's result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Read into a value.
+    Read(Value),
+    /// An object the hub passes on as its provider wrote it.
+    Verbatim(Verbatim),
+}
+
+/// A result object as its provider wrote it, checked to be JSON in full (as the `Value`
+/// reading checks it: UTF-8, escapes, numbers' range, depth) and holding none of the keys
+/// the hub acts on.
+#[derive(Debug, Clone)]
+pub struct Verbatim {
+    text: Box<RawValue>,
+    is_error: bool,
+}
+
+impl PartialEq for Verbatim {
+    fn eq(&self, other: &Self) -> bool {
+        self.text.get() == other.text.get()
+    }
+}
+
+impl Verbatim {
+    /// Its text.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        self.text.get()
+    }
+
+    /// Whether it is a tool's error (`"isError": true`).
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The result read into a value.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        // Checked in full when it was read: it parses.
+        serde_json::from_str(self.text.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl serde::Serialize for Verbatim {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.text.serialize(serializer)
+    }
+}
+
+impl Answer {
+    /// The result as a value (a verbatim one read now).
+    #[must_use]
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Read(value) => value,
+            Self::Verbatim(verbatim) => verbatim.to_value(),
+        }
+    }
+}
+
+impl From<Value> for Answer {
+    fn from(value: Value) -> Self {
+        Self::Read(value)
+    }
+}
+
+impl serde::Serialize for Answer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Read(value) => value.serialize(serializer),
+            Self::Verbatim(verbatim) => verbatim.serialize(serializer),
+        }
+    }
+}
+
+/// A result's text as a provider's line carried it, checked to be JSON in full.
+#[derive(Debug, Clone, Copy)]
+pub struct Written<'a> {
+    text: &'a RawValue,
+    /// An object without any of the keys the hub acts on.
+    plain: bool,
+    is_error: bool,
+}
+
+impl<'a> Written<'a> {
+    /// Checks `text` in full; `None` when it is not JSON the `Value` reading would take.
+    #[must_use]
+    pub fn check(text: &'a RawValue) -> Option<Self> {
+        let mut reader = serde_json::Deserializer::from_str(text.get());
+        let top = reader.deserialize_any(Top).ok()?;
+        reader.end().ok()?;
+        Some(Self { text, plain: top.plain, is_error: top.is_error })
+    }
+
+    /// The answer: verbatim where `verbatim` allows it and the hub would change nothing in
+    /// the result, else read.
+    #[must_use]
+    pub fn answer(self, verbatim: bool) -> Answer {
+        if verbatim && self.plain {
+            Answer::Verbatim(Verbatim { text: self.text.to_owned(), is_error: self.is_error })
+        } else {
+            // Checked in full: it parses.
+            Answer::Read(serde_json::from_str(self.text.get()).unwrap_or(Value::Null))
+        }
+    }
+}
+
+/// What the check learns of a result's top level.
+struct Facts {
+    plain: bool,
+    is_error: bool,
+}
+
+/// Visits a result's top level: its keys and `isError`; every value below is [`Checked`].
+struct Top;
+
+impl<'de> Visitor<'de> for Top {
+    type Value = Facts;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Facts, A::Error> {
+        let mut facts = Facts { plain: true, is_error: false };
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if ACTED_ON.contains(&key.as_ref()) {
+                facts.plain = false;
+            }
+            if key == "isError" {
+                // As the `Value` reading would see it: the last one counts.
+                facts.is_error = map.next_value_seed(IsTrue)?;
+            } else {
+                map.next_value_seed(Checked)?;
+            }
+        }
+        Ok(facts)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Facts, A::Error> {
+        Checked.visit_seq(seq).map(|()| Facts { plain: false, is_error: false })
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+
+    fn visit_unit<E>(self) -> Result<Facts, E> {
+        Ok(Facts { plain: false, is_error: false })
+    }
+}
+
+/// Whether a value is `true`; the value is checked whatever it is.
+struct IsTrue;
+
+impl<'de> DeserializeSeed<'de> for IsTrue {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IsTrue {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<bool, E> {
+        Ok(value)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        Checked.visit_map(map).map(|()| false)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        Checked.visit_seq(seq).map(|()| false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// Checks a value as the `Value` reading would — every string decoded, every number read,
+/// nesting within the reader's depth limit — and keeps nothing of it. (`IgnoredAny` skips
+/// a value without these checks.)
+struct Checked;
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Checked)?.is_some() {
+            map.next_value_seed(Checked)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Checked)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(text: &str) -> Option<Answer> {
+        let raw: &RawValue = serde_json::from_str(text).ok()?;
+        Some(Written::check(raw)?.answer(true))
+    }
+
+    #[test]
+    fn a_plain_object_is_passed_on_as_written() {
+        let text = r#"{"content":[{"type":"text","text":"Echo: caf\u00e9"}],"isError":true}"#;
+        let Some(Answer::Verbatim(verbatim)) = written(text) else { panic!("verbatim") };
+        assert_eq!(verbatim.text(), text, "not a byte changed");
+        assert!(verbatim.is_error());
+        assert_eq!(serde_json::to_string(&Answer::Verbatim(verbatim.clone())).ok().as_deref(), Some(text));
+        assert_eq!(verbatim.to_value(), serde_json::from_str::<Value>(text).unwrap_or_default());
+        let Some(Answer::Verbatim(ok)) = written(r#"{"content":[],"isError":"true","isError":false}"#) else {
+            panic!("verbatim")
+        };
+        assert!(!ok.is_error(), "only `true` itself, the last one as a `Value` would keep it");
+    }
+
+    #[test]
+    fn a_result_the_hub_acts_on_is_read() {
+        for text in [
+            r#"{"content":[],"_meta":{"a":1}}"#,
+            r#"{"resultType":"input_required","inputRequests":{}}"#,
+            r#"{"content":[],"ttlMs":3,"cacheScope":"x"}"#,
+            r#"{"content":[],"result\u0054ype":"complete"}"#,
+            "[1,2]",
+            "3",
+            "null",
+        ] {
+            let expected: Value = serde_json::from_str(text).unwrap_or_default();
+            assert_eq!(written(text), Some(Answer::Read(expected)), "{text}");
+        }
+        let raw: &RawValue = serde_json::from_str(r#"{"content":[]}"#).unwrap_or_else(|_| unreachable!());
+        let read = Written::check(raw).map(|w| w.answer(false));
+        assert_eq!(read, Some(Answer::Read(serde_json::json!({"content": []}))), "not asked for verbatim");
+    }
+
+    #[test]
+    fn what_the_value_reading_refuses_is_refused() {
+        let deep = format!(r#"{{"a":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        for text in [r#"{"a":"\udc00"}"#, r#"{"a":1e400}"#, r#"{"isError":"\ud800"}"#, deep.as_str()] {
+            // RawValue alone takes each of these (it only skips the value).
+            let raw: Option<&RawValue> = serde_json::from_str(text).ok();
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+            assert!(raw.and_then(Written::check).is_none(), "{text}");
+        }
+    }
+}
