@@ -207,49 +207,46 @@ impl Context {
         }
     }
 
-    /// The result of one request of this context's era (`upcalls` takes what a tool call's
-    /// provider sends back meanwhile). For 2026-07-28, a provider's `InputRequiredResult`
-    /// gets its state sealed ([`rounds::relayed`]).
-    pub async fn result(
-        self: Arc<Self>,
-        id: Value,
-        method: String,
-        params: Value,
-        upcalls: Option<Upcalls>,
-    ) -> Result<Answer, RpcError> {
+    /// The result of one request of this context's era. For 2026-07-28, a provider's
+    /// `InputRequiredResult` gets its state sealed ([`sealed`]).
+    pub async fn result(&self, id: &Value, method: String, params: Value) -> Result<Answer, RpcError> {
         if self.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) {
             let name = rounds::subject(&method, &params);
             let arguments = params.get("arguments").cloned();
-            let endpoint = self.view.endpoint();
-            let result = self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
-            // A verbatim result has no `resultType`: it asks for nothing.
-            let result = match result? {
-                Answer::Read(result) => result,
-                verbatim => return Ok(verbatim),
-            };
-            let relayed = rounds::relayed(result, || rounds::State {
+            let result = self.unsealed(id, &method, params, None).await?;
+            return sealed(result, || rounds::State {
                 held: rounds::Held::Relayed(None),
                 name,
                 arguments: rounds::arguments_digest(arguments.as_ref()),
                 method,
-                endpoint,
+                endpoint: self.view.endpoint(),
             });
-            return relayed.map(Answer::Read);
         }
+        self.unsealed(id, &method, params, None).await
+    }
+
+    /// [`Self::result`] without the sealing, for a caller that seals a round's state itself
+    /// (a tool call's [`Drive`], which keeps what the state is bound to); `upcalls` takes what
+    /// a tool call's provider sends back meanwhile.
+    async fn unsealed(
+        &self,
+        id: &Value,
+        method: &str,
+        params: Value,
+        upcalls: Option<Upcalls>,
+    ) -> Result<Answer, RpcError> {
         if self.era == Era::Legacy {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
-            let answered = match (method.as_str(), &self.session) {
+            let answered = match (method, &self.session) {
                 ("ping", _) => Ok(json!({})),
                 ("logging/setLevel", _) => self.set_log_level(&params),
                 ("resources/subscribe", session) => self.hub.subscribe(&self.view, session.as_deref(), uri()).await,
                 ("resources/unsubscribe", Some(session)) => self.hub.unsubscribe(&self.view, session, uri()).await,
-                _ => {
-                    return self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)));
-                }
+                _ => return self.shared(id, method, params, upcalls).await.unwrap_or_else(|| Err(not_found(method))),
             };
             return answered.map(Answer::Read);
         }
-        self.shared(&id, &method, params, upcalls).await.unwrap_or_else(|| Err(not_found(&method)))
+        self.shared(id, method, params, upcalls).await.unwrap_or_else(|| Err(not_found(method)))
     }
 
     /// `logging/setLevel` for the session: the providers' log messages below the level no
@@ -329,6 +326,16 @@ impl Context {
     }
 }
 
+/// A 2026-07-28 result as the client gets it: a provider's `InputRequiredResult` with its
+/// state sealed, bound to what `state` says ([`rounds::relayed`]). A verbatim result has no
+/// `resultType`: it asks for nothing.
+fn sealed(result: Answer, state: impl FnOnce() -> rounds::State) -> Result<Answer, RpcError> {
+    match result {
+        Answer::Read(result) => rounds::relayed(result, state).map(Answer::Read),
+        verbatim => Ok(verbatim),
+    }
+}
+
 /// Results a 2026-07-28 client may cache, for `ttlMs` under `cacheScope`.
 const CACHEABLE: &[&str] =
     &["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
@@ -399,7 +406,7 @@ pub async fn single(
         let result = match resumed {
             Some(Err(error)) => Err(error),
             Some(Ok(_)) => Err(RpcError::invalid_params("Invalid params: this `requestState` belongs to a tool call")),
-            None => Arc::clone(&context).result(id.clone(), method.clone(), params, None).await,
+            None => context.result(&id, method.clone(), params).await,
         };
         let answer = context.envelope(id, &method, result);
         let (response, size) = json(status(answer.error_code()), &answer);
@@ -418,7 +425,8 @@ pub async fn single(
         }
     } else {
         let (sink, upcalls) = upcall::channel(drive.takes_progress());
-        let calling = Arc::clone(&drive.context).result(drive.id.clone(), drive.method.clone(), params, Some(sink));
+        let (context, id) = (Arc::clone(&drive.context), drive.id.clone());
+        let calling = async move { context.unsealed(&id, "tools/call", params, Some(sink)).await };
         drive.call = Some(Call { calling: Box::pin(calling), upcalls });
     }
     let first = drive.advance().await.unwrap_or(Message::Built(Value::Null));
@@ -498,6 +506,12 @@ impl Drive {
                             Upcall::Request(asked) => asked.refuse(-32603, "the call already ended"),
                         }
                     }
+                    let result = match self.context.era {
+                        Era::Modern => {
+                            result.and_then(|answer| sealed(answer, || self.state(rounds::Held::Relayed(None))))
+                        }
+                        Era::Legacy => result,
+                    };
                     let answer = self.context.envelope(self.id.clone(), &self.method, result);
                     if self.queued.is_empty() {
                         return Some(answer);
@@ -578,6 +592,17 @@ impl Drive {
         }
     }
 
+    /// What a round's state of this call is bound to, held as `held`.
+    fn state(&self, held: rounds::Held) -> rounds::State {
+        rounds::State {
+            held,
+            method: self.method.clone(),
+            name: self.name.clone(),
+            endpoint: self.context.view.endpoint(),
+            arguments: rounds::arguments_digest(self.arguments.as_ref()),
+        }
+    }
+
     /// Sets `call` aside for the client's next round; the `InputRequiredResult` asking it
     /// what the provider asked (`asked`, and what else it asked meanwhile).
     fn park(&mut self, mut call: Call, asked: Asked) -> Message {
@@ -604,11 +629,9 @@ impl Drive {
     /// Parks `parked` and asks its client what it waits for.
     fn ask_again(&self, parked: Parked) -> Message {
         let state = rounds::State {
-            held: rounds::Held::Parked(String::new()),
             method: parked.method.clone(),
             name: parked.name.clone(),
-            endpoint: self.context.view.endpoint(),
-            arguments: rounds::arguments_digest(self.arguments.as_ref()),
+            ..self.state(rounds::Held::Parked(String::new()))
         };
         let mut result = rounds::input_required(&parked);
         let id = self.context.hub.park(parked);
