@@ -12,6 +12,7 @@
 //! lists, `resources/read`, `server/discover`) `ttlMs` and `cacheScope`. List changes reach
 //! a client only on its `subscriptions/listen` stream.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -222,13 +223,13 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), Refuse
 
 /// A header value, decoded from the `=?base64?…?=` form clients use for text a header
 /// cannot carry.
-fn decoded(value: &str) -> Result<String, String> {
+fn decoded(value: &str) -> Result<Cow<'_, str>, String> {
     let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
-        return Ok(value.to_owned());
+        return Ok(Cow::Borrowed(value));
     };
     let bytes =
         base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|e| format!("is not valid base64 ({e})"))?;
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 once decoded".to_owned())
+    String::from_utf8(bytes).map(Cow::Owned).map_err(|_| "is not UTF-8 once decoded".to_owned())
 }
 
 /// `server/discover`: the revisions and capabilities the hub serves.
