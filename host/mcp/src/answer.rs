@@ -107,9 +107,13 @@ impl<'a> Written<'a> {
     #[must_use]
     pub fn check(text: &'a RawValue) -> Option<Self> {
         let mut reader = serde_json::Deserializer::from_str(text.get());
-        let top = reader.deserialize_any(Top).ok()?;
+        let seen = Checked { top: true }.deserialize(&mut reader).ok()?;
         reader.end().ok()?;
-        Some(Self { text, plain: top.plain, is_error: top.is_error })
+        let (plain, is_error) = match seen {
+            Seen::Top { plain, is_error } => (plain, is_error),
+            Seen::True | Seen::Other => (false, false),
+        };
+        Some(Self { text, plain, is_error })
     }
 
     /// The answer: verbatim where `verbatim` allows it and the hub would change nothing in
@@ -125,172 +129,83 @@ impl<'a> Written<'a> {
     }
 }
 
-/// What the check learns of a result's top level.
-struct Facts {
-    plain: bool,
-    is_error: bool,
-}
-
-/// Visits a result's top level: its keys and `isError`; every value below is [`Checked`].
-struct Top;
-
-impl<'de> Visitor<'de> for Top {
-    type Value = Facts;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("JSON")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Facts, A::Error> {
-        let mut facts = Facts { plain: true, is_error: false };
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if ACTED_ON.contains(&key.as_ref()) {
-                facts.plain = false;
-            }
-            if key == "isError" {
-                // As the `Value` reading would see it: the last one counts.
-                facts.is_error = map.next_value_seed(IsTrue)?;
-            } else {
-                map.next_value_seed(Checked)?;
-            }
-        }
-        Ok(facts)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Facts, A::Error> {
-        Checked.visit_seq(seq).map(|()| Facts { plain: false, is_error: false })
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-
-    fn visit_unit<E>(self) -> Result<Facts, E> {
-        Ok(Facts { plain: false, is_error: false })
-    }
-}
-
-/// Whether a value is `true`; the value is checked whatever it is.
-struct IsTrue;
-
-impl<'de> DeserializeSeed<'de> for IsTrue {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for IsTrue {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("JSON")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<bool, E> {
-        Ok(value)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-        Checked.visit_map(map).map(|()| false)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-        Checked.visit_seq(seq).map(|()| false)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
+/// What the check learns of a value.
+enum Seen {
+    /// `true`.
+    True,
+    /// An object at the top: whether it is plain (no key the hub acts on) and a tool's
+    /// error (`"isError": true`, the last one as a `Value` would keep it).
+    Top { plain: bool, is_error: bool },
+    /// Anything else.
+    Other,
 }
 
 /// Checks a value as the `Value` reading would — every string decoded, every number read,
-/// nesting within the reader's depth limit — and keeps nothing of it. (`IgnoredAny` skips
-/// a value without these checks.)
-struct Checked;
+/// nesting within the reader's depth limit — keeping nothing of it but what [`Seen`] says
+/// (`IgnoredAny` skips a value without these checks). `top`: the result itself, whose keys
+/// are looked at.
+#[derive(Clone, Copy)]
+struct Checked {
+    top: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for Checked {
-    type Value = ();
+    type Value = Seen;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Seen, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Checked {
-    type Value = ();
+    type Value = Seen;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("JSON")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key_seed(Checked)?.is_some() {
-            map.next_value_seed(Checked)?;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
+        let inner = Checked { top: false };
+        let (mut plain, mut is_error) = (true, false);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let seen = map.next_value_seed(inner)?;
+            if self.top {
+                plain &= !ACTED_ON.contains(&key.as_ref());
+                if key == "isError" {
+                    is_error = matches!(seen, Seen::True);
+                }
+            }
         }
-        Ok(())
+        Ok(if self.top { Seen::Top { plain, is_error } } else { Seen::Other })
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Checked)?.is_some() {}
-        Ok(())
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen, A::Error> {
+        while seq.next_element_seed(Checked { top: false })?.is_some() {}
+        Ok(Seen::Other)
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, value: bool) -> Result<Seen, E> {
+        Ok(if value { Seen::True } else { Seen::Other })
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, _: i64) -> Result<Seen, E> {
+        Ok(Seen::Other)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, _: u64) -> Result<Seen, E> {
+        Ok(Seen::Other)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, _: f64) -> Result<Seen, E> {
+        Ok(Seen::Other)
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, _: &str) -> Result<Seen, E> {
+        Ok(Seen::Other)
     }
 
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_unit<E>(self) -> Result<Seen, E> {
+        Ok(Seen::Other)
     }
 }
 
