@@ -61,12 +61,6 @@ impl Verbatim {
     }
 }
 
-impl serde::Serialize for Verbatim {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.text.serialize(serializer)
-    }
-}
-
 impl Answer {
     /// The result as a value (a verbatim one read now).
     #[must_use]
@@ -81,15 +75,6 @@ impl Answer {
 impl From<Value> for Answer {
     fn from(value: Value) -> Self {
         Self::Read(value)
-    }
-}
-
-impl serde::Serialize for Answer {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Read(value) => value.serialize(serializer),
-            Self::Verbatim(verbatim) => verbatim.serialize(serializer),
-        }
     }
 }
 
@@ -224,7 +209,6 @@ mod tests {
         let Some(Answer::Verbatim(verbatim)) = written(text) else { panic!("verbatim") };
         assert_eq!(verbatim.text(), text, "not a byte changed");
         assert!(verbatim.is_error());
-        assert_eq!(serde_json::to_string(&Answer::Verbatim(verbatim.clone())).ok().as_deref(), Some(text));
         assert_eq!(verbatim.to_value(), serde_json::from_str::<Value>(text).unwrap_or_default());
         let Some(Answer::Verbatim(ok)) = written(r#"{"content":[],"isError":"true","isError":false}"#) else {
             panic!("verbatim")
