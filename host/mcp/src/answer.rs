@@ -56,8 +56,7 @@ impl Verbatim {
     /// The result read into a value.
     #[must_use]
     pub fn to_value(&self) -> Value {
-        // Checked in full when it was read: it parses.
-        serde_json::from_str(self.text.get()).unwrap_or(Value::Null)
+        read(&self.text)
     }
 }
 
@@ -108,10 +107,15 @@ impl<'a> Written<'a> {
         if verbatim && self.plain {
             Answer::Verbatim(Verbatim { text: self.text.to_owned(), is_error: self.is_error })
         } else {
-            // Checked in full: it parses.
-            Answer::Read(serde_json::from_str(self.text.get()).unwrap_or(Value::Null))
+            Answer::Read(read(self.text))
         }
     }
+}
+
+/// A result's text, checked by [`Written::check`], read into a value (it parses: the check
+/// refuses what the `Value` reading refuses).
+fn read(text: &RawValue) -> Value {
+    serde_json::from_str(text.get()).unwrap_or(Value::Null)
 }
 
 /// What the check learns of a value.

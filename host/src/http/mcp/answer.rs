@@ -165,7 +165,8 @@ impl Message {
             // A verbatim result is an object, without `resultType` (it is read otherwise).
             Some(open) if complete => {
                 text.extend_from_slice(open.as_bytes());
-                if open.len() > 1 && !open[1..].trim_start().is_empty() {
+                // `open` starts with its `{`: a comma unless nothing follows it.
+                if !open[1..].trim_start().is_empty() {
                     text.push(b',');
                 }
                 text.extend_from_slice(br#""resultType":"complete"}"#);
