@@ -213,6 +213,79 @@ except OSError as e:
     assert_eq!(butler.get_json("/health").0, 200);
 }
 
+/// Whether any file under `dir` holds `needle`.
+fn somewhere_under(dir: &std::path::Path, needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => somewhere_under(&path, needle),
+            Ok(kind) if kind.is_file() => {
+                std::fs::read(&path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Sends `signal` to the host process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// Trust, second pass §1: another user connects, writes a request and the start of a second
+/// one, and closes at once. When the host accepts late (a busy or starting host; here it is
+/// stopped meanwhile), the client's socket is already a kernel mini-socket, which reports uid
+/// 0 — root's, the owner's when the host runs as root. Such a connection is unverified: its
+/// request needs a credential, and without one it is refused and does nothing.
+#[test]
+fn a_connection_that_closed_before_the_host_accepted_it_is_not_the_owners() {
+    let (butler, _dir) = Butler::start_fresh();
+    butler.wait_ready("journal");
+    let unique = format!("{}x{}", std::process::id(), butler.port);
+    let observe = |marker: &str| {
+        let (status, body) = butler.post_json("/observe", &serde_json::json!({"source": "test", "text": marker}), &[]);
+        assert_eq!(status, 202, "{body}");
+    };
+    // The owner's own observation lands where the journal keeps it: what the attack looks for.
+    let before = format!("owners-note-before-{unique}");
+    observe(&before);
+    crate::util::wait_until(std::time::Duration::from_secs(20), "the owner's observation is kept", || {
+        somewhere_under(&butler.workdir, &before)
+    });
+    let planted = format!("planted-by-nobody-{unique}");
+    let body = serde_json::json!({"source": "attacker", "text": planted}).to_string();
+    let race = format!(
+        r#"
+import socket, time
+s = socket.create_connection(("127.0.0.1", {port}))
+s.sendall(b"POST /myspace-butler/api/observe HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n{body}POST /myspace-butler/api/observe HTTP/1.1\r\n")
+s.close()
+time.sleep(0.3)
+print("sent")
+"#,
+        port = butler.port,
+        len = body.len(),
+        body = body.replace('"', "\\\""),
+    );
+    // The host accepts late: it is stopped while the attacker connects, writes and closes.
+    signal(butler.pid(), "-STOP");
+    let sent = as_another_user(&race);
+    signal(butler.pid(), "-CONT");
+    let Some(sent) = sent else { return };
+    assert!(sent.contains("sent"), "{sent}");
+    // The host has taken the connection and answered it by the time a later request of the
+    // owner's is kept.
+    let after = format!("owners-note-after-{unique}");
+    observe(&after);
+    crate::util::wait_until(std::time::Duration::from_secs(20), "the owner's later observation is kept", || {
+        somewhere_under(&butler.workdir, &after)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!somewhere_under(&butler.workdir, &planted), "the closed connection's request ran as the owner's");
+}
+
 #[test]
 fn oversized_and_malformed_bodies_get_the_envelope() {
     let (butler, _dir) = Butler::start_fresh();

@@ -4,9 +4,11 @@
 //!
 //! - **Only the owner's user.** A TCP connection whose socket belongs to another uid
 //!   ([`super::peer`]) is answered `403 foreign_user` before a byte of it is read; so is a
-//!   Unix-socket peer with another uid (`SO_PEERCRED`). Where the kernel cannot say, the
-//!   connection is let through, marked unverified: then every API and MCP request on it
-//!   must carry the owner's credential ([`super::credential`]).
+//!   Unix-socket peer with another uid (`SO_PEERCRED`). Where the kernel cannot say — or
+//!   the client's socket can no longer vouch for its uid (closed before the accept, a
+//!   mini-socket, a state other than established) — the connection is let through, marked
+//!   unverified: then every API and MCP request on it must carry the owner's credential
+//!   ([`super::credential`]). Only a verified connection is ever the owner's user.
 //! - **A connection cap** (half the process's file limit, at most [`MAX_CONNECTIONS`]): one
 //!   over it is answered `503 too_many_connections` and closed.
 //! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time

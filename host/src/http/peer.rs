@@ -5,6 +5,14 @@
 //! asks it through netlink `sock_diag` (one exact lookup by the connection's four-tuple,
 //! no privileges needed), and falls back to reading `/proc/net/tcp` / `tcp6` when netlink
 //! is not available. For a Unix-domain socket, `SO_PEERCRED` says it directly.
+//!
+//! **Only a live, full socket vouches for a uid.** A client that writes and closes at once
+//! can leave, by the time the host accepts, only a kernel mini-socket (`TIME_WAIT`, or the
+//! `FIN_WAIT2` of an orphan): the kernel reports uid 0 and inode 0 for it, whoever opened
+//! it. So a lookup names a uid only for a socket in `ESTABLISHED` or `CLOSE_WAIT` with an
+//! inode (one a process still holds); anything else — a mini-socket, another state, no
+//! match — is *unknown*, and the listener treats the connection as unverified, never as
+//! the owner's.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -26,12 +34,36 @@ const AF_INET: u8 = 2;
 const AF_INET6: u8 = 10;
 /// Header of a netlink message.
 const NLMSG_HDR: usize = 16;
+/// Where `idiag_state` sits in an `inet_diag_msg` (after the family).
+const STATE_OFFSET: usize = 1;
 /// Where `idiag_uid` sits in an `inet_diag_msg` (after family, state, timer, retrans, the
 /// 48-byte socket id, expires, rqueue and wqueue).
 const UID_OFFSET: usize = 4 + 48 + 12;
+/// Where `idiag_inode` sits: right after the uid.
+const INODE_OFFSET: usize = UID_OFFSET + 4;
+/// `TCP_ESTABLISHED` and `TCP_CLOSE_WAIT`: the states in which the client's end of a
+/// connection the host has not closed is a full socket a process holds.
+const LIVE_STATES: [u8; 2] = [1, 8];
+
+/// What the kernel says of the client's socket of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClientSocket {
+    state: u8,
+    uid: u32,
+    inode: u64,
+}
+
+impl ClientSocket {
+    /// Its uid, when the socket can vouch for it: a full socket in a live state that a
+    /// process still holds. A mini-socket reports uid 0 and inode 0 whoever made it.
+    fn vouched_uid(self) -> Option<u32> {
+        (LIVE_STATES.contains(&self.state) && self.inode != 0).then_some(self.uid)
+    }
+}
 
 /// The uid owning the client's socket of the TCP connection `peer` → `local` (both on
-/// this machine), if the kernel knows it.
+/// this machine), when a live, full socket vouches for it (see the module doc); `None`
+/// when there is no such socket, or only one that cannot vouch for its owner.
 ///
 /// # Errors
 /// When neither netlink nor `/proc` could be asked.
@@ -72,7 +104,7 @@ pub fn sock_diag_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u
     rustix::net::sendto(&socket, &request, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
     let mut buf = [0u8; 1024];
     let (len, _) = rustix::net::recv(&socket, &mut buf, RecvFlags::empty())?;
-    parse_diag_answer(&buf[..len])
+    Ok(parse_diag_answer(&buf[..len])?.and_then(ClientSocket::vouched_uid))
 }
 
 /// An `nlmsghdr` + `inet_diag_req_v2` looking up the one socket whose local end is `peer`
@@ -117,8 +149,8 @@ fn address_words(ip: IpAddr, v4: bool) -> [u8; 16] {
     out
 }
 
-/// The uid in the kernel's answer; `None` when it found no such socket.
-fn parse_diag_answer(answer: &[u8]) -> io::Result<Option<u32>> {
+/// The socket in the kernel's answer; `None` when it found no such socket.
+fn parse_diag_answer(answer: &[u8]) -> io::Result<Option<ClientSocket>> {
     let word = |at: usize| -> Option<u32> { Some(u32::from_ne_bytes(answer.get(at..at + 4)?.try_into().ok()?)) };
     let kind = answer.get(4..6).map(|b| u16::from_ne_bytes([b[0], b[1]]));
     match kind {
@@ -130,9 +162,13 @@ fn parse_diag_answer(answer: &[u8]) -> io::Result<Option<u32>> {
                 Err(io::Error::from_raw_os_error(-errno))
             }
         }
-        Some(SOCK_DIAG_BY_FAMILY) => word(NLMSG_HDR + UID_OFFSET)
-            .map(Some)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a short sock_diag answer")),
+        Some(SOCK_DIAG_BY_FAMILY) => {
+            let state = answer.get(NLMSG_HDR + STATE_OFFSET).copied();
+            match (state, word(NLMSG_HDR + UID_OFFSET), word(NLMSG_HDR + INODE_OFFSET)) {
+                (Some(state), Some(uid), Some(inode)) => Ok(Some(ClientSocket { state, uid, inode: u64::from(inode) })),
+                _ => Err(io::Error::new(io::ErrorKind::InvalidData, "a short sock_diag answer")),
+            }
+        }
         _ => Err(io::Error::new(io::ErrorKind::InvalidData, "an unexpected sock_diag answer")),
     }
 }
@@ -146,8 +182,8 @@ pub fn proc_net_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u3
     for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
         match std::fs::read_to_string(file) {
             Ok(table) => {
-                if let Some(uid) = find_in_proc_table(&table, local, peer) {
-                    return Ok(Some(uid));
+                if let Some(socket) = find_in_proc_table(&table, local, peer) {
+                    return Ok(socket.vouched_uid());
                 }
             }
             Err(e) => last_error = Some(e),
@@ -159,12 +195,20 @@ pub fn proc_net_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u3
     }
 }
 
-/// The uid column of the row whose local address is `peer` and remote `local`.
-fn find_in_proc_table(table: &str, local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+/// The state, uid and inode columns of the row whose local address is `peer` and remote
+/// `local`.
+fn find_in_proc_table(table: &str, local: SocketAddr, peer: SocketAddr) -> Option<ClientSocket> {
     table.lines().skip(1).find_map(|row| {
         let fields: Vec<&str> = row.split_whitespace().collect();
-        let (from, to, uid) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
-        (proc_addr(from)? == peer && proc_addr(to)? == local).then(|| uid.parse().ok()).flatten()
+        let (from, to) = (fields.get(1)?, fields.get(2)?);
+        if proc_addr(from)? != peer || proc_addr(to)? != local {
+            return None;
+        }
+        Some(ClientSocket {
+            state: u8::from_str_radix(fields.get(3)?, 16).ok()?,
+            uid: fields.get(7)?.parse().ok()?,
+            inode: fields.get(9)?.parse().ok()?,
+        })
     })
 }
 
@@ -205,14 +249,90 @@ mod tests {
         assert_eq!(tcp_peer_uid(local, nobody).expect("asked"), None);
     }
 
+    /// The client's socket of a connection as both lookups see it, once `settled` says
+    /// it reached the state the test waits for (within 5 s).
+    fn client_socket_when(local: SocketAddr, peer: SocketAddr, settled: impl Fn(Option<ClientSocket>) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let socket = diag_socket(local, peer);
+            if settled(socket) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "the client's socket never settled: {socket:?}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn diag_socket(local: SocketAddr, peer: SocketAddr) -> Option<ClientSocket> {
+        let socket = rustix::net::socket_with(
+            AddressFamily::NETLINK,
+            SocketType::DGRAM,
+            SocketFlags::CLOEXEC,
+            Some(netlink::SOCK_DIAG),
+        )
+        .expect("netlink");
+        rustix::net::sendto(&socket, &diag_request(local, peer), SendFlags::empty(), &SocketAddrNetlink::new(0, 0))
+            .expect("send");
+        let mut buf = [0u8; 1024];
+        let (len, _) = rustix::net::recv(&socket, &mut buf, RecvFlags::empty()).expect("recv");
+        parse_diag_answer(&buf[..len]).expect("an answer")
+    }
+
+    /// The attack: a client writes a request and closes before the host accepts. What is
+    /// left of its socket is a mini-socket whose uid the kernel reports as 0 — root's, the
+    /// owner's when the host runs as root. It vouches for nobody.
+    #[test]
+    fn a_client_that_closed_before_the_accept_is_nobody() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let peer = client.local_addr().expect("client addr");
+        client.write_all(b"GET /myspace-butler/api/health HTTP/1.1\r\nHost: x\r\n\r\nGET /").expect("write");
+        drop(client);
+        let (server_side, accepted_peer) = listener.accept().expect("accept");
+        assert_eq!(accepted_peer, peer);
+        let local = server_side.local_addr().expect("local");
+        // The kernel turns the orphan into a FIN_WAIT2 mini-socket once the host's end
+        // acknowledged its FIN: wait for that, then look.
+        client_socket_when(local, peer, |s| s.is_some_and(|s| s.inode == 0));
+        assert_eq!(sock_diag_uid(local, peer).expect("netlink answers"), None, "netlink");
+        assert_eq!(proc_net_uid(local, peer).expect("proc answers"), None, "/proc");
+        assert_eq!(tcp_peer_uid(local, peer).expect("asked"), None);
+
+        // A client that only half-closed still holds its socket, but in FIN_WAIT2: not a
+        // live state either.
+        let client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let peer = client.local_addr().expect("client addr");
+        client.shutdown(std::net::Shutdown::Write).expect("half-close");
+        let (server_side, _) = listener.accept().expect("accept");
+        let local = server_side.local_addr().expect("local");
+        client_socket_when(local, peer, |s| s.is_some_and(|s| s.state != LIVE_STATES[0]));
+        assert_eq!(tcp_peer_uid(local, peer).expect("asked"), None, "a half-closed client");
+        drop(client);
+    }
+
     #[test]
     fn proc_rows_parse_in_both_families() {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
                      0: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 1\n";
         let local: SocketAddr = "127.0.0.1:8080".parse().expect("addr");
         let peer: SocketAddr = "127.0.0.1:40000".parse().expect("addr");
-        assert_eq!(find_in_proc_table(table, local, peer), Some(1000));
+        assert_eq!(
+            find_in_proc_table(table, local, peer).and_then(ClientSocket::vouched_uid),
+            Some(1000),
+            "an established socket with an inode vouches for its uid"
+        );
         assert_eq!(find_in_proc_table(table, peer, local), None, "the server's own row is not the peer's");
+        // The rows the kernel shows for a mini-socket: TIME_WAIT (06) and an orphan's
+        // FIN_WAIT2 (05), uid 0 and inode 0, whoever opened them; and a socket in FIN_WAIT1.
+        for (state, uid, inode) in [("06", 0, 0), ("05", 0, 0), ("04", 1000, 7), ("01", 0, 0)] {
+            let row = format!(
+                "  sl  local_address rem_address   st\n\
+                 0: 0100007F:9C40 0100007F:1F90 {state} 00000000:00000000 00:00000000 00000000 {uid:5}        0 {inode}\n"
+            );
+            let found = find_in_proc_table(&row, local, peer).expect("the row is found");
+            assert_eq!(found.vouched_uid(), None, "state {state}, uid {uid}, inode {inode} vouches for nobody");
+        }
         assert_eq!(
             proc_addr("00000000000000000000000001000000:1F90"),
             Some("[::1]:8080".parse().expect("addr")),
