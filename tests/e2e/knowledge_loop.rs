@@ -566,8 +566,8 @@ fn a_revision_of_a_card_revised_since_is_stale() {
 
 /// A check that does not pass tells the caller what a file does not hold, so `candidate.submit`
 /// declares `failureLimit`: ten `checks_failed` a minute per caller, then `too_many_failures`
-/// (429) whatever the next submission holds; other callers are not held back, and each
-/// counted failure is in the host log with its caller.
+/// (429) whatever the next submission holds, through any door; other callers are not held
+/// back, and each counted failure is in the host log with its caller.
 #[test]
 fn failed_checks_are_limited_per_caller_and_recorded() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -599,6 +599,17 @@ fn failed_checks_are_limited_per_caller_and_recorded() {
     let (status, body) = submit("uses cargo", false);
     assert_error(status, &body, 429, "too_many_failures");
     assert!(body["error"]["message"].as_str().unwrap_or_default().contains("try again in"), "{body}");
+    // Another door buys no other budget: the distill tool on `/mcp/butler`, which any local
+    // process may open, counts against the same anonymous caller.
+    let mut door = crate::mcp::Client::connect(&butler, "/mcp/butler");
+    let through_mcp = door.call(
+        "butler__candidate_submit",
+        json!({"batchId": batch["batchId"], "lease": batch["lease"], "op": "create",
+            "card": knowledge("Build tool", "The build uses cargo."), "evidence": [item],
+            "checks": [{"type": "quote", "path": "docs/notes.md", "text": "guess over mcp"}]}),
+    );
+    assert_eq!(through_mcp["isError"], true, "{through_mcp}");
+    assert!(crate::mcp::text_of(&through_mcp).contains("too_many_failures"), "{through_mcp}");
     // The owner is another caller.
     let (status, body) = submit("guess owner", true);
     assert_error(status, &body, 422, "checks_failed");

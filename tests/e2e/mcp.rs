@@ -116,7 +116,7 @@ impl<'a> Client<'a> {
         body
     }
 
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> Value {
         let body = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         assert!(body.get("error").is_none(), "{tool}: {body}");
         body["result"].clone()

@@ -6,15 +6,23 @@
 //! has passed; every counted failure is recorded in the host log with the caller.
 //!
 //! The host knows nothing of what the codes mean: it counts codes the manifest names.
-//! Callers are keyed as the transports name them (`owner`, `mcp:<session>`, …); callers
-//! the transport cannot tell apart share the key `anonymous`. At most [`MAX_CALLERS`]
-//! callers are tracked at once (the ones with no failure in the last minute go first).
+//! Callers are keyed by who they proved to be, not by the door they came through: the
+//! owner (`owner`, `operator`), an agent session the host drives (`agent:<id>`), a
+//! profile's token (`profile:<name>`), the host's own collector. Every caller that proves
+//! nothing — an HTTP request without the owner's credential, an MCP client of `/mcp`,
+//! `/mcp/butler` or an open profile — shares the one key [`ANONYMOUS`], so a caller cannot
+//! multiply its budget by switching doors, and cannot spend an agent's. Nested calls
+//! (`host.call`) count against their top-level caller. At most [`MAX_CALLERS`] callers are
+//! tracked at once (the ones with no failure in the last minute go first).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use butler_catalog::lock;
+
+/// The key every caller that proved nothing is counted under.
+pub const ANONYMOUS: &str = "anonymous";
 
 /// The window failures are counted in.
 pub const WINDOW: Duration = Duration::from_secs(60);

@@ -87,8 +87,8 @@ pub struct CallContext {
     deadline: Option<Instant>,
     /// `faculty/command` of the call that made this one, for the call log.
     parent: Option<String>,
-    /// Who is calling, as the transport names them (`owner`, `mcp:<session>`, …), for
-    /// per-caller limits; nested calls keep their top-level caller.
+    /// Who is calling, as proved to the transport (`owner`, `agent:<id>`, …; see
+    /// [`failures`]), for per-caller limits; nested calls keep their top-level caller.
     caller: Option<Arc<str>>,
 }
 
@@ -953,7 +953,7 @@ impl FacultyRuntime {
         let input = runnable
             .input_of(command, given)
             .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
-        let caller = context.caller.as_deref().unwrap_or("anonymous");
+        let caller = context.caller.as_deref().unwrap_or(failures::ANONYMOUS);
         if let Some(limit) = &runnable.failure_limit {
             self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
                 CallError::TooManyFailures {

@@ -36,16 +36,6 @@ impl Scope {
             Self::Agent => &[ToolEndpoint::Main, ToolEndpoint::Agents],
         }
     }
-
-    /// How the failure limits of the faculty runtime name a caller of this endpoint: one
-    /// per endpoint, not per session, since sessions cost nothing to open.
-    fn caller(self) -> &'static str {
-        match self {
-            Self::Main => "mcp",
-            Self::Restricted => "mcp/butler",
-            Self::Agent => "mcp/agent",
-        }
-    }
 }
 
 /// The longest a list or call waits for faculties still being compiled.
@@ -136,9 +126,10 @@ impl HostTools {
         scope.endpoints().iter().any(|endpoint| declared.offer(*endpoint, name).is_some())
     }
 
-    /// Runs faculty tool `name`: a `tools/call` result (failures are `isError` results, so
-    /// the model can read and correct them).
-    pub async fn call(&self, scope: Scope, name: &str, arguments: Value) -> Value {
+    /// Runs faculty tool `name` for `caller` (the key its failures are counted under, see
+    /// [`View::budget_key`](crate::View::budget_key)): a `tools/call` result (failures are
+    /// `isError` results, so the model can read and correct them).
+    pub async fn call(&self, scope: Scope, caller: &str, name: &str, arguments: Value) -> Value {
         let declared = self.runtime.declared();
         let Some(offer) = scope.endpoints().iter().find_map(|endpoint| declared.offer(*endpoint, name)).cloned() else {
             return error_result(format!("no tool `{name}`"));
@@ -166,7 +157,7 @@ impl HostTools {
             };
         }
         let runtime = Arc::clone(&self.runtime);
-        let context = CallContext::top(false).by(scope.caller()).until(runtime.deadline_for(&offer.faculty));
+        let context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
         let deadline = context.deadline();
         let outcome = self.runtime.blocking(deadline, move || run(&runtime, &offer, args, &context)).await;
         match outcome {

@@ -1043,7 +1043,7 @@ impl Hub {
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.host_tools.call(view.scope(), &name, arguments).await.into());
+            return Ok(self.host_tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {

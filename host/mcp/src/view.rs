@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use butler_faculty::failures::ANONYMOUS;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
@@ -165,6 +166,22 @@ impl View {
         }
     }
 
+    /// The key a command's `failureLimit` counts this endpoint's callers under. A caller
+    /// that proves who it is has a budget of its own: an agent session the host drives
+    /// (`agent:<id>`, its endpoint needs the session's token) and a profile that requires
+    /// a token (`profile:<name>`). Every other caller proves nothing — any local process
+    /// can open `/mcp`, `/mcp/butler` or an open profile — so they share one budget,
+    /// [`ANONYMOUS`], with the HTTP routes' callers that are not the owner: choosing
+    /// another door does not buy another budget, and spending it never touches an agent's.
+    #[must_use]
+    pub fn budget_key(&self) -> String {
+        match self {
+            Self::Profile(profile) if profile.spec.session => format!("agent:{}", profile.name),
+            Self::Profile(profile) if profile.spec.require_token => format!("profile:{}", profile.name),
+            _ => ANONYMOUS.to_owned(),
+        }
+    }
+
     /// Its name in sessions and the activity log: `main`, `butler` or `p/<name>`.
     #[must_use]
     pub fn endpoint(&self) -> String {
@@ -276,6 +293,17 @@ mod tests {
 
     fn profile(spec: ProfileSpec) -> View {
         View::Profile(Arc::new(Profile::new("p", spec).expect("a valid profile")))
+    }
+
+    #[test]
+    fn only_a_caller_that_proves_who_it_is_gets_a_failure_budget_of_its_own() {
+        let open = profile(ProfileSpec { prefixed: true, ..ProfileSpec::default() });
+        let anonymous = [View::Main, View::Restricted, open].map(|view| view.budget_key());
+        assert!(anonymous.iter().all(|key| key == ANONYMOUS), "one budget whatever the door: {anonymous:?}");
+        let agent = profile(ProfileSpec { session: true, prefixed: true, ..ProfileSpec::default() });
+        let tokened = profile(ProfileSpec { require_token: true, prefixed: true, ..ProfileSpec::default() });
+        assert_eq!(agent.budget_key(), "agent:p", "the owner's agent is not starved by anonymous callers");
+        assert_eq!(tokened.budget_key(), "profile:p");
     }
 
     #[test]
