@@ -391,3 +391,34 @@ async fn a_crashing_provider_answers_is_error_costs_only_itself_and_comes_back()
     assert_eq!(logged(r, "beta", "started ", 1).await.len(), 1, "beta ran on undisturbed");
     hub.shutdown().await;
 }
+
+/// Trust, second pass §7: a provider that never answers delays a list by
+/// [`butler_mcp::LIST_WAIT`] at most. The list answers with what the others offer, the
+/// silent one is still starting and marked pending in the status, and a later list finds
+/// it no better and answers as soon.
+#[tokio::test]
+async fn a_provider_that_never_answers_does_not_hold_up_a_list() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let silent = json!({"schemaVersion": 1, "kind": "tool", "id": "mute", "name": "mute",
+        "mcp": {"transport": "stdio", "command": [python(), "-c", "import time\ntime.sleep(600)"], "timeoutSec": 120}});
+    write_manifest(r, "tools/mute", &silent);
+    let hub = hub(r, &scan(r, None)).await;
+    // The first list starts both; alpha may take a while on a loaded machine, so lists are
+    // asked until it is in — each answering while `mute` still says nothing.
+    let mut names = Vec::new();
+    for _ in 0..20 {
+        names = tool_names(&hub).await;
+        let mute = provider_status(&hub, "mute");
+        assert_eq!((&mute["state"], &mute["pending"]), (&json!("starting"), &json!(true)), "{mute}");
+        if names.iter().any(|n| n.starts_with("alpha__")) {
+            break;
+        }
+    }
+    assert_eq!(names.iter().filter(|n| n.starts_with("alpha__")).count(), PUBLIC_TOOLS.len(), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
+    assert_eq!(provider_status(&hub, "alpha")["pending"], false);
+    hub.shutdown().await;
+}

@@ -109,6 +109,9 @@ const MAX_PARKED: usize = 256;
 /// See [`MAX_PARKED`].
 pub const PARKED_FOR: Duration = Duration::from_secs(300);
 
+/// The longest a list waits for providers that are starting to list for the first time:
+/// one slow or hung provider delays a client's `tools/list` by this much at most.
+pub const LIST_WAIT: Duration = Duration::from_secs(2);
 /// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
 const CONTEXT_NAME: &str = "butler__context";
@@ -767,15 +770,31 @@ impl Hub {
 
     /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
     /// lists are not known yet (never run, no cache): the others are listed from what they
-    /// listed last, and start on a call. Each start is bounded by [`provider::START_TIMEOUT`], so a slow or broken
-    /// provider delays nobody longer.
+    /// listed last, and start on a call. The list waits [`LIST_WAIT`] at most: a provider
+    /// that has not listed by then is left out of this answer (its status says `pending`),
+    /// its start goes on (bounded by [`provider::START_TIMEOUT`]), and what it lists later
+    /// reaches clients as a `list_changed` notification.
     async fn start_unlisted(&self, view: Option<&View>) {
         let providers: Vec<_> = self
             .providers()
             .into_iter()
             .filter(|p| !p.listed() && view.is_none_or(|view| offers(view, &p.spec)))
             .collect();
-        futures_util::future::join_all(providers.iter().map(|p| p.ensure())).await;
+        if providers.is_empty() {
+            return;
+        }
+        for provider in &providers {
+            provider.start_for_a_list();
+        }
+        let listed = futures_util::future::join_all(providers.iter().map(|p| p.wait_listed()));
+        if tokio::time::timeout(LIST_WAIT, listed).await.is_err() {
+            let pending: Vec<&str> = providers.iter().filter(|p| !p.listed()).map(|p| p.spec.id.as_str()).collect();
+            tracing::info!(
+                "a list answered without {} (still starting after {} s)",
+                pending.join(", "),
+                LIST_WAIT.as_secs()
+            );
+        }
     }
 
     /// Every provider item of one kind under its public name, in provider order; names

@@ -729,6 +729,9 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Whether the lists shown come from the cache of an earlier run.
     pub cached: bool,
+    /// Whether it is still starting for a list that answered without it (it did not list
+    /// within [`crate::LIST_WAIT`]).
+    pub pending: bool,
     /// Calls routed to it.
     pub calls: u64,
     /// Calls that failed (error, crash, timeout).
@@ -791,6 +794,11 @@ pub struct Provider {
     stats: Mutex<Stats>,
     removed: AtomicBool,
     relist: Mutex<Relist>,
+    /// Whether a start that a list asked for runs in a task of its own
+    /// ([`Self::start_for_a_list`]); at most one at a time.
+    list_start: AtomicBool,
+    /// Told when such a start ends.
+    list_started: tokio::sync::Notify,
     /// Where it runs.
     io: Io,
 }
@@ -843,8 +851,40 @@ impl Provider {
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
             relist: Mutex::new(Relist::default()),
+            list_start: AtomicBool::new(false),
+            list_started: tokio::sync::Notify::new(),
             io,
         })
+    }
+
+    /// Starts it, when its lists are not known yet, in a task of its own (one at a time),
+    /// so that a list can wait for it for a while ([`Self::wait_listed`]) and answer
+    /// without it when it is slow: the start goes on, and the lists it brings are
+    /// announced as a change.
+    pub fn start_for_a_list(self: &Arc<Self>) {
+        if self.listed() || self.list_start.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let provider = Arc::clone(self);
+        self.io.runtime.spawn(async move {
+            let _ = provider.ensure().await;
+            provider.list_start.store(false, Ordering::Release);
+            provider.list_started.notify_waiters();
+        });
+    }
+
+    /// Until its lists are known or the start [`Self::start_for_a_list`] made has ended
+    /// (the caller bounds the wait).
+    pub async fn wait_listed(&self) {
+        loop {
+            let ended = self.list_started.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.listed() || !self.list_start.load(Ordering::Acquire) {
+                return;
+            }
+            ended.await;
+        }
     }
 
     /// Its lists as last seen (running, or cached from an earlier run).
@@ -1497,6 +1537,7 @@ impl Provider {
             rejected,
             last_error: inner.last_error.clone(),
             cached: inner.cached,
+            pending: !inner.known && self.list_start.load(Ordering::Acquire),
             calls: stats.calls,
             errors: stats.errors,
             timeouts: stats.timeouts,
