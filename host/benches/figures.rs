@@ -221,6 +221,7 @@ fn b7_scan() {
         instance_root: root.clone(),
         roots: ["tools", "services", "faculties"].iter().map(|r| root.join(r)).collect(),
         inspector: None,
+        own_listeners: Vec::new(),
     };
     let files: Vec<_> = config.extension_dirs().into_iter().map(|d| d.join("butler.json")).collect();
 

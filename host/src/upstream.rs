@@ -63,6 +63,26 @@ const REVISION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 #[derive(Debug, Default)]
 pub struct HttpDialer {
     client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    /// The host's own listener: a URL that names it is refused.
+    own: Option<std::net::SocketAddr>,
+}
+
+/// The header every request the hub sends to a remote server carries, with
+/// [`hop_mark`]: the gate refuses a request that carries this host's own mark, so a
+/// provider whose URL reaches the host itself by any name fails at once instead of making
+/// the hub list and call itself.
+pub const HOP_HEADER: &str = "x-butler-hop";
+
+/// This host process's mark (random, made once): not a secret, only this host's own.
+#[must_use]
+pub fn hop_mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        crate::instance::owner::random_secret().unwrap_or_else(|_| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            format!("{}-{}", std::process::id(), now.as_nanos())
+        })
+    })
 }
 
 impl HttpDialer {
@@ -71,6 +91,13 @@ impl HttpDialer {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same dialer, refusing a URL that names `own`, the host's listener (see
+    /// [`butler_catalog::listeners`]).
+    #[must_use]
+    pub fn refusing(self, own: std::net::SocketAddr) -> Self {
+        Self { own: Some(own), ..self }
     }
 
     /// The client, set up now if this is the first dial.
@@ -96,7 +123,11 @@ impl Dialer for HttpDialer {
     fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, String> {
         let shown = remote.shown();
         let url = reqwest::Url::parse(&remote.url).map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
+        if self.own.is_some_and(|own| butler_catalog::listeners::names_own_listener(&remote.url, &[own])) {
+            return Err(format!("`{shown}` is this host's own address: an MCP server cannot be the hub itself"));
+        }
         let mut headers = HeaderMap::new();
+        headers.insert(HeaderName::from_static(HOP_HEADER), HeaderValue::from_static(hop_mark()));
         for (name, value) in &remote.headers {
             let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
                 format!("the header name `{}` is not one HTTP allows", butler_catalog::text::clip(name, 60))

@@ -45,7 +45,12 @@ fn write_manifest(root: &Path, rel: &str, manifest: &Value) -> PathBuf {
 
 /// The scan of an instance at `root` whose one scan root is `root/tools`.
 fn scan_config(root: &Path) -> ScanConfig {
-    ScanConfig { instance_root: root.to_path_buf(), roots: vec![root.join("tools")], inspector: None }
+    ScanConfig {
+        instance_root: root.to_path_buf(),
+        roots: vec![root.join("tools")],
+        inspector: None,
+        own_listeners: Vec::new(),
+    }
 }
 
 /// One scan of the instance at `root`, as the loader's first scan does it.

@@ -7,7 +7,8 @@
 //! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
 //! packages, and [`imports`] keeps those imported into the instance; [`ui_apps`] reads
 //! ChatOS UI Apps plugins, which the scan finds beside the extensions; [`result_schema`]
-//! checks what a delegated agent session submits.
+//! checks what a delegated agent session submits; [`listeners`] tells a URL that names the
+//! host itself.
 //!
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
@@ -19,6 +20,7 @@ pub mod files;
 pub mod icon;
 pub mod imports;
 pub mod json;
+pub mod listeners;
 pub mod manifest;
 pub mod names;
 pub mod public;

@@ -36,6 +36,9 @@ pub struct ScanConfig {
     /// Inspects WebAssembly components; without one, bare `.wasm` files are ignored and
     /// faculty components are not checked.
     pub inspector: Option<Arc<dyn ComponentInspector>>,
+    /// The host's own listening addresses: an MCP server whose URL names one of them is
+    /// refused (see [`crate::listeners`]).
+    pub own_listeners: Vec<std::net::SocketAddr>,
 }
 
 impl std::fmt::Debug for ScanConfig {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for ScanConfig {
             .field("instance_root", &self.instance_root)
             .field("roots", &self.roots)
             .field("inspector", &self.inspector.is_some())
+            .field("own_listeners", &self.own_listeners)
             .finish()
     }
 }
@@ -272,12 +276,31 @@ fn load_plugin(
             diagnostics.push(Diagnostic::single(display, Some(plugin.id), Severity::Error, "/id", message));
             None
         }
-        Ok(plugin) => {
+        Ok(mut plugin) => {
+            refuse_own_endpoints(config, &mut plugin);
             if !plugin.problems.is_empty() {
                 let (id, errors) = (Some(plugin.id.clone()), plugin.problems.clone());
                 diagnostics.push(Diagnostic { path: display, id, severity: Severity::Warning, errors });
             }
             Some(plugin)
+        }
+    }
+}
+
+/// Leaves out of the hub each app server of `plugin` whose URL names one of the host's own
+/// listeners, with a problem saying why (the hub would list and call itself).
+fn refuse_own_endpoints(config: &ScanConfig, plugin: &mut ui_apps::Plugin) {
+    for (i, app) in plugin.apps.iter_mut().enumerate() {
+        let Some(ui_apps::Target::Url(url, _)) = app.server.as_ref().map(|s| &s.target) else { continue };
+        if crate::listeners::names_own_listener(url, &config.own_listeners) {
+            plugin.problems.push(crate::validation::SchemaError {
+                pointer: format!("/apps/{i}/ai/mcp/url"),
+                message: format!(
+                    "`{}` is this host's own address: an MCP server cannot be the hub itself, so the app's server is left out",
+                    crate::text::clip(url, 120)
+                ),
+            });
+            app.server = None;
         }
     }
 }
@@ -291,7 +314,7 @@ pub fn check_extension(
     path: &Path,
     inspector: Option<Arc<dyn ComponentInspector>>,
 ) -> (Option<Manifest>, Vec<Diagnostic>) {
-    let config = ScanConfig { instance_root: PathBuf::new(), roots: Vec::new(), inspector };
+    let config = ScanConfig { instance_root: PathBuf::new(), roots: Vec::new(), inspector, own_listeners: Vec::new() };
     let bare = path.is_file() && path.file_name().and_then(|n| n.to_str()).is_some_and(component::is_wasm);
     if path.is_dir() || bare {
         if bare && config.inspector.is_none() {

@@ -176,6 +176,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
     let mut scan = instance.scan_config();
     scan.inspector = Some(faculties.inspector());
+    scan.own_listeners = vec![local];
     let catalog = spawn_loader(scan).await?;
     let rescan = catalog.clone();
     faculties.when_compiled(move || rescan.request_rescan());
@@ -196,7 +197,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         legacy_providers: instance.config.mcp.legacy_providers.clone(),
         log_payloads: instance.config.mcp.log_payloads,
         io: Some(hub_io.clone()),
-        dialer: Some(Arc::new(butler_host::upstream::HttpDialer::new())),
+        dialer: Some(Arc::new(butler_host::upstream::HttpDialer::new().refusing(local))),
     };
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();

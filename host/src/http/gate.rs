@@ -4,6 +4,9 @@
 //!   with its own domain in `Host`, so this refuses it.
 //! - A present `Origin` must be the host's own origin (loopback name, our port, `http`).
 //! - `Sec-Fetch-Site: cross-site | same-site` is refused, whatever else the request says.
+//! - A request that carries this host's own hop mark ([`crate::upstream::HOP_HEADER`]) came
+//!   from its own hub through a provider URL that reaches the host itself: `508
+//!   request_loop`.
 //!
 //! Requests without `Origin` (local SDKs, the CLI, curl) pass. Refusals are 403 with the
 //! error envelope (a JSON-RPC error on the MCP routes); so is a head larger than
@@ -86,6 +89,13 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
                 format!("the request has more than one `{name}` header"),
             ));
         }
+    }
+    if headers.get(crate::upstream::HOP_HEADER).is_some_and(|mark| mark == crate::upstream::hop_mark()) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::LOOP_DETECTED,
+            "request_loop",
+            "this request came from this host's own MCP hub: a provider's URL points at the host itself, which the hub refuses to call",
+        ));
     }
     let host = headers
         .get(HOST)
@@ -252,5 +262,15 @@ mod tests {
         for ok in ["same-origin", "none"] {
             assert!(check(CONFIG, &headers(&[("host", "localhost:19387"), ("sec-fetch-site", ok)])).is_ok());
         }
+    }
+
+    #[test]
+    fn a_request_with_this_hosts_own_hop_mark_is_a_loop() {
+        let mark = crate::upstream::hop_mark();
+        let looped = headers(&[("host", "localhost:19387"), (crate::upstream::HOP_HEADER, mark)]);
+        let err = check(CONFIG, &looped).expect_err("our own mark");
+        assert_eq!((err.status, err.code.as_ref()), (axum::http::StatusCode::LOOP_DETECTED, "request_loop"));
+        let other = headers(&[("host", "localhost:19387"), (crate::upstream::HOP_HEADER, "another-host")]);
+        assert!(check(CONFIG, &other).is_ok(), "another host's hub may call this one");
     }
 }

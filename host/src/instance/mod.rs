@@ -130,6 +130,7 @@ impl Instance {
             instance_root: self.root.clone(),
             roots: self.config.scan_roots.iter().map(|r| self.path(r)).collect(),
             inspector: None,
+            own_listeners: Vec::new(),
         }
     }
 

@@ -223,7 +223,12 @@ fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
     for file in [MANIFEST_FILE, "ui/index.mjs"] {
         std::fs::copy(plugin.path().join(file), copy.join(file)).expect("copy");
     }
-    let config = crate::ScanConfig { instance_root: instance.path().to_owned(), roots: vec![tools], inspector: None };
+    let config = crate::ScanConfig {
+        instance_root: instance.path().to_owned(),
+        roots: vec![tools],
+        inspector: None,
+        own_listeners: Vec::new(),
+    };
     let catalog = crate::scan(&config, None);
     assert_eq!(catalog.extensions.len(), 1, "{:?}", catalog.diagnostics);
     assert_eq!(catalog.plugins.len(), 1, "{:?}", catalog.diagnostics);
@@ -235,4 +240,38 @@ fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
         "{warnings:?}"
     );
     assert_eq!(catalog.diagnostics[0].path, "tools/plugin/plugin.json");
+}
+
+/// Trust, second pass §7: an app whose server is the host's own MCP endpoint would make the
+/// hub list itself. The scan leaves that server out and says why; another URL stays.
+#[test]
+fn an_app_server_at_the_hosts_own_address_is_left_out_with_a_diagnostic() {
+    let instance = tempfile::tempdir().expect("dir");
+    let tools = instance.path().join("tools");
+    let manifest = json!({"id": "loop", "name": "Loop", "apps": [
+        app("self", json!({"mcp": {"url": "http://localhost:19387/myspace-butler/api/mcp"}})),
+        app("other", json!({"mcp": {"url": "http://127.0.0.1:19388/mcp"}})),
+    ]});
+    let plugin = plugin_dir(&manifest, &[UI]);
+    let copy = tools.join("loop");
+    std::fs::create_dir_all(copy.join("ui")).expect("mkdir");
+    for file in [MANIFEST_FILE, "ui/index.mjs"] {
+        std::fs::copy(plugin.path().join(file), copy.join(file)).expect("copy");
+    }
+    let config = crate::ScanConfig {
+        instance_root: instance.path().to_owned(),
+        roots: vec![tools],
+        inspector: None,
+        own_listeners: vec!["127.0.0.1:19387".parse().expect("address")],
+    };
+    let catalog = crate::scan(&config, None);
+    assert_eq!(catalog.plugins.len(), 1, "{:?}", catalog.diagnostics);
+    let apps = &catalog.plugins[0].apps;
+    assert!(apps[0].server.is_none(), "the hub's own endpoint is no server of the hub's");
+    assert!(apps[1].server.is_some(), "another port is another server");
+    let problems: Vec<&crate::validation::SchemaError> = catalog.diagnostics.iter().flat_map(|d| &d.errors).collect();
+    assert!(
+        problems.iter().any(|p| p.pointer == "/apps/0/ai/mcp/url" && p.message.contains("this host's own address")),
+        "{problems:?}"
+    );
 }

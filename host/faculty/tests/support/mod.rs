@@ -124,6 +124,7 @@ impl Instance {
             instance_root: self.root.clone(),
             roots: vec![self.path("faculties")],
             inspector: Some(runtime.inspector()),
+            own_listeners: Vec::new(),
         };
         butler_catalog::scan(&config, previous)
     }
