@@ -289,6 +289,156 @@ fn a_clean_stop_stops_everything_before_the_host_exits() {
     assert!(left.is_empty(), "still running after the host exited: {left:#?}");
 }
 
+/// Python that hides processes from a walk of parent links and from its process group,
+/// each noting its pid in `pids/<kind>`: a grandchild (double fork) in a new session that
+/// ignores `SIGTERM` and ends its main thread with `pthread_exit` while a worker thread
+/// runs on — `/proc` shows it as a zombie —; a grandchild in a new session; a child in a
+/// process group of its own. The program itself sleeps.
+const ESCAPES: &str = r#"
+import ctypes, os, signal, threading, time
+
+def forked(body, double):
+    if os.fork() == 0:
+        if double and os.fork() != 0:
+            os._exit(0)
+        body()
+        os._exit(0)
+    if double:
+        os.wait()
+
+def note(kind):
+    with open(f"pids/{kind}.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(f"pids/{kind}.tmp", f"pids/{kind}")
+
+def thread_only():
+    os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=lambda: time.sleep(300)).start()
+    note("thread")
+    ctypes.CDLL(None).pthread_exit(None)
+
+def session():
+    os.setsid()
+    note("session")
+    time.sleep(300)
+
+def group():
+    os.setpgid(0, 0)
+    note("group")
+    time.sleep(300)
+
+os.makedirs("pids", exist_ok=True)
+forked(thread_only, double=True)
+forked(session, double=True)
+forked(group, double=False)
+time.sleep(300)
+"#;
+
+/// SIGKILLs whatever still carries the marker when the test ends, so a failing test does
+/// not leave its escapees running.
+struct KillMarked(Vec<String>);
+
+impl Drop for KillMarked {
+    fn drop(&mut self) {
+        for mark in &self.0 {
+            for pid in marked(mark) {
+                if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
+}
+
+/// Writes `kind`/`id` running [`ESCAPES`] with `mark`.
+fn escaping_item(workdir: &Path, kind: &str, id: &str, mark: &str) {
+    write_manifest(
+        workdir,
+        &format!("{kind}s/{id}"),
+        &hosted(
+            kind,
+            id,
+            json!({"command": ["python3", "-c", ESCAPES], "env": {"BUTLER_TEST_MARKER": mark}, "autoStart": true}),
+        ),
+    );
+}
+
+/// Waits until all of [`ESCAPES`]'s processes run — keeper, program, and the three that
+/// hide — and checks that the one that ended its main thread is what it claims: `Z` in
+/// `/proc/<pid>/stat`, in a session of its own, with a thread that runs.
+fn wait_escaped(folder: &Path, mark: &str) {
+    wait_until(LIMIT, "every escape to run", || {
+        marked(mark).len() >= 5
+            && ["thread", "session", "group"].iter().all(|kind| folder.join("pids").join(kind).exists())
+    });
+    let pid = std::fs::read_to_string(folder.join("pids/thread")).expect("pid file");
+    let pid = pid.trim();
+    wait_until(LIMIT, "its main thread to end", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+    });
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("stat").1.split_whitespace().collect();
+    assert_eq!(fields[3], pid, "it leads a session of its own: {stat}");
+    assert!(marked(mark).contains(&pid.parse().expect("pid")), "it still runs, by its worker thread");
+}
+
+/// Every process still carrying `mark`, described.
+fn left_behind(mark: &str) -> Vec<String> {
+    marked(mark)
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count);
+            format!("{} ({tasks} threads)", stat.trim())
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_an_item_starts_survives_its_stop_whatever_it_does_with_sessions_groups_and_threads() {
+    let dir = tempfile::tempdir().expect("temp");
+    let w = dir.path().join("instance");
+    let (stopped, at_exit) = (marker("escapes-stop"), marker("escapes-exit"));
+    let _cleanup = KillMarked(vec![stopped.clone(), at_exit.clone()]);
+    escaping_item(&w, "tool", "escaper", &stopped);
+    escaping_item(&w, "service", "lingerer", &at_exit);
+    let butler = Butler::start(&w);
+    wait_escaped(&butler.workdir.join("tools/escaper"), &stopped);
+    wait_escaped(&butler.workdir.join("services/lingerer"), &at_exit);
+
+    // A stop through the API: it answers once the keeper is gone, and the keeper goes only
+    // when nothing below it runs (the zombie-looking one ignores SIGTERM: SIGKILL ends it).
+    let (status, body) = act(&butler, "tool", "escaper", "stop");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"]["state"], "stopped", "{body}");
+    let left = left_behind(&stopped);
+    assert!(left.is_empty(), "still running after the stop answered: {left:#?}");
+    assert!(!left_behind(&at_exit).is_empty(), "the other item runs on");
+
+    // The host's clean stop.
+    let status = butler.stop();
+    assert!(status.success(), "{status}");
+    let left = left_behind(&at_exit);
+    assert!(left.is_empty(), "still running after the host exited: {left:#?}");
+}
+
+#[test]
+fn nothing_an_item_starts_survives_a_host_killed_outright_whatever_it_does_with_sessions_and_threads() {
+    let dir = tempfile::tempdir().expect("temp");
+    let w = dir.path().join("instance");
+    let mark = marker("escapes-sigkill");
+    let _cleanup = KillMarked(vec![mark.clone()]);
+    escaping_item(&w, "tool", "escaper", &mark);
+    let mut butler = Butler::start(&w);
+    wait_escaped(&butler.workdir.join("tools/escaper"), &mark);
+    butler.kill();
+    // The keeper sees the host gone, stops its tree (SIGKILL after the grace for the one
+    // that ignores SIGTERM) and only then exits.
+    wait_until(Duration::from_secs(20), "every marked process to be gone", || marked(&mark).is_empty());
+}
+
 #[test]
 fn logs_stream_their_backlog_then_follow_and_see_the_host_environment() {
     let dir = tempfile::tempdir().expect("temp");

@@ -15,8 +15,19 @@
 //!   what is left, reaps, and exits with the program's status (`128 + N` when the program
 //!   was killed by signal N, as shells report it).
 //!
+//! A descendant counts as running while any of its threads runs: one whose main thread
+//! ended (`pthread_exit` from `main`) shows as a zombie in `/proc` yet runs on, and is
+//! signalled like any other (a signal to its pid reaches the whole thread group). The
+//! keeper exits only when `/proc` shows nothing running below it **and** `wait` finds no
+//! child left — such a half-ended leader stays an unreapable child until its last thread
+//! ends. Every step has a deadline: [`STOP_GRACE`] from `SIGTERM` to `SIGKILL`, then
+//! [`KILL_WAIT`] of `SIGKILL` repeated to anything still found, after which the keeper
+//! gives up (what is left is stuck in the kernel with `SIGKILL` pending) and exits.
+//!
 //! The host's side is [`spawn_kept`]; a stop is `SIGTERM` to the group with the host's own
-//! `SIGKILL` of the group as a backstop if the keeper does not finish in time.
+//! backstop if the keeper does not finish in time: `SIGKILL` to every descendant of the
+//! keeper, then to its group ([`tree::kill_tree`]), so a stuck keeper does not hand its
+//! orphans to init.
 
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -36,6 +47,12 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How much longer than the keeper's own grace the host waits before it kills the group
 /// itself (a keeper that does not finish is stuck, or starved on a loaded machine).
 const BACKSTOP_MARGIN: Duration = Duration::from_secs(3);
+
+/// How long the keeper waits, after its `SIGKILL`, for everything below it to be reaped
+/// before it gives up and exits (a process stuck in an uninterruptible sleep dies only when
+/// it leaves it). Shorter than [`BACKSTOP_MARGIN`], so the keeper ends before the host's
+/// backstop.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// While descendants are still dying, how often the keeper looks whether they are gone.
 const SETTLE_POLL: Duration = Duration::from_millis(20);
@@ -143,13 +160,14 @@ impl Kept {
 
     /// Stops the group: `SIGTERM` to every member (the keeper passes it on to descendants
     /// that left the group), then — if the keeper has not finished after [`STOP_GRACE`]
-    /// and a second — `SIGKILL` to the group. Returns the keeper's exit status.
+    /// and a margin — `SIGKILL` to the keeper's whole tree. Returns the keeper's exit
+    /// status.
     pub async fn stop(&mut self) -> Option<std::process::ExitStatus> {
         tree::signal_group(self.group, Signal::TERM);
         let status = match tokio::time::timeout(STOP_GRACE + BACKSTOP_MARGIN, self.child.wait()).await {
             Ok(status) => status.ok(),
             Err(_) => {
-                tree::signal_group(self.group, Signal::KILL);
+                tree::kill_tree(self.group);
                 self.child.wait().await.ok()
             }
         };
@@ -252,47 +270,91 @@ async fn keep(host: u32, argv: &[String]) -> ExitCode {
     };
 
     let mut exit: Option<u8> = None;
-    let mut kill_at: Option<Instant> = None;
+    let mut stopping = Stopping::No;
     let mut host_watch = host_gone;
     let mut host_alive = true;
     loop {
-        let settling = exit.is_some() || kill_at.is_some();
+        let polling = exit.is_some() || matches!(stopping, Stopping::Killed { .. });
         tokio::select! {
-            _ = term.recv() => stop_descendants(me, &mut kill_at),
-            _ = int.recv() => stop_descendants(me, &mut kill_at),
-            _ = hup.recv() => stop_descendants(me, &mut kill_at),
+            _ = term.recv() => stopping.begin(me),
+            _ = int.recv() => stopping.begin(me),
+            _ = hup.recv() => stopping.begin(me),
             () = host_watch.gone(), if host_alive => {
                 host_alive = false;
-                stop_descendants(me, &mut kill_at);
+                stopping.begin(me);
             }
             _ = chld.recv() => {}
-            () = sleep_until(kill_at) => {
-                tree::signal_all(&tree::descendants(me), Signal::KILL);
-                // Again in a moment if something is still there (not in a tight loop).
-                kill_at = Some(Instant::now() + SETTLE_POLL);
-            }
-            () = tokio::time::sleep(SETTLE_POLL), if settling => {}
+            () = sleep_until(stopping.kill_at()) => {}
+            () = tokio::time::sleep(SETTLE_POLL), if polling => {}
         }
-        reap(main, &mut exit);
+        stopping.kill_when_due(me);
+        let children_left = reap(main, &mut exit);
         if let Some(code) = exit {
-            let left = tree::descendants(me);
-            if left.is_empty() {
+            if !children_left && tree::descendants(me).is_empty() {
                 return ExitCode::from(code);
             }
-            if kill_at.is_none() {
-                // The program is gone but left processes behind: they go too.
-                tree::signal_all(&left, Signal::TERM);
-                kill_at = Some(Instant::now() + STOP_GRACE);
-            }
+            // The program is gone but left processes behind: they go too.
+            stopping.begin(me);
+        }
+        if stopping.given_up() {
+            let left = tree::descendants(me).len();
+            eprintln!(
+                "butler keep: {left} process(es) below the keeper still not reaped {KILL_WAIT:?} after SIGKILL; \
+                 leaving them to the system, SIGKILL pending"
+            );
+            return ExitCode::from(exit.unwrap_or(128 + 9));
         }
     }
 }
 
-/// `SIGTERM` to every descendant, and the `SIGKILL` deadline, once.
-fn stop_descendants(me: Pid, kill_at: &mut Option<Instant>) {
-    if kill_at.is_none() {
-        tree::signal_all(&tree::descendants(me), Signal::TERM);
-        *kill_at = Some(Instant::now() + STOP_GRACE);
+/// How far the keeper is in stopping everything below it. Each step has a deadline, so
+/// the keeper ends even if something below it never does.
+#[derive(Debug, Clone, Copy)]
+enum Stopping {
+    /// Nobody asked for a stop and the program still runs.
+    No,
+    /// Every descendant got `SIGTERM`; what is left at `kill_at` gets `SIGKILL`.
+    Terminated { kill_at: Instant },
+    /// Every descendant got `SIGKILL` — and anything found later gets it too, on every
+    /// turn — until all is reaped or `give_up_at` passes.
+    Killed { give_up_at: Instant },
+}
+
+impl Stopping {
+    /// `SIGTERM` to every descendant and the `SIGKILL` deadline, unless the stop began
+    /// already.
+    fn begin(&mut self, me: Pid) {
+        if matches!(self, Self::No) {
+            tree::signal_all(&tree::descendants(me), Signal::TERM);
+            *self = Self::Terminated { kill_at: Instant::now() + STOP_GRACE };
+        }
+    }
+
+    /// When the next `SIGKILL` is due while the stop is in its grace.
+    fn kill_at(self) -> Option<Instant> {
+        match self {
+            Self::Terminated { kill_at } => Some(kill_at),
+            Self::No | Self::Killed { .. } => None,
+        }
+    }
+
+    /// `SIGKILL` to every descendant once the grace is over, and again on every turn after.
+    fn kill_when_due(&mut self, me: Pid) {
+        let now = Instant::now();
+        match *self {
+            Self::Terminated { kill_at } if now >= kill_at => {
+                tree::signal_all(&tree::descendants(me), Signal::KILL);
+                *self = Self::Killed { give_up_at: now + KILL_WAIT };
+            }
+            Self::Killed { .. } => tree::signal_all(&tree::descendants(me), Signal::KILL),
+            Self::No | Self::Terminated { .. } => {}
+        }
+    }
+
+    /// Whether everything got `SIGKILL` long enough ago that waiting longer is pointless:
+    /// what is still there is stuck in the kernel and dies when it leaves it.
+    fn given_up(self) -> bool {
+        matches!(self, Self::Killed { give_up_at } if Instant::now() >= give_up_at)
     }
 }
 
@@ -303,14 +365,31 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Reaps every exited child (re-parented orphans included), noting the main program's
-/// exit as a shell would report it.
-fn reap(main: Pid, exit: &mut Option<u8>) {
-    while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
-        if pid == main {
-            let code =
-                status.exit_status().or_else(|| status.terminating_signal().map(|signal| 128 + signal)).unwrap_or(1);
-            *exit = Some(u8::try_from(code & 0xff).unwrap_or(1));
+/// `__WALL`: wait for every kind of child, those that report their end with a signal other
+/// than `SIGCHLD` ("clone" children) included.
+const WAIT_ALL: u32 = 0x4000_0000;
+
+/// Reaps every exited child — re-parented orphans included, whatever their process group
+/// (a bare `waitpid(0, …)` would see only the keeper's own group) — noting the main
+/// program's exit as a shell would report it. Returns whether children are left: a child
+/// that has not exited yet, or a thread-group leader whose main thread ended while other
+/// threads still run (not reapable until the last one ends).
+fn reap(main: Pid, exit: &mut Option<u8>) -> bool {
+    let options = WaitOptions::NOHANG | WaitOptions::from_bits_retain(WAIT_ALL);
+    loop {
+        match rustix::process::wait(options) {
+            Ok(Some((pid, status))) => {
+                if pid == main {
+                    let code = status
+                        .exit_status()
+                        .or_else(|| status.terminating_signal().map(|signal| 128 + signal))
+                        .unwrap_or(1);
+                    *exit = Some(u8::try_from(code & 0xff).unwrap_or(1));
+                }
+            }
+            Ok(None) => return true,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return false,
         }
     }
 }

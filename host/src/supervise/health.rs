@@ -105,7 +105,7 @@ fn get(url: &str) -> Outcome {
 
 /// Runs the probe command under a keeper (so a host killed mid-probe leaves nothing
 /// behind); its output's last line becomes the detail. A probe that overruns is stopped by
-/// dropping this future: the keeper's group is killed.
+/// dropping this future: the keeper's whole tree is killed.
 async fn exec(launch: &Launch) -> Outcome {
     let mut kept = match keeper::spawn_kept(launch, keeper::Input::Null) {
         Ok(kept) => kept,
@@ -139,7 +139,8 @@ async fn head(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
     buf
 }
 
-/// Kills a probe's process group if the probe is abandoned (timed out) before it finished.
+/// Kills a probe's keeper and everything below it — processes that left its group
+/// included — if the probe is abandoned (timed out) before it finished.
 struct GroupGuard(Option<u32>);
 
 impl GroupGuard {
@@ -151,7 +152,7 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(group) = self.0 {
-            butler_process::tree::signal_group(group, rustix::process::Signal::KILL);
+            butler_process::tree::kill_tree(group);
         }
     }
 }

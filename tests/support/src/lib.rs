@@ -68,20 +68,28 @@ pub fn marker(name: &str) -> String {
     format!("{name}-{}-{nanos}", std::process::id())
 }
 
-/// Pids of live (not zombie) processes whose environment holds
-/// `BUTLER_TEST_MARKER=<marker>`.
+/// Pids of processes that still run — any of their threads: a process whose main thread
+/// ended with `pthread_exit` shows as a zombie yet runs on — whose environment holds
+/// `BUTLER_TEST_MARKER=<marker>` (read through a running thread: a zombie main thread has
+/// no environment left to read).
 #[must_use]
 pub fn marked(marker: &str) -> Vec<u32> {
     let needle = format!("BUTLER_TEST_MARKER={marker}");
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
-            .unwrap_or(true);
-        if !zombie && environ.split(|&b| b == 0).any(|var| var == needle.as_bytes()) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        let marked_and_running = tasks.flatten().any(|task| {
+            let dir = task.path();
+            let running = std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])))
+                .unwrap_or(false);
+            running
+                && std::fs::read(dir.join("environ"))
+                    .is_ok_and(|environ| environ.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+        });
+        if marked_and_running {
             pids.push(pid);
         }
     }
