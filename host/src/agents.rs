@@ -3,7 +3,8 @@
 //! ([`delegations`]) or a scheduled automation's run ([`automations`]).
 //!
 //! A session's process starts under a keeper (its own process group, the environment
-//! scrubbed as for MCP providers, its output in `<stateDir>/logs/agent-<session>.log`)
+//! scrubbed as for MCP providers, its output in `<stateDir>/logs/agent-<session>.log`,
+//! credentials redacted)
 //! and reads its [`Task`] as one JSON line on stdin: the instructions, the input as a
 //! separate field (data, never part of the instructions), the compiled context as the
 //! root config's `inject` allows, the deadline, and an MCP endpoint of its own —
@@ -210,7 +211,7 @@ impl Agents {
         let view = session_view(id, &task.tools)?;
         let (session, submitted) = Session::new(id.to_owned(), token.clone(), view, task.result.clone());
         let _registered = self.register(&session)?;
-        let log = Arc::new(Log::new(self.logs.join(format!("agent-{id}.log"))));
+        let log = Arc::new(Log::redacting(self.logs.join(format!("agent-{id}.log"))));
         log.note(format!("session {id} ({:?}: {}) starting", task.purpose, task.label));
         let context = if self.inject.enabled { Some(self.context().await) } else { None };
         let deadline = butler_catalog::time::now_ms() + u64::try_from(task.timeout.as_millis()).unwrap_or(u64::MAX);

@@ -21,8 +21,6 @@
 //! starts, on `POST /sessions/flush`, and retried with a growing delay while the journal
 //! cannot take them.
 
-pub mod redact;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +28,8 @@ use std::time::Duration;
 use butler_faculty::{CallContext, FacultyRuntime};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+
+use crate::redact;
 use tokio::sync::Notify;
 
 pub use crate::instance::config::CollectorConfig;
@@ -159,9 +159,14 @@ impl Collector {
             .messages
             .into_iter()
             .map(|message| {
+                // Structured content first as JSON, so that what a credential-named key holds
+                // goes whole, then as the text it is stored as.
                 let text = match message.content {
                     Value::String(text) => text,
-                    other => other.to_string(),
+                    mut other => {
+                        redacted += redact::redact_value(&mut other);
+                        other.to_string()
+                    }
                 };
                 let (clean, count) = redact::redact_text(&text);
                 redacted += count;

@@ -3,7 +3,8 @@
 //!
 //! The crates below it, bottom to top (each uses only those before it):
 //! - `butler-catalog` — manifests: types, validation, the scan; the shared helpers
-//!   ([`json`], [`validation`], [`text`], [`time`], [`lock`]);
+//!   ([`json`], [`validation`], [`text`], [`time`], [`lock`], and [`redact`], the one
+//!   credential redactor);
 //! - `butler-process` — starting children under a keeper, process trees, bounded logs;
 //! - `butler-faculty` — the faculty runtime: WebAssembly components behind WIT;
 //! - `butler-mcp` — the MCP hub: providers, routing, public names, sessions.
@@ -26,7 +27,7 @@ pub mod agents;
 pub mod app_backends;
 pub mod catalog;
 pub mod collector;
-pub use butler_catalog::{json, lock, text, time, validation};
+pub use butler_catalog::{json, lock, redact, text, time, validation};
 pub mod http;
 pub mod instance;
 pub mod notify;

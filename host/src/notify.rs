@@ -12,7 +12,8 @@
 //! What is there when the host starts is the baseline, not news. The command runs under a
 //! keeper with the environment scrubbed as for MCP providers, one at a time, and within
 //! [`COMMAND_TIMEOUT`]: a failing, slow or missing command is logged
-//! (`<stateDir>/logs/notifications.log`) and never retried, and never slows anything else.
+//! (`<stateDir>/logs/notifications.log`, credentials redacted) and never retried, and never
+//! slows anything else.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -73,7 +74,7 @@ pub fn spawn(
     hub: Arc<Hub>,
 ) -> Notifier {
     let dir = instance.state_dir();
-    let log = Arc::new(Log::new(dir.join("logs").join("notifications.log")));
+    let log = Arc::new(Log::redacting(dir.join("logs").join("notifications.log")));
     let (sender, mut told) = tokio::sync::mpsc::channel(MAX_WAITING);
     tokio::spawn(async move {
         let mut watch = Watch::default();

@@ -34,17 +34,19 @@ fn turns_are_redacted_filtered_and_stored_once() {
         "hunter2-is-my-password",
         "s3cr3t-db-pass",
         concat!("AKIA", "IOSFODNN7EXAMPLE"),
+        "nested-key-in-an-object",
     ];
     let long = "x".repeat(20_000);
     let body = json!({"id": "t-redact", "workspace": "home", "messages": [
         {"role": "user", "content": format!("my key is {} and `export GITHUB_TOKEN={}`", secrets[0], secrets[1])},
         {"role": "assistant", "content": format!("set password={} then connect to postgres://app:{}@db.local/x", secrets[2], secrets[3])},
-        {"role": "tool", "name": "shell", "content": {"stdout": format!("aws_access_key_id = {}", secrets[4])}},
+        {"role": "tool", "name": "shell", "content": {"stdout": format!("aws_access_key_id = {}", secrets[4]),
+                                                "api_key": {"value": secrets[5]}}},
         {"role": "tool", "content": long},
     ]});
     let (status, answer) = butler.post_json("/sessions/turns", &body, &[]);
     assert_eq!(status, 202, "{answer}");
-    assert!(answer["redacted"].as_u64() >= Some(5), "{answer}");
+    assert!(answer["redacted"].as_u64() >= Some(6), "{answer}");
     let (_, flushed) = butler.post_json("/sessions/flush", &json!({}), &[]);
     assert_eq!(flushed["pending"], 0, "{flushed}");
     let kept = stored(&butler.workdir, "t-redact").expect("the turn is in the journal");

@@ -20,7 +20,7 @@ const CRATES: &[(&str, &str)] = &[
 /// The `butler-host` crate's modules, bottom to top. The first layer holds what `lib.rs`
 /// re-exports of the shared helpers.
 const LAYERS: &[&[&str]] = &[
-    &["json", "text", "time", "validation", "lock", "VERSION"],
+    &["json", "redact", "text", "time", "validation", "lock", "VERSION"],
     &["catalog"],
     &["instance"],
     &["supervise"],

@@ -799,9 +799,20 @@ fn with_log_payloads_the_activity_log_keeps_arguments_and_results_but_no_credent
     write_manifest(dir.path(), "tools/fake", &fake("fake", &log, json!({})));
     let butler = Butler::start(dir.path());
     let mut client = Client::connect(&butler, "/mcp");
-    let arguments = json!({"text": "visible words", "api_key": "sk-live-4711",
-                           "options": {"header": "Bearer tok-4711", "password": "hunter4711"}});
-    assert_eq!(text_of(&client.call("fake__echo", arguments)), "visible words");
+    // The five secrets the collector's redactor always caught and the activity log's own
+    // once kept, in the free text the tool echoes: the request and the answer lose them.
+    let planted = [
+        concat!("Authorization: Bearer gh", "p_4711xbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2"),
+        "curl -H 'Authorization: Bearer tok4711zs0z-1wNiMg9aW37k5wCnHDepQHgI3HLBk' https://api.example.com",
+        concat!("my butler token is bmt_", "4711d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+        concat!("GITHUB_TOKEN=gh", "p_4711UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B"),
+        "DATABASE_URL=postgres://app:pw4711db@db.example.com:5432/prod",
+    ];
+    let text = format!("visible words\n{}", planted.join("\n"));
+    let arguments = json!({"text": text, "api_key": "sk-live-4711",
+                           "options": {"header": "Bearer tok-4711", "password": "hunter4711",
+                                       "tokens": ["t4711"], "secret": {"value": "v4711"}}});
+    assert_eq!(text_of(&client.call("fake__echo", arguments)), text, "the client gets its answer whole");
     let mut echo = Value::Null;
     wait_until(LIMIT, "the call to be logged", || {
         let (_, page) = butler.get_json("/mcp/activity?name=fake__echo");
@@ -809,11 +820,17 @@ fn with_log_payloads_the_activity_log_keeps_arguments_and_results_but_no_credent
         !echo.is_null()
     });
     let kept = &echo["request"]["arguments"];
-    assert_eq!(kept["text"], "visible words", "{echo}");
-    for redacted in [&kept["api_key"], &kept["options"]["header"], &kept["options"]["password"]] {
+    for kept_text in [kept["text"].as_str(), echo["response"]["content"][0]["text"].as_str()] {
+        let kept_text = kept_text.unwrap_or_default();
+        assert!(kept_text.starts_with("visible words\nAuthorization: Bearer "), "{echo}");
+        assert!(kept_text.contains("my butler token is bmt_[redacted]"), "{echo}");
+        assert!(kept_text.contains("postgres://[redacted]@db.example.com"), "{echo}");
+    }
+    assert_eq!(kept["options"]["header"], "Bearer [redacted]", "{echo}");
+    let options = &kept["options"];
+    for redacted in [&kept["api_key"], &options["password"], &options["tokens"], &options["secret"]] {
         assert_eq!(redacted, "[redacted]", "{echo}");
     }
-    assert_eq!(text_of(&echo["response"]), "visible words", "the result is kept: {echo}");
     let file = std::fs::read_to_string(dir.path().join(".butler/logs/mcp-activity.jsonl")).expect("the log file");
     assert!(file.contains("visible words"), "{file}");
     assert!(!file.contains("4711"), "no credential reaches the file: {file}");

@@ -13,7 +13,9 @@
 //! The bottom of the host's layers, so it also holds the few helpers every layer shares:
 //! [`json`] (strict, size-capped reading of owner-written JSON), [`validation`] (schema
 //! checks with readable messages), [`files`] (atomic writes), [`text`] (clipping echoed
-//! text), [`time`] (wall-clock time as the API shows it) and [`lock`].
+//! text), [`time`] (wall-clock time as the API shows it), [`lock`] and [`redact`] (the one
+//! credential redactor: whatever the host stores of what clients send goes through it —
+//! the session collector's turns, the MCP activity log's payloads).
 
 pub mod component;
 pub mod files;
@@ -24,6 +26,7 @@ pub mod listeners;
 pub mod manifest;
 pub mod names;
 pub mod public;
+pub mod redact;
 pub mod result_schema;
 mod rules;
 pub mod scan;

@@ -2,7 +2,8 @@
 //! endpoint and session, the method, the tool, prompt or URI, the provider, how long it
 //! took, the outcome and error code, and the request's and answer's sizes. Arguments and
 //! results only where the owner asks for them (`mcp.logPayloads`): then each side, with
-//! every credential-like value [`redacted`] and cut to [`MAX_PAYLOAD`] bytes.
+//! every credential redacted (by `butler_catalog::redact`, the host's one redactor; see
+//! [`payload`]) and cut to [`MAX_PAYLOAD`] bytes.
 //!
 //! Append-only and bounded: `stateDir/logs/mcp-activity.jsonl`, moved to `….1` (the one
 //! older file kept) once it passes [`MAX_FILE_BYTES`]. Records reach the file through a
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use butler_catalog::redact::redact_value;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -98,66 +100,14 @@ pub struct Entry {
 /// kept as the start of its JSON text and its size.
 pub const MAX_PAYLOAD: usize = 4096;
 
-/// What a value becomes when it is a credential.
-pub const REDACTED: &str = "[redacted]";
-
-/// Whether an object key names a credential: `token`, `secret`, `password`, `passwd`,
-/// `authorization`, `cookie`, `credential`, `api_key`/`apikey`/`api-key`, `private_key`,
-/// `session_id`, anywhere in the key and in any case.
-fn names_a_credential(key: &str) -> bool {
-    let key: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    [
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "authorization",
-        "cookie",
-        "credential",
-        "apikey",
-        "privatekey",
-        "sessionid",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
-}
-
-/// Whether a string is a credential by its look: a bearer or basic authorization, a Butler
-/// token (`bmt_…`), or a JSON Web Token.
-fn looks_like_a_credential(text: &str) -> bool {
-    let lower = text.trim_start().to_ascii_lowercase();
-    lower.starts_with("bearer ")
-        || lower.starts_with("basic ")
-        || text.starts_with("bmt_")
-        || (text.starts_with("eyJ") && text.matches('.').count() == 2)
-}
-
-/// `value` with every credential-like part replaced by [`REDACTED`]: the value of any key
-/// that names a credential, and any string that looks like one.
-#[must_use]
-pub fn redacted(value: Value) -> Value {
-    match value {
-        Value::Object(fields) => Value::Object(
-            fields
-                .into_iter()
-                .map(|(key, value)| {
-                    let value = if names_a_credential(&key) { json!(REDACTED) } else { redacted(value) };
-                    (key, value)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(redacted).collect()),
-        Value::String(text) if looks_like_a_credential(&text) => json!(REDACTED),
-        other => other,
-    }
-}
-
-/// One side of a request as `mcp.logPayloads` keeps it: [`redacted`], and when its JSON
-/// is longer than [`MAX_PAYLOAD`] bytes, `{"truncated": <the start of that JSON>, "bytes":
-/// <its size>}`.
+/// One side of a request as `mcp.logPayloads` keeps it: every credential in it replaced by
+/// `[redacted]` ([`redact_value`], the host's one redactor), and when its JSON is longer
+/// than [`MAX_PAYLOAD`] bytes, `{"truncated": <the start of that JSON>, "bytes": <its
+/// size>}`. Called only with `mcp.logPayloads` on: without it no request is redacted.
 #[must_use]
 pub fn payload(value: &Value) -> Value {
-    let clean = redacted(value.clone());
+    let mut clean = value.clone();
+    redact_value(&mut clean);
     let text = clean.to_string();
     if text.len() <= MAX_PAYLOAD {
         return clean;
@@ -586,6 +536,7 @@ fn append(path: &Path, entries: &[Entry], written: &mut usize) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use butler_catalog::redact::REDACTED;
 
     fn entry(name: &str) -> Entry {
         Entry {
@@ -611,26 +562,62 @@ mod tests {
 
     #[test]
     fn credentials_are_redacted_wherever_they_are() {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
         let params = json!({
             "name": "fs__read",
             "arguments": {"path": "/notes", "api_key": "sk-live-1", "nested": [{"Authorization": "x"}, "Bearer abc"],
-                          "accessToken": {"deep": 1}, "hint": "bmt_0123", "jwt": "eyJa.eyJb.sig", "count": 3},
+                          "accessToken": {"deep": 1}, "hint": "bmt_0123abcd", "jwt": jwt, "count": 3,
+                          "session_id": "s-4711", "tokens": ["t-1", "t-2"]},
         });
-        let kept = redacted(params);
+        let kept = payload(&params);
         let arguments = &kept["arguments"];
         assert_eq!(arguments["path"], "/notes");
         assert_eq!(arguments["count"], 3);
+        assert_eq!(arguments["nested"][1], "Bearer [redacted]", "the scheme is kept");
+        assert_eq!(arguments["hint"], "bmt_[redacted]", "the prefix is kept");
         for redacted in [
             &arguments["api_key"],
             &arguments["nested"][0]["Authorization"],
-            &arguments["nested"][1],
             &arguments["accessToken"],
-            &arguments["hint"],
             &arguments["jwt"],
+            &arguments["session_id"],
+            &arguments["tokens"],
         ] {
             assert_eq!(redacted, REDACTED, "{kept}");
         }
-        assert!(!kept.to_string().contains("sk-live-1") && !kept.to_string().contains("abc"), "{kept}");
+        let text = kept.to_string();
+        for secret in ["sk-live-1", "abc", "deep", "0123abcd", "dozjg", "s-4711", "t-1"] {
+            assert!(!text.contains(secret), "{secret}: {kept}");
+        }
+    }
+
+    /// The secrets the collector always caught and the activity log's own redactor once let
+    /// through, in an argument's free text and in the answer: neither side keeps one.
+    #[test]
+    fn log_payloads_drop_every_planted_secret() {
+        let github = concat!("gh", "p_UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2");
+        let butler = concat!("bmt_", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+        let planted = [
+            (format!("Authorization: Bearer {github}"), github),
+            (
+                "curl -H 'Authorization: Bearer xEuhnbzs0z-1wNiMg9aW37k5wCnHDepQHgI3HLBk' https://api.example.com"
+                    .into(),
+                "xEuhnbzs0z",
+            ),
+            (format!("my butler token is {butler}"), "9f86d081884c"),
+            (format!("GITHUB_TOKEN={github}"), "UxbvJDCTbyvH"),
+            ("DATABASE_URL=postgres://app:s3cr3t-db-pass@db.example.com:5432/prod".into(), "s3cr3t-db-pass"),
+        ];
+        for (text, secret) in &planted {
+            let request = json!({"name": "notes__add", "arguments": {"text": format!("note this: {text}. Thanks")}});
+            let response = json!({"content": [{"type": "text", "text": text}], "isError": false});
+            for side in [payload(&request), payload(&response)] {
+                let kept = side.to_string();
+                assert!(!kept.contains(secret), "{secret} was kept: {kept}");
+                assert!(kept.contains(REDACTED), "{kept}");
+            }
+            assert!(payload(&request).to_string().contains("note this:"), "the words around it are kept");
+        }
     }
 
     #[test]

@@ -6,7 +6,13 @@
 //! lines and [`RING_BYTES`] of text (lines are cut at [`MAX_LINE_BYTES`]), and a follower
 //! that cannot keep up skips lines (it is told how many) instead of queueing them — so
 //! sixty-four items flooding their output at once hold a few tens of MiB, not gigabytes.
+//!
+//! A log made with [`Log::redacting`] puts every line through the host's one credential
+//! redactor (`butler_catalog::redact`) before it is kept anywhere: for output that carries
+//! what clients send (an agent's transcript, the notification command's). Other logs keep
+//! lines as printed, so an item flooding its output costs no regex per line.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
@@ -76,6 +82,8 @@ pub struct LogLine {
 pub struct Log {
     inner: Mutex<Inner>,
     live: broadcast::Sender<Arc<LogLine>>,
+    /// Every line is redacted before it is kept ([`Log::redacting`]).
+    redacting: bool,
 }
 
 #[derive(Debug)]
@@ -104,11 +112,24 @@ impl Log {
         Self {
             inner: Mutex::new(Inner { ring: VecDeque::new(), ring_bytes: 0, next_seq: 1, file: LogFile::new(path) }),
             live,
+            redacting: false,
         }
     }
 
-    /// Appends one line.
+    /// A log writing to `path` whose every line has its credentials redacted
+    /// (`butler_catalog::redact::redact_text`) before the ring, the file or a follower sees it.
+    #[must_use]
+    pub fn redacting(path: PathBuf) -> Self {
+        Self { redacting: true, ..Self::new(path) }
+    }
+
+    /// Appends one line (redacted first, for a [`Log::redacting`] log).
     pub fn push(&self, stream: Stream, text: String) {
+        let clean = match self.redacting.then(|| butler_catalog::redact::redact_text(&text).0) {
+            Some(Cow::Owned(clean)) => Some(clean),
+            _ => None,
+        };
+        let text = clean.unwrap_or(text);
         let at = butler_catalog::time::now_ms();
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let line = Arc::new(LogLine { seq: inner.next_seq, at, stream, text });
@@ -302,6 +323,35 @@ mod tests {
         assert!(held <= RING_BYTES, "{held} bytes held");
         assert_eq!(backlog.len(), RING_BYTES / line.len(), "as many whole lines as fit");
         assert_eq!(backlog.last().map(|l| l.seq), Some(RING_LINES as u64), "the newest are kept");
+    }
+
+    #[tokio::test]
+    async fn a_redacting_log_keeps_no_credential_anywhere() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let printed = concat!(
+            "calling with Authorization: Bearer xEuhnbzs0z-1wNiMg9aW37k5wCnHDepQHgI3HLBk\n",
+            "{\"mcp\": {\"token\": \"9f86d081884c7d659a2feaa0c55ad015\"}}\n",
+            "the answer is 42\n"
+        );
+        let log = Arc::new(Log::redacting(dir.path().join("agent.log")));
+        let early = log.follow();
+        Arc::clone(&log).capture(Stream::Stdout, printed.as_bytes()).await;
+        log.note(concat!("started: tool --api-key 'gh", "p_UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2'"));
+        log.flush();
+        let mut live = early.live;
+        let followed: Vec<String> = (0..4).map(|_| live.try_recv().expect("line").text.clone()).collect();
+        let backlog: Vec<String> = log.follow().backlog.iter().map(|l| l.text.clone()).collect();
+        let file = std::fs::read_to_string(dir.path().join("agent.log")).expect("log file");
+        for kept in [followed.join("\n"), backlog.join("\n"), file] {
+            for secret in ["xEuhnbzs0z", "9f86d081884c", "UxbvJDCTbyvH"] {
+                assert!(!kept.contains(secret), "{secret} kept: {kept}");
+            }
+            assert!(kept.contains("Authorization: Bearer [redacted]") && kept.contains("the answer is 42"), "{kept}");
+        }
+        // A plain log keeps what was printed.
+        let plain = Log::new(dir.path().join("plain.log"));
+        plain.push(Stream::Stdout, "password=hunter2".to_owned());
+        assert_eq!(plain.follow().backlog[0].text, "password=hunter2");
     }
 
     #[test]

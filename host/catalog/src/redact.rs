@@ -1,11 +1,13 @@
-//! Credential redaction for the chat turns the collector stores.
+//! Credential redaction: the one redactor for everything the host stores of what clients and
+//! extensions send it — the session collector's turns and the MCP activity log's payloads
+//! (`mcp.logPayloads`).
 //!
-//! This module owns one job: before a turn of an AI chat session (a user or assistant message, a tool
-//! call's arguments, a tool's result) is stored, every credential in its free text is replaced by
-//! [`REDACTED`]. [`redact_text`] works on a string, [`redact_value`] on a JSON turn. The text around a
-//! credential is kept, and so is whatever names it — the key, the provider prefix, the auth scheme,
-//! the URL's scheme and host — so that a reader still sees what was there: `password=[redacted]`,
-//! `ghp_[redacted]`, `Authorization: Bearer [redacted]`, `https://[redacted]@db.example.com`.
+//! This module owns one job: before such text or JSON is stored, every credential in it is replaced
+//! by [`REDACTED`]. [`redact_text`] works on a string, [`redact_value`] on a JSON value. The text
+//! around a credential is kept, and so is whatever names it — the key, the provider prefix, the auth
+//! scheme, the URL's scheme and host — so that a reader still sees what was there:
+//! `password=[redacted]`, `ghp_[redacted]`, `Authorization: Bearer [redacted]`,
+//! `https://[redacted]@db.example.com`.
 //!
 //! # What counts as a credential
 //!
@@ -15,8 +17,9 @@
 //!    `sk-ant-api03-…`; GitHub `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_` (≥ 30) and `github_pat_…`; GitLab
 //!    `glpat-…`; Slack `xoxa-`/`xoxb-`/`xoxp-`/`xoxr-`/`xoxs-` (with a digit); AWS access key ids
 //!    `AKIA`/`ASIA` + 16 upper-case letters or digits; Google `AIza` + 35; Stripe `sk_live_`/`sk_test_`/
-//!    `rk_live_`/`rk_test_`/`whsec_`; Hugging Face `hf_…`; npm `npm_…`; `PyPI` `pypi-AgE…`; Slack and
-//!    Discord incoming-webhook URLs (the host and fixed path are kept).
+//!    `rk_live_`/`rk_test_`/`whsec_`; Hugging Face `hf_…`; npm `npm_…`; `PyPI` `pypi-AgE…`; Butler's
+//!    profile tokens `bmt_…` (≥ 8); Slack and Discord incoming-webhook URLs (the host and fixed path
+//!    are kept).
 //! 2. **JWTs**: `eyJ….eyJ….signature`, replaced whole.
 //! 3. **Private keys**: everything between a `-----BEGIN … PRIVATE KEY-----` line and its
 //!    `-----END … PRIVATE KEY-----` line (RSA, EC, DSA, `OPENSSH`, ENCRYPTED, PKCS#8,
@@ -26,8 +29,10 @@
 //! 4. **HTTP authorization**: the value of an `Authorization:` / `Proxy-Authorization:` header (also
 //!    as a JSON key), after its scheme (`Bearer`, `Basic`, `token`, `Bot`, `ApiKey`), which is kept;
 //!    without a scheme the value must look like a token. `Bearer <token>` anywhere else when the
-//!    token looks like one: ≥ 8 characters with a digit, or random-looking. `Cookie:` / `Set-Cookie:`
-//!    header values (`name=value…` to the end of the line or quote).
+//!    token looks like one: ≥ 8 characters with a digit, or random-looking; a text that is nothing
+//!    but `Bearer <token>` (a header's value on its own, as a JSON string holds it) whatever the
+//!    token, or `Basic <token-like or padded base64>`. `Cookie:` / `Set-Cookie:` header values
+//!    (`name=value…` to the end of the line or quote).
 //! 5. **URL userinfo with a password**: `scheme://user:password@host` (any scheme: `https`,
 //!    `postgres`, `redis`, `mongodb+srv`, …) becomes `scheme://[redacted]@host` — user and password,
 //!    since the user often is a key too. `user@host` without a colon has no password and stays.
@@ -39,6 +44,12 @@
 //!    `密码`/`口令`/`密钥`/`私钥`/`令牌`. The separator is `=`, `:`, `：`, `:=` or `=>`, with optional
 //!    spaces, quotes around the key and Markdown bold (`"password": "x"`, `PASSWORD=x`, `token: x`,
 //!    `?token=x&…`, `export OPENAI_API_KEY=x`, `\"apiKey\": \"x\"`, `**Password:** x`, `密码：x`).
+//!    A bare value that is itself such a key and separator is the next pair's key (`The secret:
+//!    password = x` loses `x`).
+//!    - Percent-encoded, once or twice (`%3D`, `%3A`, `%253D`: a URL inside a URL, a form body), the
+//!      value runs to the first encoded delimiter (`%26`, `%20`, `%23`, an encoded quote or
+//!      bracket, …) — or, after an encoded quote, to the same quote — and is redacted unless,
+//!      decoded, it is a placeholder or keyword (`%3Ftoken%3D%24%7BTOKEN%7D` stays).
 //!    - A quoted value (`"…"`, `'…'`, `\"…\"`, closed on the same line) is redacted unless it is a
 //!      placeholder, a path, a keyword or prose (more than four words).
 //!    - A bare value starts with a printable ASCII character (so `密码：请输入` stays) and runs to the
@@ -81,16 +92,21 @@
 //!
 //! # JSON
 //!
-//! In [`redact_value`], object keys are kept; a string under a key that names a credential
-//! (normalised — lower case, without `_`/`-`/`.`/spaces — it ends in `token`, `secret`, `password`,
-//! `passwd`, `passphrase`, `apikey`, `authorization`, `cookie(s)`, `privatekey`, `accesskey`,
-//! `secretkey`, `clientsecret` or `credential(s)`; so `max_tokens`, `token_type` are not) is replaced
-//! whole; every other string goes through [`redact_text`]. Numbers and booleans are kept.
+//! In [`redact_value`], object keys are kept. What a key that names a credential holds
+//! (normalised — lower case, without `_`/`-`/`.`/spaces — the key ends in `token`, `secret`,
+//! `password`, `passwd`, `passphrase`, `apikey`, `authorization`, `cookie(s)`, `privatekey`,
+//! `accesskey`, `secretkey`, `clientsecret`, `credential(s)` or `sessionid`; so `token_type`,
+//! `password_policy` do not) is replaced whole when it is a string, an object or an array
+//! (`{"api_key": {"value": …}}` becomes `{"api_key": "[redacted]"}`); so is an object or array
+//! under a plural of one (`tokens`, `secrets`, `passwords`, `api_keys`, `client_secrets`, …:
+//! `{"tokens": […]}`). Empty values, numbers, booleans and null are kept (`"max_tokens": 4096`);
+//! every other string goes through [`redact_text`].
 //!
 //! # Guarantees
 //!
 //! Idempotent: nothing above matches [`REDACTED`] or a kept prefix followed by it, and
-//! [`redact_text`] repeats itself on its output until nothing changes. Linear in the input: the
+//! [`redact_text`] repeats itself on its output until nothing changes; [`redact_value`] leaves
+//! [`REDACTED`] as it is. Linear in the input: the
 //! patterns are `regex` automata compiled once (in a `LazyLock`), values are scanned to their end at
 //! most once and never past a line break (private-key blocks aside), and a bounded number of rounds.
 
@@ -158,26 +174,31 @@ fn redact_round(text: &str) -> Option<(String, usize)> {
 
 /// Every string in `value` redacted in place, and how many credentials were replaced.
 ///
-/// Object keys are kept. A string under a key that names a credential (`token`, `secret`,
-/// `password`, `passwd`, `api_key`/`apiKey`, `authorization`, `cookie`, `private_key`, `access_key`,
-/// `client_secret`, `credentials`, … — see the module docs) is replaced whole, unless it is empty
-/// or already [`REDACTED`]; every other string goes through [`redact_text`].
+/// Object keys are kept. What a key that names a credential (`token`, `secret`, `password`,
+/// `passwd`, `api_key`/`apiKey`, `authorization`, `cookie`, `private_key`, `access_key`,
+/// `client_secret`, `credentials`, `session_id`, … — see the module docs) holds is replaced whole
+/// when it is a string (unless empty or already [`REDACTED`]), an object or an array (unless
+/// empty); so is an object or array under a plural of one (`tokens`, `secrets`, `api_keys`, …).
+/// Numbers, booleans and null are kept; every other string goes through [`redact_text`].
 pub fn redact_value(value: &mut Value) -> usize {
     match value {
         Value::String(text) => redact_string(text),
         Value::Array(items) => items.iter_mut().map(redact_value).sum(),
         Value::Object(map) => map
             .iter_mut()
-            .map(|(key, item)| match item {
-                Value::String(text) if names_credential(key) => {
-                    if text.trim().is_empty() || text == REDACTED {
-                        0
-                    } else {
-                        REDACTED.clone_into(text);
-                        1
-                    }
+            .map(|(key, item)| {
+                let whole = match item {
+                    Value::String(text) => names_credential(key) && !(text.trim().is_empty() || text == REDACTED),
+                    Value::Array(items) => !items.is_empty() && holds_credentials(key),
+                    Value::Object(fields) => !fields.is_empty() && holds_credentials(key),
+                    Value::Null | Value::Bool(_) | Value::Number(_) => false,
+                };
+                if whole {
+                    *item = Value::String(REDACTED.to_owned());
+                    1
+                } else {
+                    redact_value(item)
                 }
-                _ => redact_value(item),
             })
             .sum(),
         Value::Null | Value::Bool(_) | Value::Number(_) => 0,
@@ -195,26 +216,55 @@ fn redact_string(text: &mut String) -> usize {
 
 /// Whether a JSON object key names a credential, so that its string value is one whole.
 fn names_credential(key: &str) -> bool {
-    const ENDINGS: &[&str] = &[
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "apikey",
-        "authorization",
-        "cookie",
-        "cookies",
-        "privatekey",
-        "accesskey",
-        "secretkey",
-        "clientsecret",
-        "credential",
-        "credentials",
-    ];
+    ends_with_any(key, CREDENTIAL_ENDINGS)
+}
+
+/// Whether a JSON object key names a credential or several (`tokens`, `api_keys`), so that the
+/// object or array it holds is redacted whole.
+fn holds_credentials(key: &str) -> bool {
+    ends_with_any(key, CREDENTIAL_ENDINGS) || ends_with_any(key, PLURAL_ENDINGS)
+}
+
+/// How a key that names a credential ends, normalised (lower case, without `_`, `-`, `.` and spaces).
+const CREDENTIAL_ENDINGS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "authorization",
+    "cookie",
+    "cookies",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "clientsecret",
+    "credential",
+    "credentials",
+    "sessionid",
+];
+
+/// How a key that names several credentials ends, normalised as [`CREDENTIAL_ENDINGS`].
+const PLURAL_ENDINGS: &[&str] = &[
+    "tokens",
+    "secrets",
+    "passwords",
+    "passphrases",
+    "apikeys",
+    "privatekeys",
+    "accesskeys",
+    "secretkeys",
+    "clientsecrets",
+    "authorizations",
+    "sessionids",
+];
+
+/// Whether `key`, normalised (lower case, without `_`, `-`, `.` and spaces), ends in one of `endings`.
+fn ends_with_any(key: &str, endings: &[&str]) -> bool {
     let normalised: String =
         key.chars().filter(|c| !matches!(c, '_' | '-' | '.' | ' ')).map(|c| c.to_ascii_lowercase()).collect();
-    ENDINGS.iter().any(|ending| normalised.ends_with(ending))
+    endings.iter().any(|ending| normalised.ends_with(ending))
 }
 
 /// How a rule reads the credential out of a match.
@@ -266,12 +316,25 @@ impl Rule {
             Pick::KeyValue => {
                 let mut at = 0;
                 while let Some(head) = self.re.find_at(text, at) {
-                    let Some(value) = value_after(text, head.end()) else {
+                    let parts = KeyHead::parse(head.as_str());
+                    let value = if parts.encoded {
+                        encoded_value_after(text, head.end())
+                    } else {
+                        value_after(text, head.end())
+                    };
+                    let Some(value) = value else {
                         at = head.end();
                         continue;
                     };
+                    if let PairValue::Bare(bare) = &value
+                        && KEY_AT_START.is_match(&text[bare.start..])
+                    {
+                        // The search resumes at the next key, so its value is read as one.
+                        at = bare.start;
+                        continue;
+                    }
                     at = value.end();
-                    if let Some(span) = pick_key_value(text, head.range(), value) {
+                    if let Some(span) = pick_key_value(text, head.range(), &parts, value) {
                         push(span);
                     }
                 }
@@ -322,6 +385,8 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         Rule::new(r"(?-u:\b)hf_[A-Za-z0-9]{30,}", Match(|m| Some(3..m.len()))),
         Rule::new(r"(?-u:\b)npm_[A-Za-z0-9]{30,}", Match(|m| Some(4..m.len()))),
         Rule::new(r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}", Match(|m| Some(5..m.len()))),
+        // Butler's own profile tokens.
+        Rule::new(r"(?-u:\b)bmt_[A-Za-z0-9]{8,}", Match(|m| Some(4..m.len()))),
         // Incoming-webhook URLs: the path after the fixed part.
         Rule::new(
             r"(?-u:\b)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]{16,}",
@@ -343,6 +408,12 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             Groups(pick_authorization),
         ),
         Rule::new(r"(?i)(?-u:\b)bearer[ \t]+(?P<s>[A-Za-z0-9._~+/-]+=*)", Groups(pick_bearer)),
+        // A text that is nothing but an authorization value (a header's value on its own, as a JSON
+        // string holds it): the credential after the scheme.
+        Rule::new(
+            r"(?i)\A[ \t]*(?P<scheme>bearer|basic)[ \t]+(?P<s>[A-Za-z0-9._~+/-]+=*)[ \t]*\z",
+            Groups(pick_lone_authorization),
+        ),
         Rule::new(r#"(?i)(?-u:\b)(?:set-)?cookie["']?[ \t]*:[ \t]*(?P<s>[^\s"';=]+=[^\r\n"']*)"#, Groups(pick_cookie)),
         Rule::new(
             r#"(?-u:\b)curl(?-u:\b)[^\r\n]*?[ \t](?:-u|--user)(?:[ \t]+|=)["']?[^\s:"']+:(?P<s>[^\s"']+)"#,
@@ -371,10 +442,15 @@ const KEY_SEPARATOR: &str = r#"(?x)
     )
     (?:\\?["'`]|\*\*)?                         # a closing quote, or Markdown bold
     [\ \t]*
-    (?::=|=>|=|:|：)
+    (?::=|=>|=|:|：|%(?:25)?3[DdAa])           # also percent-encoded (once or twice): `%3D`, `%253A`
     (?:\*\*)?
     [\ \t]*
 "#;
+
+/// [`KEY_SEPARATOR`] at the start of a text: a bare value that is itself a key with its separator
+/// (`The secret: password = x`) is the next pair's key, not a value.
+static KEY_AT_START: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^(?:{KEY_SEPARATOR})")).expect("redaction patterns are valid regexes"));
 
 /// Anthropic: `sk-ant-api03-` is kept.
 fn pick_anthropic(m: &str) -> Option<Range<usize>> {
@@ -453,6 +529,14 @@ fn pick_authorization(caps: &Captures<'_>, _text: &str) -> Option<Range<usize>> 
         !SCHEMES.iter().any(|scheme| s.eq_ignore_ascii_case(scheme)) && looks_like_token(s)
     };
     credential.then(|| value.range())
+}
+
+/// A text that is only `Bearer <token>` or `Basic <credentials>`: after `Bearer` anything, after
+/// `Basic` (also a plain word: "Basic setup") a token-like or padded base64 value.
+fn pick_lone_authorization(caps: &Captures<'_>, _text: &str) -> Option<Range<usize>> {
+    let value = caps.name("s")?;
+    let bearer = caps.name("scheme").is_some_and(|scheme| scheme.as_str().eq_ignore_ascii_case("bearer"));
+    (bearer || looks_like_token(value.as_str()) || value.as_str().ends_with('=')).then(|| value.range())
 }
 
 /// `Bearer <token>` in prose: only a token-like value ("Bearer tokens are…" stays).
@@ -538,6 +622,50 @@ fn value_after(text: &str, at: usize) -> Option<PairValue> {
     Some(PairValue::Bare(at..at + len))
 }
 
+/// Reads the value after a percent-encoded separator (`password%3Dhunter2%26user%3Dme`): it runs
+/// to the first encoded delimiter (`%26` `&`, `%20` space, `%23` `#`, an encoded quote or bracket,
+/// …; also encoded twice, `%2526`) or to what ends a bare value. After an encoded quote it runs to
+/// the same quote encoded alike (`password%3D%22p%40ss%20w0rd%22`), or to what ends a bare value.
+fn encoded_value_after(text: &str, at: usize) -> Option<PairValue> {
+    let quote = encoded_delimiter(&text[at..]).filter(|(b, _)| matches!(b, b'"' | b'\''));
+    let start = at + quote.map_or(0, |(_, len)| len);
+    let body = &text.as_bytes()[start..];
+    let mut end = 0;
+    while let Some(&b) = body.get(end) {
+        let ends = if b == b'%' {
+            let delimiter = encoded_delimiter(&text[start + end..]);
+            quote.map_or(delimiter.is_some(), |quote| delimiter == Some(quote))
+        } else {
+            !b.is_ascii() || ends_bare_value(char::from(b))
+        };
+        if ends {
+            break;
+        }
+        end += 1;
+    }
+    (end > 0).then_some(PairValue::Bare(start..start + end))
+}
+
+/// The delimiter that `text` starts with percent-encoded (once or twice), and its encoded length.
+fn encoded_delimiter(text: &str) -> Option<(u8, usize)> {
+    let hex = text.strip_prefix('%')?;
+    let (hex, len) = hex.strip_prefix("25").map_or((hex, 3), |hex| (hex, 5));
+    let byte = u8::from_str_radix(hex.get(..2)?, 16).ok()?;
+    b"\t\n\r \"#&'(),;<>?[\\]{}".contains(&byte).then_some((byte, len))
+}
+
+/// The separator `text` starts with percent-encoded (`%3D`, `%3A`, or encoded twice: `%253D`), as
+/// the plain separator, and its encoded length.
+fn encoded_separator(text: &str) -> Option<(&'static str, usize)> {
+    let hex = text.strip_prefix('%')?;
+    let (hex, len) = hex.strip_prefix("25").map_or((hex, 3), |hex| (hex, 5));
+    match hex.get(..2)? {
+        "3D" | "3d" => Some(("=", len)),
+        "3A" | "3a" => Some((":", len)),
+        _ => None,
+    }
+}
+
 /// The parts of a [`KEY_SEPARATOR`] match.
 struct KeyHead<'t> {
     open_quote: Option<&'t str>,
@@ -545,6 +673,8 @@ struct KeyHead<'t> {
     /// A quote right after the key; Markdown bold (`**Password**:`) is none.
     close_quote: Option<&'t str>,
     sep: &'t str,
+    /// The separator is percent-encoded (`password%3D…`).
+    encoded: bool,
     /// White space around the separator.
     spaced: bool,
 }
@@ -558,19 +688,25 @@ impl<'t> KeyHead<'t> {
                 .unwrap_or((None, s))
         }
         let (open_quote, rest) = quote(head);
-        let key_len = rest.find(['\\', '"', '\'', '`', '*', ' ', '\t', '=', ':', '：']).unwrap_or(rest.len());
+        let key_len = rest.find(['\\', '"', '\'', '`', '*', ' ', '\t', '=', ':', '：', '%']).unwrap_or(rest.len());
         let (key, rest) = rest.split_at(key_len);
         let (close_quote, rest) = rest.strip_prefix("**").map_or_else(|| quote(rest), |rest| (None, rest));
         let separator = rest.trim_start_matches([' ', '\t']);
-        let sep = [":=", "=>", "=", ":", "："].into_iter().find(|sep| separator.starts_with(sep)).unwrap_or("=");
-        let spaced = separator.len() != rest.len() || separator[sep.len()..].contains([' ', '\t']);
-        Self { open_quote, key, close_quote, sep, spaced }
+        let (sep, sep_len, encoded) = encoded_separator(separator).map_or_else(
+            || {
+                let sep =
+                    [":=", "=>", "=", ":", "："].into_iter().find(|sep| separator.starts_with(sep)).unwrap_or("=");
+                (sep, sep.len(), false)
+            },
+            |(sep, len)| (sep, len, true),
+        );
+        let spaced = separator.len() != rest.len() || separator.get(sep_len..).is_some_and(|s| s.contains([' ', '\t']));
+        Self { open_quote, key, close_quote, sep, encoded, spaced }
     }
 }
 
 /// A key/value pair (rule 6): the value's range when it is a credential.
-fn pick_key_value(text: &str, head: Range<usize>, value: PairValue) -> Option<Range<usize>> {
-    let parts = KeyHead::parse(&text[head.clone()]);
+fn pick_key_value(text: &str, head: Range<usize>, parts: &KeyHead<'_>, value: PairValue) -> Option<Range<usize>> {
     let value = match value {
         PairValue::Quoted(quote, value) => {
             // `print("token: ", token)`: the key sits in a string, and this quote closes it.
@@ -578,6 +714,9 @@ fn pick_key_value(text: &str, head: Range<usize>, value: PairValue) -> Option<Ra
                 return None;
             }
             return quoted_is_secret(&text[value.clone()]).then_some(value);
+        }
+        PairValue::Bare(value) if parts.encoded => {
+            return encoded_is_secret(&text[value.clone()]).then_some(value);
         }
         PairValue::Bare(value) => value,
     };
@@ -679,6 +818,15 @@ impl Pair<'_> {
             _ => false,
         }
     }
+}
+
+/// Whether a percent-encoded value (after `%3D`) is a credential: decoded (twice, for a value
+/// encoded twice), it is not a placeholder, a keyword, nor without an ASCII letter or digit.
+fn encoded_is_secret(value: &str) -> bool {
+    let once = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+    let decoded = percent_encoding::percent_decode_str(&once).decode_utf8_lossy();
+    let decoded = decoded.trim_matches(['"', '\'']);
+    !(is_placeholder(decoded) || is_keyword(decoded) || !decoded.bytes().any(|b| b.is_ascii_alphanumeric()))
 }
 
 /// Whether a quoted value is a credential: not empty, not a placeholder, not a path, not prose.
@@ -1123,6 +1271,29 @@ mod tests {
             "docker login --password 'p@ss w0rd' registry.example.com",
             "docker login --password '[redacted]' registry.example.com",
         ),
+        // Butler's profile tokens.
+        (
+            concat!("my butler token is bmt", "_9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+            "my butler token is bmt_[redacted]",
+        ),
+        // A key whose value is the next pair's key: the next pair's value goes.
+        ("The secret: password = hunter2", "The secret: password = [redacted]"),
+        ("token: api_key=AbC123xYz", "token: api_key=[redacted]"),
+        // Percent-encoded pairs (in a URL inside a URL, a form body), also encoded twice.
+        (
+            "GET /login?next=%2Fcb%3Faccess_token%3Dya29a0AfH6SMBx3kQ9vL2pR7tY1%26state%3Dxyz",
+            "GET /login?next=%2Fcb%3Faccess_token%3D[redacted]%26state%3Dxyz",
+        ),
+        (
+            "body: user%3Dalice%26password%3Dhunter2%26remember%3D1",
+            "body: user%3Dalice%26password%3D[redacted]%26remember%3D1",
+        ),
+        ("q=password%3D%22p%40ss%20w0rd%22&x=1", "q=password%3D%22[redacted]%22&x=1"),
+        (
+            "redirect=%252Fcb%253Ftoken%253DAbC123xYz%2526x%253D1",
+            "redirect=%252Fcb%253Ftoken%253D[redacted]%2526x%253D1",
+        ),
+        ("api_key%3Aabc123def456 sent", "api_key%3A[redacted] sent"),
     ];
 
     /// Text that must come back unchanged.
@@ -1197,6 +1368,10 @@ mod tests {
         "llm --max-tokens 4096 --token-limit 10",
         "export OPENAI_API_KEY=sk-...",
         "Authorization: Digest username=\"bob\", realm=\"api\"",
+        "next=%2Fcb%3Ftoken%3D%24%7BTOKEN%7D%26x%3D1",
+        "https%3A%2F%2Fexample.com%2Fsearch%3Fq%3Dpassword%2Breset",
+        "bmt_name and bmt_ are no tokens",
+        "Basic setup",
     ];
 
     fn added_redactions(input: &str, expected: &str) -> usize {
@@ -1336,7 +1511,7 @@ mod tests {
                         " KEY-----\n[redacted]\n-----END OPENSSH PRIVATE KEY-----\n"
                     )}
                 ]},
-                {"role": "tool", "content": "HTTP/1.1 200 OK", "credentials": {"username": "alice", "password": "[redacted]"}}
+                {"role": "tool", "content": "HTTP/1.1 200 OK", "credentials": "[redacted]"}
             ],
             "usage": {"input_tokens": 1200, "output_tokens": 350, "secret": true}
         });
@@ -1373,6 +1548,177 @@ mod tests {
         let mut value = json!({"Authorization": "Bearer abc", "token": "", "password": REDACTED, "api_key": 12345});
         assert_eq!(redact_value(&mut value), 1);
         assert_eq!(value, json!({"Authorization": REDACTED, "token": "", "password": REDACTED, "api_key": 12345}));
+        for key in ["tokens", "api_keys", "clientSecrets", "session_ids", "max_tokens"] {
+            assert!(holds_credentials(key) && !names_credential(key), "{key}");
+        }
+        for key in ["keys", "tokenizer", "token_type", "password_policy"] {
+            assert!(!holds_credentials(key), "{key}");
+        }
+    }
+
+    /// What a credential-naming key holds goes whole, whatever its shape; what a plural one holds
+    /// when it is an object or array. Numbers, booleans, null and empty values are kept.
+    #[test]
+    fn credential_keys_take_their_whole_value() {
+        let mut value = json!({
+            "api_key": {"value": "v-AbC123xYz", "note": "rotated"},
+            "tokens": ["t-AbC123xYz", {"id": 1}],
+            "refresh_tokens": {"github": "r-AbC123xYz"},
+            "credentials": [{"user": "alice", "pass": "p-AbC123xYz"}],
+            "Authorization": ["Bearer b-AbC123xYz"],
+            "max_tokens": 4096,
+            "input_tokens": [1200],
+            "secret": true,
+            "password": null,
+            "token": {},
+            "secrets": [],
+            "token_count": {"total": 12},
+            "headers": {"Cookie": {"session": "c-AbC123xYz"}, "Accept": "application/json"},
+        });
+        assert_eq!(redact_value(&mut value), 7);
+        assert_eq!(
+            value,
+            json!({
+                "api_key": REDACTED,
+                "tokens": REDACTED,
+                "refresh_tokens": REDACTED,
+                "credentials": REDACTED,
+                "Authorization": REDACTED,
+                "max_tokens": 4096,
+                "input_tokens": REDACTED,
+                "secret": true,
+                "password": null,
+                "token": {},
+                "secrets": [],
+                "token_count": {"total": 12},
+                "headers": {"Cookie": REDACTED, "Accept": "application/json"},
+            })
+        );
+        assert_eq!(redact_value(&mut value), 0, "redacting a value twice changes nothing");
+    }
+
+    /// One case of the shared corpus: what redacting `input` must drop and must keep.
+    struct Case {
+        input: &'static str,
+        /// None of these is left.
+        secrets: &'static [&'static str],
+        /// All of these are.
+        kept: &'static [&'static str],
+    }
+
+    /// Every case the host's stores have met — the secrets planted in the MCP activity log
+    /// (`mcp.logPayloads`), the collector's misses — as text; [`POSITIVES`] and [`NEGATIVES`]
+    /// join them in [`shared_corpus`].
+    const LEAKS: &[Case] = &[
+        Case {
+            input: concat!(
+                "{\"note\": \"send Authorization: Bearer gh",
+                "p_UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2 along\"}"
+            ),
+            secrets: &["UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2"],
+            kept: &["send Authorization: Bearer ", "along"],
+        },
+        Case {
+            input: "curl -sS -H 'Authorization: Bearer xEuhnbzs0z-1wNiMg9aW37k5wCnHDepQHgI3HLBk' https://api.example.com/me",
+            secrets: &["xEuhnbzs0z-1wNiMg9aW37k5wCnHDepQHgI3HLBk"],
+            kept: &["curl -sS -H 'Authorization: Bearer ", "' https://api.example.com/me"],
+        },
+        Case {
+            input: concat!(
+                "my butler token is bmt",
+                "_9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+            ),
+            secrets: &["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
+            kept: &["my butler token is bmt_"],
+        },
+        Case {
+            input: concat!("GITHUB_TOKEN=gh", "p_UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2 gh repo list"),
+            secrets: &["UxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B2"],
+            kept: &["GITHUB_TOKEN=", " gh repo list"],
+        },
+        Case {
+            input: "DSN: postgres://app:s3cr3t-db-pass@db.example.com:5432/prod?sslmode=require",
+            secrets: &["s3cr3t-db-pass", "app:"],
+            kept: &["postgres://", "@db.example.com:5432/prod?sslmode=require"],
+        },
+        Case {
+            input: "https://app.example.com/login?next=%2Fcallback%3Faccess_token%3Dya29a0AfH6SMBx3kQ9vL2p%26state%3Dq1",
+            secrets: &["ya29a0AfH6SMBx3kQ9vL2p"],
+            kept: &["%3Faccess_token%3D", "%26state%3Dq1"],
+        },
+        Case {
+            input: "POST /session body=user%3Dalice%26password%3Dhunter2%26remember%3Don",
+            secrets: &["hunter2"],
+            kept: &["user%3Dalice%26password%3D", "%26remember%3Don"],
+        },
+        Case {
+            input: "The secret: password = Tr0ub4dor-3 (do not share)",
+            secrets: &["Tr0ub4dor-3"],
+            kept: &["The secret: password = ", " (do not share)"],
+        },
+        Case { input: "Bearer abc", secrets: &["abc"], kept: &["Bearer "] },
+        Case { input: "  basic dXNlcjpodW50ZXIy ", secrets: &["dXNlcjpodW50ZXIy"], kept: &["basic "] },
+        Case {
+            input: "{\"api_key\": \"AbCdEf123456\", \"token\": \"t-4711-secret\"}",
+            secrets: &["AbCdEf123456", "t-4711-secret"],
+            kept: &["\"api_key\": \"", "\"token\": \""],
+        },
+    ];
+
+    /// What `out`, redacted from `input`, still holds of `secrets` and lost of `kept`.
+    fn misses(what: &str, input: &str, out: &str, secrets: &[&str], kept: &[&str]) -> Vec<String> {
+        let held = secrets.iter().filter(|secret| out.contains(**secret)).map(|secret| format!("kept {secret:?}"));
+        let lost = kept.iter().filter(|text| !out.contains(**text)).map(|text| format!("lost {text:?}"));
+        held.chain(lost).map(|miss| format!("{what}: {miss}\ninput: {input}\ngot:   {out}")).collect()
+    }
+
+    /// The one corpus, through both ways in: each leak as text, as a JSON string and (where it
+    /// parses) as a JSON document; the exact cases as JSON strings; structured values whose
+    /// credential keys hold objects and arrays.
+    #[test]
+    fn shared_corpus() {
+        let mut failures = Vec::new();
+        for case in LEAKS {
+            let (out, count) = redact_text(case.input);
+            failures.extend(misses("text", case.input, &out, case.secrets, case.kept));
+            if count == 0 {
+                failures.push(format!("text: nothing counted\ninput: {}", case.input));
+            }
+            let mut string = json!(case.input);
+            redact_value(&mut string);
+            let out = string.as_str().unwrap_or_default();
+            failures.extend(misses("JSON string", case.input, out, case.secrets, case.kept));
+            if let Ok(mut document) = serde_json::from_str::<Value>(case.input) {
+                redact_value(&mut document);
+                failures.extend(misses("JSON document", case.input, &document.to_string(), case.secrets, &[]));
+            }
+        }
+        for (input, expected) in POSITIVES {
+            let mut string = json!(input);
+            redact_value(&mut string);
+            if string != json!(expected) {
+                failures.push(format!("JSON string\ninput:    {input}\nexpected: {expected}\ngot:      {string}"));
+            }
+        }
+        for input in NEGATIVES {
+            let mut string = json!(input);
+            if redact_value(&mut string) != 0 || string != json!(input) {
+                failures.push(format!("JSON string changed\ninput: {input}\ngot:   {string}"));
+            }
+        }
+        let structured = [
+            (json!({"api_key": {"value": "AbC123xYz-nested"}}), "AbC123xYz-nested"),
+            (json!({"tokens": ["tok-AbC123xYz", "tok-Zz9"]}), "tok-"),
+            (json!({"params": {"auth": {"client_secret": {"v1": "cs-AbC123xYz"}}}}), "cs-AbC123xYz"),
+            (json!({"headers": [["Authorization", "Bearer short"]]}), "short"),
+        ];
+        for (mut value, secret) in structured {
+            let input = value.to_string();
+            redact_value(&mut value);
+            failures.extend(misses("JSON value", &input, &value.to_string(), &[secret], &[]));
+        }
+        assert!(LEAKS.len() >= 10, "{} leaks", LEAKS.len());
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
     }
 
     #[test]
@@ -1409,6 +1755,7 @@ mod tests {
     fn idempotent_on_spliced_corpus() {
         let mut pieces: Vec<&str> = POSITIVES.iter().flat_map(|(input, expected)| [*input, *expected]).collect();
         pieces.extend(NEGATIVES);
+        pieces.extend(LEAKS.iter().map(|case| case.input));
         pieces
             .extend(["密", "\"", "'", "=", ":", "：", " ", "\t", "\n", "\\", "-----", "sk-", "token", "**", "`", "@"]);
         pieces.extend([
