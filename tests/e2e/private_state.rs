@@ -1,6 +1,6 @@
 //! The host's state and the journal are the owner's alone: whatever the umask, another
-//! user of the machine reads nothing the host keeps there, and an older instance's state
-//! is made owner-only at start.
+//! user of the machine reads nothing the host keeps there, an older instance's state is
+//! made owner-only at start, and `butler check` warns about an instance others can write to.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::gate::as_another_user;
-use crate::util::{Butler, instance_with_config, wait_until, write_manifest};
+use crate::util::{Butler, butler_command, instance_with_config, wait_until, write_manifest};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -158,4 +158,33 @@ fn an_older_instances_state_is_made_owner_only_at_start() {
         lines[0].contains(&format!("tightened 2 files and 2 folders under {} to owner-only", state.display())),
         "{text}"
     );
+}
+
+/// `butler check` warns, without failing, about an instance folder other users may write
+/// to: the root or a scan root.
+#[test]
+fn check_warns_about_an_instance_others_can_write_to() {
+    let dir = instance_with_config(&json!({}));
+    set_mode(dir.path(), 0o755);
+    for root in ["tools", "services", "faculties"] {
+        set_mode(&dir.path().join(root), 0o755);
+    }
+    let home = tempfile::tempdir().expect("home");
+    let check = || {
+        let output = butler_command(home.path()).arg("check").arg(dir.path()).output().expect("run butler");
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (code, out) = check();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("other users"), "{out}");
+
+    set_mode(&dir.path().join("tools"), 0o777);
+    set_mode(dir.path(), 0o775);
+    let (code, out) = check();
+    assert_eq!(code, Some(0), "a warning, not a rejection: {out}");
+    assert!(out.contains("tools — warning"), "{out}");
+    assert!(out.contains(". — warning"), "{out}");
+    assert!(out.contains("other users of the machine can write to this folder (mode 0777)"), "{out}");
+    assert!(out.contains("(mode 0775)"), "{out}");
+    assert!(!out.contains("services — warning"), "{out}");
 }
