@@ -183,7 +183,7 @@ impl Backends {
         };
         let node = self.node().map_err(CallError::Unavailable)?;
         let bridge_file = self.state_dir.join("ui_apps").join("bridge.mjs");
-        butler_catalog::files::write_atomic(&bridge_file, BRIDGE.as_bytes())
+        butler_catalog::files::write_private(&bridge_file, BRIDGE.as_bytes())
             .map_err(|e| failed("cannot write the backend bridge", &e))?;
         let data_dir = self.state_dir.join("ui_apps").join("data").join(&plugin.id);
         let config = json!({

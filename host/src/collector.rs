@@ -219,9 +219,9 @@ impl Collector {
             tracing::warn!("collector: refused a turn: {MAX_PENDING} turns already wait to be handed over");
             return Err(CollectError::Full);
         }
-        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+        let written = butler_catalog::files::create_private_dir(&self.dir).and_then(|()| {
             let bytes = serde_json::to_vec(turn).map_err(std::io::Error::other)?;
-            butler_catalog::files::write_atomic(&self.dir.join(format!("{id}.json")), &bytes)
+            butler_catalog::files::write_private(&self.dir.join(format!("{id}.json")), &bytes)
         });
         written.map_err(|e| {
             tracing::warn!(dir = %self.dir.display(), "collector: cannot store a turn, so it was not collected: {e}");

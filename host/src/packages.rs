@@ -66,7 +66,7 @@ impl AppPlaces {
     /// `plugin`'s places, its data folder created when it is missing.
     fn of(&self, plugin: &Plugin) -> ui_apps::Places {
         let data_dir = self.state_dir.join("ui_apps").join("data").join(&plugin.id);
-        if let Err(e) = std::fs::create_dir_all(&data_dir) {
+        if let Err(e) = butler_catalog::files::create_private_dir(&data_dir) {
             tracing::warn!(plugin = %plugin.id, "cannot create the plugin's data folder {}: {e}", data_dir.display());
         }
         ui_apps::Places {

@@ -144,7 +144,7 @@ fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
 
 /// Runs `script` with `/usr/bin/python3` as the user `nobody` (uid 65534); its stdout, or
 /// `None` when this test process cannot switch users (it is not root).
-fn as_another_user(script: &str) -> Option<String> {
+pub(crate) fn as_another_user(script: &str) -> Option<String> {
     if rustix_uid() != 0 {
         eprintln!("not root: cannot try the host as another user here (CI runs as root)");
         return None;

@@ -25,6 +25,7 @@ mod mcp_quarantine;
 mod mcp_stateless;
 mod openapi;
 mod pipeline;
+mod private_state;
 mod stores;
 mod supervise;
 mod torture;

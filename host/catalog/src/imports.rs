@@ -565,7 +565,7 @@ impl Imports {
         if record.enabled != enabled {
             record.enabled = enabled;
             let bytes = record_bytes(&record)?;
-            crate::files::write_atomic(&self.root.join(id).join(RECORD_FILE), &bytes)
+            crate::files::write_private(&self.root.join(id).join(RECORD_FILE), &bytes)
                 .map_err(|e| io("cannot write the package's record", &e))?;
         }
         Ok(record)
@@ -574,22 +574,25 @@ impl Imports {
     /// Writes `record` and the skill's `files` into a staging folder, then puts it in
     /// place of the package's folder in one rename (an exchange when there is one).
     fn put(&self, record: &Record, files: Option<&BTreeMap<String, Vec<u8>>>) -> Result<(), ImportError> {
-        std::fs::create_dir_all(&self.root).map_err(|e| io("cannot create the capabilities folder", &e))?;
+        use crate::files::{PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir};
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        create_private_dir(&self.root).map_err(|e| io("cannot create the capabilities folder", &e))?;
         let staging = self.staging(&record.id);
+        let new_file = |path: &Path| File::options().write(true).create_new(true).mode(PRIVATE_FILE_MODE).open(path);
         let result = (|| {
-            std::fs::create_dir(&staging)?;
+            std::fs::DirBuilder::new().mode(PRIVATE_DIR_MODE).create(&staging)?;
             let skill = staging.join(SKILL_DIR);
-            std::fs::create_dir(&skill)?;
+            std::fs::DirBuilder::new().mode(PRIVATE_DIR_MODE).create(&skill)?;
             for (path, bytes) in files.into_iter().flatten() {
                 let target = skill.join(path);
                 if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)?;
+                    create_private_dir(parent)?;
                 }
-                let mut file = File::create_new(&target)?;
+                let mut file = new_file(&target)?;
                 file.write_all(bytes)?;
                 file.sync_all()?;
             }
-            let mut file = File::create_new(staging.join(RECORD_FILE))?;
+            let mut file = new_file(&staging.join(RECORD_FILE))?;
             file.write_all(&record_bytes(record).map_err(std::io::Error::other)?)?;
             file.sync_all()?;
             let target = self.root.join(&record.id);

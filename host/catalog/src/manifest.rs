@@ -82,6 +82,10 @@ pub struct Manifest {
     /// A faculty's scheduled jobs, run as agent sessions once the owner registers them.
     #[serde(default)]
     pub automations: Vec<AutomationDecl>,
+    /// Folders of a faculty's writable grants, by guest path (`/self/journal`), that hold
+    /// the owner's private records: the host keeps them owner-only.
+    #[serde(default)]
+    pub private_folders: Vec<String>,
 }
 
 /// `automations[]`: a job a faculty declares for the host's scheduler.

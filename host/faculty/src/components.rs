@@ -336,8 +336,8 @@ impl Components {
         tracing::info!(component = %path.display(), ms = started.elapsed().as_millis(), "faculty runtime: compiled");
         match component.serialize() {
             Ok(artifact) => {
-                let written = std::fs::create_dir_all(&self.cache_dir)
-                    .and_then(|()| butler_catalog::files::write_atomic(&cached, &artifact));
+                let written = butler_catalog::files::create_private_dir(&self.cache_dir)
+                    .and_then(|()| butler_catalog::files::write_private(&cached, &artifact));
                 if let Err(e) = written {
                     tracing::warn!(cache = %cached.display(), "faculty runtime: cannot write the compile cache: {e}");
                 }

@@ -1244,6 +1244,7 @@ impl FacultyRuntime {
 
     fn build(&self, ext: &Arc<Extension>) -> Faculty {
         let sandbox = self.sandbox_for(ext.id());
+        sandbox.keep_private(&ext.manifest.private_folders);
         let ready = self.prepare(ext, &sandbox);
         Faculty { ext: Arc::clone(ext), sandbox, ready }
     }

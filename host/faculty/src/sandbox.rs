@@ -70,7 +70,7 @@ impl Sandbox {
             .filter(|p| p.write)
             .map(|p| {
                 if p.guest == DATA {
-                    let _ = std::fs::create_dir_all(&p.host);
+                    let _ = butler_catalog::files::create_private_dir(&p.host);
                 }
                 std::fs::canonicalize(&p.host).unwrap_or_else(|_| p.host.clone())
             })
@@ -78,6 +78,45 @@ impl Sandbox {
         stores.sort();
         stores.dedup();
         stores
+    }
+
+    /// The host folders of `declared` (a manifest's `privateFolders`, guest paths), each
+    /// under one of the writable preopens; a guest path under none is an `Err` naming it.
+    #[must_use]
+    pub fn private_folders(&self, declared: &[String]) -> Vec<Result<PathBuf, String>> {
+        declared
+            .iter()
+            .map(|guest| {
+                self.preopens
+                    .iter()
+                    .filter(|p| p.write)
+                    .find_map(|p| {
+                        let inside = std::path::Path::new(guest).strip_prefix(&p.guest).ok()?;
+                        (!inside.as_os_str().is_empty()).then(|| p.host.join(inside))
+                    })
+                    .ok_or_else(|| guest.clone())
+            })
+            .collect()
+    }
+
+    /// Creates the faculty's private folders owner-only and makes what is in them
+    /// owner-only (see [`butler_catalog::files::tighten`]), saying in the log what changed.
+    pub fn keep_private(&self, declared: &[String]) {
+        for folder in self.private_folders(declared) {
+            match folder {
+                Ok(host) => {
+                    if let Err(e) = butler_catalog::files::create_private_dir(&host) {
+                        tracing::warn!(faculty = %self.faculty, "cannot create its private folder {}: {e}", host.display());
+                    } else if let Some(line) = butler_catalog::files::tighten(&host).summary(&host) {
+                        tracing::info!(faculty = %self.faculty, "{line}");
+                    }
+                }
+                Err(guest) => tracing::warn!(
+                    faculty = %self.faculty,
+                    "its private folder `{guest}` is not under a folder it may write: it is not kept private"
+                ),
+            }
+        }
     }
 }
 
@@ -167,7 +206,7 @@ impl CallState {
             // (e.g. an unavailable validity root: the faculty sees no /validity).
             if let Err(error) = builder.preopened_dir(&preopen.host, &preopen.guest, perms) {
                 if preopen.guest == DATA {
-                    std::fs::create_dir_all(&preopen.host)?;
+                    butler_catalog::files::create_private_dir(&preopen.host)?;
                     builder.preopened_dir(&preopen.host, &preopen.guest, perms)?;
                 } else {
                     tracing::debug!(faculty = %sandbox.faculty, dir = %preopen.host.display(), "grant skipped: {error:#}");
@@ -215,5 +254,62 @@ impl CallState {
             .map_err(|e| GuestFailure::untyped("invalid_json".to_owned(), format!("call arguments: {e}")))?;
         let nested = self.context.nested(&self.caller).map_err(|e| e.failure())?;
         dispatch.dispatch(action, args, &nested).map(|data| data.to_string()).map_err(|e| e.failure())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn sandbox(root: &std::path::Path) -> Sandbox {
+        let preopen = |dir: &str, guest: &str, write| Preopen { host: root.join(dir), guest: guest.to_owned(), write };
+        Sandbox {
+            faculty: "keeper".to_owned(),
+            preopens: vec![
+                preopen("data", DATA, true),
+                preopen("self", "/self", true),
+                preopen("docs", "/docs", false),
+            ],
+            timeout_ms: 1000,
+            memory_mb: 16,
+            env: Vec::new(),
+            clock: crate::Clock::system(),
+        }
+    }
+
+    #[test]
+    fn a_private_folder_must_lie_inside_a_folder_the_faculty_may_write() {
+        let root = std::path::Path::new("/instance");
+        let declared = ["/self/journal", "/docs/secret", "/self", "/elsewhere/x", "/selfish/x"].map(str::to_owned);
+        assert_eq!(
+            sandbox(root).private_folders(&declared),
+            vec![
+                Ok(root.join("self/journal")),
+                Err("/docs/secret".to_owned()),
+                Err("/self".to_owned()),
+                Err("/elsewhere/x".to_owned()),
+                Err("/selfish/x".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn private_folders_are_made_owner_only_with_what_is_in_them() {
+        let dir = tempfile::tempdir().expect("temp");
+        let journal = dir.path().join("self/journal");
+        std::fs::create_dir_all(journal.join("spool")).expect("mkdir");
+        std::fs::write(journal.join("spool/day.jsonl"), "{}\n").expect("write");
+        for (path, mode) in
+            [(journal.clone(), 0o755), (journal.join("spool"), 0o777), (journal.join("spool/day.jsonl"), 0o644)]
+        {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        sandbox(dir.path()).keep_private(&["/self/journal".to_owned(), "/self/sessions".to_owned()]);
+        let mode = |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&journal), 0o700);
+        assert_eq!(mode(&journal.join("spool")), 0o700);
+        assert_eq!(mode(&journal.join("spool/day.jsonl")), 0o600);
+        assert_eq!(mode(&dir.path().join("self/sessions")), 0o700, "a missing one is created owner-only");
     }
 }

@@ -503,10 +503,10 @@ fn end_line(path: &Path) {
 /// `written` counts those surely written.
 fn append(path: &Path, entries: &[Entry], written: &mut usize) -> std::io::Result<()> {
     fn open(path: &Path) -> std::io::Result<File> {
-        std::fs::OpenOptions::new().create(true).append(true).open(path)
+        butler_catalog::files::open_private_append(path)
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        butler_catalog::files::create_private_dir(dir)?;
     }
     let mut file = open(path)?;
     let mut len = file.metadata()?.len();

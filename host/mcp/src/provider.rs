@@ -1138,9 +1138,9 @@ impl Provider {
                 return;
             }
             if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
+                let _ = butler_catalog::files::create_private_dir(dir);
             }
-            match butler_catalog::files::write_atomic(&path, &bytes) {
+            match butler_catalog::files::write_private(&path, &bytes) {
                 Ok(()) => *last = generation,
                 Err(e) => tracing::warn!(provider = %id, "cannot cache its lists: {e}"),
             }

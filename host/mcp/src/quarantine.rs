@@ -169,9 +169,9 @@ fn write(path: &Path, file: &PinFile) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        butler_catalog::files::create_private_dir(dir)?;
     }
-    butler_catalog::files::write_atomic(path, &bytes)
+    butler_catalog::files::write_private(path, &bytes)
 }
 
 #[cfg(test)]

@@ -252,7 +252,7 @@ impl LogFile {
             file.flush()?;
         }
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            butler_catalog::files::create_private_dir(dir)?;
         }
         let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
         if size >= FILE_CAP_BYTES {
@@ -260,7 +260,7 @@ impl LogFile {
             rotated.push(".1");
             std::fs::rename(&self.path, rotated)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
+        let file = butler_catalog::files::open_private_append(&self.path)?;
         self.size = file.metadata()?.len();
         self.file = Some(std::io::BufWriter::new(file));
         Ok(())

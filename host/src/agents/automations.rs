@@ -254,7 +254,7 @@ impl Automations {
 
     fn save(&self) -> Result<(), AutomationError> {
         let text = serde_json::to_vec_pretty(&json!({"jobs": *lock(&self.jobs)})).map_err(std::io::Error::other)?;
-        butler_catalog::files::write_atomic(&self.path, &text)?;
+        butler_catalog::files::write_private(&self.path, &text)?;
         Ok(())
     }
 

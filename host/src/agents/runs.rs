@@ -283,9 +283,9 @@ impl Runs {
     }
 
     fn write(&self, run: &Run) -> Result<(), RunError> {
-        std::fs::create_dir_all(&self.dir)?;
+        butler_catalog::files::create_private_dir(&self.dir)?;
         let text = serde_json::to_vec_pretty(run).map_err(std::io::Error::other)?;
-        butler_catalog::files::write_atomic(&self.dir.join(format!("{}.json", run.id)), &text)?;
+        butler_catalog::files::write_private(&self.dir.join(format!("{}.json", run.id)), &text)?;
         self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }

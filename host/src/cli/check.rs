@@ -269,7 +269,34 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
         let why = format!("no extension `{id}` with an `mcp` block is registered (it is ignored)");
         diagnostics.push(root(Severity::Warning, "/mcp/legacyProviders".to_owned(), why));
     }
+    diagnostics.extend(writable_by_others(&instance));
     let mut registered: Vec<String> = catalog.extensions.iter().map(|e| e.id().to_owned()).collect();
     registered.extend(catalog.plugins.iter().map(|p| format!("ChatOS plugin `{}`", p.id)));
     Ok(Outcome { registered, diagnostics })
+}
+
+/// A warning for the instance root and each scan root that other users of the machine may
+/// write to (a group or other write bit): they could put an extension there, or change
+/// one, and the host would run it as the owner.
+fn writable_by_others(instance: &Instance) -> Vec<Diagnostic> {
+    use std::os::unix::fs::PermissionsExt;
+    std::iter::once(instance.root.clone())
+        .chain(instance.scan_config().roots)
+        .filter_map(|folder| {
+            let mode = std::fs::metadata(&folder).ok()?.permissions().mode() & 0o7777;
+            if mode & 0o022 == 0 {
+                return None;
+            }
+            let shown = match folder.strip_prefix(&instance.root) {
+                Ok(inside) if inside.as_os_str().is_empty() => ".".to_owned(),
+                Ok(inside) => inside.display().to_string(),
+                Err(_) => folder.display().to_string(),
+            };
+            let message = format!(
+                "other users of the machine can write to this folder (mode {mode:04o}): they could add or change an extension the host runs as you; `chmod go-w {}`",
+                folder.display()
+            );
+            Some(Diagnostic::single(shown, None, Severity::Warning, "", message))
+        })
+        .collect()
 }

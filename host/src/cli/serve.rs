@@ -152,6 +152,10 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     }
     // Before anything is started or written: one host per instance.
     let host_lock = HostLock::claim(&instance.root, &instance.state_dir())?;
+    // The host's state is the owner's alone, also what an older host wrote.
+    if let Some(line) = instance.tighten_state() {
+        tracing::info!("{line}");
+    }
     // What a killed host was writing when it died, never renamed into place.
     let state_dir = instance.state_dir();
     for dir in [

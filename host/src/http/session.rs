@@ -84,11 +84,7 @@ impl Sessions {
             Ok(bytes) => bytes,
             Err(_) => return,
         };
-        let written = crate::instance::write_atomic(&self.path, &bytes).and_then(|()| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o600))
-        });
-        if let Err(e) = written {
+        if let Err(e) = crate::instance::write_private(&self.path, &bytes) {
             tracing::warn!(file = %self.path.display(), "cannot keep the console sessions: {e}");
         }
     }

@@ -87,7 +87,7 @@ pub fn apply(instance: &Instance, plan: &[(String, Action)]) -> Result<(), Insta
     let bytes = serde_json::to_vec_pretty(&record)
         .map_err(std::io::Error::other)
         .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })?;
-    write_atomic(&state_dir.join(RECORD), &bytes)
+    super::write_private(&state_dir.join(RECORD), &bytes)
         .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })
 }
 

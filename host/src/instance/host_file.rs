@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -60,9 +61,15 @@ impl HostLock {
     pub fn claim(root: &Path, state_dir: &Path) -> Result<Self, ClaimError> {
         let path = state_dir.join(LOCK_FILE);
         let io = |source| ClaimError::Io { path: path.clone(), source };
-        std::fs::create_dir_all(state_dir).map_err(io)?;
-        let mut file =
-            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        super::create_private_dir(state_dir).map_err(io)?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(butler_catalog::files::PRIVATE_FILE_MODE)
+            .open(&path)
+            .map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -95,7 +102,7 @@ impl HostLock {
         let path = self.state_dir.join(HOST_FILE);
         let info = HostInfo { url: url.to_owned(), pid: std::process::id(), version: crate::VERSION.to_owned() };
         let bytes = serde_json::to_vec_pretty(&info).map_err(std::io::Error::other)?;
-        super::write_atomic(&path, &bytes)?;
+        super::write_private(&path, &bytes)?;
         Ok(HostFile { path, _lock: self })
     }
 }

@@ -18,7 +18,7 @@ pub use host_file::{HostFile, HostLock};
 use crate::catalog::ScanConfig;
 use crate::catalog::scan::MANIFEST_FILE;
 use crate::validation::SchemaError;
-pub use butler_catalog::files::{sweep_temps, write_atomic};
+pub use butler_catalog::files::{create_private_dir, sweep_temps, write_atomic, write_private};
 
 /// Environment variable naming the instance.
 pub const WORKDIR_ENV: &str = "BUTLER_WORKDIR";
@@ -208,10 +208,26 @@ impl Instance {
         RootConfig::resolve(&self.root, relative)
     }
 
-    /// Creates the state directory (the rest is the owner's to create).
+    /// Makes the state folder owner-only again wherever an older host (or a umask) left a
+    /// folder or file open to other users (see [`butler_catalog::files::tighten`]); the one
+    /// line saying what changed, if anything did. A state folder holding the instance root
+    /// (`"stateDir": "."`) is left alone: the owner's shared files are there too.
+    #[must_use]
+    pub fn tighten_state(&self) -> Option<String> {
+        let state = std::fs::canonicalize(self.state_dir()).ok()?;
+        if self.root.starts_with(&state) {
+            return Some(format!(
+                "the state folder {} holds the instance, so it is not made owner-only",
+                state.display()
+            ));
+        }
+        butler_catalog::files::tighten(&state).summary(&state)
+    }
+
+    /// Creates the state directory, owner-only (the rest is the owner's to create).
     fn ensure_dirs(&self) -> Result<(), InstanceError> {
         let state = self.state_dir();
-        std::fs::create_dir_all(&state).map_err(|source| InstanceError::Create { path: state, source })
+        create_private_dir(&state).map_err(|source| InstanceError::Create { path: state, source })
     }
 }
 

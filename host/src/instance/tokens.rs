@@ -77,15 +77,13 @@ fn read(path: &Path) -> Result<TokenFile, TokenError> {
 }
 
 fn write(path: &Path, file: &TokenFile) -> Result<(), TokenError> {
-    use std::os::unix::fs::PermissionsExt;
     let io = |source| TokenError::Io { path: path.to_owned(), source };
     let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| io(std::io::Error::other(e)))?;
     bytes.push(b'\n');
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        butler_catalog::files::create_private_dir(dir).map_err(io)?;
     }
-    butler_catalog::files::write_atomic(path, &bytes).map_err(io)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)
+    butler_catalog::files::write_private(path, &bytes).map_err(io)
 }
 
 fn hash(token: &str) -> String {

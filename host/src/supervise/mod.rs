@@ -208,7 +208,7 @@ impl Supervisor {
             return;
         }
         let bytes = serde_json::to_vec(&*set).unwrap_or_default();
-        if let Err(e) = crate::catalog::files::write_atomic(&self.stopped_file, &bytes) {
+        if let Err(e) = crate::catalog::files::write_private(&self.stopped_file, &bytes) {
             tracing::warn!(
                 "cannot record that `{id}` was stopped or started by hand in {}: {e}",
                 self.stopped_file.display()

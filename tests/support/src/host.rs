@@ -18,13 +18,26 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// A `butler` command isolated from the user's settings and instance.
 pub fn butler_command(settings_home: &Path) -> Command {
     let mut cmd = Command::new(butler_binary());
+    isolate(&mut cmd, settings_home);
+    cmd
+}
+
+/// [`butler_command`] run under file mode creation mask `umask` (through `sh`, which then
+/// becomes the `butler` process).
+fn butler_command_with_umask(settings_home: &Path, umask: u32) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("umask {umask:03o} && exec \"$0\" \"$@\"")]).arg(butler_binary());
+    isolate(&mut cmd, settings_home);
+    cmd
+}
+
+fn isolate(cmd: &mut Command, settings_home: &Path) {
     cmd.env("XDG_CONFIG_HOME", settings_home)
         .env("HOME", settings_home)
         .env_remove("BUTLER_WORKDIR")
         .env_remove("BUTLER_PORT")
         .env_remove("BUTLER_BIND")
         .env("RUST_LOG", "info");
-    cmd
 }
 
 /// A running host.
@@ -83,6 +96,13 @@ impl Butler {
         Self::spawn(workdir, &[], &[("RUST_LOG", filter)], Stdio::from(file))
     }
 
+    /// Starts a host whose file mode creation mask is `umask`, its log (stderr) written to
+    /// `log`.
+    pub fn start_with_umask(workdir: &Path, umask: u32, log: &Path) -> Self {
+        let file = std::fs::File::create(log).expect("log file");
+        Self::spawn_as(workdir, &[], &[], Stdio::from(file), Some(umask))
+    }
+
     /// Starts a host that logs only warnings, and those nowhere — what a benchmark
     /// measures, so that writing its log costs nothing.
     pub fn start_quiet(workdir: &Path) -> Self {
@@ -90,9 +110,17 @@ impl Butler {
     }
 
     fn spawn(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Self {
+        Self::spawn_as(workdir, extra, env, stderr, None)
+    }
+
+    fn spawn_as(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio, umask: Option<u32>) -> Self {
         let home = tempfile::tempdir().expect("temp home");
         let client = crate::http::client().build().expect("client");
-        let mut child = butler_command(home.path())
+        let mut command = match umask {
+            Some(umask) => butler_command_with_umask(home.path(), umask),
+            None => butler_command(home.path()),
+        };
+        let mut child = command
             .args(["serve", "--port", "0", "--workdir"])
             .arg(workdir)
             .args(extra)

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::http::{ApiError, ApiJson, AppState};
-use crate::instance::write_atomic;
+use crate::instance::write_private;
 use crate::validation::SchemaValidator;
 
 /// The file under `stateDir`.
@@ -61,7 +61,7 @@ pub async fn put_layout(
     let path = state.instance.state_dir().join(LAYOUT_FILE);
     let bytes = serde_json::to_vec_pretty(&layout)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?;
-    tokio::task::spawn_blocking(move || write_atomic(&path, &bytes))
+    tokio::task::spawn_blocking(move || write_private(&path, &bytes))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "layout_write_failed", e.to_string()))?;
