@@ -10,6 +10,7 @@ through the API.
 
 import json
 import os
+import re
 import sys
 import urllib.request
 
@@ -56,6 +57,10 @@ class Page:
             url = json.loads(response.read())["data"]["url"]
         self.page.goto(url)
         self.page.wait_for_url(f"{self.origin}/myspace-butler/**")
+        # The login hands the page its session's proof in the fragment: kept, and taken out
+        # of the address bar.
+        self.page.wait_for_function(
+            "() => /^[0-9a-f]{64}$/.test(localStorage.getItem('butler.proof') || '') && !location.hash.includes('proof')")
         # Leave the console the login opened: each scenario opens its own view (a hash
         # change alone would keep this page, and its event stream, alive).
         self.page.goto("about:blank")
@@ -129,7 +134,7 @@ def review(browser, origin, shots, args):
     page = Page(browser, origin, shots)
     # This page does not hear of changes (as if its event stream had dropped), so it still
     # shows the candidate decided elsewhere below.
-    page.page.route("**/myspace-butler/api/events", lambda route: route.abort())
+    page.page.route(re.compile(r"/myspace-butler/api/events(\?|$)"), lambda route: route.abort())
     page.open("review")
     for cid in (args["approve"], args["reject"], args["stale"]):
         expect(page.page.locator(f"[data-candidate='{cid}']")).to_be_visible()
@@ -680,8 +685,42 @@ def automations(browser, origin, shots, args):
     return {"errors": page.errors, "outcome": outcome, "cells": cells}
 
 
+def sessions(browser, origin, shots, args):
+    """The Butler view lists the open console sessions, this one marked; "End" ends another
+    browser's, and "Log out" this one's."""
+    page = Page(browser, origin, shots)
+    other = Page(browser, origin, shots)
+    page.open("butler")
+    rows = page.page.locator("#sessions tr[data-session]")
+    expect(rows).to_have_count(2)
+    current = page.page.locator("#sessions tr[data-current='true']")
+    expect(current).to_have_count(1)
+    marked = current.locator("[data-this-session]").inner_text()
+    agent = current.locator("td").first.inner_text()
+    page.shot("sessions")
+    page.page.locator("#sessions tr:not([data-current='true']) button[data-act='end-session']").click()
+    expect(rows).to_have_count(1)
+    expect(current).to_have_count(1)
+    # The other browser's session is over: its proof and cookie are refused.
+    other.open("butler")
+    refused = other.page.locator("#sessions [data-sessions='failed']").inner_text()
+    # Log out: this session ends, the page forgets its proof and says how to log in again.
+    logout = page.page.locator("#logout")
+    expect(logout).to_be_visible()
+    logout.click()
+    logged_out = page.page.locator("p[data-logged-out]").inner_text()
+    expect(logout).to_be_hidden()
+    proof_after = page.page.evaluate("localStorage.getItem('butler.proof')")
+    page.shot("logged-out")
+    page.page.reload()
+    page.ready()
+    after_reload = page.page.locator("#sessions [data-sessions='login']").inner_text()
+    return {"errors": page.errors, "marked": marked, "agent": agent, "refused": refused, "loggedOut": logged_out,
+            "proofAfter": proof_after, "afterReload": after_reload}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
-                                     activity, packages, plugins, confirmations, automations)}
+                                     activity, packages, plugins, confirmations, automations, sessions)}
 
 
 def main():

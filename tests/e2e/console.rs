@@ -670,3 +670,153 @@ fn automations_are_registered_and_listed_in_the_butler_view() {
     let (_, listed) = butler.get_json("/automations");
     assert_eq!(listed["jobs"][0]["title"], "蒸馏 · Butler", "{listed}");
 }
+
+/// The session cookie is what a page on another loopback port can be sent (browsers do not
+/// scope cookies by port): replayed with every header anyone can forge it is not the
+/// owner; with the proof the login handed the console's page it is, until the session is
+/// ended — one by the owner, or all by `butler console --logout-all`.
+#[test]
+fn a_taken_session_cookie_is_nothing_without_the_pages_proof() {
+    let (butler, _dir) = Butler::start_fresh();
+    let token = format!("Bearer {}", butler.owner_token());
+    let (_, link) = butler.post_json("/console/links", &json!({}), &[("authorization", &token)]);
+    let url = link["data"]["url"].as_str().expect("a login link");
+    let client =
+        butler_test_support::http::client().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let login =
+        client.get(url).header("user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0").send().expect("login");
+    assert_eq!(login.status(), 303);
+    let header = |name: &str| login.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let proof = header("location").strip_prefix("/myspace-butler/#proof=").map(str::to_owned);
+    let proof = proof.unwrap_or_else(|| panic!("the proof only in the fragment: {}", header("location")));
+    assert!(proof.len() == 64 && proof.chars().all(|c| c.is_ascii_hexdigit()), "{proof}");
+    assert_eq!(header("cache-control"), "no-store");
+    let cookie = header("set-cookie").split(';').next().unwrap_or_default().to_owned();
+    assert!(cookie.starts_with(&format!("butler_session_{}=", butler.port)), "{cookie}");
+
+    let forged: Vec<(&str, &str)> = vec![
+        ("origin", &butler.origin),
+        ("sec-fetch-site", "same-origin"),
+        ("x-butler-review", "1"),
+        ("cookie", &cookie),
+    ];
+    fn with<'a>(forged: &[(&'a str, &'a str)], extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        forged.iter().chain(extra).copied().collect()
+    }
+    // Owner actions: a new login link (the whole console), the sessions, ending them all.
+    for path in ["/console/links", "/console/sessions", "/console/logout-all", "/console/logout"] {
+        for headers in
+            [forged.clone(), with(&forged, &[("x-butler-proof", "")]), with(&forged, &[("x-butler-proof", &cookie)])]
+        {
+            let (status, body) = butler.post_json(path, &json!({}), &headers);
+            assert_error(status, &body, 403, "owner_required");
+        }
+    }
+    // A review decision, through the pipeline.
+    butler.wait_ready("cards");
+    let approve = json!({"action": "review.approve", "args": {"id": "cand-x"}});
+    let (status, body) = butler.post_json("/pipeline", &approve, &forged);
+    assert_error(status, &body, 403, "owner_required");
+    let (status, body) = butler.post_json("/pipeline", &approve, &with(&forged, &[("x-butler-proof", &proof)]));
+    assert!(status != 403 && body["error"]["code"] != "owner_required", "past the owner gate: {status} {body}");
+    // The proof in the query is never the owner, and the proof without the cookie is nothing.
+    let (status, body) = butler.post_json(&format!("/console/links?proof={proof}"), &json!({}), &forged);
+    assert_error(status, &body, 403, "owner_required");
+    let without_cookie: Vec<(&str, &str)> =
+        forged[..3].iter().copied().chain([("x-butler-proof", proof.as_str())]).collect();
+    let (status, body) = butler.post_json("/console/links", &json!({}), &without_cookie);
+    assert_error(status, &body, 403, "owner_required");
+    // Another session's proof does not go with this cookie.
+    let (other_cookie, other_proof) = butler.console_login();
+    let (status, body) =
+        butler.post_json("/console/links", &json!({}), &with(&forged, &[("x-butler-proof", &other_proof)]));
+    assert_error(status, &body, 403, "owner_required");
+
+    // With its proof, the console is the owner.
+    let owner = with(&forged, &[("x-butler-proof", &proof)]);
+    let (status, body) = butler.post_json("/console/links", &json!({}), &owner);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = butler.post_json("/console/sessions", &json!({}), &owner);
+    assert_eq!(status, 200, "{body}");
+    let sessions = body["data"]["sessions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sessions.len(), 2, "{body}");
+    let mine: Vec<&Value> = sessions.iter().filter(|s| s["current"] == true).collect();
+    assert_eq!(mine.len(), 1, "{body}");
+    assert_eq!(mine[0]["agent"], "Chrome 131 · Linux", "{body}");
+    assert!(!body.to_string().contains(&proof) && !body.to_string().contains(&cookie[cookie.len() - 64..]), "{body}");
+    // Ending the other session: its cookie and proof are refused from then on.
+    let theirs = sessions.iter().find(|s| s["current"] == false).and_then(|s| s["id"].as_str()).expect("the other");
+    let (status, body) = butler.post_json(&format!("/console/sessions/{theirs}/end"), &json!({}), &owner);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = butler.post_json(&format!("/console/sessions/{theirs}/end"), &json!({}), &owner);
+    assert_error(status, &body, 404, "unknown_session");
+    let other: Vec<(&str, &str)> = forged[..3]
+        .iter()
+        .copied()
+        .chain([("cookie", other_cookie.as_str()), ("x-butler-proof", other_proof.as_str())])
+        .collect();
+    let (status, body) = butler.post_json("/console/sessions", &json!({}), &other);
+    assert_error(status, &body, 403, "owner_required");
+
+    // `butler console --logout-all`: every session ends.
+    let (code, out) = crate::capabilities::cli(&butler, &["console", "--logout-all"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ended 1 console session"), "{out}");
+    let (status, body) = butler.post_json("/console/sessions", &json!({}), &owner);
+    assert_error(status, &body, 403, "owner_required");
+}
+
+/// Where every connection must carry a credential (`mcp.auth: "token"`), the cookie with
+/// every forgeable header is refused as no credential; with its proof — in the header, or in
+/// the query of what the console loads without fetch — it is one.
+#[test]
+fn a_taken_session_cookie_is_no_credential_without_the_pages_proof() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["auth"] = json!("token"));
+    let (cookie, proof) = butler.console_login();
+    let forged: Vec<(&str, &str)> = vec![
+        ("origin", &butler.origin),
+        ("sec-fetch-site", "same-origin"),
+        ("x-butler-review", "1"),
+        ("cookie", &cookie),
+    ];
+    let proven: Vec<(&str, &str)> = forged.iter().copied().chain([("x-butler-proof", proof.as_str())]).collect();
+    let (status, body) = butler.raw("GET", "/catalog", &forged, b"");
+    assert_error(status, &body, 401, "token_required");
+    let (status, body) = butler.raw("GET", "/catalog", &proven, b"");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = butler.raw("GET", &format!("/catalog?proof={proof}"), &forged, b"");
+    assert_error(status, &body, 401, "token_required");
+    let stream = |target: &str| {
+        let mut request =
+            butler.request(reqwest::Method::GET, &format!("{}/myspace-butler/api{target}", butler.origin));
+        for (name, value) in &forged {
+            request = request.header(*name, *value);
+        }
+        request.send().expect("request").status().as_u16()
+    };
+    assert_eq!(stream("/events"), 401);
+    assert_eq!(stream(&format!("/events?proof={proof}")), 200, "the event stream takes the proof in its query");
+    let (status, body) = butler.post_json("/console/logout", &json!({}), &proven);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = butler.raw("GET", "/catalog", &proven, b"");
+    assert_error(status, &body, 401, "token_required");
+}
+
+/// The Butler view lists the console's sessions (this one marked), ends another browser's,
+/// and the header's "Log out" ends this one: the host refuses both sessions afterwards.
+#[test]
+fn sessions_are_listed_ended_and_logged_out_in_the_browser() {
+    let (butler, _dir) = Butler::start_fresh();
+    let result = drive(&butler, "sessions", &json!({}));
+    assert_no_errors(&result);
+    assert_eq!(result["marked"], "this session", "{result}");
+    assert!(result["agent"].as_str().is_some_and(|a| a.starts_with("Chrome ") && a.contains("Linux")), "{result}");
+    assert!(result["refused"].as_str().is_some_and(|t| t.contains("butler console")), "{result}");
+    assert!(result["loggedOut"].as_str().is_some_and(|t| t.starts_with("Logged out.")), "{result}");
+    assert_eq!(result["proofAfter"], Value::Null, "the page forgot its proof: {result}");
+    assert!(result["afterReload"].as_str().is_some_and(|t| t.contains("butler console")), "{result}");
+    let token = owner(&butler);
+    let (status, body) = butler.post_json("/console/sessions", &json!({}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["sessions"], json!([]), "both sessions ended: {body}");
+}

@@ -627,8 +627,11 @@ fn token_auth_and_the_stdio_bridge_through_a_host_restart() {
     // The owner token, and the console's session, get in; the login link needs neither.
     let bearer = format!("Bearer {}", butler.owner_token());
     assert_eq!(butler.raw("GET", "/health", &[("authorization", &bearer)], b"").0, 200);
-    let cookie = butler.console_cookie();
-    assert_eq!(butler.raw("GET", "/catalog", &[("cookie", &cookie)], b"").0, 200);
+    let (cookie, proof) = butler.console_login();
+    assert_eq!(butler.raw("GET", "/catalog", &[("cookie", &cookie), ("x-butler-proof", &proof)], b"").0, 200);
+    // The cookie alone is nothing: a page on another loopback port can be sent it.
+    let (status, body) = butler.raw("GET", "/catalog", &[("cookie", &cookie)], b"");
+    crate::util::assert_error(status, &body, 401, "token_required");
 
     let script = r#"
 import asyncio, sys, mcp

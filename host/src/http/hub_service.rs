@@ -51,7 +51,8 @@ impl HubService {
         if let Some(refusal) = super::gate::refusal(self.state.gate, &parts.uri, &parts.headers) {
             return refusal;
         }
-        if let Some(refusal) = super::credential::refusal(&self.state, self.verified, parts.uri.path(), &parts.headers)
+        if let Some(refusal) =
+            super::credential::refusal(&self.state, self.verified, &parts.method, &parts.uri, &parts.headers)
         {
             return refusal;
         }

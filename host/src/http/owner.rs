@@ -1,11 +1,13 @@
 //! The owner gate: who the caller of a request is. A request is the owner's when it
 //! carries the local owner token (`Authorization: Bearer …`, what the CLI sends), or when it
-//! is the console of a logged-in owner: this host's session cookie ([`super::session`]),
-//! our own `Origin`, `Sec-Fetch-Site: same-origin`, and `X-Butler-Review: 1` (a header no
-//! cross-site form or simple request can add). Headers alone prove nothing: any local
-//! process can send them. The owner token over the host's local socket also makes the
-//! caller the operator (the CLI's operator commands). Nothing reachable from MCP or from a
-//! faculty's `host.call` passes.
+//! is the console of a logged-in owner: this host's session cookie together with that
+//! session's proof in `X-Butler-Proof` ([`super::session`]), our own `Origin`,
+//! `Sec-Fetch-Site: same-origin`, and `X-Butler-Review: 1` (a header no cross-site form or
+//! simple request can add). Headers alone prove nothing: any local process can send them;
+//! nor does the cookie, which a page on another loopback port can be sent (cookies are not
+//! scoped by port). The proof is what only the console's own page holds. The owner token
+//! over the host's local socket also makes the caller the operator (the CLI's operator
+//! commands). Nothing reachable from MCP or from a faculty's `host.call` passes.
 
 use std::convert::Infallible;
 
@@ -22,6 +24,8 @@ use crate::instance::owner::same_secret;
 
 /// The header the console sets on owner actions.
 pub const REVIEW_HEADER: &str = "x-butler-review";
+/// The header the console sends its session's proof in, on every request.
+pub const PROOF_HEADER: &str = "x-butler-proof";
 
 /// Who is calling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,17 +65,34 @@ pub fn caller(headers: &HeaderMap, local: bool, gate: GateConfig, token: &str, s
     if has_token(headers, token) {
         return Caller { owner: true, operator: local };
     }
+    Caller { owner: console_session(headers, gate, sessions).is_some(), operator: false }
+}
+
+/// The public id of the console session these headers prove, when they are the logged-in
+/// console's: our own `Origin`, `Sec-Fetch-Site: same-origin`, `X-Butler-Review: 1`, and
+/// this host's session cookie with that session's proof.
+#[must_use]
+pub fn console_session(headers: &HeaderMap, gate: GateConfig, sessions: &Sessions) -> Option<String> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let console = header(ORIGIN.as_str()).is_some_and(|o| is_own_origin(gate, o))
+    let same_origin = header(ORIGIN.as_str()).is_some_and(|o| is_own_origin(gate, o))
         && header("sec-fetch-site") == Some("same-origin")
-        && header(REVIEW_HEADER) == Some("1")
-        && headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .filter_map(|cookies| session_from_cookies(gate.port, cookies))
-            .any(|session| sessions.is_valid(session));
-    Caller { owner: console, operator: false }
+        && header(REVIEW_HEADER) == Some("1");
+    if !same_origin {
+        return None;
+    }
+    session_with_proof(headers, gate.port, header(PROOF_HEADER)?, sessions)
+}
+
+/// The public id of the live session whose cookie (on `port`) is among `headers` and
+/// whose proof is `proof`.
+#[must_use]
+pub fn session_with_proof(headers: &HeaderMap, port: u16, proof: &str, sessions: &Sessions) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|cookies| session_from_cookies(port, cookies))
+        .find_map(|session| sessions.check(session, proof))
 }
 
 /// Whether the request carries the owner token.
@@ -99,33 +120,70 @@ mod tests {
         map
     }
 
-    fn logged_in() -> (tempfile::TempDir, Sessions, String) {
+    fn logged_in() -> (tempfile::TempDir, Sessions, String, String) {
         let dir = tempfile::tempdir().expect("temp");
         let sessions = Sessions::load(dir.path());
         let link = sessions.new_link().expect("randomness");
-        let session = sessions.redeem(&link).expect("session");
-        (dir, sessions, format!("butler_session_19387={session}"))
+        let login = sessions.redeem(&link, "test").expect("session");
+        (dir, sessions, format!("butler_session_19387={}", login.session), login.proof)
     }
 
     #[test]
-    fn the_console_needs_its_session_and_every_same_origin_signal() {
-        let (_dir, sessions, cookie) = logged_in();
+    fn the_console_needs_its_session_its_proof_and_every_same_origin_signal() {
+        let (_dir, sessions, cookie, proof) = logged_in();
         let owner = |pairs: &[(&'static str, &str)]| caller(&headers(pairs), false, GATE, TOKEN, &sessions).owner;
         let own = ("origin", "http://127.0.0.1:19387");
         let same = ("sec-fetch-site", "same-origin");
         let review = ("x-butler-review", "1");
         let session = ("cookie", cookie.as_str());
-        assert!(owner(&[own, same, review, session]));
+        let proven = ("x-butler-proof", proof.as_str());
+        assert!(owner(&[own, same, review, session, proven]));
+        assert!(!owner(&[own, same, review, proven]), "the proof without the cookie");
         assert!(!owner(&[own, same, review]), "the three headers alone are what curl can send: refused");
-        assert!(!owner(&[own, same, review, ("cookie", "butler_session_19387=forged")]));
-        assert!(!owner(&[own, same, review, ("cookie", &cookie.replace("19387", "19388"))]), "another host's cookie");
-        assert!(!owner(&[same, review, session]), "no Origin");
-        assert!(!owner(&[own, review, session]), "no Sec-Fetch-Site");
-        assert!(!owner(&[own, same, session]), "no X-Butler-Review");
-        assert!(!owner(&[("origin", "http://evil.example"), same, review, session]));
-        assert!(!owner(&[own, ("sec-fetch-site", "same-site"), review, session]));
-        assert!(!owner(&[own, same, ("x-butler-review", "true"), session]));
-        assert!(owner(&[own, same, review, ("cookie", "a=b"), session]), "the session in a second Cookie header");
+        assert!(!owner(&[own, same, review, ("cookie", "butler_session_19387=forged"), proven]));
+        let elsewhere = cookie.replace("19387", "19388");
+        assert!(!owner(&[own, same, review, ("cookie", &elsewhere), proven]), "another host's cookie");
+        assert!(!owner(&[same, review, session, proven]), "no Origin");
+        assert!(!owner(&[own, review, session, proven]), "no Sec-Fetch-Site");
+        assert!(!owner(&[own, same, session, proven]), "no X-Butler-Review");
+        assert!(!owner(&[("origin", "http://evil.example"), same, review, session, proven]));
+        assert!(!owner(&[own, ("sec-fetch-site", "same-site"), review, session, proven]));
+        assert!(!owner(&[own, same, ("x-butler-review", "true"), session, proven]));
+        assert!(
+            owner(&[own, same, review, ("cookie", "a=b"), session, proven]),
+            "the session in a second Cookie header"
+        );
+    }
+
+    /// What a page on another loopback port can be sent (the cookie), with every header
+    /// anyone can forge, is not the owner.
+    #[test]
+    fn a_taken_cookie_with_every_forgeable_header_is_not_the_owner() {
+        let (_dir, sessions, cookie, proof) = logged_in();
+        let link = sessions.new_link().expect("randomness");
+        let other = sessions.redeem(&link, "test").expect("a second session");
+        let owner = |pairs: &[(&'static str, &str)]| caller(&headers(pairs), false, GATE, TOKEN, &sessions).owner;
+        let forged = [
+            ("origin", "http://127.0.0.1:19387"),
+            ("sec-fetch-site", "same-origin"),
+            ("x-butler-review", "1"),
+            ("cookie", cookie.as_str()),
+        ];
+        assert!(!owner(&forged), "the cookie and every forgeable header");
+        let guesses = [String::new(), "1".into(), cookie.clone(), proof.to_uppercase(), format!("{proof} ")];
+        for guess in &guesses {
+            let mut with = forged.to_vec();
+            with.push(("x-butler-proof", guess.as_str()));
+            assert!(!owner(&with), "proof {guess:?}");
+        }
+        let mut with = forged.to_vec();
+        with.push(("x-butler-proof", other.proof.as_str()));
+        assert!(!owner(&with), "another session's proof");
+        let other_cookie = format!("butler_session_19387={}", other.session);
+        let mut with = forged.to_vec();
+        with.push(("x-butler-proof", &proof));
+        with[3] = ("cookie", &other_cookie);
+        assert!(!owner(&with), "the proof with another session's cookie");
     }
 
     #[test]

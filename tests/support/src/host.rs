@@ -358,8 +358,9 @@ impl Butler {
 
 impl Butler {
     /// Logs in as the console would: a one-time link from `POST /console/links` (owner
-    /// token), visited once; returns the session cookie (`name=value`).
-    pub fn console_cookie(&self) -> String {
+    /// token), visited once; returns the session cookie (`name=value`) and the session's
+    /// proof (from the fragment of the address the login redirects to).
+    pub fn console_login(&self) -> (String, String) {
         let token = format!("Bearer {}", self.owner_token());
         let (status, body) = self.post_json("/console/links", &serde_json::json!({}), &[("authorization", &token)]);
         assert_eq!(status, 200, "{body}");
@@ -369,17 +370,21 @@ impl Butler {
         assert_eq!(response.status().as_u16(), 303, "the link logs in and sends to the console");
         let cookie = response.headers().get("set-cookie").expect("a session cookie").to_str().expect("ascii");
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
-        cookie.split(';').next().expect("name=value").to_owned()
+        let location = response.headers().get("location").expect("a redirect").to_str().expect("ascii");
+        let proof = location.strip_prefix("/myspace-butler/#proof=").expect("the proof in the fragment").to_owned();
+        (cookie.split(';').next().expect("name=value").to_owned(), proof)
     }
 
-    /// The headers of an owner action from the logged-in console: the session cookie plus
-    /// the same-origin signals a browser sends.
+    /// The headers of an owner action from the logged-in console: the session cookie and
+    /// its proof, plus the same-origin signals a browser sends.
     pub fn console_owner_headers(&self) -> Vec<(&'static str, String)> {
+        let (cookie, proof) = self.console_login();
         vec![
             ("origin", self.origin.clone()),
             ("sec-fetch-site", "same-origin".to_owned()),
             ("x-butler-review", "1".to_owned()),
-            ("cookie", self.console_cookie()),
+            ("cookie", cookie),
+            ("x-butler-proof", proof),
         ]
     }
 }

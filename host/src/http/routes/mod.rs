@@ -57,6 +57,10 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/health", health::health),
         op(M::GET, "/login", login::login),
         op(M::POST, "/console/links", login::new_link),
+        op(M::POST, "/console/sessions", login::list_sessions),
+        op(M::POST, "/console/sessions/{id}/end", login::end_session),
+        op(M::POST, "/console/logout", login::logout),
+        op(M::POST, "/console/logout-all", login::logout_all),
         op(M::GET, "/events", events::events),
         op(M::GET, "/catalog", catalog::catalog),
         op(M::GET, "/extensions/{id}/icon", catalog::icon),
@@ -218,13 +222,38 @@ mod tests {
         assert_eq!(schemes["consoleReview"]["in"], "header");
         let review = schemes["consoleReview"]["name"].as_str().expect("a header name");
         assert!(review.eq_ignore_ascii_case(crate::http::owner::REVIEW_HEADER), "{review}");
-        // Wherever the owner is named, the console counts only with its review header.
+        assert_eq!(schemes["consoleProof"]["in"], "header");
+        let proof = schemes["consoleProof"]["name"].as_str().expect("a header name");
+        assert!(proof.eq_ignore_ascii_case(crate::http::owner::PROOF_HEADER), "{proof}");
+        assert_eq!(
+            (&schemes["consoleProofQuery"]["in"], &schemes["consoleProofQuery"]["name"]),
+            (&json!("query"), &json!("proof"))
+        );
+        // Wherever the owner is named, the console counts only with its review header; the
+        // cookie counts only with its proof, in the query only where the host takes it there.
         for (method, path, operation) in operations(&doc) {
-            for requirement in operation["security"].as_array().into_iter().flatten() {
+            let full = format!("{}{path}", crate::http::API_PREFIX);
+            let query_proof = crate::http::credential::takes_proof_in_query(&method.parse().expect("a method"), &full);
+            let requirements = operation["security"].as_array().expect("security");
+            assert_eq!(
+                requirements.iter().any(|r| r.get("consoleProofQuery").is_some()),
+                query_proof,
+                "{method} {path}: the proof in the query is documented exactly where it is taken"
+            );
+            for requirement in requirements {
                 let requirement = requirement.as_object().expect("a security requirement");
                 assert!(
                     requirement.contains_key("consoleSession") || !requirement.contains_key("consoleReview"),
                     "{method} {path}: the review header alone proves nothing"
+                );
+                assert_eq!(
+                    requirement.contains_key("consoleSession"),
+                    requirement.contains_key("consoleProof") || requirement.contains_key("consoleProofQuery"),
+                    "{method} {path}: the session cookie counts only with its proof, and the proof only with it"
+                );
+                assert!(
+                    !requirement.contains_key("consoleReview") || requirement.contains_key("consoleProof"),
+                    "{method} {path}: the owner's console sends its proof in the header"
                 );
                 for name in requirement.keys() {
                     assert!(schemes.get(name).is_some(), "{method} {path}: no security scheme {name}");

@@ -2,13 +2,13 @@
 // store shared by the boards, and live updates from `GET /events` (one server-sent event
 // stream; the host says what changed and only the view showing it reloads).
 
-import { apiUrl, call, get } from './api.js';
+import { call, get, hasProof, streamUrl } from './api.js';
 import { duration, h, replace } from './dom.js';
 import { lang, setLang, t } from './i18n.js';
 import { reviewView } from './review.js';
 import { libraryView } from './library.js';
 import { boardView, openLog, openPanel } from './boards.js';
-import { butlerView } from './butler.js';
+import { butlerView, loggedOut } from './butler.js';
 import { diagnosticsView, mcpView } from './status.js';
 import { packagesView } from './packages.js';
 
@@ -89,6 +89,9 @@ function renderNav() {
   const button = document.getElementById('lang');
   button.textContent = t('other_lang');
   button.setAttribute('aria-label', t('other_lang_name'));
+  const logout = document.getElementById('logout');
+  logout.textContent = t('logout');
+  logout.hidden = !hasProof();
   document.querySelector('.skip').textContent = t('skip');
 }
 
@@ -97,6 +100,8 @@ let missed = new Set();
 let rendering = 0;
 
 async function show(focus = false) {
+  // Logged out: the page says so until it is reloaded.
+  if (document.body.dataset.loggedOut === 'true') return;
   const name = route();
   const seq = ++renderSeq;
   renderNav();
@@ -154,7 +159,7 @@ async function refresh(what) {
 }
 
 function listen() {
-  const source = new EventSource(apiUrl('/events'));
+  const source = new EventSource(streamUrl('/events'));
   let last = null;
   source.addEventListener('change', (e) => {
     let now;
@@ -236,6 +241,24 @@ setInterval(() => {
 document.getElementById('lang').addEventListener('click', () => {
   setLang(lang() === 'zh' ? 'en' : 'zh');
   show();
+});
+document.getElementById('logout').addEventListener('click', async (e) => {
+  const button = e.currentTarget;
+  button.disabled = true;
+  button.textContent = t('logging_out');
+  try {
+    await call('POST', '/console/logout', {}, { owner: true });
+  } catch (failure) {
+    // Already ended elsewhere (or expired): this page is logged out all the same.
+    if (failure.code !== 'owner_required') {
+      button.disabled = false;
+      button.textContent = t('logout');
+      document.getElementById('status').textContent = t('failed', { msg: `${failure.message} (${failure.code})` });
+      return;
+    }
+  }
+  button.disabled = false;
+  loggedOut();
 });
 window.addEventListener('hashchange', () => show(true));
 setLang(lang());

@@ -3,7 +3,7 @@
 // display preferences (`all | resident`, the "manage display" drawer, search, ordering)
 // saved in the host's layout (`PUT /layout`).
 
-import { apiUrl, call, get } from './api.js';
+import { call, get, streamUrl, withProof } from './api.js';
 import { duration, h, modal, replace, safeUrl, when } from './dom.js';
 import { t } from './i18n.js';
 
@@ -422,7 +422,7 @@ function append(el, ...children) {
 export function icon(item) {
   const i = item.icon || {};
   if ((i.type === 'image' || i.type === 'url') && safeUrl(i.url, true)) {
-    return h('img', { class: 'icon', src: i.url, alt: '', width: 28, height: 28, loading: 'lazy' });
+    return h('img', { class: 'icon', src: withProof(i.url), alt: '', width: 28, height: 28, loading: 'lazy' });
   }
   const text = i.text || String(item.name || item.id || '?').slice(0, 1).toUpperCase();
   return h('span', { class: 'icon', 'aria-hidden': 'true' }, text);
@@ -479,7 +479,7 @@ export function openLog(board, item) {
     h('div', { class: 'row log-tools' }, h('label', { for: filter.id, class: 'sr' }, t('log_filter')), filter,
       h('label', null, stderrOnly, ' ', t('log_stderr_only')), pause, download),
     pre);
-  const source = new EventSource(apiUrl(`/${board}/${encodeURIComponent(item.id)}/log`));
+  const source = new EventSource(streamUrl(`/${board}/${encodeURIComponent(item.id)}/log`));
   source.addEventListener('log', (e) => {
     try {
       const line = JSON.parse(e.data);

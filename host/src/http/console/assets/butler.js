@@ -1,9 +1,10 @@
 // The Butler view: the host's automations (its scheduled agent jobs: next and last run,
-// outcome, log; "Register automations" through the owner gate), then each faculty with its
+// outcome, log; "Register automations" through the owner gate), the open console sessions
+// (each browser logged in, this one marked, each one's "End"), then each faculty with its
 // state, its reports rendered by shape (`status` a badge with summary and items, `list` a
 // timeline, `markdown` rendered safely) and its commands.
 
-import { call, get } from './api.js';
+import { call, forgetProof, get, hasProof } from './api.js';
 import { h, replace, when } from './dom.js';
 import { t } from './i18n.js';
 import { renderMarkdown } from './md.js';
@@ -14,8 +15,9 @@ export async function butlerView(main) {
   const faculties = data.faculties || [];
   const list = h('div', { class: 'stack' });
   const automations = h('section', { class: 'card automations', id: 'automations', 'aria-labelledby': 'automations-title' });
-  replace(main, h('h1', null, t('butler_title')), automations, list);
-  await showAutomations(automations);
+  const sessions = h('section', { class: 'card sessions', id: 'sessions', 'aria-labelledby': 'sessions-title' });
+  replace(main, h('h1', null, t('butler_title')), automations, sessions, list);
+  await Promise.all([showAutomations(automations), showSessions(sessions)]);
   for (const faculty of faculties) {
     const reports = h('div', { class: 'reports' });
     list.append(h('article', { class: 'card faculty', 'data-faculty': faculty.id },
@@ -83,6 +85,59 @@ async function showAutomations(section) {
             last.result && last.result.summary ? h('p', { class: 'muted' }, last.result.summary) : null,
             job.log ? h('p', { class: 'muted' }, h('code', null, job.log)) : null] : '—'));
       }))) : h('p', { class: 'muted empty' }, t('automations_none')));
+}
+
+/** The open console sessions, each with its "End"; ending this one logs this page out. */
+async function showSessions(section, note = null) {
+  const title = h('h2', { id: 'sessions-title' }, t('sessions_title'));
+  const hint = h('p', { class: 'muted' }, t('sessions_hint', { idle: 12, days: 7 }));
+  if (!hasProof()) return replace(section, title, h('p', { class: 'muted', 'data-sessions': 'login' }, t('sessions_need_login')));
+  let data;
+  try {
+    data = (await call('POST', '/console/sessions', {}, { owner: true })).data;
+  } catch (e) {
+    const text = e.code === 'owner_required' ? t('sessions_need_login') : t('failed', { msg: `${e.message} (${e.code})` });
+    return replace(section, title, h('p', { class: 'error', 'data-sessions': 'failed' }, text));
+  }
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' }, note);
+  const all = data.sessions || [];
+  const end = async (session, button) => {
+    button.disabled = true;
+    try {
+      await call('POST', `/console/sessions/${encodeURIComponent(session.id)}/end`, {}, { owner: true });
+      if (session.current) {
+        loggedOut();
+        return;
+      }
+      await showSessions(section, t('sessions_ended'));
+    } catch (e) {
+      outcome.className = 'outcome error';
+      outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
+      button.disabled = false;
+    }
+  };
+  replace(section, title, hint,
+    all.length ? h('table', { class: 'sessions' },
+      h('thead', null, h('tr', null, ['sessions_browser', 'sessions_created', 'sessions_last_used', 'sessions_ends']
+        .map((k) => h('th', { scope: 'col' }, t(k))), h('td', null))),
+      h('tbody', null, all.map((session) => {
+        const button = h('button', { type: 'button', 'data-act': 'end-session' }, t('sessions_end'));
+        button.addEventListener('click', () => end(session, button));
+        return h('tr', { 'data-session': session.id, 'data-current': session.current ? 'true' : null },
+          h('td', null, session.agent, session.current ? [' ', h('span', { class: 'badge', 'data-this-session': '' }, t('sessions_this'))] : null),
+          h('td', null, when(session.createdAt)), h('td', null, when(session.lastUsedAt)), h('td', null, when(session.expiresAt)),
+          h('td', null, button));
+      }))) : h('p', { class: 'muted empty' }, t('sessions_none')),
+    outcome);
+}
+
+/** This page's session is over: its proof forgotten, the page says how to log in again. */
+export function loggedOut() {
+  forgetProof();
+  const button = document.getElementById('logout');
+  if (button) button.hidden = true;
+  document.body.dataset.loggedOut = 'true';
+  replace(document.getElementById('main'), h('p', { class: 'outcome ok', 'data-logged-out': '' }, t('logged_out')));
 }
 
 export function renderReport(shape, body) {
