@@ -234,7 +234,7 @@ fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill {signal} {pid}");
 }
 
-/// Trust, second pass §1: another user connects, writes a request and the start of a second
+/// Another user connects, writes a request and the start of a second
 /// one, and closes at once. When the host accepts late (a busy or starting host; here it is
 /// stopped meanwhile), the client's socket is already a kernel mini-socket, which reports uid
 /// 0 — root's, the owner's when the host runs as root. Such a connection is unverified: its

@@ -392,7 +392,7 @@ async fn a_crashing_provider_answers_is_error_costs_only_itself_and_comes_back()
     hub.shutdown().await;
 }
 
-/// Trust, second pass §7: a provider that never answers delays a list by
+/// A provider that never answers delays a list by
 /// [`butler_mcp::LIST_WAIT`] at most. The list answers with what the others offer, the
 /// silent one is still starting and marked pending in the status, and a later list finds
 /// it no better and answers as soon.

@@ -282,7 +282,13 @@ fn render(status: &Value) -> String {
             text("id"),
             text("namespace"),
             text("state"),
-            if p["cached"] == true { " (cached)" } else { "" },
+            if p["cached"] == true {
+                " (cached)"
+            } else if p["pending"] == true {
+                " (still starting: lists left out until it answers)"
+            } else {
+                ""
+            },
             p["calls"],
             p["errors"],
             p["timeouts"],

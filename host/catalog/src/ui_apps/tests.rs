@@ -242,7 +242,7 @@ fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
     assert_eq!(catalog.diagnostics[0].path, "tools/plugin/plugin.json");
 }
 
-/// Trust, second pass §7: an app whose server is the host's own MCP endpoint would make the
+/// An app whose server is the host's own MCP endpoint would make the
 /// hub list itself. The scan leaves that server out and says why; another URL stays.
 #[test]
 fn an_app_server_at_the_hosts_own_address_is_left_out_with_a_diagnostic() {
