@@ -145,12 +145,24 @@ fn every_route_answers_under_the_legacy_alias_and_errors_use_the_envelope() {
 /// Runs `script` with `/usr/bin/python3` as the user `nobody` (uid 65534); its stdout, or
 /// `None` when this test process cannot switch users (it is not root).
 pub(crate) fn as_another_user(script: &str) -> Option<String> {
+    as_user(NOBODY, script)
+}
+
+/// The user `nobody`: the attacker.
+const NOBODY: u32 = 65534;
+/// The user `daemon`: an ordinary user who owns a host in a test.
+const ORDINARY_OWNER: u32 = 1;
+
+/// Runs `script` with `/usr/bin/python3` as the user `uid`; its stdout and stderr, or
+/// `None` when this test process cannot switch users (it is not root).
+fn as_user(uid: u32, script: &str) -> Option<String> {
     if rustix_uid() != 0 {
         eprintln!("not root: cannot try the host as another user here (CI runs as root)");
         return None;
     }
     let output = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", script])
+        .args([format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".into(), "--".into()])
+        .args(["/usr/bin/python3", "-c", script])
         .current_dir("/")
         .output()
         .expect("setpriv");
@@ -234,21 +246,63 @@ fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill {signal} {pid}");
 }
 
-/// Another user connects, writes a request and the start of a second
-/// one, and closes at once. When the host accepts late (a busy or starting host; here it is
-/// stopped meanwhile), the client's socket is already a kernel mini-socket, which reports uid
-/// 0 — root's, the owner's when the host runs as root. Such a connection is unverified: its
-/// request needs a credential, and without one it is refused and does nothing.
+/// Another user connects, writes a request and the start of a second one, and closes at
+/// once. When the host accepts late (a busy or starting host; here it is stopped meanwhile),
+/// the client's socket is already a kernel mini-socket, which reports uid 0 — root's, the
+/// owner's when the host runs as root. Such a connection is unverified: its request needs a
+/// credential, and without one it is refused and does nothing.
 #[test]
 fn a_connection_that_closed_before_the_host_accepted_it_is_not_the_owners() {
     let (butler, _dir) = Butler::start_fresh();
     butler.wait_ready("journal");
-    let unique = format!("{}x{}", std::process::id(), butler.port);
     let observe = |marker: &str| {
         let (status, body) = butler.post_json("/observe", &serde_json::json!({"source": "test", "text": marker}), &[]);
         assert_eq!(status, 202, "{body}");
     };
-    // The owner's own observation lands where the journal keeps it: what the attack looks for.
+    try_the_closed_connection_race(&butler, observe);
+}
+
+/// The same race against a host an ordinary user runs: uid 0 is not its owner either, and
+/// the connection that could no longer vouch for anyone gets nothing.
+#[test]
+fn a_connection_that_closed_before_an_ordinary_users_host_accepted_it_gets_nothing() {
+    if rustix_uid() != 0 {
+        eprintln!("not root: cannot run a host as another user here (CI runs as root)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let butler = Butler::start_as_user(dir.path(), ORDINARY_OWNER);
+    // Only the owner's own user may talk to it: the owner's requests are made as that user.
+    let observe = |marker: &str| {
+        let script = format!(
+            r#"
+import json, time, urllib.request
+base = "http://127.0.0.1:{port}/myspace-butler/api"
+for _ in range(300):
+    try:
+        health = json.load(urllib.request.urlopen(base + "/health", timeout=5))
+        if health["faculties"]["ready"]:
+            break
+    except Exception:
+        pass
+    time.sleep(0.1)
+request = urllib.request.Request(base + "/observe", data=json.dumps({{"source": "test", "text": "{marker}"}}).encode(),
+    headers={{"Content-Type": "application/json"}})
+print(urllib.request.urlopen(request, timeout=10).status)
+"#,
+            port = butler.port,
+        );
+        let answer = as_user(ORDINARY_OWNER, &script).expect("root runs the owner's client");
+        assert_eq!(answer.trim(), "202", "{answer}");
+    };
+    try_the_closed_connection_race(&butler, observe);
+}
+
+/// The owner observes a marker (`observe`) and sees it kept; `nobody` races a request that
+/// would plant another through a connection closed before the host accepts it; the owner's
+/// later marker is kept, and the planted one is nowhere under the instance.
+fn try_the_closed_connection_race(butler: &Butler, observe: impl Fn(&str)) {
+    let unique = format!("{}x{}", std::process::id(), butler.port);
     let before = format!("owners-note-before-{unique}");
     observe(&before);
     crate::util::wait_until(std::time::Duration::from_secs(20), "the owner's observation is kept", || {

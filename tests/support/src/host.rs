@@ -17,18 +17,41 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A `butler` command isolated from the user's settings and instance.
 pub fn butler_command(settings_home: &Path) -> Command {
-    let mut cmd = Command::new(butler_binary());
-    isolate(&mut cmd, settings_home);
-    cmd
+    Launch::Plain.command(settings_home)
 }
 
-/// [`butler_command`] run under file mode creation mask `umask` (through `sh`, which then
-/// becomes the `butler` process).
-fn butler_command_with_umask(settings_home: &Path, umask: u32) -> Command {
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &format!("umask {umask:03o} && exec \"$0\" \"$@\"")]).arg(butler_binary());
-    isolate(&mut cmd, settings_home);
-    cmd
+/// How a test host is launched beyond [`butler_command`].
+#[derive(Clone, Copy)]
+enum Launch {
+    /// As this process's user, with its umask.
+    Plain,
+    /// Under file mode creation mask `.0` (through `sh`, which then becomes the `butler`
+    /// process).
+    Umask(u32),
+    /// As the user (and group) `.0`, through `setpriv`, which then becomes the `butler`
+    /// process: only a root test process can do it.
+    User(u32),
+}
+
+impl Launch {
+    fn command(self, settings_home: &Path) -> Command {
+        let mut cmd = match self {
+            Self::Plain => Command::new(butler_binary()),
+            Self::Umask(umask) => {
+                let mut cmd = Command::new("sh");
+                cmd.args(["-c", &format!("umask {umask:03o} && exec \"$0\" \"$@\"")]).arg(butler_binary());
+                cmd
+            }
+            Self::User(uid) => {
+                let mut cmd = Command::new("setpriv");
+                cmd.args([format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".into(), "--".into()])
+                    .arg(butler_binary());
+                cmd
+            }
+        };
+        isolate(&mut cmd, settings_home);
+        cmd
+    }
 }
 
 fn isolate(cmd: &mut Command, settings_home: &Path) {
@@ -100,7 +123,14 @@ impl Butler {
     /// `log`.
     pub fn start_with_umask(workdir: &Path, umask: u32, log: &Path) -> Self {
         let file = std::fs::File::create(log).expect("log file");
-        Self::spawn_as(workdir, &[], &[], Stdio::from(file), Some(umask))
+        Self::spawn_as(workdir, &[], &[], Stdio::from(file), Launch::Umask(umask))
+    }
+
+    /// Starts a host run as the user `uid` (a root test process only) on a fresh instance in
+    /// `dir`, which becomes that user's, as does the host's settings folder.
+    pub fn start_as_user(dir: &Path, uid: u32) -> Self {
+        std::os::unix::fs::chown(dir, Some(uid), Some(uid)).expect("give the folder to the user");
+        Self::spawn_as(&dir.join("instance"), &[], &[], Stdio::inherit(), Launch::User(uid))
     }
 
     /// Starts a host that logs only warnings, and those nowhere — what a benchmark
@@ -110,16 +140,16 @@ impl Butler {
     }
 
     fn spawn(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Self {
-        Self::spawn_as(workdir, extra, env, stderr, None)
+        Self::spawn_as(workdir, extra, env, stderr, Launch::Plain)
     }
 
-    fn spawn_as(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio, umask: Option<u32>) -> Self {
+    fn spawn_as(workdir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio, launch: Launch) -> Self {
         let home = tempfile::tempdir().expect("temp home");
+        if let Launch::User(uid) = launch {
+            std::os::unix::fs::chown(home.path(), Some(uid), Some(uid)).expect("give the home to the user");
+        }
         let client = crate::http::client().build().expect("client");
-        let mut command = match umask {
-            Some(umask) => butler_command_with_umask(home.path(), umask),
-            None => butler_command(home.path()),
-        };
+        let mut command = launch.command(home.path());
         let mut child = command
             .args(["serve", "--port", "0", "--workdir"])
             .arg(workdir)
