@@ -174,7 +174,7 @@ pub fn console_credential(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::session::Sessions;
+    use crate::http::test_support::{headers, logged_in};
 
     #[test]
     fn only_a_verified_peer_in_peer_mode_goes_without() {
@@ -203,22 +203,6 @@ mod tests {
             assert!(!needs_credential(AuthMode::Token, false, path), "{path}");
         }
         assert!(needs_credential(AuthMode::Token, false, "/myspace-butler/api/loginx"));
-    }
-
-    fn logged_in() -> (tempfile::TempDir, Sessions, String, String) {
-        let dir = tempfile::tempdir().expect("temp");
-        let sessions = Sessions::load(dir.path());
-        let link = sessions.new_link().expect("randomness");
-        let login = sessions.redeem(&link, "test").expect("session");
-        (dir, sessions, format!("butler_session_19387={}", login.session), login.proof)
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(*k, v.parse().expect("value"));
-        }
-        map
     }
 
     /// The cookie a page on another loopback port can be sent, with every header anyone

@@ -183,16 +183,9 @@ fn is_loopback_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::test_support::headers;
 
     const CONFIG: GateConfig = GateConfig { port: 19387 };
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.insert(*k, v.parse().expect("header value"));
-        }
-        map
-    }
 
     #[test]
     fn ports_are_canonical_and_headers_single() {

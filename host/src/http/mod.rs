@@ -14,6 +14,8 @@ pub mod owner;
 pub mod peer;
 pub mod routes;
 pub mod session;
+#[cfg(test)]
+mod test_support;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

@@ -108,25 +108,10 @@ pub fn has_token(headers: &HeaderMap, token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::test_support::{headers, logged_in};
 
     const GATE: GateConfig = GateConfig { port: 19387 };
     const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(*k, v.parse().expect("value"));
-        }
-        map
-    }
-
-    fn logged_in() -> (tempfile::TempDir, Sessions, String, String) {
-        let dir = tempfile::tempdir().expect("temp");
-        let sessions = Sessions::load(dir.path());
-        let link = sessions.new_link().expect("randomness");
-        let login = sessions.redeem(&link, "test").expect("session");
-        (dir, sessions, format!("butler_session_19387={}", login.session), login.proof)
-    }
 
     #[test]
     fn the_console_needs_its_session_its_proof_and_every_same_origin_signal() {

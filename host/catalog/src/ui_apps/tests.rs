@@ -217,12 +217,7 @@ fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
         app("b", json!({"mcp": {"url": "cmd://node b.mjs"}})),
         app("c", json!({"mcp": {"url": "cmd://node c.mjs", "enabled": false}})),
     ]});
-    let plugin = plugin_dir(&manifest, &[UI]);
-    let copy = tools.join("plugin");
-    std::fs::create_dir_all(copy.join("ui")).expect("mkdir");
-    for file in [MANIFEST_FILE, "ui/index.mjs"] {
-        std::fs::copy(plugin.path().join(file), copy.join(file)).expect("copy");
-    }
+    install_plugin(&manifest, &tools.join("plugin"));
     let config = crate::ScanConfig {
         instance_root: instance.path().to_owned(),
         roots: vec![tools],
@@ -242,6 +237,15 @@ fn a_scan_finds_plugins_beside_extensions_and_warns_of_a_namespace_taken() {
     assert_eq!(catalog.diagnostics[0].path, "tools/plugin/plugin.json");
 }
 
+/// A plugin of `manifest` (and one UI file) installed in the folder `at`.
+fn install_plugin(manifest: &Value, at: &std::path::Path) {
+    let plugin = plugin_dir(manifest, &[UI]);
+    std::fs::create_dir_all(at.join("ui")).expect("mkdir");
+    for file in [MANIFEST_FILE, "ui/index.mjs"] {
+        std::fs::copy(plugin.path().join(file), at.join(file)).expect("copy");
+    }
+}
+
 /// An app whose server is the host's own MCP endpoint would make the
 /// hub list itself. The scan leaves that server out and says why; another URL stays.
 #[test]
@@ -252,12 +256,7 @@ fn an_app_server_at_the_hosts_own_address_is_left_out_with_a_diagnostic() {
         app("self", json!({"mcp": {"url": "http://localhost:19387/myspace-butler/api/mcp"}})),
         app("other", json!({"mcp": {"url": "http://127.0.0.1:19388/mcp"}})),
     ]});
-    let plugin = plugin_dir(&manifest, &[UI]);
-    let copy = tools.join("loop");
-    std::fs::create_dir_all(copy.join("ui")).expect("mkdir");
-    for file in [MANIFEST_FILE, "ui/index.mjs"] {
-        std::fs::copy(plugin.path().join(file), copy.join(file)).expect("copy");
-    }
+    install_plugin(&manifest, &tools.join("loop"));
     let config = crate::ScanConfig {
         instance_root: instance.path().to_owned(),
         roots: vec![tools],
