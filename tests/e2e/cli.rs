@@ -318,7 +318,7 @@ fn ps_logs_start_stop_restart_like_pm2() {
 
     crate::util::wait_until(Duration::from_secs(10), "both lines logged", || {
         let (_, out, _) = cli(&["logs", "echoer"]);
-        out.contains("out hello-out") && out.contains("err hello-err")
+        out.contains("out    hello-out") && out.contains("err    hello-err")
     });
     let (code, out, _) = cli(&["logs", "echoer", "--stderr"]);
     assert_eq!(code, 0);

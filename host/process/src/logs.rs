@@ -106,14 +106,17 @@ pub struct Follow {
 
 impl Log {
     /// A log writing to `path` (its folder is created on the first line).
+    ///
+    /// The ring starts with the newest lines the file kept from earlier runs (a host that
+    /// restarted still shows what its items printed before), bounded like every line after.
     #[must_use]
     pub fn new(path: PathBuf) -> Self {
         let (live, _) = broadcast::channel(FOLLOW_BUFFER);
-        Self {
-            inner: Mutex::new(Inner { ring: VecDeque::new(), ring_bytes: 0, next_seq: 1, file: LogFile::new(path) }),
-            live,
-            redacting: false,
+        let mut inner = Inner { ring: VecDeque::new(), ring_bytes: 0, next_seq: 1, file: LogFile::new(path) };
+        for (at, stream, text) in kept_lines(&inner.file.path) {
+            inner.keep(Arc::new(LogLine { seq: inner.next_seq, at, stream, text }));
         }
+        Self { inner: Mutex::new(inner), live, redacting: false }
     }
 
     /// A log writing to `path` whose every line has its credentials redacted
@@ -133,15 +136,8 @@ impl Log {
         let at = butler_catalog::time::now_ms();
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let line = Arc::new(LogLine { seq: inner.next_seq, at, stream, text });
-        inner.next_seq += 1;
         inner.file.append(&line);
-        inner.ring_bytes += line.text.len();
-        inner.ring.push_back(Arc::clone(&line));
-        while inner.ring.len() > RING_LINES || (inner.ring_bytes > RING_BYTES && inner.ring.len() > 1) {
-            if let Some(old) = inner.ring.pop_front() {
-                inner.ring_bytes -= old.text.len();
-            }
-        }
+        inner.keep(Arc::clone(&line));
         // Sent under the lock, so a subscriber sees each line either in its backlog or live.
         let _ = self.live.send(line);
     }
@@ -206,6 +202,51 @@ impl Log {
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         self.push(stream, String::from_utf8_lossy(bytes).into_owned());
     }
+}
+
+impl Inner {
+    /// Adds `line` to the ring, dropping the oldest past the ring's bounds.
+    fn keep(&mut self, line: Arc<LogLine>) {
+        self.next_seq = line.seq + 1;
+        self.ring_bytes += line.text.len();
+        self.ring.push_back(line);
+        while self.ring.len() > RING_LINES || (self.ring_bytes > RING_BYTES && self.ring.len() > 1) {
+            if let Some(old) = self.ring.pop_front() {
+                self.ring_bytes -= old.text.len();
+            }
+        }
+    }
+}
+
+/// The newest lines of the log file at `path` — what fits in the ring, read from the last
+/// [`RING_BYTES`] of the file — as the file writes them (`<time> <stream> <text>`); a line
+/// in another shape (cut by the read's start, or from another version) is passed over.
+fn kept_lines(path: &std::path::Path) -> Vec<(u64, Stream, String)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = File::open(path) else { return Vec::new() };
+    let size = file.metadata().map_or(0, |m| m.len());
+    let start = size.saturating_sub(RING_BYTES as u64);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(start)).is_err() || file.take(RING_BYTES as u64).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    // A read that starts mid-file starts mid-line: its first line is not whole.
+    let whole = if start > 0 { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
+    whole
+        .lines()
+        .filter_map(|line| {
+            let (at, rest) = line.split_once(' ')?;
+            let (stream, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            let stream = match stream {
+                "stdout" => Stream::Stdout,
+                "stderr" => Stream::Stderr,
+                "butler" => Stream::Butler,
+                _ => return None,
+            };
+            Some((butler_catalog::time::parse_rfc3339(at)?, stream, text.to_owned()))
+        })
+        .collect()
 }
 
 /// The size-capped file: `<id>.log`, rotated to `<id>.log.1`. A write failure (a full
@@ -309,6 +350,42 @@ mod tests {
         let file = std::fs::read_to_string(dir.path().join("logs/x.log")).expect("log file");
         assert_eq!(file.lines().count(), RING_LINES + 5);
         assert!(file.lines().next().is_some_and(|l| l.ends_with(" stdout one")), "{file:.80}");
+    }
+
+    #[tokio::test]
+    async fn a_new_log_starts_with_what_the_file_kept_from_earlier_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("logs/x.log");
+        let earlier = Arc::new(Log::new(path.clone()));
+        Arc::clone(&earlier).capture(Stream::Stdout, &b"before the restart\n"[..]).await;
+        earlier.note("exited with code 3");
+        Arc::clone(&earlier).capture(Stream::Stderr, &b"oops\n"[..]).await;
+        earlier.flush();
+        drop(earlier);
+        let log = Log::new(path.clone());
+        let kept: Vec<(u64, Stream, String)> =
+            log.follow().backlog.iter().map(|l| (l.seq, l.stream, l.text.clone())).collect();
+        assert_eq!(
+            kept,
+            [
+                (1, Stream::Stdout, "before the restart".to_owned()),
+                (2, Stream::Butler, "exited with code 3".to_owned()),
+                (3, Stream::Stderr, "oops".to_owned()),
+            ]
+        );
+        log.note("started");
+        assert_eq!(log.follow().backlog.last().map(|l| l.seq), Some(4), "new lines come after the kept ones");
+        // A big file: only its newest lines, within the ring's bounds, the cut line passed over.
+        let line = "w".repeat(1000);
+        let mut big = String::new();
+        for i in 0..2000 {
+            big.push_str(&format!("2026-12-05T10:00:00.000Z stdout {i} {line}\n"));
+        }
+        std::fs::write(&path, big).expect("write");
+        let backlog = Log::new(path).follow().backlog;
+        assert!(backlog.iter().map(|l| l.text.len()).sum::<usize>() <= RING_BYTES);
+        assert!(backlog.last().is_some_and(|l| l.text.starts_with("1999 ")), "the newest is kept");
+        assert!(backlog.iter().all(|l| l.text.ends_with(&line)), "no cut line");
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! The processes the running host keeps, as a pm2 or process-compose user expects them:
 //! `butler ps` (hosted tools and services, MCP providers: state, pid, uptime, restarts,
-//! CPU, memory, last exit), `butler start|stop|restart ID`, `butler logs ID [--follow]
-//! [--stderr]`.
+//! CPU, memory, last exit), `butler start|stop|restart ID`, `butler logs ID [--lines N]
+//! [--follow] [--stderr]`.
 
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -52,6 +52,10 @@ pub struct Logs {
     /// Only the lines the program wrote on stderr.
     #[arg(long)]
     stderr: bool,
+    /// How many of the kept lines to show first, per stream (its output, its errors, the
+    /// host's notes about it); earlier runs' lines are kept too.
+    #[arg(long, short = 'n', default_value_t = 15, value_name = "N")]
+    lines: usize,
     #[command(flatten)]
     target: Target,
 }
@@ -201,17 +205,23 @@ pub fn act(args: &Act, action: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `butler logs ID`: the kept lines (the host keeps the latest of each item in memory),
-/// then, with `--follow`, each new one as it comes.
+/// `butler logs ID`: the last `--lines` kept lines of each stream (the host keeps the
+/// latest of each item, earlier runs' included), then, with `--follow`, each new one as it
+/// comes.
 pub fn logs(args: &Logs) -> anyhow::Result<ExitCode> {
     let client = Client::connect(args.target.workdir.clone())?;
     let process = find(&client, &args.id)?;
     let mut stream = client.stream(&format!("{}/log", process.route()))?;
     let (mut event, mut data, mut line) = (String::new(), String::new(), String::new());
+    // The kept lines, until the host says the live ones begin.
+    let mut backlog: Option<Vec<Value>> = Some(Vec::new());
     loop {
         line.clear();
         if stream.read_line(&mut line)? == 0 {
             // The host closed the stream: it stopped, or the item went away.
+            if let Some(kept) = backlog.take() {
+                print_last(&kept, args);
+            }
             return Ok(ExitCode::SUCCESS);
         }
         let line = line.trim_end_matches(['\r', '\n']);
@@ -223,14 +233,20 @@ pub fn logs(args: &Logs) -> anyhow::Result<ExitCode> {
             match event.as_str() {
                 "log" => {
                     let entry: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                    let stream_name = entry["stream"].as_str().unwrap_or("stdout");
-                    if !args.stderr || stream_name == "stderr" {
-                        let at = entry["at"].as_u64().map(butler_host::catalog::time::rfc3339).unwrap_or_default();
-                        let mark = if stream_name == "stderr" { "err" } else { "out" };
-                        outln!("{at} {mark} {}", entry["text"].as_str().unwrap_or_default());
+                    match backlog.as_mut() {
+                        Some(kept) => kept.push(entry),
+                        None if shown(&entry, args) => outln!("{}", log_line(&entry)),
+                        None => {}
                     }
                 }
-                "live" if !args.follow => return Ok(ExitCode::SUCCESS),
+                "live" => {
+                    if let Some(kept) = backlog.take() {
+                        print_last(&kept, args);
+                    }
+                    if !args.follow {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
                 "skipped" => {
                     let lines = serde_json::from_str::<Value>(&data).unwrap_or(Value::Null)["lines"].clone();
                     eprintln!("butler: {lines} lines were skipped: this terminal read slower than they came");
@@ -243,9 +259,80 @@ pub fn logs(args: &Logs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Whether `entry` is shown (`--stderr`: only the program's errors).
+fn shown(entry: &Value, args: &Logs) -> bool {
+    !args.stderr || entry["stream"] == "stderr"
+}
+
+/// Prints the last `--lines` entries of each stream among `kept`.
+fn print_last(kept: &[Value], args: &Logs) {
+    for entry in last_lines(kept, args) {
+        outln!("{}", log_line(entry));
+    }
+}
+
+/// The last `--lines` shown entries of each stream among `kept`, in their order.
+fn last_lines<'a>(kept: &'a [Value], args: &Logs) -> Vec<&'a Value> {
+    let mut room: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut chosen: Vec<&Value> = kept
+        .iter()
+        .rev()
+        .filter(|entry| shown(entry, args))
+        .filter(|entry| {
+            let left = room.entry(entry["stream"].as_str().unwrap_or("stdout")).or_insert(args.lines);
+            let take = *left > 0;
+            *left = left.saturating_sub(1);
+            take
+        })
+        .collect();
+    chosen.reverse();
+    chosen
+}
+
+/// One entry as a line: fixed-width time, the stream (`out`, `err`, or `butler` for the
+/// host's notes), the text.
+fn log_line(entry: &Value) -> String {
+    let at = entry["at"].as_u64().map(butler_host::catalog::time::rfc3339).unwrap_or_default();
+    let mark = match entry["stream"].as_str() {
+        Some("stderr") => "err",
+        Some("butler") => "butler",
+        _ => "out",
+    };
+    format!("{at} {mark:<6} {}", entry["text"].as_str().unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backlog_shows_the_last_lines_of_each_stream() {
+        let kept: Vec<Value> = (0..6)
+            .map(|n| json!({"at": n, "stream": if n % 2 == 0 { "stdout" } else { "stderr" }, "text": n.to_string()}))
+            .collect();
+        let texts = |args: &Logs| -> Vec<String> {
+            last_lines(&kept, args).iter().map(|e| e["text"].as_str().unwrap_or_default().to_owned()).collect()
+        };
+        let args = |lines: usize, stderr: bool| Logs {
+            id: "x".into(),
+            follow: false,
+            stderr,
+            lines,
+            target: Target { workdir: None },
+        };
+        assert_eq!(texts(&args(2, false)), ["2", "3", "4", "5"]);
+        assert_eq!(texts(&args(2, true)), ["3", "5"]);
+        assert_eq!(texts(&args(0, false)), Vec::<String>::new());
+        assert_eq!(texts(&args(99, false)).len(), 6);
+    }
+
+    #[test]
+    fn log_lines_line_up_and_name_the_hosts_notes() {
+        let note = json!({"at": 1_796_014_188_100_u64, "stream": "butler", "text": "exited with code 3"});
+        let out = json!({"at": 1_796_014_188_000_u64, "stream": "stdout", "text": "hello"});
+        assert_eq!(log_line(&note), "2026-11-30T04:49:48.100Z butler exited with code 3");
+        assert_eq!(log_line(&out), "2026-11-30T04:49:48.000Z out    hello");
+    }
 
     #[test]
     fn durations_show_their_two_largest_units() {
