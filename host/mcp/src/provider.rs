@@ -300,6 +300,9 @@ pub struct Conn {
     modern: AtomicBool,
     /// Its `subscriptions/listen` request (2026-07-28).
     listen: Mutex<Listen>,
+    /// The capabilities it declared (at `initialize`, or in its `server/discover` answer):
+    /// which lists it is asked for.
+    declared: std::sync::OnceLock<Value>,
 }
 
 /// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
@@ -1022,13 +1025,15 @@ impl Provider {
             group,
             modern: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
+            declared: std::sync::OnceLock::new(),
         });
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
         let capabilities = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
-        let lists = list_all(&conn, &capabilities).await?;
+        let capabilities = conn.declared.get_or_init(|| capabilities);
+        let lists = list_all(&conn, capabilities).await?;
         if conn.modern() {
             let offers =
                 |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
@@ -1276,7 +1281,7 @@ impl Provider {
         tokio::spawn(async move {
             loop {
                 if let Some(conn) = provider.ready() {
-                    let capabilities = json!({"prompts": {}, "resources": {}});
+                    let capabilities = conn.declared.get().cloned().unwrap_or_default();
                     if let Ok(lists) = list_all(&conn, &capabilities).await {
                         provider.store(lists);
                     }
@@ -1583,13 +1588,29 @@ impl Drop for Active<'_> {
     }
 }
 
-/// `tools/list` (every page), and the prompt and resource lists if it offers them.
+/// The lists a provider offers, every page of each: those its `capabilities` declare
+/// (`tools`, `prompts`, `resources` with its templates), and no other — a server that
+/// offers only resources or prompts answers `tools/list` with `-32601`, which is not a
+/// failure. One that declares none of the three is asked for its tools all the same (a
+/// server may leave its capabilities out), and `-32601` then means it has none.
+///
+/// # Errors
+/// The tools it declares (or, declaring nothing, may have) could not be listed.
 async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
-    let mut lists = Lists { tools: paged(conn, "tools/list", "tools").await?, ..Lists::default() };
-    if capabilities.get("prompts").is_some() {
+    let declares = |kind: &str| capabilities.get(kind).is_some_and(|c| !c.is_null());
+    let mut lists = Lists::default();
+    if declares("tools") {
+        lists.tools = paged(conn, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
+    } else if !declares("prompts") && !declares("resources") {
+        lists.tools = match paged(conn, "tools/list", "tools").await {
+            Err(CallFailure::Error(error)) if error.get("code").and_then(Value::as_i64) == Some(-32601) => Vec::new(),
+            listed => listed.map_err(|e| format!("tools/list failed: {e}"))?,
+        };
+    }
+    if declares("prompts") {
         lists.prompts = paged(conn, "prompts/list", "prompts").await.unwrap_or_default();
     }
-    if capabilities.get("resources").is_some() {
+    if declares("resources") {
         lists.resources = paged(conn, "resources/list", "resources").await.unwrap_or_default();
         lists.resource_templates =
             paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
@@ -1597,16 +1618,14 @@ async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
     Ok(lists)
 }
 
-async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, String> {
+/// Every page of `method`'s list, the items under `key` (at most 100 pages).
+async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, CallFailure> {
     let mut all = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..100 {
         let params = cursor.take().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let page = conn
-            .request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {})
-            .await
-            .map(Answer::into_value)
-            .map_err(|e| format!("{method} failed: {e}"))?;
+        let page =
+            conn.request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {}).await.map(Answer::into_value)?;
         all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
         match page.get("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),
