@@ -1,9 +1,13 @@
 //! The hub faithful to its providers, with real ones: a provider that offers no tools (our
 //! fixture on the official Python SDK, `tests/providers/toolless_server.py`) is listed for
-//! what it offers, never taken for a crash.
+//! what it offers, never taken for a crash; every kind of provider — a capability
+//! package's, a ChatOS app's — can be pinned to the 2025 handshake (our port of the
+//! conformance suite's reference server, which speaks both eras), and a pin that names no
+//! provider is in the running host's log.
 
 use serde_json::{Value, json};
 
+use crate::capabilities::cli;
 use crate::mcp::{LIMIT, instance, provider_status, root, tools};
 use crate::mcp_stateless::{ask, request};
 use crate::util::{Butler, wait_until, write_manifest};
@@ -67,4 +71,84 @@ fn a_provider_without_tools_offers_its_resources_and_prompts_in_either_era() {
     for id in ["toolless", "toolless-legacy"] {
         assert_eq!(provider_status(&butler, id)["state"], "ready");
     }
+}
+
+/// The lines of the host's log at `log` that warn of pins naming no provider.
+fn pin_warnings(log: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains("WARN") && l.contains("mcp.legacyProviders names no provider"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_kind_of_provider_can_be_pinned_to_the_2025_handshake_and_a_pin_naming_none_is_logged() {
+    let (first, dir) = Butler::start_fresh();
+    let workdir = first.workdir.clone();
+    assert!(first.stop().success());
+    let python = tools().join("mcp-venv/bin/python").display().to_string();
+    let server = root().join("tests/providers/conformance_server.py");
+    // A ChatOS plugin whose app's server is the conformance server...
+    let plugin = workdir.join("tools/conf-plugin");
+    std::fs::create_dir_all(plugin.join("mcp")).expect("plugin dir");
+    std::fs::create_dir_all(plugin.join("ui")).expect("ui dir");
+    std::fs::write(plugin.join("ui/index.mjs"), "export function mount() {}").expect("ui");
+    std::fs::copy(&server, plugin.join("mcp/server.py")).expect("server");
+    let manifest = json!({"manifestVersion": 1, "id": "com.example.Conf", "name": "Conf", "version": "0.1.0",
+        "apps": [{"id": "conf", "name": "Conf", "entry": "ui/index.mjs",
+                  "ai": {"mcp": {"entry": "mcp/server.py", "command": python}}}]});
+    std::fs::write(plugin.join("plugin.json"), manifest.to_string()).expect("plugin.json");
+    // ...a capability package whose server is too...
+    let package = dir.path().join("conf-package");
+    std::fs::create_dir_all(&package).expect("package dir");
+    std::fs::copy(&server, package.join("server.py")).expect("server");
+    let suzu = json!({"schemaVersion": 1, "id": "example.conf", "name": "Conf", "version": "1.0.0",
+        "adapters": {"mcp": {"transport": "stdio", "command": python, "args": ["./server.py"]}}});
+    std::fs::write(package.join("suzu-capability.json"), suzu.to_string()).expect("manifest");
+    // ...and an extension whose server is, unpinned.
+    write_manifest(&workdir, "tools/conf", &python_provider("conf", "conformance_server.py"));
+    let path = workdir.join("butler.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("JSON");
+    config["mcp"]["legacyProviders"] = json!(["uiapp:com.example.Conf.conf", "suzu:example.conf", "nobody"]);
+    std::fs::write(&path, config.to_string()).expect("config");
+    let log = dir.path().join("host.log");
+    let butler = Butler::start_logging(&workdir, "info", &log);
+
+    // At start the package is not enabled yet: two pins name nothing.
+    wait_until(LIMIT, "the warning at start", || !pin_warnings(&log).is_empty());
+    assert!(
+        pin_warnings(&log)[0].contains("names no provider: nobody, suzu:example.conf ("),
+        "{:?}",
+        pin_warnings(&log)
+    );
+    assert_eq!(cli(&butler, &["import", package.to_str().expect("utf8")]).0, 0);
+    assert_eq!(cli(&butler, &["capability", "enable", "example.conf"]).0, 0);
+    wait_until(LIMIT, "the warning once the package is enabled", || pin_warnings(&log).len() == 2);
+    assert!(pin_warnings(&log)[1].contains("names no provider: nobody ("), "{:?}", pin_warnings(&log));
+
+    // Each is spoken to in the era its pin says.
+    for (id, protocol) in
+        [("uiapp:com.example.Conf.conf", "2025-06-18"), ("suzu:example.conf", "2025-06-18"), ("conf", "2026-07-28")]
+    {
+        let (code, out) = cli(&butler, &["mcp", "start", id]);
+        assert_eq!(code, 0, "{id}: {out}");
+        assert_eq!(provider_status(&butler, id)["protocol"], protocol, "{id}");
+    }
+
+    // A rescan that takes the app away names it again.
+    std::fs::remove_dir_all(&plugin).expect("remove the plugin");
+    wait_until(LIMIT, "the warning after the rescan", || pin_warnings(&log).len() == 3);
+    let last = &pin_warnings(&log)[2];
+    assert!(last.contains("names no provider: nobody, uiapp:com.example.Conf.conf ("), "{last}");
+    // A rescan that changes nothing of them says nothing more.
+    write_manifest(&workdir, "tools/other", &crate::util::tool("other", "Other"));
+    wait_until(LIMIT, "the rescan", || butler.ids().contains(&"other".to_owned()));
+    assert_eq!(pin_warnings(&log).len(), 3, "{:?}", pin_warnings(&log));
+    // `butler check` counts the same providers.
+    let (_, out) = cli(&butler, &["check"]);
+    for gone in ["nobody", "uiapp:com.example.Conf.conf"] {
+        assert!(out.contains(&format!("/mcp/legacyProviders: no provider `{gone}` is registered")), "{out}");
+    }
+    assert!(!out.contains("no provider `suzu:example.conf`"), "{out}");
 }

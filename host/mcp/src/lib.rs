@@ -67,8 +67,10 @@ pub struct Settings {
     /// Whether tools are held until the owner approves them (`mcp.quarantine`).
     pub quarantine: bool,
     /// Providers spoken to with the 2025 revisions' `initialize` at once, never asked
-    /// `server/discover` (`mcp.legacyProviders`): for one that would speak 2026-07-28 but
-    /// asks its clients for input the 2025 way, which that era does not allow.
+    /// `server/discover` (`mcp.legacyProviders`), by id — of any kind: an extension's, a
+    /// package's (`suzu:<id>`, `uiapp:<pluginId>.<appId>`): for one that would speak
+    /// 2026-07-28 but asks its clients for input the 2025 way, which that era does not
+    /// allow.
     pub legacy_providers: std::collections::BTreeSet<String>,
     /// Whether the activity log keeps each request's params and answer, credentials
     /// redacted (`mcp.logPayloads`).
@@ -318,6 +320,8 @@ pub struct Hub {
     session_idle: Duration,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: std::collections::BTreeSet<String>,
+    /// Those of them that named no provider when last reconciled (`None`: not yet).
+    unmatched_pins: Mutex<Option<std::collections::BTreeSet<String>>>,
     /// [`Settings::log_payloads`].
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
@@ -467,6 +471,7 @@ impl Hub {
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
             session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
+            unmatched_pins: Mutex::new(None),
             log_payloads: settings.log_payloads,
             io: provider::Io {
                 runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
@@ -580,10 +585,6 @@ impl Hub {
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
             .filter_map(|e| ProviderSpec::of(e, &self.host))
-            .map(|mut spec| {
-                spec.probe = !self.legacy_providers.contains(&spec.id);
-                spec
-            })
             .collect();
         // `of_kind` visits tools then services; settle in scan order.
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
@@ -600,6 +601,11 @@ impl Hub {
             spec.on_main = p.on_main;
             Some(spec)
         }));
+        // Every kind of provider is pinned the same way, by its id.
+        for spec in &mut specs {
+            spec.probe = !self.legacy_providers.contains(&spec.id);
+        }
+        self.warn_of_unmatched_pins(&specs);
         let current = self.providers();
         let registered: BTreeMap<String, String> =
             current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
@@ -657,6 +663,28 @@ impl Hub {
         if changed {
             let _ = self.changed.send(Changed::ALL);
         }
+    }
+
+    /// Warns (in the host's log) of the `mcp.legacyProviders` pins that name none of
+    /// `specs`, when they differ from those it last warned of: at start, and after a
+    /// rescan that changed them.
+    fn warn_of_unmatched_pins(&self, specs: &[ProviderSpec]) {
+        let unmatched: std::collections::BTreeSet<String> =
+            self.legacy_providers.iter().filter(|id| !specs.iter().any(|s| s.id == **id)).cloned().collect();
+        let mut warned = lock(&self.unmatched_pins);
+        if warned.as_ref() == Some(&unmatched) {
+            return;
+        }
+        if !unmatched.is_empty() {
+            let named: Vec<&str> = unmatched.iter().map(String::as_str).collect();
+            tracing::warn!(
+                "mcp.legacyProviders names no provider: {} (an extension id, suzu:<id> for a capability package, uiapp:<pluginId>.<appId> for a ChatOS app; see `butler mcp status`)",
+                named.join(", ")
+            );
+        } else if warned.is_some() {
+            tracing::info!("every provider mcp.legacyProviders names is there now");
+        }
+        *warned = Some(unmatched);
     }
 
     /// Tells clients whenever the faculties' tools change (from now on, for as long as the
