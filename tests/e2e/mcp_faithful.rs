@@ -3,13 +3,17 @@
 //! what it offers, never taken for a crash; every kind of provider — a capability
 //! package's, a ChatOS app's — can be pinned to the 2025 handshake (our port of the
 //! conformance suite's reference server, which speaks both eras), and a pin that names no
-//! provider is in the running host's log.
+//! provider is in the running host's log; with the reference server `server-everything`,
+//! a call its client cancels — by closing its connection or by `notifications/cancelled` —
+//! is in the activity log as `cancelled`, and a completion under the provider it went to.
+
+use std::io::{BufRead, BufReader, Write};
 
 use serde_json::{Value, json};
 
 use crate::capabilities::cli;
 use crate::mcp::{LIMIT, instance, provider_status, root, tools};
-use crate::mcp_stateless::{ask, request};
+use crate::mcp_stateless::{ask, events, raw_post, request};
 use crate::util::{Butler, wait_until, write_manifest};
 
 /// A tool manifest whose provider is `tests/providers/<script>` on the Python SDK.
@@ -151,4 +155,85 @@ fn every_kind_of_provider_can_be_pinned_to_the_2025_handshake_and_a_pin_naming_n
         assert!(out.contains(&format!("/mcp/legacyProviders: no provider `{gone}` is registered")), "{out}");
     }
     assert!(!out.contains("no provider `suzu:example.conf`"), "{out}");
+}
+
+/// A tool manifest whose provider is the reference server `server-everything` (npm).
+fn everything() -> Value {
+    let script = tools().join("mcp-js/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    json!({"schemaVersion": 1, "kind": "tool", "id": "everything", "name": "everything",
+           "mcp": {"transport": "stdio", "command": ["node", script.display().to_string(), "stdio"]}})
+}
+
+/// The newest `limit` entries of the activity log.
+fn activity(butler: &Butler, limit: usize) -> Vec<Value> {
+    let (code, page) = butler.get_json(&format!("/mcp/activity?limit={limit}"));
+    assert_eq!(code, 200, "{page}");
+    page["entries"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn cancelled_calls_and_completions_are_logged_with_their_outcome_and_provider() {
+    let dir = instance();
+    write_manifest(dir.path(), "tools/everything", &everything());
+    let butler = Butler::start(dir.path());
+    let long = json!({"name": "everything__trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+                      "_meta": {"progressToken": "p-1"}});
+
+    // 2026-07-28 cancels by closing the connection: here after the first progress.
+    let mut message = request(1, "tools/call", long.clone());
+    message["params"]["_meta"]["progressToken"] = json!("p-1");
+    let seen = events(raw_post(&butler, &message), |seen| !seen.is_empty());
+    assert_eq!(seen[0]["method"], "notifications/progress", "{seen:?}");
+
+    // A legacy session cancels with a notification.
+    let client = crate::mcp::Client::connect(&butler, "/mcp");
+    let authority = butler.authority().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 4242, "method": "tools/call", "params": long}).to_string();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    write!(
+        stream,
+        "POST /myspace-butler/api/mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        client.session_id(),
+        body.len()
+    )
+    .expect("send");
+    let mut lines = BufReader::new(stream).lines().map_while(Result::ok).filter_map(|line| {
+        line.strip_prefix("data: ").map(|data| serde_json::from_str::<Value>(data).expect("a JSON event"))
+    });
+    assert_eq!(lines.next().map(|m| m["method"].clone()), Some(json!("notifications/progress")));
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4242, "reason": "enough"}});
+    assert_eq!(client.post(&cancel, &[]).0, 202);
+    let answer = lines.find(|m| m.get("id").is_some()).expect("the call's answer");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+
+    // A completion, routed to the provider that owns the prompt.
+    let complete = request(
+        2,
+        "completion/complete",
+        json!({
+        "ref": {"type": "ref/prompt", "name": "everything__completable-prompt"},
+        "argument": {"name": "department", "value": "E"}}),
+    );
+    let completed = ask(&butler, "/mcp", &complete);
+    assert!(completed["result"]["completion"]["values"].as_array().is_some_and(|v| !v.is_empty()), "{completed}");
+
+    let name = "everything__trigger-long-running-operation";
+    let mut entries = Vec::new();
+    wait_until(LIMIT, "both cancellations in the activity log", || {
+        entries = activity(&butler, 50);
+        entries.iter().filter(|e| e["name"] == name).count() == 2
+    });
+    let cancelled: Vec<(&str, Option<&str>)> = entries
+        .iter()
+        .filter(|e| e["name"] == name)
+        .map(|e| (e["outcome"].as_str().unwrap_or_default(), e["session"].as_str()))
+        .collect();
+    assert!(cancelled.contains(&("cancelled", None)), "the closed connection: {entries:?}");
+    assert!(cancelled.contains(&("cancelled", Some(client.session_id()))), "the notification: {entries:?}");
+    let completion = entries.iter().find(|e| e["method"] == "completion/complete").expect("the completion");
+    assert_eq!(completion["provider"], "everything", "{completion}");
+    assert_eq!(completion["outcome"], "ok", "{completion}");
+    let (code, page) = butler.get_json("/mcp/activity?outcome=cancelled");
+    assert_eq!((code, page["entries"].as_array().map(Vec::len)), (200, Some(2)), "{page}");
 }

@@ -105,6 +105,9 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 /// beyond, the oldest is refused.
 const MAX_ASKED: usize = 1024;
 
+/// The most cancelled calls remembered for the activity log at once.
+const MAX_CANCELLED: usize = 256;
+
 /// The most calls set aside for a 2026-07-28 client's next round, and how long each waits
 /// for it: beyond either, the call is dropped (its provider is told to stop).
 const MAX_PARKED: usize = 256;
@@ -304,6 +307,9 @@ pub struct Hub {
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
     asked: Mutex<Asked>,
+    /// The tool calls that ended cancelled by their client, until the activity log asks
+    /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
+    cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each resource (by the URI clients know).
     listening: Arc<Mutex<HashMap<String, usize>>>,
     /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
@@ -463,6 +469,7 @@ impl Hub {
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(FastMap::default()),
             asked: Mutex::new(Asked::default()),
+            cancelled: Mutex::new(VecDeque::new()),
             parked: Mutex::new(VecDeque::new()),
             listening: Arc::new(Mutex::new(HashMap::new())),
             reconciling: tokio::sync::Mutex::new(false),
@@ -1125,12 +1132,27 @@ impl Hub {
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
         let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
         inflight.answered = true;
+        if matches!(reply, Err(CallFailure::Cancelled)) {
+            let mut cancelled = lock(&self.cancelled);
+            if cancelled.len() >= MAX_CANCELLED {
+                cancelled.pop_front();
+            }
+            cancelled.push_back(inflight.key.clone());
+        }
         drop(inflight);
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
             Err(failure) => Ok(Answer::Read(host_tools::error_result(format!("{name}: {failure}")))),
         }
+    }
+
+    /// Whether the tool call `request_id` of `session` ended cancelled by its client (asked
+    /// once: the answer is forgotten as it is given).
+    pub fn was_cancelled(&self, session: &str, request_id: &str) -> bool {
+        let mut cancelled = lock(&self.cancelled);
+        let at = cancelled.iter().position(|(s, id)| s == session && id == request_id);
+        at.and_then(|at| cancelled.remove(at)).is_some()
     }
 
     /// A client cancelled request `request_id` of `session`: forward it to the provider.
@@ -1454,17 +1476,40 @@ impl Hub {
     /// A reference to nothing this view offers (`-32602`), or the provider's error.
     pub async fn complete(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        match self.completion_target(view, &reference)? {
+            None => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
+            Some((provider, reference)) => {
+                params["ref"] = reference;
+                forward(&provider, "completion/complete", params, asker).await
+            }
+        }
+    }
+
+    /// Who answers `completion/complete` for `reference` on `view` (what the activity log
+    /// names): a provider's id, `host` for the host's own prompt, `None` when nobody does.
+    #[must_use]
+    pub fn completion_owner(&self, view: &View, reference: &Value) -> Option<String> {
+        match self.completion_target(view, reference).ok()? {
+            None => Some("host".to_owned()),
+            Some((provider, _)) => Some(provider.spec.id.clone()),
+        }
+    }
+
+    /// The provider a completion of `reference` goes to on `view`, and the reference as
+    /// that provider knows it; `None` for the host's own prompt.
+    fn completion_target(&self, view: &View, reference: &Value) -> Result<Option<(Arc<Provider>, Value)>, RpcError> {
         let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
+        let mut theirs = reference.clone();
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = text("name");
                 if name == CONTEXT_NAME && view.offers_context() {
-                    return Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}));
+                    return Ok(None);
                 }
                 let target = self.prompt_in(view, &name).ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
-                params["ref"]["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-                forward(&target.provider, "completion/complete", params, asker).await
+                theirs["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
+                Ok(Some((target.provider, theirs)))
             }
             Some("ref/resource") => {
                 let uri = text("uri");
@@ -1480,8 +1525,8 @@ impl Hub {
                     Some(provider) => (provider, uri.clone()),
                     None => self.resource_owner(view, &uri).ok_or_else(|| unknown(&format!("resource {uri:?}")))?,
                 };
-                params["ref"]["uri"] = json!(original);
-                forward(&owner, "completion/complete", params, asker).await
+                theirs["uri"] = json!(original);
+                Ok(Some((owner, theirs)))
             }
             _ => Err(RpcError::invalid_params(
                 "completion/complete: `ref` must be {\"type\": \"ref/prompt\", \"name\"} or {\"type\": \"ref/resource\", \"uri\"}",

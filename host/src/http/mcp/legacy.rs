@@ -129,7 +129,7 @@ pub async fn post(
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
-        let noted = context.note(&method, &params);
+        let noted = context.note(&id, &method, &params);
         let result = context.result(&id, method.clone(), params).await;
         let answer = context.envelope(id, &method, result);
         context.record(noted, &answer, answer.to_vec().len());
