@@ -5,7 +5,8 @@
 //! conformance suite's reference server, which speaks both eras), and a pin that names no
 //! provider is in the running host's log; with the reference server `server-everything`,
 //! a call its client cancels — by closing its connection or by `notifications/cancelled` —
-//! is in the activity log as `cancelled`, and a completion under the provider it went to.
+//! is in the activity log as `cancelled`, and a completion under the provider it went to;
+//! the providers' instructions reach the clients of the endpoints that offer them.
 
 use std::io::{BufRead, BufReader, Write};
 
@@ -236,4 +237,66 @@ fn cancelled_calls_and_completions_are_logged_with_their_outcome_and_provider() 
     assert_eq!(completion["outcome"], "ok", "{completion}");
     let (code, page) = butler.get_json("/mcp/activity?outcome=cancelled");
     assert_eq!((code, page["entries"].as_array().map(Vec::len)), (200, Some(2)), "{page}");
+}
+
+/// The `initialize` result of a legacy session on `path`.
+fn initialize(butler: &Butler, path: &str) -> Value {
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    let response = butler
+        .request(reqwest::Method::POST, &butler.api(path))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(message.to_string())
+        .send()
+        .expect("initialize");
+    let body: Value = serde_json::from_str(&response.text().expect("body")).expect("JSON");
+    body["result"].clone()
+}
+
+#[test]
+fn the_providers_instructions_reach_the_clients_of_the_endpoints_that_offer_them() {
+    let dir = instance();
+    let config = json!({"mcp": {"profiles": {
+        "everything": {"providers": ["everything"], "prefix": false},
+        "both": {"providers": ["everything", "toolless"]},
+        "none": {"providers": ["nobody"]},
+    }}});
+    std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
+    write_manifest(dir.path(), "tools/everything", &everything());
+    write_manifest(dir.path(), "tools/toolless", &python_provider("toolless", "toolless_server.py"));
+    let butler = Butler::start(dir.path());
+    let theirs = std::fs::read_to_string(
+        tools().join("mcp-js/node_modules/@modelcontextprotocol/server-everything/dist/docs/instructions.md"),
+    )
+    .expect("server-everything's instructions");
+    assert!(theirs.len() > 1000, "several KB of instructions: {}", theirs.len());
+
+    // A profile that is the provider under its own names says what the provider says, in
+    // either era.
+    wait_until(LIMIT, "the provider's instructions on its own profile", || {
+        initialize(&butler, "/mcp/p/everything")["instructions"] == theirs.as_str()
+    });
+    let discovered = ask(&butler, "/mcp/p/everything", &request(2, "server/discover", json!({})));
+    assert_eq!(discovered["result"]["instructions"], theirs.as_str(), "{discovered}");
+
+    // Elsewhere each provider's words follow the hub's own, under its namespace.
+    let toolless = "The toolless provider offers its notes as a resource and a prompt to summarize them.";
+    for path in ["/mcp", "/mcp/p/both"] {
+        let mut said = String::new();
+        wait_until(LIMIT, "both providers' instructions", || {
+            said = initialize(&butler, path)["instructions"].as_str().unwrap_or_default().to_owned();
+            said.contains("## toolless")
+        });
+        let everything = format!("\n\n## everything\n\n{}\n\n## toolless\n\n{toolless}", theirs.trim_end());
+        assert!(said.ends_with(&everything), "{path}: {said}");
+        assert!(!said.starts_with("## "), "the hub's own words come first: {said}");
+        let discovered = ask(&butler, path, &request(3, "server/discover", json!({})));
+        assert_eq!(discovered["result"]["instructions"], said.as_str(), "{path}");
+    }
+    // An endpoint that offers neither says only the hub's words.
+    let own = initialize(&butler, "/mcp/p/none")["instructions"].as_str().unwrap_or_default().to_owned();
+    assert!(own.starts_with("Butler profile `none`") && !own.contains("##"), "{own}");
+    let restricted = initialize(&butler, "/mcp/butler")["instructions"].as_str().unwrap_or_default().to_owned();
+    assert!(!restricted.contains("##"), "{restricted}");
 }

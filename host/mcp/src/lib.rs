@@ -7,6 +7,8 @@
 //! - [`quarantine`]: tool definitions held until the owner approves them, pinned by hash;
 //! - [`templates`]: which resource template a URI is one of;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
+//! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
+//!   included;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
 //!   client) on its way to the client that made the call;
 //! - public names and conflict settlement come from [`butler_catalog::names`].
@@ -24,6 +26,7 @@ pub mod activity;
 pub mod answer;
 pub mod framing;
 pub mod host_tools;
+pub mod instructions;
 pub mod provider;
 pub mod quarantine;
 pub mod templates;
@@ -1044,6 +1047,30 @@ impl Hub {
         let original = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let name = view.name_for(public, &original).to_owned();
         renamed(item, &name)
+    }
+
+    /// What `view` tells its clients of itself (`instructions`): `own`, the hub's words, then
+    /// the instructions of the providers it offers, each under its namespace
+    /// ([`instructions::merged`]); on a profile that is one provider under its own names,
+    /// that provider's instructions alone (`own` when it gives none). Providers whose lists
+    /// are not known yet are started first, for [`LIST_WAIT`] at most.
+    pub async fn instructions(&self, view: &View, own: &str) -> String {
+        if matches!(view, View::Restricted) {
+            return own.to_owned();
+        }
+        self.start_unlisted(Some(view)).await;
+        let said: Vec<(String, String)> = self
+            .providers()
+            .iter()
+            .filter(|p| offers(view, &p.spec))
+            .filter_map(|p| Some((p.spec.namespace.clone(), p.instructions()?)))
+            .collect();
+        match view {
+            View::Profile(profile) if !profile.spec.prefixed => {
+                said.first().map_or_else(|| own.to_owned(), |(_, text)| instructions::alone(text))
+            }
+            _ => instructions::merged(own, &said),
+        }
     }
 
     /// `tools/list` on `view`: the host's tools, then the providers', each under the name

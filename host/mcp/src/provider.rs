@@ -216,6 +216,10 @@ pub struct Lists {
     /// `resources/templates/list`.
     #[serde(rename = "resourceTemplates")]
     pub resource_templates: Vec<Value>,
+    /// What it tells its clients of itself (its `initialize` or `server/discover` answer's
+    /// `instructions`), for the endpoints that offer it to pass on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 /// A provider's run state.
@@ -300,9 +304,8 @@ pub struct Conn {
     modern: AtomicBool,
     /// Its `subscriptions/listen` request (2026-07-28).
     listen: Mutex<Listen>,
-    /// The capabilities it declared (at `initialize`, or in its `server/discover` answer):
-    /// which lists it is asked for.
-    declared: std::sync::OnceLock<Value>,
+    /// What it said of itself (at `initialize`, or in its `server/discover` answer).
+    declared: std::sync::OnceLock<Declared>,
 }
 
 /// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
@@ -609,7 +612,7 @@ fn refused(why: impl Into<String>) -> CallFailure {
     CallFailure::Unanswered(why.into())
 }
 
-/// The 2025 revisions' handshake with a starting provider; its capabilities.
+/// The 2025 revisions' handshake with a starting provider; its answer.
 async fn initialize(conn: &Conn) -> Result<Value, String> {
     let init = json!({
         "protocolVersion": PROVIDER_PROTOCOL,
@@ -622,7 +625,25 @@ async fn initialize(conn: &Conn) -> Result<Value, String> {
         .map(Answer::into_value)
         .map_err(|e| format!("initialize failed: {e}"))?;
     conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
-    Ok(answer.get("capabilities").cloned().unwrap_or(Value::Null))
+    Ok(answer)
+}
+
+/// What a provider said of itself when it started: its capabilities (which lists it is
+/// asked for) and its instructions for clients.
+#[derive(Debug, Clone, Default)]
+struct Declared {
+    capabilities: Value,
+    instructions: Option<String>,
+}
+
+impl Declared {
+    /// What an `initialize` or `server/discover` answer says.
+    fn of(answer: &Value) -> Self {
+        Self {
+            capabilities: answer.get("capabilities").cloned().unwrap_or(Value::Null),
+            instructions: answer.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
 }
 
 /// The error answer to the provider's request `id`.
@@ -896,6 +917,12 @@ impl Provider {
         lock(&self.inner).lists.clone()
     }
 
+    /// What it tells its clients of itself, as last seen (running, or cached).
+    #[must_use]
+    pub fn instructions(&self) -> Option<String> {
+        lock(&self.inner).lists.instructions.clone()
+    }
+
     /// Whether its lists are known (from a run or the cache of an earlier one).
     #[must_use]
     pub fn listed(&self) -> bool {
@@ -1031,9 +1058,10 @@ impl Provider {
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
-        let capabilities = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
-        let capabilities = conn.declared.get_or_init(|| capabilities);
-        let lists = list_all(&conn, capabilities).await?;
+        let answer = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
+        let declared = conn.declared.get_or_init(|| Declared::of(&answer));
+        let capabilities = &declared.capabilities;
+        let lists = list_all(&conn, declared).await?;
         if conn.modern() {
             let offers =
                 |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
@@ -1062,7 +1090,7 @@ impl Provider {
         Ok(conn)
     }
 
-    /// The era a starting provider speaks, and its capabilities: it is asked
+    /// The era a starting provider speaks, and its answer (what it says of itself): it is asked
     /// `server/discover`, and speaks 2026-07-28 (then `conn` does too) when it answers with
     /// that among its versions; on any other answer it gets `initialize`. One silent for
     /// [`PROBE_TIMEOUT`] gets `initialize` too, and its era is that of the first of the two
@@ -1094,7 +1122,7 @@ impl Provider {
         };
         let discovered = |answer: Value| {
             self.log.note(format!("speaks {} (it answered server/discover)", super::framing::MODERN_REVISION));
-            answer.get("capabilities").cloned().unwrap_or_else(|| json!({}))
+            answer
         };
         match first {
             Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
@@ -1281,8 +1309,8 @@ impl Provider {
         tokio::spawn(async move {
             loop {
                 if let Some(conn) = provider.ready() {
-                    let capabilities = conn.declared.get().cloned().unwrap_or_default();
-                    if let Ok(lists) = list_all(&conn, &capabilities).await {
+                    let declared = conn.declared.get().cloned().unwrap_or_default();
+                    if let Ok(lists) = list_all(&conn, &declared).await {
                         provider.store(lists);
                     }
                 }
@@ -1588,7 +1616,7 @@ impl Drop for Active<'_> {
     }
 }
 
-/// The lists a provider offers, every page of each: those its `capabilities` declare
+/// The lists a provider offers, every page of each: those its capabilities declare
 /// (`tools`, `prompts`, `resources` with its templates), and no other — a server that
 /// offers only resources or prompts answers `tools/list` with `-32601`, which is not a
 /// failure. One that declares none of the three is asked for its tools all the same (a
@@ -1596,9 +1624,9 @@ impl Drop for Active<'_> {
 ///
 /// # Errors
 /// The tools it declares (or, declaring nothing, may have) could not be listed.
-async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
-    let declares = |kind: &str| capabilities.get(kind).is_some_and(|c| !c.is_null());
-    let mut lists = Lists::default();
+async fn list_all(conn: &Conn, declared: &Declared) -> Result<Lists, String> {
+    let declares = |kind: &str| declared.capabilities.get(kind).is_some_and(|c| !c.is_null());
+    let mut lists = Lists { instructions: declared.instructions.clone(), ..Lists::default() };
     if declares("tools") {
         lists.tools = paged(conn, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
     } else if !declares("prompts") && !declares("resources") {

@@ -88,7 +88,7 @@ pub async fn post(
                 "Invalid Request: initialize must be sent alone",
             );
         }
-        return initialize(hub, view, id.clone(), params);
+        return initialize(hub, view, id.clone(), params).await;
     }
     let first_id = messages
         .iter()
@@ -138,16 +138,17 @@ pub async fn post(
     Json(Value::Array(answers)).into_response()
 }
 
-fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Response {
+async fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
     let capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}));
+    let instructions = super::instructions(hub, view).await;
     let session_id = hub.open_session(view, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,
         "capabilities": super::capabilities(),
         "serverInfo": super::server_info(),
-        "instructions": super::instructions(view),
+        "instructions": instructions,
     });
     let mut response = Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
     if let Ok(value) = HeaderValue::from_str(&session_id) {
