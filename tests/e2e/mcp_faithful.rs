@@ -6,7 +6,9 @@
 //! provider is in the running host's log; with the reference server `server-everything`,
 //! a call its client cancels — by closing its connection or by `notifications/cancelled` —
 //! is in the activity log as `cancelled`, and a completion under the provider it went to;
-//! the providers' instructions reach the clients of the endpoints that offer them.
+//! the providers' instructions reach the clients of the endpoints that offer them, and the
+//! log messages a provider sends outside any call reach the legacy sessions that set a
+//! level, at or above it.
 
 use std::io::{BufRead, BufReader, Write};
 
@@ -299,4 +301,92 @@ fn the_providers_instructions_reach_the_clients_of_the_endpoints_that_offer_them
     assert!(own.starts_with("Butler profile `none`") && !own.contains("##"), "{own}");
     let restricted = initialize(&butler, "/mcp/butler")["instructions"].as_str().unwrap_or_default().to_owned();
     assert!(!restricted.contains("##"), "{restricted}");
+}
+
+/// A legacy session's `GET` stream on `/mcp`, read with a short timeout.
+fn session_stream(butler: &Butler, session: &str) -> BufReader<std::net::TcpStream> {
+    let authority = butler.authority().to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    write!(
+        stream,
+        "GET /myspace-butler/api/mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n"
+    )
+    .expect("send");
+    stream.set_read_timeout(Some(std::time::Duration::from_millis(500))).expect("timeout");
+    BufReader::new(stream)
+}
+
+/// The log messages (`notifications/message` params) read from `stream` until `enough`
+/// says stop, or nothing came for the read timeout and `enough` allows stopping then.
+fn log_messages(
+    stream: &mut BufReader<std::net::TcpStream>,
+    mut enough: impl FnMut(&[Value], bool) -> bool,
+) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        let quiet = match stream.read_line(&mut line) {
+            Ok(0) => panic!("the stream ended"),
+            Ok(_) => false,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => true,
+            Err(e) => panic!("read: {e}"),
+        };
+        if let Some(data) = line.strip_prefix("data: ") {
+            let message: Value = serde_json::from_str(data).expect("a JSON event");
+            if message["method"] == "notifications/message" {
+                seen.push(message["params"].clone());
+            }
+        }
+        if enough(&seen, quiet) {
+            return seen;
+        }
+    }
+}
+
+#[test]
+fn log_messages_sent_outside_a_call_reach_the_sessions_that_set_a_level() {
+    let dir = instance();
+    write_manifest(dir.path(), "tools/everything", &everything());
+    let butler = Butler::start(dir.path());
+    // Three sessions, each with its stream open: one takes every level, one only errors
+    // and worse, one set no level.
+    let sessions: Vec<crate::mcp::Client<'_>> = (0..3).map(|_| crate::mcp::Client::connect(&butler, "/mcp")).collect();
+    for (client, level) in sessions.iter().zip(["debug", "error"]) {
+        let set = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": level}});
+        assert_eq!(client.post(&set, &[]).0, 200);
+    }
+    let mut streams: Vec<_> = sessions.iter().map(|c| session_stream(&butler, c.session_id())).collect();
+    // The reference server logs once during this call, then every 5 s outside any call.
+    let toggle = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "everything__toggle-simulated-logging", "arguments": {}}});
+    let response = butler
+        .request(reqwest::Method::POST, &butler.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", sessions[0].session_id())
+        .body(toggle.to_string())
+        .send()
+        .expect("toggle");
+    assert_eq!(response.status().as_u16(), 200);
+
+    let started = std::time::Instant::now();
+    let every = log_messages(&mut streams[0], |seen, _| {
+        assert!(started.elapsed() < LIMIT, "timed out waiting for two log messages: {seen:?}");
+        seen.len() >= 2
+    });
+    for message in &every {
+        assert_eq!(message["logger"], "everything", "tagged with the provider's namespace: {message}");
+        assert!(
+            message["data"].as_str().is_some_and(|d| d.contains("-level message") || d.contains("level-message")),
+            "{message}"
+        );
+    }
+    let severe = ["error", "critical", "alert", "emergency"];
+    let errors = log_messages(&mut streams[1], |_, quiet| quiet);
+    assert!(errors.iter().all(|m| severe.contains(&m["level"].as_str().unwrap_or_default())), "{errors:?}");
+    let expected: Vec<&Value> =
+        every.iter().filter(|m| severe.contains(&m["level"].as_str().unwrap_or_default())).collect();
+    assert!(expected.iter().all(|m| errors.contains(m)), "each severe one reached it too: {every:?} / {errors:?}");
+    let none = log_messages(&mut streams[2], |_, quiet| quiet);
+    assert!(none.is_empty(), "a session that set no level gets none: {none:?}");
 }

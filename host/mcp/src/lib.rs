@@ -168,6 +168,20 @@ pub struct Session {
     pub subscriptions: HashSet<String>,
 }
 
+/// A log message a provider sent outside any call (`notifications/message`), for the
+/// clients that take those ([`Hub::provider_logs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    /// The provider.
+    pub provider: String,
+    /// Its params, the `logger` prefixed with the provider's namespace.
+    pub params: Value,
+}
+
+/// The most providers' log messages sent outside a call that wait for a slow listener;
+/// beyond, it misses the oldest.
+const LOGGED_QUEUE: usize = 256;
+
 /// A resource a provider offers changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Updated {
@@ -302,6 +316,8 @@ pub struct Hub {
     logs_dir: PathBuf,
     changed: broadcast::Sender<Changed>,
     updated: broadcast::Sender<Updated>,
+    /// Providers' log messages sent outside any call.
+    logged: broadcast::Sender<Logged>,
     /// Bumped by every change to the providers or their lists.
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
@@ -459,6 +475,7 @@ impl Hub {
     pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, settings: Settings) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
+        let (logged, _) = broadcast::channel(LOGGED_QUEUE);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
             host_tools,
@@ -467,6 +484,7 @@ impl Hub {
             logs_dir: state_dir.join("logs"),
             changed,
             updated,
+            logged,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
@@ -636,7 +654,7 @@ impl Hub {
                         Arc::new(spec),
                         &self.cache_dir,
                         &self.logs_dir,
-                        (self.changed.clone(), self.updated.clone()),
+                        (self.changed.clone(), self.updated.clone(), self.logged.clone()),
                         Arc::clone(&self.epoch),
                         self.io.clone(),
                     ));
@@ -736,6 +754,23 @@ impl Hub {
     #[must_use]
     pub fn resource_updates(&self) -> broadcast::Receiver<Updated> {
         self.updated.subscribe()
+    }
+
+    /// Says each log message a provider sends outside any call (a listener that falls
+    /// behind misses the oldest).
+    #[must_use]
+    pub fn provider_logs(&self) -> broadcast::Receiver<Logged> {
+        self.logged.subscribe()
+    }
+
+    /// Whether session `id` gets `logged`: it set a log level (`logging/setLevel`) the
+    /// message is at or above, and `view`, its endpoint, offers the provider.
+    #[must_use]
+    pub fn session_takes_log(&self, id: &str, view: &View, logged: &Logged) -> bool {
+        let level = logged.params.get("level").and_then(Value::as_str).unwrap_or_default();
+        let wanted = lock(&self.sessions).by_id.get(id).and_then(|s| s.log_level.clone());
+        wanted.is_some_and(|wanted| upcall::passes(level, Some(&wanted)))
+            && self.providers().iter().any(|p| p.spec.id == logged.provider && offers(view, &p.spec))
     }
 
     /// The activity log.

@@ -511,14 +511,20 @@ impl Conn {
                 let _ = provider.updated.send(crate::Updated { provider: provider.spec.id.clone(), uri });
             }
             ProviderRoute::Log(mut params) => {
-                // stdio does not say which call a log message is about: the oldest in flight.
-                if let Some(sink) = self.oldest_caller() {
-                    let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
-                    params["logger"] = json!(match logger {
-                        Some(logger) => format!("{}/{logger}", self.namespace),
-                        None => self.namespace.clone(),
-                    });
-                    let _ = sink.try_send(Upcall::Log(params));
+                let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
+                params["logger"] = json!(match logger {
+                    Some(logger) => format!("{}/{logger}", self.namespace),
+                    None => self.namespace.clone(),
+                });
+                // stdio does not say which call a log message is about: the oldest in flight;
+                // with none in flight it is about none, and goes to whoever takes those.
+                match self.oldest_caller() {
+                    Some(sink) => {
+                        let _ = sink.try_send(Upcall::Log(params));
+                    }
+                    None => {
+                        let _ = provider.logged.send(crate::Logged { provider: provider.spec.id.clone(), params });
+                    }
                 }
             }
             ProviderRoute::Ignored => {}
@@ -813,6 +819,8 @@ pub struct Provider {
     changed: broadcast::Sender<crate::Changed>,
     /// Told when a resource it offers changed.
     updated: broadcast::Sender<crate::Updated>,
+    /// Told of the log messages it sends outside any call.
+    logged: broadcast::Sender<crate::Logged>,
     /// Bumped whenever any provider's lists change (the hub's routing cache key).
     epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
@@ -844,7 +852,11 @@ impl Provider {
         spec: Arc<ProviderSpec>,
         cache_dir: &std::path::Path,
         logs_dir: &std::path::Path,
-        (changed, updated): (broadcast::Sender<crate::Changed>, broadcast::Sender<crate::Updated>),
+        (changed, updated, logged): (
+            broadcast::Sender<crate::Changed>,
+            broadcast::Sender<crate::Updated>,
+            broadcast::Sender<crate::Logged>,
+        ),
         epoch: Arc<AtomicU64>,
         io: Io,
     ) -> Arc<Self> {
@@ -871,6 +883,7 @@ impl Provider {
             cache: ListCache { path: cache, written: Arc::new(Mutex::new(0)), stored: AtomicU64::new(0) },
             changed,
             updated,
+            logged,
             epoch,
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),

@@ -722,6 +722,29 @@ pub fn message_event(message: &Value) -> Event {
     Event::default().event("message").data(message.to_string())
 }
 
+/// `notifications/message` for each log message a provider sends outside any call that
+/// legacy session `session` takes on `view`, its endpoint ([`Hub::session_takes_log`]: a
+/// level set, and met). A listener that fell behind misses the ones it could not keep.
+pub fn log_notes(hub: Arc<Hub>, view: View, session: String) -> impl Stream<Item = Value> + Send + 'static {
+    let logs = hub.provider_logs();
+    futures_util::stream::unfold((hub, logs, view, session), |(hub, mut logs, view, session)| async move {
+        loop {
+            match logs.recv().await {
+                Ok(logged) if hub.session_takes_log(&session, &view, &logged) => {
+                    let note = object([
+                        ("jsonrpc", "2.0".into()),
+                        ("method", "notifications/message".into()),
+                        ("params", logged.params),
+                    ]);
+                    return Some((note, (hub, logs, view, session)));
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
 /// `notifications/resources/updated` for each resource a provider offers that changed, by
 /// the URI clients know it by — only those `wanted` says (asked as each comes) — each made
 /// by `note` from that URI. A listener that fell behind misses the ones it could not keep.
