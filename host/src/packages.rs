@@ -52,6 +52,24 @@ pub fn enabled(imports: &Imports) -> Vec<Package> {
         .collect()
 }
 
+/// The ids of the providers the packages bring besides the extensions' — each ChatOS app's
+/// server in `catalog` (`uiapp:<pluginId>.<appId>`), each enabled capability package's in
+/// `imports` (`suzu:<id>`) — as the hub names them (what `mcp.legacyProviders` and the
+/// profiles may name).
+#[must_use]
+pub fn provider_ids(catalog: &Catalog, imports: &Imports) -> Vec<String> {
+    let var = |name: &str| std::env::var(name).ok();
+    let apps = catalog.plugins.iter().flat_map(|plugin| {
+        plugin.apps.iter().filter(|app| app.server.is_some()).map(|app| AppNames::of(plugin, app).provider)
+    });
+    let packages = imports
+        .list()
+        .into_iter()
+        .filter(|record| record.enabled && (record.stdio_server(var).is_some() || record.remote_server(var).is_some()))
+        .map(|record| record.provider_id());
+    apps.chain(packages).collect()
+}
+
 /// Where a ChatOS app's data and the host's state are.
 #[derive(Debug, Clone)]
 pub struct AppPlaces {

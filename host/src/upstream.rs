@@ -407,10 +407,12 @@ impl Bridge {
                 }
             }
             _ => {
-                let hint = if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-                    " (are the adapter's headers right?)"
+                let hint = if status.is_success() {
+                    format!(", but {}", not_one_message(&body))
+                } else if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                    " (are the adapter's headers right?)".to_owned()
                 } else {
-                    ""
+                    String::new()
                 };
                 self.refuse(message, &format!("{} answered HTTP {status}{hint}", self.shown)).await;
             }
@@ -653,6 +655,29 @@ fn content_type(answer: &reqwest::Response) -> Option<String> {
     answer.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_ascii_lowercase)
 }
 
+/// Why `body`, a JSON answer that did not read, is not the one JSON-RPC message (or batch)
+/// it must be: it is empty, it is not JSON (and where), or more follows its first value (and
+/// at which byte).
+fn not_one_message(body: &[u8]) -> String {
+    let mut values = serde_json::Deserializer::from_slice(body).into_iter::<Value>();
+    match values.next() {
+        None => "its body is empty: no JSON-RPC message".to_owned(),
+        Some(Err(e)) => format!("its body is not JSON ({e})"),
+        Some(Ok(_)) => {
+            let end = values.byte_offset();
+            let at = end + body[end..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+            match values.next() {
+                Some(Ok(_)) => {
+                    format!("its body is not one JSON-RPC message: a second JSON value follows at byte {at}")
+                }
+                _ => format!(
+                    "its body is not one JSON-RPC message: what follows its first JSON value at byte {at} is not JSON"
+                ),
+            }
+        }
+    }
+}
+
 /// `answer`'s body, at most [`MAX_MESSAGE`] bytes.
 async fn read_bounded(answer: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
@@ -875,6 +900,49 @@ mod tests {
         assert_eq!(answer["id"], 1, "{answer}");
         assert!(message.contains("307") && message.contains("/mcp") && !message.contains("query-secret"), "{message}");
         assert_eq!(lock(&seen).len(), 1, "the redirect was not followed");
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_that_is_not_one_message_is_refused_saying_why() {
+        let (url, _) = fake_server(|_| {
+            let body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+            format!(
+                "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut link = dial(&format!("{url}/mcp"), &dir).await;
+        let mut line = String::new();
+        let mut reader = BufReader::new(&mut link.reader);
+        tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+            .await
+            .expect("an answer")
+            .expect("read");
+        let answer: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        assert_eq!(answer["id"], 1, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.ends_with(
+                "answered HTTP 200 OK, but its body is not one JSON-RPC message: a second JSON value follows at byte 37"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn why_a_body_is_not_one_message() {
+        assert_eq!(not_one_message(b" \n"), "its body is empty: no JSON-RPC message");
+        assert!(not_one_message(b"{\"jsonrpc\": ").starts_with("its body is not JSON (EOF while parsing"));
+        assert_eq!(
+            not_one_message(b"{} []"),
+            "its body is not one JSON-RPC message: a second JSON value follows at byte 3"
+        );
+        assert_eq!(
+            not_one_message(b"{}\r\nnot json"),
+            "its body is not one JSON-RPC message: what follows its first JSON value at byte 4 is not JSON"
+        );
     }
 
     #[test]

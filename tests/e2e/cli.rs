@@ -160,7 +160,7 @@ fn check_validates_a_whole_instance() {
             && out.contains("/mcp/profiles/both: `prefix: false` needs exactly one provider"),
         "{out}"
     );
-    assert!(out.contains("/mcp/legacyProviders: no extension `gone`"), "{out}");
+    assert!(out.contains("/mcp/legacyProviders: no provider `gone` is registered"), "{out}");
 
     // Two MCP servers claiming one namespace: the host leaves the later one out of the hub,
     // and says so in its catalog; `check` says the same, from --workdir too.

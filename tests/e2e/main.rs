@@ -19,6 +19,7 @@ mod layers;
 mod lifecycle;
 mod mcp;
 mod mcp_duplex;
+mod mcp_faithful;
 mod mcp_inspector;
 mod mcp_profiles;
 mod mcp_quarantine;

@@ -421,6 +421,13 @@ impl Imports {
         Self { root, writing: Mutex::new(()), limit: MAX_PACKAGES }
     }
 
+    /// The packages under `root`, to read only (what `butler check` does beside a running
+    /// host): unlike [`Imports::open`], nothing is removed.
+    #[must_use]
+    pub fn read_only(root: PathBuf) -> Self {
+        Self { root, writing: Mutex::new(()), limit: MAX_PACKAGES }
+    }
+
     /// [`Imports::open`], holding at most `limit` packages.
     #[must_use]
     pub fn open_with_limit(root: PathBuf, limit: usize) -> Self {

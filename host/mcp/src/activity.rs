@@ -76,8 +76,9 @@ pub struct Entry {
     pub provider: Option<String>,
     /// How long it took, in milliseconds.
     pub ms: f64,
-    /// `ok`, `error` (a JSON-RPC error), `tool_error` (a tool result with `isError`) or
-    /// `input_required` (a round of a multi-round-trip call).
+    /// `ok`, `error` (a JSON-RPC error), `tool_error` (a tool result with `isError`),
+    /// `input_required` (a round of a multi-round-trip call) or `cancelled` (its client
+    /// cancelled it, or went away before its answer).
     pub outcome: String,
     /// The JSON-RPC error code, for `error`.
     pub code: Option<i64>,
@@ -151,7 +152,7 @@ pub struct Query {
 }
 
 /// The outcomes an entry has (its `outcome`).
-pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "input_required"];
+pub const OUTCOMES: [&str; 5] = ["ok", "error", "tool_error", "input_required", "cancelled"];
 
 impl Query {
     /// Whether `entry` belongs in the page.
@@ -902,7 +903,16 @@ mod tests {
 
     #[test]
     fn each_filter_admits_only_its_exact_value_and_they_combine() {
-        let entries: Vec<Entry> = varied().into_iter().zip(1..).map(|(e, seq)| Entry { seq, ..e }).collect();
+        let mut entries: Vec<Entry> = varied().into_iter().zip(1..).map(|(e, seq)| Entry { seq, ..e }).collect();
+        let cancelled = Entry {
+            seq: 8,
+            method: "resources/read".into(),
+            provider: Some("time".into()),
+            outcome: "cancelled".into(),
+            endpoint: "butler".into(),
+            ..entry("n8")
+        };
+        entries.push(cancelled);
         let admitted = |query: Query| entries.iter().filter(|e| query.admits(e)).map(|e| e.seq).collect::<Vec<_>>();
         let by = |f: fn(&mut Query)| {
             let mut query = Query { limit: 10, ..Query::default() };
@@ -916,6 +926,7 @@ mod tests {
         assert_eq!(by(|q| q.outcome = Some("error".into())), [2, 6, 7]);
         assert_eq!(by(|q| q.outcome = Some("tool_error".into())), [4]);
         assert_eq!(by(|q| q.outcome = Some("input_required".into())), [5]);
+        assert_eq!(by(|q| q.outcome = Some("cancelled".into())), [8]);
         assert_eq!(by(|q| q.endpoint = Some("p/work".into())), [4, 5, 7]);
         assert_eq!(by(|q| q.endpoint = Some("p".into())), [0u64; 0]);
         // Together, and with the name glob and the seq bounds.

@@ -7,6 +7,8 @@
 //! - [`quarantine`]: tool definitions held until the owner approves them, pinned by hash;
 //! - [`templates`]: which resource template a URI is one of;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
+//! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
+//!   included;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
 //!   client) on its way to the client that made the call;
 //! - public names and conflict settlement come from [`butler_catalog::names`].
@@ -24,6 +26,7 @@ pub mod activity;
 pub mod answer;
 pub mod framing;
 pub mod host_tools;
+pub mod instructions;
 pub mod provider;
 pub mod quarantine;
 pub mod templates;
@@ -67,8 +70,10 @@ pub struct Settings {
     /// Whether tools are held until the owner approves them (`mcp.quarantine`).
     pub quarantine: bool,
     /// Providers spoken to with the 2025 revisions' `initialize` at once, never asked
-    /// `server/discover` (`mcp.legacyProviders`): for one that would speak 2026-07-28 but
-    /// asks its clients for input the 2025 way, which that era does not allow.
+    /// `server/discover` (`mcp.legacyProviders`), by id — of any kind: an extension's, a
+    /// package's (`suzu:<id>`, `uiapp:<pluginId>.<appId>`): for one that would speak
+    /// 2026-07-28 but asks its clients for input the 2025 way, which that era does not
+    /// allow.
     pub legacy_providers: std::collections::BTreeSet<String>,
     /// Whether the activity log keeps each request's params and answer, credentials
     /// redacted (`mcp.logPayloads`).
@@ -102,6 +107,9 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 /// The most providers' requests waiting for a legacy client's answer, over all sessions;
 /// beyond, the oldest is refused.
 const MAX_ASKED: usize = 1024;
+
+/// The most cancelled calls remembered for the activity log at once.
+const MAX_CANCELLED: usize = 256;
 
 /// The most calls set aside for a 2026-07-28 client's next round, and how long each waits
 /// for it: beyond either, the call is dropped (its provider is told to stop).
@@ -159,6 +167,20 @@ pub struct Session {
     /// The resources it subscribed to, by the URI it knows them by.
     pub subscriptions: HashSet<String>,
 }
+
+/// A log message a provider sent outside any call (`notifications/message`), for the
+/// clients that take those ([`Hub::provider_logs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    /// The provider.
+    pub provider: String,
+    /// Its params, the `logger` prefixed with the provider's namespace.
+    pub params: Value,
+}
+
+/// The most providers' log messages sent outside a call that wait for a slow listener;
+/// beyond, it misses the oldest.
+const LOGGED_QUEUE: usize = 256;
 
 /// A resource a provider offers changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,6 +316,8 @@ pub struct Hub {
     logs_dir: PathBuf,
     changed: broadcast::Sender<Changed>,
     updated: broadcast::Sender<Updated>,
+    /// Providers' log messages sent outside any call.
+    logged: broadcast::Sender<Logged>,
     /// Bumped by every change to the providers or their lists.
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
@@ -302,6 +326,9 @@ pub struct Hub {
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
     asked: Mutex<Asked>,
+    /// The tool calls that ended cancelled by their client, until the activity log asks
+    /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
+    cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each resource (by the URI clients know).
     listening: Arc<Mutex<HashMap<String, usize>>>,
     /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
@@ -318,6 +345,8 @@ pub struct Hub {
     session_idle: Duration,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: std::collections::BTreeSet<String>,
+    /// Those of them that named no provider when last reconciled (`None`: not yet).
+    unmatched_pins: Mutex<Option<std::collections::BTreeSet<String>>>,
     /// [`Settings::log_payloads`].
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
@@ -446,6 +475,7 @@ impl Hub {
     pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, settings: Settings) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
+        let (logged, _) = broadcast::channel(LOGGED_QUEUE);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
             host_tools,
@@ -454,11 +484,13 @@ impl Hub {
             logs_dir: state_dir.join("logs"),
             changed,
             updated,
+            logged,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(FastMap::default()),
             asked: Mutex::new(Asked::default()),
+            cancelled: Mutex::new(VecDeque::new()),
             parked: Mutex::new(VecDeque::new()),
             listening: Arc::new(Mutex::new(HashMap::new())),
             reconciling: tokio::sync::Mutex::new(false),
@@ -467,6 +499,7 @@ impl Hub {
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
             session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
+            unmatched_pins: Mutex::new(None),
             log_payloads: settings.log_payloads,
             io: provider::Io {
                 runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
@@ -580,10 +613,6 @@ impl Hub {
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
             .filter_map(|e| ProviderSpec::of(e, &self.host))
-            .map(|mut spec| {
-                spec.probe = !self.legacy_providers.contains(&spec.id);
-                spec
-            })
             .collect();
         // `of_kind` visits tools then services; settle in scan order.
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
@@ -600,6 +629,11 @@ impl Hub {
             spec.on_main = p.on_main;
             Some(spec)
         }));
+        // Every kind of provider is pinned the same way, by its id.
+        for spec in &mut specs {
+            spec.probe = !self.legacy_providers.contains(&spec.id);
+        }
+        self.warn_of_unmatched_pins(&specs);
         let current = self.providers();
         let registered: BTreeMap<String, String> =
             current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
@@ -620,7 +654,7 @@ impl Hub {
                         Arc::new(spec),
                         &self.cache_dir,
                         &self.logs_dir,
-                        (self.changed.clone(), self.updated.clone()),
+                        (self.changed.clone(), self.updated.clone(), self.logged.clone()),
                         Arc::clone(&self.epoch),
                         self.io.clone(),
                     ));
@@ -657,6 +691,28 @@ impl Hub {
         if changed {
             let _ = self.changed.send(Changed::ALL);
         }
+    }
+
+    /// Warns (in the host's log) of the `mcp.legacyProviders` pins that name none of
+    /// `specs`, when they differ from those it last warned of: at start, and after a
+    /// rescan that changed them.
+    fn warn_of_unmatched_pins(&self, specs: &[ProviderSpec]) {
+        let unmatched: std::collections::BTreeSet<String> =
+            self.legacy_providers.iter().filter(|id| !specs.iter().any(|s| s.id == **id)).cloned().collect();
+        let mut warned = lock(&self.unmatched_pins);
+        if warned.as_ref() == Some(&unmatched) {
+            return;
+        }
+        if !unmatched.is_empty() {
+            let named: Vec<&str> = unmatched.iter().map(String::as_str).collect();
+            tracing::warn!(
+                "mcp.legacyProviders names no provider: {} (an extension id, suzu:<id> for a capability package, uiapp:<pluginId>.<appId> for a ChatOS app; see `butler mcp status`)",
+                named.join(", ")
+            );
+        } else if warned.is_some() {
+            tracing::info!("every provider mcp.legacyProviders names is there now");
+        }
+        *warned = Some(unmatched);
     }
 
     /// Tells clients whenever the faculties' tools change (from now on, for as long as the
@@ -698,6 +754,23 @@ impl Hub {
     #[must_use]
     pub fn resource_updates(&self) -> broadcast::Receiver<Updated> {
         self.updated.subscribe()
+    }
+
+    /// Says each log message a provider sends outside any call (a listener that falls
+    /// behind misses the oldest).
+    #[must_use]
+    pub fn provider_logs(&self) -> broadcast::Receiver<Logged> {
+        self.logged.subscribe()
+    }
+
+    /// Whether session `id` gets `logged`: it set a log level (`logging/setLevel`) the
+    /// message is at or above, and `view`, its endpoint, offers the provider.
+    #[must_use]
+    pub fn session_takes_log(&self, id: &str, view: &View, logged: &Logged) -> bool {
+        let level = logged.params.get("level").and_then(Value::as_str).unwrap_or_default();
+        let wanted = lock(&self.sessions).by_id.get(id).and_then(|s| s.log_level.clone());
+        wanted.is_some_and(|wanted| upcall::passes(level, Some(&wanted)))
+            && self.providers().iter().any(|p| p.spec.id == logged.provider && offers(view, &p.spec))
     }
 
     /// The activity log.
@@ -1011,6 +1084,30 @@ impl Hub {
         renamed(item, &name)
     }
 
+    /// What `view` tells its clients of itself (`instructions`): `own`, the hub's words, then
+    /// the instructions of the providers it offers, each under its namespace
+    /// ([`instructions::merged`]); on a profile that is one provider under its own names,
+    /// that provider's instructions alone (`own` when it gives none). Providers whose lists
+    /// are not known yet are started first, for [`LIST_WAIT`] at most.
+    pub async fn instructions(&self, view: &View, own: &str) -> String {
+        if matches!(view, View::Restricted) {
+            return own.to_owned();
+        }
+        self.start_unlisted(Some(view)).await;
+        let said: Vec<(String, String)> = self
+            .providers()
+            .iter()
+            .filter(|p| offers(view, &p.spec))
+            .filter_map(|p| Some((p.spec.namespace.clone(), p.instructions()?)))
+            .collect();
+        match view {
+            View::Profile(profile) if !profile.spec.prefixed => {
+                said.first().map_or_else(|| own.to_owned(), |(_, text)| instructions::alone(text))
+            }
+            _ => instructions::merged(own, &said),
+        }
+    }
+
     /// `tools/list` on `view`: the host's tools, then the providers', each under the name
     /// `view` shows it by (a provider is started only when its lists are not known yet).
     pub async fn list_tools(&self, view: &View) -> Vec<Value> {
@@ -1097,12 +1194,27 @@ impl Hub {
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
         let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
         inflight.answered = true;
+        if matches!(reply, Err(CallFailure::Cancelled)) {
+            let mut cancelled = lock(&self.cancelled);
+            if cancelled.len() >= MAX_CANCELLED {
+                cancelled.pop_front();
+            }
+            cancelled.push_back(inflight.key.clone());
+        }
         drop(inflight);
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
             Err(failure) => Ok(Answer::Read(host_tools::error_result(format!("{name}: {failure}")))),
         }
+    }
+
+    /// Whether the tool call `request_id` of `session` ended cancelled by its client (asked
+    /// once: the answer is forgotten as it is given).
+    pub fn was_cancelled(&self, session: &str, request_id: &str) -> bool {
+        let mut cancelled = lock(&self.cancelled);
+        let at = cancelled.iter().position(|(s, id)| s == session && id == request_id);
+        at.and_then(|at| cancelled.remove(at)).is_some()
     }
 
     /// A client cancelled request `request_id` of `session`: forward it to the provider.
@@ -1426,17 +1538,40 @@ impl Hub {
     /// A reference to nothing this view offers (`-32602`), or the provider's error.
     pub async fn complete(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        match self.completion_target(view, &reference)? {
+            None => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
+            Some((provider, reference)) => {
+                params["ref"] = reference;
+                forward(&provider, "completion/complete", params, asker).await
+            }
+        }
+    }
+
+    /// Who answers `completion/complete` for `reference` on `view` (what the activity log
+    /// names): a provider's id, `host` for the host's own prompt, `None` when nobody does.
+    #[must_use]
+    pub fn completion_owner(&self, view: &View, reference: &Value) -> Option<String> {
+        match self.completion_target(view, reference).ok()? {
+            None => Some("host".to_owned()),
+            Some((provider, _)) => Some(provider.spec.id.clone()),
+        }
+    }
+
+    /// The provider a completion of `reference` goes to on `view`, and the reference as
+    /// that provider knows it; `None` for the host's own prompt.
+    fn completion_target(&self, view: &View, reference: &Value) -> Result<Option<(Arc<Provider>, Value)>, RpcError> {
         let text = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let unknown = |what: &str| RpcError::invalid_params(format!("completion/complete: unknown {what}"));
+        let mut theirs = reference.clone();
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = text("name");
                 if name == CONTEXT_NAME && view.offers_context() {
-                    return Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}));
+                    return Ok(None);
                 }
                 let target = self.prompt_in(view, &name).ok_or_else(|| unknown(&format!("prompt {name:?}")))?;
-                params["ref"]["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-                forward(&target.provider, "completion/complete", params, asker).await
+                theirs["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
+                Ok(Some((target.provider, theirs)))
             }
             Some("ref/resource") => {
                 let uri = text("uri");
@@ -1452,8 +1587,8 @@ impl Hub {
                     Some(provider) => (provider, uri.clone()),
                     None => self.resource_owner(view, &uri).ok_or_else(|| unknown(&format!("resource {uri:?}")))?,
                 };
-                params["ref"]["uri"] = json!(original);
-                forward(&owner, "completion/complete", params, asker).await
+                theirs["uri"] = json!(original);
+                Ok(Some((owner, theirs)))
             }
             _ => Err(RpcError::invalid_params(
                 "completion/complete: `ref` must be {\"type\": \"ref/prompt\", \"name\"} or {\"type\": \"ref/resource\", \"uri\"}",

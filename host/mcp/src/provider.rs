@@ -216,6 +216,10 @@ pub struct Lists {
     /// `resources/templates/list`.
     #[serde(rename = "resourceTemplates")]
     pub resource_templates: Vec<Value>,
+    /// What it tells its clients of itself (its `initialize` or `server/discover` answer's
+    /// `instructions`), for the endpoints that offer it to pass on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 /// A provider's run state.
@@ -300,6 +304,8 @@ pub struct Conn {
     modern: AtomicBool,
     /// Its `subscriptions/listen` request (2026-07-28).
     listen: Mutex<Listen>,
+    /// What it said of itself (at `initialize`, or in its `server/discover` answer).
+    declared: std::sync::OnceLock<Declared>,
 }
 
 /// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
@@ -505,14 +511,20 @@ impl Conn {
                 let _ = provider.updated.send(crate::Updated { provider: provider.spec.id.clone(), uri });
             }
             ProviderRoute::Log(mut params) => {
-                // stdio does not say which call a log message is about: the oldest in flight.
-                if let Some(sink) = self.oldest_caller() {
-                    let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
-                    params["logger"] = json!(match logger {
-                        Some(logger) => format!("{}/{logger}", self.namespace),
-                        None => self.namespace.clone(),
-                    });
-                    let _ = sink.try_send(Upcall::Log(params));
+                let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
+                params["logger"] = json!(match logger {
+                    Some(logger) => format!("{}/{logger}", self.namespace),
+                    None => self.namespace.clone(),
+                });
+                // stdio does not say which call a log message is about: the oldest in flight;
+                // with none in flight it is about none, and goes to whoever takes those.
+                match self.oldest_caller() {
+                    Some(sink) => {
+                        let _ = sink.try_send(Upcall::Log(params));
+                    }
+                    None => {
+                        let _ = provider.logged.send(crate::Logged { provider: provider.spec.id.clone(), params });
+                    }
                 }
             }
             ProviderRoute::Ignored => {}
@@ -606,7 +618,7 @@ fn refused(why: impl Into<String>) -> CallFailure {
     CallFailure::Unanswered(why.into())
 }
 
-/// The 2025 revisions' handshake with a starting provider; its capabilities.
+/// The 2025 revisions' handshake with a starting provider; its answer.
 async fn initialize(conn: &Conn) -> Result<Value, String> {
     let init = json!({
         "protocolVersion": PROVIDER_PROTOCOL,
@@ -619,7 +631,25 @@ async fn initialize(conn: &Conn) -> Result<Value, String> {
         .map(Answer::into_value)
         .map_err(|e| format!("initialize failed: {e}"))?;
     conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
-    Ok(answer.get("capabilities").cloned().unwrap_or(Value::Null))
+    Ok(answer)
+}
+
+/// What a provider said of itself when it started: its capabilities (which lists it is
+/// asked for) and its instructions for clients.
+#[derive(Debug, Clone, Default)]
+struct Declared {
+    capabilities: Value,
+    instructions: Option<String>,
+}
+
+impl Declared {
+    /// What an `initialize` or `server/discover` answer says.
+    fn of(answer: &Value) -> Self {
+        Self {
+            capabilities: answer.get("capabilities").cloned().unwrap_or(Value::Null),
+            instructions: answer.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
 }
 
 /// The error answer to the provider's request `id`.
@@ -789,6 +819,8 @@ pub struct Provider {
     changed: broadcast::Sender<crate::Changed>,
     /// Told when a resource it offers changed.
     updated: broadcast::Sender<crate::Updated>,
+    /// Told of the log messages it sends outside any call.
+    logged: broadcast::Sender<crate::Logged>,
     /// Bumped whenever any provider's lists change (the hub's routing cache key).
     epoch: Arc<AtomicU64>,
     stats: Mutex<Stats>,
@@ -820,7 +852,11 @@ impl Provider {
         spec: Arc<ProviderSpec>,
         cache_dir: &std::path::Path,
         logs_dir: &std::path::Path,
-        (changed, updated): (broadcast::Sender<crate::Changed>, broadcast::Sender<crate::Updated>),
+        (changed, updated, logged): (
+            broadcast::Sender<crate::Changed>,
+            broadcast::Sender<crate::Updated>,
+            broadcast::Sender<crate::Logged>,
+        ),
         epoch: Arc<AtomicU64>,
         io: Io,
     ) -> Arc<Self> {
@@ -847,6 +883,7 @@ impl Provider {
             cache: ListCache { path: cache, written: Arc::new(Mutex::new(0)), stored: AtomicU64::new(0) },
             changed,
             updated,
+            logged,
             epoch,
             stats: Mutex::new(Stats::default()),
             removed: AtomicBool::new(false),
@@ -891,6 +928,12 @@ impl Provider {
     #[must_use]
     pub fn lists(&self) -> Lists {
         lock(&self.inner).lists.clone()
+    }
+
+    /// What it tells its clients of itself, as last seen (running, or cached).
+    #[must_use]
+    pub fn instructions(&self) -> Option<String> {
+        lock(&self.inner).lists.instructions.clone()
     }
 
     /// Whether its lists are known (from a run or the cache of an earlier one).
@@ -1022,13 +1065,16 @@ impl Provider {
             group,
             modern: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
+            declared: std::sync::OnceLock::new(),
         });
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
-        let capabilities = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
-        let lists = list_all(&conn, &capabilities).await?;
+        let answer = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
+        let declared = conn.declared.get_or_init(|| Declared::of(&answer));
+        let capabilities = &declared.capabilities;
+        let lists = list_all(&conn, declared).await?;
         if conn.modern() {
             let offers =
                 |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
@@ -1057,7 +1103,7 @@ impl Provider {
         Ok(conn)
     }
 
-    /// The era a starting provider speaks, and its capabilities: it is asked
+    /// The era a starting provider speaks, and its answer (what it says of itself): it is asked
     /// `server/discover`, and speaks 2026-07-28 (then `conn` does too) when it answers with
     /// that among its versions; on any other answer it gets `initialize`. One silent for
     /// [`PROBE_TIMEOUT`] gets `initialize` too, and its era is that of the first of the two
@@ -1089,7 +1135,7 @@ impl Provider {
         };
         let discovered = |answer: Value| {
             self.log.note(format!("speaks {} (it answered server/discover)", super::framing::MODERN_REVISION));
-            answer.get("capabilities").cloned().unwrap_or_else(|| json!({}))
+            answer
         };
         match first {
             Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
@@ -1276,8 +1322,8 @@ impl Provider {
         tokio::spawn(async move {
             loop {
                 if let Some(conn) = provider.ready() {
-                    let capabilities = json!({"prompts": {}, "resources": {}});
-                    if let Ok(lists) = list_all(&conn, &capabilities).await {
+                    let declared = conn.declared.get().cloned().unwrap_or_default();
+                    if let Ok(lists) = list_all(&conn, &declared).await {
                         provider.store(lists);
                     }
                 }
@@ -1583,13 +1629,29 @@ impl Drop for Active<'_> {
     }
 }
 
-/// `tools/list` (every page), and the prompt and resource lists if it offers them.
-async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
-    let mut lists = Lists { tools: paged(conn, "tools/list", "tools").await?, ..Lists::default() };
-    if capabilities.get("prompts").is_some() {
+/// The lists a provider offers, every page of each: those its capabilities declare
+/// (`tools`, `prompts`, `resources` with its templates), and no other — a server that
+/// offers only resources or prompts answers `tools/list` with `-32601`, which is not a
+/// failure. One that declares none of the three is asked for its tools all the same (a
+/// server may leave its capabilities out), and `-32601` then means it has none.
+///
+/// # Errors
+/// The tools it declares (or, declaring nothing, may have) could not be listed.
+async fn list_all(conn: &Conn, declared: &Declared) -> Result<Lists, String> {
+    let declares = |kind: &str| declared.capabilities.get(kind).is_some_and(|c| !c.is_null());
+    let mut lists = Lists { instructions: declared.instructions.clone(), ..Lists::default() };
+    if declares("tools") {
+        lists.tools = paged(conn, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
+    } else if !declares("prompts") && !declares("resources") {
+        lists.tools = match paged(conn, "tools/list", "tools").await {
+            Err(CallFailure::Error(error)) if error.get("code").and_then(Value::as_i64) == Some(-32601) => Vec::new(),
+            listed => listed.map_err(|e| format!("tools/list failed: {e}"))?,
+        };
+    }
+    if declares("prompts") {
         lists.prompts = paged(conn, "prompts/list", "prompts").await.unwrap_or_default();
     }
-    if capabilities.get("resources").is_some() {
+    if declares("resources") {
         lists.resources = paged(conn, "resources/list", "resources").await.unwrap_or_default();
         lists.resource_templates =
             paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
@@ -1597,16 +1659,14 @@ async fn list_all(conn: &Conn, capabilities: &Value) -> Result<Lists, String> {
     Ok(lists)
 }
 
-async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, String> {
+/// Every page of `method`'s list, the items under `key` (at most 100 pages).
+async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, CallFailure> {
     let mut all = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..100 {
         let params = cursor.take().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let page = conn
-            .request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {})
-            .await
-            .map(Answer::into_value)
-            .map_err(|e| format!("{method} failed: {e}"))?;
+        let page =
+            conn.request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {}).await.map(Answer::into_value)?;
         all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
         match page.get("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),

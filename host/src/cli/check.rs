@@ -257,16 +257,22 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     let mut config = instance.scan_config();
     config.inspector = Some(runtime.inspector());
     let catalog = scan(&config, None);
-    let mut diagnostics = catalog.diagnostics;
+    let mut diagnostics = catalog.diagnostics.clone();
     let root = |severity, pointer: String, message: String| {
         Diagnostic::single(MANIFEST_FILE.to_owned(), None, severity, &pointer, message)
     };
     if let Err(wrong) = instance.config.mcp.checked_profiles() {
         diagnostics.push(root(Severity::Error, format!("/mcp/profiles/{}", wrong.name), wrong.why));
     }
-    let providers: Vec<&str> = catalog.extensions.iter().filter(|e| e.manifest.mcp.is_some()).map(|e| e.id()).collect();
-    for id in instance.config.mcp.legacy_providers.iter().filter(|id| !providers.contains(&id.as_str())) {
-        let why = format!("no extension `{id}` with an `mcp` block is registered (it is ignored)");
+    let imports =
+        butler_catalog::imports::Imports::read_only(instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR));
+    let mut providers: Vec<String> =
+        catalog.extensions.iter().filter(|e| e.manifest.mcp.is_some()).map(|e| e.id().to_owned()).collect();
+    providers.extend(butler_host::packages::provider_ids(&catalog, &imports));
+    for id in instance.config.mcp.legacy_providers.iter().filter(|id| !providers.contains(id)) {
+        let why = format!(
+            "no provider `{id}` is registered — an extension with an `mcp` block, an enabled capability package's server (`suzu:<id>`) or a ChatOS app's (`uiapp:<pluginId>.<appId>`) — so it is ignored"
+        );
         diagnostics.push(root(Severity::Warning, "/mcp/legacyProviders".to_owned(), why));
     }
     diagnostics.extend(writable_by_others(&instance));

@@ -60,19 +60,31 @@ pub enum Era {
     Modern,
 }
 
-/// What the activity log keeps of a request, taken before it is answered.
+/// What the activity log keeps of a request, taken before it is answered: its entry but
+/// for how it ended. Dropped before it is recorded — the client went away, which is how a
+/// 2026-07-28 client cancels — it is recorded as `cancelled`.
 pub struct Noted {
-    method: String,
-    name: Option<String>,
-    provider: Option<String>,
+    hub: Arc<Hub>,
+    /// The entry, until it is recorded.
+    entry: Option<Entry>,
     began: Instant,
-    /// The request's params as the log keeps them, with `mcp.logPayloads`.
-    params: Option<Value>,
+    /// The request's id as JSON text, and whose request it is (see [`Context::caller`]).
+    call: (String, String),
+}
+
+impl Drop for Noted {
+    fn drop(&mut self) {
+        if let Some(mut entry) = self.entry.take() {
+            entry.ms = self.began.elapsed().as_secs_f64() * 1000.0;
+            entry.outcome = "cancelled".to_owned();
+            self.hub.activity().record(entry);
+        }
+    }
 }
 
 impl Context {
-    /// Notes a request about to be answered.
-    pub fn note(&self, method: &str, params: &Value) -> Noted {
+    /// Notes request `id` about to be answered.
+    pub fn note(&self, id: &Value, method: &str, params: &Value) -> Noted {
         let name = match method {
             "tools/call" | "prompts/get" => params.get("name"),
             "resources/read" => params.get("uri"),
@@ -81,13 +93,42 @@ impl Context {
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
-        let provider = name.as_deref().and_then(|name| self.hub.owner_of(&self.view, method, name));
+        let provider = match method {
+            "completion/complete" => self.hub.completion_owner(&self.view, params.get("ref").unwrap_or(&Value::Null)),
+            _ => name.as_deref().and_then(|name| self.hub.owner_of(&self.view, method, name)),
+        };
         let params = self.hub.log_payloads().then(|| butler_mcp::activity::payload(params));
-        Noted { method: method.to_owned(), name, provider, began: Instant::now(), params }
+        let entry = Entry {
+            seq: 0,
+            at: String::new(),
+            endpoint: self.view.endpoint(),
+            token: self.token.clone(),
+            revision: self.revision.clone(),
+            session: self.session.clone(),
+            method: method.to_owned(),
+            name,
+            provider,
+            ms: 0.0,
+            outcome: String::new(),
+            code: None,
+            request_bytes: self.body_bytes,
+            response_bytes: 0,
+            dropped_before: 0,
+            response: None,
+            request: params,
+        };
+        Noted {
+            hub: Arc::clone(&self.hub),
+            entry: Some(entry),
+            began: Instant::now(),
+            call: (self.caller.clone(), id.to_string()),
+        }
     }
 
-    /// Records a request answered with `answer`, `response_bytes` long.
-    pub fn record(&self, noted: Noted, answer: &Message, response_bytes: usize) {
+    /// Records a request answered with `answer`, `response_bytes` long: `cancelled` when it
+    /// is a tool call its client cancelled (a legacy `notifications/cancelled`).
+    pub fn record(&self, mut noted: Noted, answer: &Message, response_bytes: usize) {
+        let Some(mut entry) = noted.entry.take() else { return };
         let (outcome, code) = match answer {
             Message::Relayed { result, .. } if result.is_error() => ("tool_error", None),
             Message::Relayed { .. } => ("ok", None),
@@ -98,30 +139,19 @@ impl Context {
                 None => ("ok", None),
             },
         };
-        self.hub.activity().record(Entry {
-            seq: 0,
-            at: String::new(),
-            endpoint: self.view.endpoint(),
-            token: self.token.clone(),
-            revision: self.revision.clone(),
-            session: self.session.clone(),
-            method: noted.method,
-            name: noted.name,
-            provider: noted.provider,
-            ms: noted.began.elapsed().as_secs_f64() * 1000.0,
-            outcome: outcome.to_owned(),
-            code,
-            request_bytes: self.body_bytes,
-            response_bytes,
-            dropped_before: 0,
-            response: noted.params.is_some().then(|| match answer {
-                Message::Relayed { result, .. } => butler_mcp::activity::payload(&result.to_value()),
-                Message::Built(answer) => {
-                    butler_mcp::activity::payload(answer.get("result").or(answer.get("error")).unwrap_or(&Value::Null))
-                }
-            }),
-            request: noted.params,
+        let (caller, id) = &noted.call;
+        let cancelled = entry.method == "tools/call" && self.hub.was_cancelled(caller, id);
+        entry.ms = noted.began.elapsed().as_secs_f64() * 1000.0;
+        entry.outcome = if cancelled { "cancelled" } else { outcome }.to_owned();
+        entry.code = code;
+        entry.response_bytes = response_bytes;
+        entry.response = entry.request.is_some().then(|| match answer {
+            Message::Relayed { result, .. } => butler_mcp::activity::payload(&result.to_value()),
+            Message::Built(answer) => {
+                butler_mcp::activity::payload(answer.get("result").or(answer.get("error")).unwrap_or(&Value::Null))
+            }
         });
+        self.hub.activity().record(entry);
     }
 }
 
@@ -387,7 +417,7 @@ pub async fn single(
     (id, method, params): (Value, String, Value),
     status: fn(Option<i64>) -> StatusCode,
 ) -> Response {
-    let noted = context.note(&method, &params);
+    let noted = context.note(&id, &method, &params);
     let mut params = params;
     // A 2026-07-28 retry: of a call the hub parked (taken up below), or of one whose
     // provider asked itself (it goes to the provider with the provider's state again).
@@ -690,6 +720,29 @@ impl Drive {
 /// One JSON-RPC message as an SSE event.
 pub fn message_event(message: &Value) -> Event {
     Event::default().event("message").data(message.to_string())
+}
+
+/// `notifications/message` for each log message a provider sends outside any call that
+/// legacy session `session` takes on `view`, its endpoint ([`Hub::session_takes_log`]: a
+/// level set, and met). A listener that fell behind misses the ones it could not keep.
+pub fn log_notes(hub: Arc<Hub>, view: View, session: String) -> impl Stream<Item = Value> + Send + 'static {
+    let logs = hub.provider_logs();
+    futures_util::stream::unfold((hub, logs, view, session), |(hub, mut logs, view, session)| async move {
+        loop {
+            match logs.recv().await {
+                Ok(logged) if hub.session_takes_log(&session, &view, &logged) => {
+                    let note = object([
+                        ("jsonrpc", "2.0".into()),
+                        ("method", "notifications/message".into()),
+                        ("params", logged.params),
+                    ]);
+                    return Some((note, (hub, logs, view, session)));
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
 }
 
 /// `notifications/resources/updated` for each resource a provider offers that changed, by

@@ -3,9 +3,10 @@
 //! a client that accepts `text/event-stream` and whose provider sends something first, an
 //! SSE stream of its progress and of the provider's requests for the client (sampling,
 //! elicitation, roots: the client `POST`s its answer under the id the hub gave), ending
-//! with the answer. `GET` with a session streams list-change notifications and the
-//! updates of the resources it subscribed to (`resources/subscribe`); `DELETE` ends a
-//! session.
+//! with the answer. `GET` with a session streams list-change notifications, the updates
+//! of the resources it subscribed to (`resources/subscribe`) and, once it set a level
+//! (`logging/setLevel`), the log messages its providers send outside any call; `DELETE`
+//! ends a session.
 //!
 //! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
 //! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
@@ -88,7 +89,7 @@ pub async fn post(
                 "Invalid Request: initialize must be sent alone",
             );
         }
-        return initialize(hub, view, id.clone(), params);
+        return initialize(hub, view, id.clone(), params).await;
     }
     let first_id = messages
         .iter()
@@ -129,7 +130,7 @@ pub async fn post(
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
-        let noted = context.note(&method, &params);
+        let noted = context.note(&id, &method, &params);
         let result = context.result(&id, method.clone(), params).await;
         let answer = context.envelope(id, &method, result);
         context.record(noted, &answer, answer.to_vec().len());
@@ -138,16 +139,17 @@ pub async fn post(
     Json(Value::Array(answers)).into_response()
 }
 
-fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Response {
+async fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
     let capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}));
+    let instructions = super::instructions(hub, view).await;
     let session_id = hub.open_session(view, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,
         "capabilities": super::capabilities(),
         "serverInfo": super::server_info(),
-        "instructions": super::instructions(view),
+        "instructions": instructions,
     });
     let mut response = Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
     if let Ok(value) = HeaderValue::from_str(&session_id) {
@@ -165,7 +167,9 @@ async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
     }
 }
 
-/// `GET`: list-change notifications for the session, as SSE, each of its own kind.
+/// `GET`: the session's notifications, as SSE: each list change of its own kind, the
+/// updates of the resources it subscribed to, and — once it set a level — the log messages
+/// its providers send outside any call.
 pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     let session_id = match session_of(hub, view, headers, &Value::Null) {
         Ok((session_id, _)) => session_id,
@@ -176,6 +180,7 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
         butler_mcp::Changed::ALL,
         |method| json!({"jsonrpc": "2.0", "method": method}),
     );
+    let logs = answer::log_notes(Arc::clone(hub), view.clone(), session_id.clone());
     let subscriber = Arc::clone(hub);
     // The session lives while its stream is open.
     let open = hub.session_stream(&session_id);
@@ -187,9 +192,8 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
         },
         |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
     );
-    let events = futures_util::StreamExt::map(futures_util::stream::select(notes, updates), |note| {
-        Ok::<_, Infallible>(answer::message_event(&note))
-    });
+    let notes = futures_util::stream::select(futures_util::stream::select(notes, updates), logs);
+    let events = futures_util::StreamExt::map(notes, |note| Ok::<_, Infallible>(answer::message_event(&note)));
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 

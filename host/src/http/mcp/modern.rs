@@ -110,7 +110,10 @@ async fn request(
         return refused.answer(id);
     }
     match method.as_str() {
-        "server/discover" => return Json(answer::envelope(id, Ok(discover(view)))).into_response(),
+        "server/discover" => {
+            let instructions = super::instructions(hub, view).await;
+            return Json(answer::envelope(id, Ok(discover(instructions)))).into_response();
+        }
         "subscriptions/listen" => return listen(hub, view, id, &params).await,
         removed if REMOVED.contains(&removed) => {
             let error = RpcError {
@@ -232,8 +235,9 @@ fn decoded(value: &str) -> Result<Cow<'_, str>, String> {
     String::from_utf8(bytes).map(Cow::Owned).map_err(|_| "is not UTF-8 once decoded".to_owned())
 }
 
-/// `server/discover`: the revisions and capabilities the hub serves.
-fn discover(view: &View) -> Value {
+/// `server/discover`: the revisions and capabilities the hub serves, and what the endpoint
+/// tells its clients of itself.
+fn discover(instructions: String) -> Value {
     let mut supported = vec![REVISION];
     supported.extend(legacy::REVISIONS);
     completed(
@@ -241,7 +245,7 @@ fn discover(view: &View) -> Value {
         json!({
             "supportedVersions": supported,
             "capabilities": super::capabilities(),
-            "instructions": super::instructions(view),
+            "instructions": instructions,
             "_meta": {META_SERVER_INFO: super::server_info()},
         }),
     )
@@ -388,7 +392,7 @@ mod tests {
         assert_eq!(called, json!({"content": [], "resultType": "complete"}));
         let asked = completed("tools/call", json!({"resultType": "input_required", "requestState": "x"}));
         assert_eq!(asked["resultType"], "input_required");
-        let discovered = discover(&View::Main);
+        let discovered = discover("what the endpoint is".to_owned());
         assert_eq!(discovered["supportedVersions"][0], REVISION);
         assert!(discovered["capabilities"].get("logging").is_some(), "{discovered}");
         assert_eq!(discovered["ttlMs"], DISCOVER_TTL_MS);

@@ -57,7 +57,8 @@ pub struct ActivityQuery {
     method: Option<String>,
     /// Only entries this provider answered (an extension id, or `host`).
     provider: Option<String>,
-    /// Only entries with this outcome: `ok`, `error`, `tool_error` or `input_required`.
+    /// Only entries with this outcome: `ok`, `error`, `tool_error`, `input_required` or
+    /// `cancelled`.
     outcome: Option<String>,
     /// Only entries through this endpoint: `main`, `butler` or `p/<profile>`.
     endpoint: Option<String>,

@@ -62,7 +62,7 @@ export async function mcpView(main, ctx) {
 const ACTIVITY_PAGE = 50;
 /** Rows kept on the page at most: following a busy hub drops the oldest (`older` brings them back). */
 const ACTIVITY_SHOWN = 1000;
-const OUTCOMES = ['ok', 'error', 'tool_error', 'input_required'];
+const OUTCOMES = ['ok', 'error', 'tool_error', 'input_required', 'cancelled'];
 /** Suggested in the filters beside the values the rows shown hold. */
 const KNOWN = {
   method: ['tools/call', 'tools/list', 'prompts/get', 'prompts/list', 'resources/read', 'resources/list',
