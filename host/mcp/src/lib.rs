@@ -987,34 +987,43 @@ impl Hub {
         name: &str,
         found: impl FnOnce(&Arc<Provider>, &Value) -> R,
     ) -> Option<R> {
-        match view {
-            View::Restricted => None,
-            // A profile's names are its own: made from its providers only, not routed
-            // through the main endpoint's table.
-            View::Profile(_) => self
-                .exposed(ItemKind::Tool, view)
-                .0
-                .into_iter()
-                .find(|e| {
-                    let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
-                    view.name_for(&e.public, original) == name
-                        && offers_tool(view, &e.provider.spec, &e.public)
-                        && view.offers_definition(&e.item)
-                })
-                .map(|e| found(&e.provider, e.item.get("name").unwrap_or(&Value::Null))),
-            _ => self
-                .routes()
-                .get(name)
-                .filter(|(p, original)| {
-                    offers_tool(view, &p.spec, name)
-                        && (!view.filters_by_tags()
-                            || p.lists()
-                                .tools
-                                .iter()
-                                .any(|d| d.get("name") == Some(original) && view.offers_definition(d)))
-                })
-                .map(|(provider, original)| found(provider, original)),
+        let unprefixed = match view {
+            View::Restricted => return None,
+            View::Profile(profile) => !profile.spec.prefixed,
+            View::Main => false,
+        };
+        if !unprefixed {
+            // The main endpoint's table; a prefixed profile's too whenever the provider that
+            // holds the name there is one it offers (the first of its providers to hold it).
+            let routes = self.routes();
+            if let Some((provider, original)) = routes.get(name)
+                && (matches!(view, View::Main) || offers_tool(view, &provider.spec, name))
+            {
+                let offered = offers_tool(view, &provider.spec, name)
+                    && (!view.filters_by_tags()
+                        || provider
+                            .lists()
+                            .tools
+                            .iter()
+                            .any(|d| d.get("name") == Some(original) && view.offers_definition(d)));
+                return offered.then(|| found(provider, original));
+            }
+            if matches!(view, View::Main) {
+                return None;
+            }
         }
+        // A profile's names are its own, made from its providers only: a name a provider
+        // outside it holds on the main endpoint may be one of its providers' here.
+        self.exposed(ItemKind::Tool, view)
+            .0
+            .into_iter()
+            .find(|e| {
+                let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
+                view.name_for(&e.public, original) == name
+                    && offers_tool(view, &e.provider.spec, &e.public)
+                    && view.offers_definition(&e.item)
+            })
+            .map(|e| found(&e.provider, e.item.get("name").unwrap_or(&Value::Null)))
     }
 
     /// `item` (a provider's, public name `public`) under the name `view` shows it by.
