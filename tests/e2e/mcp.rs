@@ -107,7 +107,7 @@ impl<'a> Client<'a> {
         (status, headers, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let (status, _, body) =
             self.post(&json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}), &[]);

@@ -200,3 +200,127 @@ fn the_official_conformance_suite_passes_against_a_profile_over_its_reference_se
     // baseline).
     assert!(run(&node22, Some(&next), &["--requirements", "2026-07-28"], "profile-2026.yml") >= 150);
 }
+
+/// The URIs of a `resources/list` answer.
+fn uris(listed: &Value) -> Vec<String> {
+    listed["result"]["resources"]
+        .as_array()
+        .map(|resources| resources.iter().filter_map(|r| r["uri"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// The next `notifications/resources/updated` on a legacy session's `GET` stream.
+fn next_update(events: &mut std::io::BufReader<std::net::TcpStream>) -> Option<Value> {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    while events.read_line(&mut line).ok()? > 0 {
+        if let Some(data) = line.trim_end().strip_prefix("data: ")
+            && let Ok(message) = serde_json::from_str::<Value>(data)
+            && message["method"] == "notifications/resources/updated"
+        {
+            return Some(message);
+        }
+        line.clear();
+    }
+    None
+}
+
+/// The acknowledgement of a 2026-07-28 `subscriptions/listen` POSTed to `path` (the stream
+/// then ends, and its subscriptions with it).
+fn listen(butler: &Butler, path: &str, message: &Value) -> Value {
+    use std::io::Write as _;
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let body = message.to_string();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    let mut head = format!(
+        "POST /myspace-butler/api{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers_for(message) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}\r\n{body}").expect("send");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).expect("timeout");
+    let acknowledged = crate::mcp_stateless::events(stream, |seen| !seen.is_empty());
+    acknowledged.into_iter().next().unwrap_or(Value::Null)
+}
+
+/// Two real providers (the Python SDK port of the suite's reference server, twice) hold the
+/// same URIs. The main endpoint tells them apart by renaming the later one's; a profile over
+/// either one offers that provider's resources under their own URIs, whatever a provider
+/// outside the profile holds: listed, read, subscribed to and updated by the real URI, in
+/// both eras.
+#[test]
+fn a_profile_names_its_resources_by_its_own_providers_only() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("temp");
+    let config = json!({"mcp": {"profiles": {
+        "first": {"providers": ["conf"], "prefix": false},
+        "second": {"providers": ["twin"], "prefix": false},
+    }}});
+    std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
+    let python = tools().join("mcp-venv/bin/python").display().to_string();
+    let script = root().join("tests/providers/conformance_server.py").display().to_string();
+    for id in ["conf", "twin"] {
+        let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id,
+                              "mcp": {"transport": "stdio", "command": [&python, &script], "timeoutSec": 20}});
+        write_manifest(dir.path(), &format!("tools/{id}"), &manifest);
+    }
+    let butler = Butler::start(dir.path());
+
+    // The main endpoint: one provider's URI as it is, the other's renamed, and the status
+    // says which.
+    let mut main = crate::mcp::Client::connect(&butler, "/mcp");
+    // Python starts slowly: a list answers without a provider still starting.
+    let mut listed = Vec::new();
+    wait_until(LIMIT, "both providers to list", || {
+        listed = uris(&main.request("resources/list", json!({})));
+        listed.iter().filter(|u| u.ends_with("test://static-text")).count() == 2
+    });
+    let renamed: Vec<&String> = listed.iter().filter(|u| u.ends_with("/test://static-text")).collect();
+    assert!(listed.contains(&"test://static-text".to_owned()) && renamed.len() == 1, "{listed:?}");
+    let (_, status) = butler.get_json("/mcp/status");
+    let duplicates = status["duplicateUris"].as_array().cloned().unwrap_or_default();
+    assert!(duplicates.iter().any(|d| d["uri"] == "test://static-text" && d["exposedAs"] == *renamed[0]), "{status}");
+
+    for profile in ["first", "second"] {
+        let path = format!("/mcp/p/{profile}");
+        // 2026-07-28: listed and read by the provider's own URIs.
+        let (_, listed, _) = ask(&butler, profile, &request(1, "resources/list", json!({})), None);
+        let listed = uris(&listed);
+        assert!(listed.contains(&"test://static-text".to_owned()), "{profile}: {listed:?}");
+        assert!(listed.iter().all(|u| !u.starts_with("butler://")), "{profile}: nothing renamed: {listed:?}");
+        let read = request(2, "resources/read", json!({"uri": "test://static-text"}));
+        let (_, read, _) = ask(&butler, profile, &read, None);
+        assert_eq!(read["result"]["contents"][0]["uri"], "test://static-text", "{profile}: {read}");
+        let watch = json!({"resourceSubscriptions": ["test://watched-resource"]});
+        let acknowledged = listen(&butler, &path, &request(3, "subscriptions/listen", json!({"notifications": watch})));
+        assert_eq!(acknowledged["params"]["notifications"], watch, "{profile}: {acknowledged}");
+
+        // 2025: a session reads, subscribes, and hears of the change by the URI it used.
+        let mut client = crate::mcp::Client::connect(&butler, &path);
+        let read = client.request("resources/read", json!({"uri": "test://static-text"}));
+        assert!(read["result"]["contents"][0]["text"].is_string(), "{profile}: {read}");
+        let subscribed = client.request("resources/subscribe", json!({"uri": "test://watched-resource"}));
+        assert!(subscribed.get("error").is_none(), "{profile}: {subscribed}");
+        let authority = butler.origin.trim_start_matches("http://").to_owned();
+        let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+        write!(
+            stream,
+            "GET /myspace-butler/api{path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {}\r\n\r\n",
+            client.session_id()
+        )
+        .expect("send");
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).expect("timeout");
+        let mut events = std::io::BufReader::new(stream);
+        // The stream is open once the hub answered its head; then the change is made.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let changed = client.call("test_trigger_resource_update", json!({}));
+        assert_ne!(changed["isError"], true, "{profile}: {changed}");
+        let update = next_update(&mut events).expect("told of the update");
+        assert_eq!(update["params"]["uri"], "test://watched-resource", "{profile}: {update}");
+        let gone = client.request("resources/unsubscribe", json!({"uri": "test://watched-resource"}));
+        assert!(gone.get("error").is_none(), "{profile}: {gone}");
+    }
+}

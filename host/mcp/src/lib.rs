@@ -164,8 +164,9 @@ pub struct Session {
     pub capabilities: Value,
     /// The least severe log level it wants (`logging/setLevel`); `None`: every level.
     pub log_level: Option<String>,
-    /// The resources it subscribed to, by the URI it knows them by.
-    pub subscriptions: HashSet<String>,
+    /// The resources it subscribed to: the URI it knows each by, and the provider's
+    /// resource that is (URIs are per endpoint).
+    pub subscriptions: HashMap<String, Updated>,
 }
 
 /// A log message a provider sent outside any call (`notifications/message`), for the
@@ -182,8 +183,9 @@ pub struct Logged {
 /// beyond, it misses the oldest.
 const LOGGED_QUEUE: usize = 256;
 
-/// A resource a provider offers changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A resource a provider offers changed (and, in subscriptions, which provider's resource
+/// a URI clients know is).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Updated {
     /// The provider.
     pub provider: String,
@@ -268,7 +270,8 @@ struct Asked {
 /// A `subscriptions/listen` stream's subscription to one resource, while it lives.
 pub struct Listening {
     uri: String,
-    listening: Arc<Mutex<HashMap<String, usize>>>,
+    resource: Updated,
+    listening: Arc<Mutex<HashMap<Updated, usize>>>,
 }
 
 impl Listening {
@@ -277,15 +280,21 @@ impl Listening {
     pub fn uri(&self) -> &str {
         &self.uri
     }
+
+    /// The URI it was subscribed by, when `updated` is the resource it subscribed to.
+    #[must_use]
+    pub fn uri_of(&self, updated: &Updated) -> Option<&str> {
+        (self.resource == *updated).then_some(self.uri.as_str())
+    }
 }
 
 impl Drop for Listening {
     fn drop(&mut self) {
         let mut listening = lock(&self.listening);
-        if let Some(count) = listening.get_mut(&self.uri) {
+        if let Some(count) = listening.get_mut(&self.resource) {
             *count -= 1;
             if *count == 0 {
-                listening.remove(&self.uri);
+                listening.remove(&self.resource);
             }
         }
     }
@@ -329,8 +338,8 @@ pub struct Hub {
     /// The tool calls that ended cancelled by their client, until the activity log asks
     /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
     cancelled: Mutex<VecDeque<InflightKey>>,
-    /// How many `subscriptions/listen` streams want each resource (by the URI clients know).
-    listening: Arc<Mutex<HashMap<String, usize>>>,
+    /// How many `subscriptions/listen` streams want each provider's resource.
+    listening: Arc<Mutex<HashMap<Updated, usize>>>,
     /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
     parked: Mutex<VecDeque<(String, std::time::Instant, upcall::Parked)>>,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
@@ -870,9 +879,10 @@ impl Hub {
         }
     }
 
-    /// Every provider item of one kind under its public name, in provider order; names
-    /// that are invalid or already taken are rejected.
-    fn exposed(&self, kind: ItemKind) -> (Vec<Exposed>, HashMap<String, Vec<Rejected>>) {
+    /// Every provider item of one kind that takes part in `view`'s names ([`names_on`])
+    /// under its public name, in provider order; names that are invalid or already taken
+    /// are rejected.
+    fn exposed(&self, kind: ItemKind, view: &View) -> (Vec<Exposed>, HashMap<String, Vec<Rejected>>) {
         let mut seen: HashSet<String> = self
             .host_tools
             .list(Scope::Main)
@@ -883,7 +893,7 @@ impl Hub {
         seen.insert(CONTEXT_NAME.to_owned());
         let mut exposed = Vec::new();
         let mut rejected: HashMap<String, Vec<Rejected>> = HashMap::new();
-        for provider in self.providers() {
+        for provider in self.providers().into_iter().filter(|p| names_on(view, kind, &p.spec)) {
             let lists = provider.lists();
             let items = match kind {
                 ItemKind::Tool => lists.tools,
@@ -1019,7 +1029,7 @@ impl Hub {
             return Arc::clone(routes);
         }
         let routes: Arc<Routes> = Arc::new(
-            self.exposed(ItemKind::Tool)
+            self.exposed(ItemKind::Tool, &View::Main)
                 .0
                 .into_iter()
                 .map(|e| {
@@ -1050,31 +1060,43 @@ impl Hub {
         name: &str,
         found: impl FnOnce(&Arc<Provider>, &Value) -> R,
     ) -> Option<R> {
-        match view {
-            View::Restricted => None,
-            View::Profile(profile) if !profile.spec.prefixed => self
-                .exposed(ItemKind::Tool)
-                .0
-                .into_iter()
-                .find(|e| {
-                    e.item.get("name").and_then(Value::as_str) == Some(name)
-                        && offers_tool(view, &e.provider.spec, &e.public)
-                        && view.offers_definition(&e.item)
-                })
-                .map(|e| found(&e.provider, e.item.get("name").unwrap_or(&Value::Null))),
-            _ => self
-                .routes()
-                .get(name)
-                .filter(|(p, original)| {
-                    offers_tool(view, &p.spec, name)
-                        && (!view.filters_by_tags()
-                            || p.lists()
-                                .tools
-                                .iter()
-                                .any(|d| d.get("name") == Some(original) && view.offers_definition(d)))
-                })
-                .map(|(provider, original)| found(provider, original)),
+        let unprefixed = match view {
+            View::Restricted => return None,
+            View::Profile(profile) => !profile.spec.prefixed,
+            View::Main => false,
+        };
+        if !unprefixed {
+            // The main endpoint's table; a prefixed profile's too whenever the provider that
+            // holds the name there is one it offers (the first of its providers to hold it).
+            let routes = self.routes();
+            if let Some((provider, original)) = routes.get(name)
+                && (matches!(view, View::Main) || offers_tool(view, &provider.spec, name))
+            {
+                let offered = offers_tool(view, &provider.spec, name)
+                    && (!view.filters_by_tags()
+                        || provider
+                            .lists()
+                            .tools
+                            .iter()
+                            .any(|d| d.get("name") == Some(original) && view.offers_definition(d)));
+                return offered.then(|| found(provider, original));
+            }
+            if matches!(view, View::Main) {
+                return None;
+            }
         }
+        // A profile's names are its own, made from its providers only: a name a provider
+        // outside it holds on the main endpoint may be one of its providers' here.
+        self.exposed(ItemKind::Tool, view)
+            .0
+            .into_iter()
+            .find(|e| {
+                let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
+                view.name_for(&e.public, original) == name
+                    && offers_tool(view, &e.provider.spec, &e.public)
+                    && view.offers_definition(&e.item)
+            })
+            .map(|e| found(&e.provider, e.item.get("name").unwrap_or(&Value::Null)))
     }
 
     /// `item` (a provider's, public name `public`) under the name `view` shows it by.
@@ -1121,7 +1143,7 @@ impl Hub {
         if !matches!(view, View::Restricted) {
             self.start_unlisted(Some(view)).await;
             tools.extend(
-                self.exposed(ItemKind::Tool)
+                self.exposed(ItemKind::Tool, view)
                     .0
                     .into_iter()
                     .filter(|e| offers_tool(view, &e.provider.spec, &e.public) && view.offers_definition(&e.item))
@@ -1258,7 +1280,7 @@ impl Hub {
             self.start_unlisted(Some(view)).await;
             let taken = |name: &str| own.iter().any(|s| s["name"] == name);
             prompts.extend(
-                self.exposed(ItemKind::Prompt)
+                self.exposed(ItemKind::Prompt, view)
                     .0
                     .into_iter()
                     .filter(|e| offers_prompt(view, &e.provider.spec, &e.public))
@@ -1272,7 +1294,7 @@ impl Hub {
 
     /// The provider prompt `view` offers as `name`.
     fn prompt_in(&self, view: &View, name: &str) -> Option<Exposed> {
-        self.exposed(ItemKind::Prompt).0.into_iter().find(|e| {
+        self.exposed(ItemKind::Prompt, view).0.into_iter().find(|e| {
             let original = e.item.get("name").and_then(Value::as_str).unwrap_or_default();
             offers_prompt(view, &e.provider.spec, &e.public) && view.name_for(&e.public, original) == name
         })
@@ -1309,8 +1331,8 @@ impl Hub {
     }
 
     /// `resources/list`: the compiled context, then the providers' resources (names
-    /// namespaced; URIs as the provider gives them, but a URI an earlier provider already
-    /// offers becomes `butler://<namespace>/<uri>`).
+    /// namespaced; URIs as the provider gives them, but a URI an earlier provider of the
+    /// same endpoint already offers becomes `butler://<namespace>/<uri>`).
     pub async fn list_resources(&self, view: &View) -> Vec<Value> {
         let mut resources = Vec::new();
         if view.offers_context() {
@@ -1320,13 +1342,13 @@ impl Hub {
         }
         if !matches!(view, View::Restricted) {
             self.start_unlisted(Some(view)).await;
-            resources.extend(self.resources().0.into_iter().filter(|r| offers(view, &r.exposed.provider.spec)).map(
-                |r| {
+            resources.extend(
+                self.resources(view).0.into_iter().filter(|r| offers(view, &r.exposed.provider.spec)).map(|r| {
                     let mut item = Self::shown(view, r.exposed.item, &r.exposed.public);
                     item["uri"] = json!(r.uri);
                     item
-                },
-            ));
+                }),
+            );
         }
         for (_, skill) in self.skills(view) {
             resources.extend(skill.files.iter().map(|file| {
@@ -1365,13 +1387,18 @@ impl Hub {
         Some(Ok(json!({"contents": [content]})))
     }
 
-    /// Every provider resource under the URI clients see, in provider order, and the URIs
-    /// offered twice (`{"uri", "provider", "heldBy", "exposedAs"}`).
-    fn resources(&self) -> (Vec<PublicResource>, Vec<Value>) {
-        let mut held: HashMap<String, String> = HashMap::from([(CONTEXT_URI.to_owned(), "host".to_owned())]);
+    /// Every provider resource that takes part in `view`'s URIs under the URI its clients
+    /// see, in provider order, and the URIs offered twice (`{"uri", "provider", "heldBy",
+    /// "exposedAs"}`): a URI is renamed only when an earlier provider of the same endpoint
+    /// (or the endpoint's compiled context) holds it.
+    fn resources(&self, view: &View) -> (Vec<PublicResource>, Vec<Value>) {
+        let mut held: HashMap<String, String> = HashMap::new();
+        if view.offers_context() {
+            held.insert(CONTEXT_URI.to_owned(), "host".to_owned());
+        }
         let mut resources = Vec::new();
         let mut duplicates = Vec::new();
-        for exposed in self.exposed(ItemKind::Resource).0 {
+        for exposed in self.exposed(ItemKind::Resource, view).0 {
             let original = exposed.item.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
             let uri = match held.get(&original) {
                 None => {
@@ -1394,7 +1421,7 @@ impl Hub {
     /// resource, else the first provider with a template that describes it.
     fn resource_owner(&self, view: &View, uri: &str) -> Option<(Arc<Provider>, String)> {
         let offered = |p: &Arc<Provider>| offers(view, &p.spec);
-        if let Some(found) = self.resources().0.into_iter().find(|r| r.uri == uri && offered(&r.exposed.provider)) {
+        if let Some(found) = self.resources(view).0.into_iter().find(|r| r.uri == uri && offered(&r.exposed.provider)) {
             return Some((found.exposed.provider, found.original));
         }
         let described = |p: &Arc<Provider>| {
@@ -1469,16 +1496,24 @@ impl Hub {
                 "a session subscribes to {MAX_SUBSCRIPTIONS} resources at most; unsubscribe from one first"
             )));
         }
-        if uri != CONTEXT_URI || !view.offers_context() {
+        self.subscribe_to(view, session, uri).await.map(|_| json!({}))
+    }
+
+    /// [`Self::subscribe`]: which provider's resource `uri` is on `view`.
+    async fn subscribe_to(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Updated, RpcError> {
+        let resource = if uri == CONTEXT_URI && view.offers_context() {
+            Updated { provider: "host".to_owned(), uri: uri.to_owned() }
+        } else {
             let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
             forward(&provider, "resources/subscribe", json!({"uri": original}), &Asker::hub()).await?;
-        }
+            Updated { provider: provider.spec.id.clone(), uri: original }
+        };
         if let Some(session) = session
             && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
         {
-            Arc::make_mut(open).subscriptions.insert(uri.to_owned());
+            Arc::make_mut(open).subscriptions.insert(uri.to_owned(), resource.clone());
         }
-        Ok(json!({}))
+        Ok(resource)
     }
 
     /// Subscribes a `subscriptions/listen` stream to `uri` for as long as the returned
@@ -1487,9 +1522,9 @@ impl Hub {
     /// # Errors
     /// As [`Self::subscribe`].
     pub async fn listen_to(&self, view: &View, uri: &str) -> Result<Listening, RpcError> {
-        self.subscribe(view, None, uri).await?;
-        *lock(&self.listening).entry(uri.to_owned()).or_default() += 1;
-        Ok(Listening { uri: uri.to_owned(), listening: Arc::clone(&self.listening) })
+        let resource = self.subscribe_to(view, None, uri).await?;
+        *lock(&self.listening).entry(resource.clone()).or_default() += 1;
+        Ok(Listening { uri: uri.to_owned(), resource, listening: Arc::clone(&self.listening) })
     }
 
     /// `resources/unsubscribe`: the session no longer gets `uri`'s updates; the provider is
@@ -1498,37 +1533,30 @@ impl Hub {
     /// # Errors
     /// The provider's error.
     pub async fn unsubscribe(&self, view: &View, session: &str, uri: &str) -> Result<Value, RpcError> {
-        let still_wanted = {
-            let mut sessions = lock(&self.sessions);
-            if let Some(open) = sessions.by_id.get_mut(session) {
-                Arc::make_mut(open).subscriptions.remove(uri);
-            }
-            sessions.by_id.values().any(|s| s.subscriptions.contains(uri))
-                || lock(&self.listening).get(uri).is_some_and(|n| *n > 0)
-        };
-        if !still_wanted
-            && uri != CONTEXT_URI
-            && let Some((provider, original)) = self.resource_owner(view, uri)
-        {
-            forward(&provider, "resources/unsubscribe", json!({"uri": original}), &Asker::hub()).await?;
+        let removed =
+            lock(&self.sessions).by_id.get_mut(session).and_then(|open| Arc::make_mut(open).subscriptions.remove(uri));
+        let resource = removed.or_else(|| {
+            self.resource_owner(view, uri)
+                .map(|(provider, original)| Updated { provider: provider.spec.id.clone(), uri: original })
+        });
+        let Some(resource) = resource.filter(|r| r.provider != "host") else { return Ok(json!({})) };
+        // Another endpoint may know the same resource by another URI.
+        let still_wanted =
+            lock(&self.sessions).by_id.values().any(|s| s.subscriptions.values().any(|r| *r == resource))
+                || lock(&self.listening).get(&resource).is_some_and(|n| *n > 0);
+        let provider = self.providers().into_iter().find(|p| p.spec.id == resource.provider);
+        if !still_wanted && let Some(provider) = provider {
+            forward(&provider, "resources/unsubscribe", json!({"uri": resource.uri}), &Asker::hub()).await?;
         }
         Ok(json!({}))
     }
 
-    /// Whether session `id` subscribed to the resource clients know as `uri`.
+    /// The URI session `id` subscribed to the `updated` resource by, if it did.
     #[must_use]
-    pub fn subscribed(&self, id: &str, uri: &str) -> bool {
-        lock(&self.sessions).by_id.get(id).is_some_and(|s| s.subscriptions.contains(uri))
-    }
-
-    /// The URI clients know an updated resource by.
-    #[must_use]
-    pub fn public_uri(&self, updated: &Updated) -> String {
-        self.resources()
-            .0
-            .into_iter()
-            .find(|r| r.exposed.provider.spec.id == updated.provider && r.original == updated.uri)
-            .map_or_else(|| updated.uri.clone(), |r| r.uri)
+    pub fn subscribed(&self, id: &str, updated: &Updated) -> Option<String> {
+        let sessions = lock(&self.sessions);
+        let session = sessions.by_id.get(id)?;
+        session.subscriptions.iter().find(|(_, r)| *r == updated).map(|(uri, _)| uri.clone())
     }
 
     /// `completion/complete`: asked of the provider that owns the prompt or resource the
@@ -1599,7 +1627,7 @@ impl Hub {
     /// `GET /mcp/status`.
     #[must_use]
     pub fn status(&self) -> Value {
-        let (tools, rejected) = self.exposed(ItemKind::Tool);
+        let (tools, rejected) = self.exposed(ItemKind::Tool, &View::Main);
         let held = self.held_tools(None);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
         let providers: Vec<Value> = self
@@ -1621,7 +1649,7 @@ impl Hub {
         json!({
             "providers": providers,
             "conflicts": conflicts,
-            "duplicateUris": self.resources().1,
+            "duplicateUris": self.resources(&View::Main).1,
             "host": {"tools": host, "restrictedTools": self.host_tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
             "sessions": lock(&self.sessions).by_id.len(),
         })
@@ -1715,7 +1743,7 @@ impl Hub {
             version,
             capabilities,
             log_level: None,
-            subscriptions: HashSet::new(),
+            subscriptions: HashMap::new(),
         };
         sessions.by_id.insert(id.clone(), Arc::new(session));
         id
@@ -1876,6 +1904,19 @@ fn session_id() -> String {
 /// one kept off the main endpoint ([`ProviderSpec::on_main`]) only on the others.
 fn offers(view: &View, spec: &ProviderSpec) -> bool {
     view.offers_provider(&spec.id) && (spec.on_main || !matches!(view, View::Main))
+}
+
+/// Whether provider `spec`'s items of `kind` take part in the names `view` shows: on a
+/// profile only those it may offer (its names are decided by its own providers), on the
+/// main endpoint every provider's (the hub's renaming rules, as `/mcp/status` reports).
+fn names_on(view: &View, kind: ItemKind, spec: &ProviderSpec) -> bool {
+    match view {
+        View::Profile(profile) => match kind {
+            ItemKind::Prompt if profile.spec.prompts != Prompts::OfProviders => true,
+            ItemKind::Tool | ItemKind::Prompt | ItemKind::Resource => offers(view, spec),
+        },
+        View::Main | View::Restricted => true,
+    }
 }
 
 /// [`offers`], for the provider's tool whose public name is `public`.

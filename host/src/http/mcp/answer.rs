@@ -745,23 +745,23 @@ pub fn log_notes(hub: Arc<Hub>, view: View, session: String) -> impl Stream<Item
     })
 }
 
-/// `notifications/resources/updated` for each resource a provider offers that changed, by
-/// the URI clients know it by — only those `wanted` says (asked as each comes) — each made
-/// by `note` from that URI. A listener that fell behind misses the ones it could not keep.
+/// `notifications/resources/updated` for each resource a provider offers that changed —
+/// only those `wanted` gives a URI for (the one the listener subscribed by: URIs are per
+/// endpoint), asked as each comes — each made by `note` from that URI. A listener that fell
+/// behind misses the ones it could not keep.
 pub fn resource_notes(
-    hub: Arc<Hub>,
-    wanted: impl Fn(&str) -> bool + Send + 'static,
+    hub: &Hub,
+    wanted: impl Fn(&butler_mcp::Updated) -> Option<String> + Send + 'static,
     note: impl Fn(&str) -> Value + Send + 'static,
 ) -> impl Stream<Item = Value> + Send + 'static {
     let updates = hub.resource_updates();
-    futures_util::stream::unfold((hub, updates, wanted, note), |(hub, mut updates, wanted, note)| async move {
+    futures_util::stream::unfold((updates, wanted, note), |(mut updates, wanted, note)| async move {
         loop {
             match updates.recv().await {
                 Ok(updated) => {
-                    let uri = hub.public_uri(&updated);
-                    if wanted(&uri) {
+                    if let Some(uri) = wanted(&updated) {
                         let next = note(&uri);
-                        return Some((next, (hub, updates, wanted, note)));
+                        return Some((next, (updates, wanted, note)));
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {}

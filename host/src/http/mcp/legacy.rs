@@ -185,10 +185,10 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     // The session lives while its stream is open.
     let open = hub.session_stream(&session_id);
     let updates = answer::resource_notes(
-        Arc::clone(hub),
-        move |uri| {
+        hub,
+        move |updated| {
             let _open = &open;
-            subscriber.subscribed(&session_id, uri)
+            subscriber.subscribed(&session_id, updated)
         },
         |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
     );

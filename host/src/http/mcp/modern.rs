@@ -312,9 +312,9 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
         move |method| json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": list_tag.clone()}}),
     );
     let updates = answer::resource_notes(
-        Arc::clone(hub),
+        hub,
         // The stream holds its subscriptions: they end when it does.
-        move |uri| subscribed.iter().any(|s| s.uri() == uri),
+        move |updated| subscribed.iter().find_map(|s| s.uri_of(updated)).map(str::to_owned),
         move |uri| {
             json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                    "params": {"uri": uri, "_meta": tag.clone()}})
