@@ -56,7 +56,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 19] = [
+    let figures: [(&str, fn()); 20] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -71,6 +71,7 @@ fn main() {
         ("B13", runtime::b13_mixed_load),
         ("B14", soak::b14_peer_uid),
         ("B15", mcp::b15_sampling),
+        ("B16", mcp::b16_list_wait),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),

@@ -23,6 +23,7 @@ mod mcp_faithful;
 mod mcp_inspector;
 mod mcp_profiles;
 mod mcp_quarantine;
+mod mcp_resume;
 mod mcp_stateless;
 mod openapi;
 mod pipeline;

@@ -344,7 +344,8 @@ fn sse_call(butler: &Butler, client: &Client<'_>, params: Value) -> Vec<Value> {
     let reader = BufReader::new(stream);
     let mut events = Vec::new();
     for line in reader.lines().map_while(Result::ok) {
-        if let Some(data) = line.strip_prefix("data: ") {
+        // The priming event (an id and empty data) carries no message.
+        if let Some(data) = line.strip_prefix("data: ").filter(|data| !data.is_empty()) {
             let message: Value = serde_json::from_str(data).expect("JSON event");
             let done = message.get("id").is_some();
             events.push(message);

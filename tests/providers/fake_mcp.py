@@ -1,7 +1,7 @@
 """A small stdio MCP provider that misbehaves on request, for the hub's tests.
 
 Tools: echo, crash (exits at once), hang (never answers; records the cancellation it gets),
-progress (sends progress notifications before answering when given a token, and says whether it was), env (its environment's names),
+progress (sends `steps` progress notifications, 3 unless told, `pause` seconds apart, before answering when given a token, and says whether it was), env (its environment's names),
 deaf (stops reading its stdin for good, answering nothing: the pipe fills),
 plus two tools whose names cannot be public ("bad name!" and one too long). Every start
 and every cancellation is appended to the file named by $FAKE_MCP_LOG.
@@ -61,10 +61,12 @@ def call(id, params):
         log("hanging %s" % id)
     elif name == "progress":
         token = (params.get("_meta") or {}).get("progressToken")
-        for step in range(1, 4):
+        steps = int(args.get("steps", 3))
+        for step in range(1, steps + 1):
             if token is not None:
                 send({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": token, "progress": step, "total": 3}})
+                      "params": {"progressToken": token, "progress": step, "total": steps}})
+            time.sleep(float(args.get("pause", 0)))
         result(id, text("done" if token is not None else "done, no token given"))
     elif name == "env":
         result(id, text(json.dumps(sorted(os.environ.keys()))))

@@ -994,3 +994,77 @@ pub fn b15_sampling() {
         us(floor50)
     ));
 }
+
+/// The providers of B16: `healthy` (the fake provider of the end-to-end tests) and, with
+/// `deaf`, one that reads its input and never answers.
+fn list_wait_instance(deaf: bool) -> (Host, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("butler.json"), "{}").expect("root");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/providers/fake_mcp.py");
+    let script = script.canonicalize().expect("tests/providers/fake_mcp.py");
+    let mut providers = vec![("healthy", json!(["python3", script.display().to_string()]))];
+    if deaf {
+        providers.push(("deaf", json!(["sh", "-c", "exec cat > /dev/null"])));
+    }
+    for (id, command) in providers {
+        let ext = root.join("tools").join(id);
+        std::fs::create_dir_all(&ext).expect("mkdir");
+        let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id,
+                              "mcp": {"transport": "stdio", "command": command}});
+        std::fs::write(ext.join("butler.json"), manifest.to_string()).expect("manifest");
+    }
+    (Host::start_quiet(&root), dir)
+}
+
+/// The first `tools/list` of a new session: how long it took, and whether it listed the
+/// healthy provider's tools.
+fn first_list(host: &Host) -> (Duration, bool) {
+    let mut session = Session::open(host.authority());
+    let start = Instant::now();
+    let (status, body, _) = session.post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let took = start.elapsed();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    (took, String::from_utf8_lossy(&body).contains("healthy__echo"))
+}
+
+/// B16: the first `tools/list` of a fresh client on a fresh host whose providers have
+/// never listed, when one of them never answers (the hub answers without it after
+/// `butler_mcp::LIST_WAIT`), beside the same with every provider healthy.
+pub fn b16_list_wait() {
+    const RUNS: usize = 5;
+    let (mut stuck, mut healthy, mut later) = (Vec::new(), Vec::new(), Vec::new());
+    // One warm-up of each (the page cache, the Python start), then runs alternating.
+    for run in 0..=RUNS {
+        let (with_deaf, _dir) = list_wait_instance(true);
+        let (took, listed) = first_list(&with_deaf);
+        assert!(listed, "the healthy provider's tools are in the answer without the deaf one's");
+        // A later client of the same host: the healthy provider has listed by then.
+        let (again, _) = first_list(&with_deaf);
+        drop(with_deaf);
+        let (all_healthy, _dir) = list_wait_instance(false);
+        let (base, listed) = first_list(&all_healthy);
+        assert!(listed);
+        if run > 0 {
+            stuck.push(took);
+            later.push(again);
+            healthy.push(base);
+        }
+    }
+    let [(stuck50, _), (healthy50, _), (later50, _)] = [stuck, healthy, later].map(percentiles);
+    let max = |d: Duration| d.as_secs_f64() * 1000.0;
+    line_in(
+        &format!(
+            "B16 first tools/list of a fresh client, one provider never answers (p50 of {RUNS}; baseline = every provider healthy)"
+        ),
+        max(stuck50),
+        max(healthy50),
+        "ms",
+    );
+    note(&format!(
+        "B16: the bound is LIST_WAIT = {} ms plus the list itself; a second new client of the host with the deaf provider: p50 {:.0} ms",
+        butler_mcp::LIST_WAIT.as_millis(),
+        max(later50)
+    ));
+}

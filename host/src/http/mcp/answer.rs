@@ -17,7 +17,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::rounds;
+use super::{resume, rounds};
 use butler_mcp::activity::Entry;
 use butler_mcp::answer::Verbatim;
 use butler_mcp::framing::object;
@@ -466,8 +466,12 @@ pub async fn single(
         drive.context.record(noted, &first, size);
         return response;
     }
+    // A legacy session's stream is resumable: the call goes on when the connection drops
+    // (only `notifications/cancelled` cancels it), and a `GET` with `Last-Event-ID` takes the
+    // stream up again. 2026-07-28 has no resuming: closing the stream cancels the call.
+    let session = drive.context.session.clone().filter(|_| drive.context.era == Era::Legacy);
     let start = (Some(first), drive, Some(noted));
-    let stream = futures_util::stream::unfold(start, |(first, mut drive, mut noted)| async move {
+    let messages = futures_util::stream::unfold(start, |(first, mut drive, mut noted)| async move {
         let next = match first {
             Some(first) => first,
             None => drive.advance().await?,
@@ -479,9 +483,19 @@ pub async fn single(
         {
             drive.context.record(noted, &next, text.len());
         }
-        Some((Ok::<_, Infallible>(Event::default().event("message").data(text)), (None, drive, noted)))
+        Some((text, (None, drive, noted)))
     });
-    Sse::new(stream).into_response()
+    if let Some(session) = session {
+        // Without randomness for a stream id the call was dropped with its stream: say so.
+        return resume::serve(&session, false, messages, None).unwrap_or_else(|| {
+            let error = RpcError { code: -32603, message: "no randomness for a stream id".into(), data: None };
+            json(StatusCode::INTERNAL_SERVER_ERROR, &Message::Built(envelope(Value::Null, Err(error)))).0
+        });
+    }
+    let events = futures_util::StreamExt::map(messages, |text| {
+        Ok::<_, Infallible>(Event::default().event("message").data(text))
+    });
+    Sse::new(events).into_response()
 }
 
 /// What to do with one upcall.

@@ -11,16 +11,15 @@
 //! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
 //! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::answer::{self, Context, Era};
+use super::resume;
 use super::{accepts_sse, header, rpc_error};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
 use butler_mcp::{Hub, Session, View};
@@ -30,6 +29,9 @@ pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// The header that names a legacy session.
 pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The header a client resumes a stream with: the id of the last event it got.
+pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The session a request names, or the answer refusing it.
 fn session_of(
@@ -169,12 +171,19 @@ async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
 
 /// `GET`: the session's notifications, as SSE: each list change of its own kind, the
 /// updates of the resources it subscribed to, and — once it set a level — the log messages
-/// its providers send outside any call.
+/// its providers send outside any call. A resumable stream ([`resume`]); with
+/// `Last-Event-ID`, the stream that event was of (this one, or a `POST`'s streamed answer)
+/// resumed after it.
 pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     let session_id = match session_of(hub, view, headers, &Value::Null) {
         Ok((session_id, _)) => session_id,
         Err(refusal) => return *refusal,
     };
+    // The session lives while a connection to one of its streams is open.
+    let open = hub.session_stream(&session_id);
+    if let Some(last) = header(headers, LAST_EVENT_ID) {
+        return resume::resume(&session_id, last, open);
+    }
     let notes = answer::change_notes(
         hub.changes(),
         butler_mcp::Changed::ALL,
@@ -182,19 +191,23 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     );
     let logs = answer::log_notes(Arc::clone(hub), view.clone(), session_id.clone());
     let subscriber = Arc::clone(hub);
-    // The session lives while its stream is open.
-    let open = hub.session_stream(&session_id);
+    let session = session_id.clone();
     let updates = answer::resource_notes(
         hub,
-        move |updated| {
-            let _open = &open;
-            subscriber.subscribed(&session_id, updated)
-        },
+        move |updated| subscriber.subscribed(&session, updated),
         |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
     );
     let notes = futures_util::stream::select(futures_util::stream::select(notes, updates), logs);
-    let events = futures_util::StreamExt::map(notes, |note| Ok::<_, Infallible>(answer::message_event(&note)));
-    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    let messages = futures_util::StreamExt::map(notes, |note| note.to_string());
+    match resume::serve(&session_id, true, messages, Some(open)) {
+        Some(response) => response,
+        None => rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Value::Null,
+            -32603,
+            "the kernel gave no randomness for a stream id: try again",
+        ),
+    }
 }
 
 /// `DELETE`: ends the session.
@@ -202,6 +215,7 @@ pub fn end(hub: &Hub, view: &View, headers: &HeaderMap) -> Response {
     match session_of(hub, view, headers, &Value::Null) {
         Ok((session_id, _)) => {
             hub.close_session(&session_id);
+            resume::STREAMS.forget_session(&session_id);
             StatusCode::NO_CONTENT.into_response()
         }
         Err(refusal) => *refusal,

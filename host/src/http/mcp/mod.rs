@@ -8,7 +8,8 @@
 //!   session (`Mcp-Session-Id`), `GET` streams its notifications, `DELETE` ends it;
 //! - [`answer`]: the methods both eras share, and a call carried through to its answer with
 //!   what its provider sends back meanwhile (progress, its requests for the client);
-//! - [`rounds`]: 2026-07-28's multi-round-trip requests for providers of the 2025 revisions.
+//! - [`rounds`]: 2026-07-28's multi-round-trip requests for providers of the 2025 revisions;
+//! - [`resume`]: the legacy revisions' resumable SSE streams (event ids, `Last-Event-ID`).
 //!
 //! A request is of the 2026-07-28 era when its `MCP-Protocol-Version` header names a
 //! revision other than the legacy ones, or its `_meta` names a protocol version; every other
@@ -18,6 +19,7 @@
 pub mod answer;
 pub mod legacy;
 pub mod modern;
+pub mod resume;
 pub mod rounds;
 
 use axum::Json;
