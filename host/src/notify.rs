@@ -4,7 +4,8 @@
 //!   "review-queue"`), one message per burst: sent once the queue has been quiet for
 //!   [`BURST_QUIET`] (or [`BURST_MAX`] after the burst began), with how many await review
 //!   and the new items' titles;
-//! - `quarantine`: MCP tools newly held for the owner's approval;
+//! - `quarantine`: MCP tools, prompts, resources and skills newly held for the owner's
+//!   approval (a tool by its name, anything else as `<kind> <name>`);
 //! - `confirm`: a delegation's result awaiting the owner's confirmation (handed in through
 //!   a [`Notifier`]).
 //!
@@ -91,8 +92,12 @@ pub fn spawn(
                     titles
                 }
             };
-            let held: BTreeSet<(String, String)> =
-                hub.held_tools(None).into_iter().map(|h| (h.provider, h.name)).collect();
+            let held: BTreeSet<(String, String)> = hub
+                .held_items(None)
+                .into_iter()
+                .map(|h| (held_label(&h), h.provider))
+                .map(|(label, provider)| (provider, label))
+                .collect();
             let now = Instant::now();
             let messages = if first { watch.baseline(queue, held) } else { watch.step(queue, held, now) };
             first = false;
@@ -181,7 +186,7 @@ impl Watch {
             let tools: Vec<Value> = new_tools.iter().map(|(p, n)| json!({"provider": p, "tool": n})).collect();
             messages.push(json!({
                 "kind": "quarantine",
-                "summary": format!("{} MCP tool(s) await your approval", new_tools.len()),
+                "summary": format!("{} MCP definition(s) await your approval", new_tools.len()),
                 "count": held.len(),
                 "tools": tools,
             }));
@@ -273,6 +278,15 @@ async fn send(command: &CommandLine, host: &HostEnv, state_dir: &Path, log: &Arc
         }
     }
     log.flush();
+}
+
+/// How a held item is named in a `quarantine` message: a tool by its own name, anything
+/// else as `<kind> <name>` (a prompt's name, a resource's URI…).
+fn held_label(held: &butler_mcp::HeldItem) -> String {
+    match held.kind {
+        butler_mcp::quarantine::Kind::Tool => held.name.clone(),
+        kind => format!("{} {}", kind.as_str(), held.name),
+    }
 }
 
 #[cfg(test)]

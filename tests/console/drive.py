@@ -484,6 +484,21 @@ def held(browser, origin, shots, args):
     return {"errors": errors, "removed": removed, "added": added, "images": images, "summary": summary}
 
 
+def held_all(browser, origin, shots, args):
+    """Everything a provider offers that the quarantine holds, approved with one click on
+    one of its held cards."""
+    page = Page(browser, origin, shots)
+    page.open("review")
+    card = page.page.locator(f"[data-tool='{args['card']}']")
+    expect(card).to_be_visible()
+    kind = card.get_attribute("data-kind")
+    card.locator("button[data-act='approve-all']").click()
+    expect(card.locator(".outcome.ok")).to_be_visible()
+    page.shot("held-approved-all")
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "kind": kind}
+
+
 def providers(browser, origin, shots, args):
     """An MCP provider started from the MCP view, its state updated live there, its log
     shown, and stopped again."""
@@ -719,7 +734,7 @@ def sessions(browser, origin, shots, args):
             "proofAfter": proof_after, "afterReload": after_reload}
 
 
-SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, providers,
+SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
                                      activity, packages, plugins, confirmations, automations, sessions)}
 
 

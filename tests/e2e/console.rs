@@ -406,7 +406,8 @@ fn the_card_library_lists_every_card_and_says_why_one_is_suspended() {
 }
 
 /// The quarantine's held MCP tools in the review queue: a diff for a changed one, a new one
-/// shown as text whatever its description holds, approved from the page.
+/// shown as text whatever its description holds, approved from the page; then everything
+/// the provider offers approved with one click.
 #[test]
 fn held_mcp_tools_are_reviewed_beside_the_cards() {
     use crate::mcp_quarantine::{quarantined_instance, tool, write_tools};
@@ -440,6 +441,13 @@ fn held_mcp_tools_are_reviewed_beside_the_cards() {
     let (_, report) = butler.get_json("/mcp/quarantine");
     let held: Vec<&str> = report["held"].as_array().expect("held").iter().filter_map(|h| h["tool"].as_str()).collect();
     assert_eq!(held, ["greet"], "the page approved add, only add: {report}");
+
+    // One click approves everything the provider offers that is held.
+    let result = drive(&butler, "held_all", &json!({"card": "shifty__greet"}));
+    assert_no_errors(&result);
+    assert_eq!(result["kind"], "tool", "{result}");
+    let (_, report) = butler.get_json("/mcp/quarantine");
+    assert_eq!(report["held"], json!([]), "{report}");
 }
 
 /// An MCP provider started, watched, its log read and stopped from the MCP view.

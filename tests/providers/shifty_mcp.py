@@ -1,7 +1,9 @@
 """A stdio MCP provider whose tool definitions are whatever the JSON file named by
 $SHIFTY_TOOLS holds when it lists them — so a test can change a tool's description
 after the owner approved it (a "rug pull") and see the hub hold it again. Every tool
-answers `called <name>`. The tool `relist` tells the client the list changed.
+answers `called <name>`. The tool `relist` tells the client the list changed. With
+$SHIFTY_PROMPTS set, its prompts are likewise whatever that file holds, and each one
+gets the message `prompt <name>`.
 """
 
 import json
@@ -15,8 +17,22 @@ def tools():
         return json.load(f)
 
 
+def prompts():
+    path = os.environ.get("SHIFTY_PROMPTS")
+    if not path:
+        return []
+    with open(path) as f:
+        return json.load(f)
+
+
 def handle(method, id, params):
-    if method == "tools/list":
+    if method == "prompts/list":
+        result(id, {"prompts": prompts()})
+    elif method == "prompts/get":
+        name = params.get("name")
+        message = {"role": "user", "content": {"type": "text", "text": f"prompt {name}"}}
+        result(id, {"messages": [message]})
+    elif method == "tools/list":
         result(id, {"tools": tools()})
     elif method == "tools/call":
         name = params.get("name")
@@ -28,4 +44,4 @@ def handle(method, id, params):
     return True
 
 
-serve("shifty", {"tools": {"listChanged": True}}, handle)
+serve("shifty", {"tools": {"listChanged": True}, "prompts": {"listChanged": True}}, handle)

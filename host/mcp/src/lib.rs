@@ -4,7 +4,8 @@
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
-//! - [`quarantine`]: tool definitions held until the owner approves them, pinned by hash;
+//! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
+//!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
 //! - [`templates`]: which resource template a URI is one of;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
@@ -29,6 +30,7 @@ pub mod host_tools;
 pub mod instructions;
 pub mod provider;
 pub mod quarantine;
+pub mod review;
 pub mod templates;
 pub mod upcall;
 pub mod upstream;
@@ -37,6 +39,7 @@ pub mod view;
 mod changes;
 pub use answer::Answer;
 pub use changes::Changed;
+pub use review::HeldItem;
 
 use butler_catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -67,7 +70,8 @@ pub struct Settings {
     /// A session that sent nothing for this long, and has no notification stream open,
     /// ends; its client re-initializes on 404 (`mcp.sessionIdleSec`).
     pub session_idle: Duration,
-    /// Whether tools are held until the owner approves them (`mcp.quarantine`).
+    /// Whether providers' tools, prompts, resources and skills are held until the owner
+    /// approves them (`mcp.quarantine`).
     pub quarantine: bool,
     /// Providers spoken to with the 2025 revisions' `initialize` at once, never asked
     /// `server/discover` (`mcp.legacyProviders`), by id — of any kind: an extension's, a
@@ -348,7 +352,7 @@ pub struct Hub {
     idle: Duration,
     /// Every request answered.
     activity: activity::ActivityLog,
-    /// The approved tool definitions, when `mcp.quarantine` is on.
+    /// The approved definitions, when `mcp.quarantine` is on.
     pins: Option<quarantine::Pins>,
     /// A session idle this long (no stream open) ends.
     session_idle: Duration,
@@ -416,20 +420,6 @@ pub enum Server {
 /// The prompt name a package's skill is offered under (after its namespace).
 pub const SKILL_PROMPT: &str = "skill";
 
-/// A provider's tool held out of the lists until the owner approves it.
-pub struct HeldTool {
-    /// The provider's id.
-    pub provider: String,
-    /// The tool's own name.
-    pub name: String,
-    /// The name clients would call it by (on the endpoint asked about).
-    pub public: String,
-    /// Its definition as the provider gives it now.
-    pub definition: Value,
-    /// Why it is held.
-    pub held: quarantine::Held,
-}
-
 /// An approval that could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApprovalError {
@@ -437,12 +427,12 @@ pub enum ApprovalError {
     #[error("no MCP provider `{0}` (see `butler mcp status`)")]
     Unknown(String),
     /// Quarantine is off: nothing is held.
-    #[error("the quarantine is off (`mcp.quarantine` in the root config): no tool is held")]
+    #[error("the quarantine is off (`mcp.quarantine` in the root config): nothing is held")]
     Off,
-    /// The tool is not held (approved already, or no such tool).
-    #[error("`{0}` is not held: it is approved already, or the provider has no such tool")]
+    /// The item is not held (approved already, or no such item).
+    #[error("`{0}` is not held: it is approved already, or the provider offers no such item")]
     NotHeld(String),
-    /// The tool's definition changed since the owner looked at it.
+    /// The item's definition changed since the owner looked at it.
     #[error("`{0}` changed since it was shown (its sha256 differs): look at it again before approving")]
     Stale(String),
     /// The pins could not be written.
@@ -902,6 +892,9 @@ impl Hub {
             };
             for item in items {
                 let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                if self.is_held(&provider.spec.id, kind.pinned(), &item) {
+                    continue;
+                }
                 if matches!(kind, ItemKind::Resource) {
                     // A resource is known by its URI; its name is only a label.
                     let public = label(&provider.spec.namespace, &name);
@@ -912,7 +905,6 @@ impl Hub {
                     if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
                 });
                 match outcome {
-                    Ok(_) if matches!(kind, ItemKind::Tool) && self.is_held(&provider.spec.id, &name, &item) => {}
                     Ok(public) => exposed.push(Exposed { public, provider: Arc::clone(&provider), item }),
                     Err(reason) => {
                         rejected.entry(provider.spec.id.clone()).or_default().push(Rejected { tool: name, reason })
@@ -921,103 +913,6 @@ impl Hub {
             }
         }
         (exposed, rejected)
-    }
-
-    fn is_held(&self, id: &str, name: &str, definition: &Value) -> bool {
-        self.pins.as_ref().is_some_and(|pins| pins.held(id, name, definition).is_some())
-    }
-
-    /// The providers' tools held for the owner's review that `view` would offer, under the
-    /// names it would show them by (`None`: every provider's, under their public names).
-    #[must_use]
-    pub fn held_tools(&self, view: Option<&View>) -> Vec<HeldTool> {
-        let Some(pins) = &self.pins else { return Vec::new() };
-        let mut held = Vec::new();
-        for provider in self.providers() {
-            for definition in provider.lists().tools {
-                let name = definition.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let Ok(public) = names::public(&provider.spec.namespace, &name) else { continue };
-                if let Some(view) = view
-                    && (!offers_tool(view, &provider.spec, &public) || !view.offers_definition(&definition))
-                {
-                    continue;
-                }
-                if let Some(why) = pins.held(&provider.spec.id, &name, &definition) {
-                    let public = view.map_or(public.as_str(), |view| view.name_for(&public, &name)).to_owned();
-                    held.push(HeldTool { provider: provider.spec.id.clone(), name, public, definition, held: why });
-                }
-            }
-        }
-        held
-    }
-
-    /// `GET /mcp/quarantine`: whether it is on, the providers trusted wholesale, and every
-    /// held tool with its definition now and, when it changed, the one approved (providers
-    /// never listed are started first, so their tools can be seen before they are approved).
-    pub async fn quarantine(&self) -> Value {
-        if self.pins.is_some() {
-            self.start_unlisted(None).await;
-        }
-        let held: Vec<Value> = self
-            .held_tools(None)
-            .into_iter()
-            .map(|h| {
-                let (reason, approved) = match h.held {
-                    quarantine::Held::New => ("new", Value::Null),
-                    quarantine::Held::Changed(pin) => ("changed", json!(pin)),
-                };
-                json!({"provider": h.provider, "tool": h.name, "public": h.public, "reason": reason,
-                       "sha256": quarantine::fingerprint(&h.definition), "definition": h.definition,
-                       "approved": approved})
-            })
-            .collect();
-        let trusted: Vec<String> = match &self.pins {
-            Some(pins) => self.providers().iter().map(|p| p.spec.id.clone()).filter(|id| pins.trusted(id)).collect(),
-            None => Vec::new(),
-        };
-        json!({"enabled": self.pins.is_some(), "held": held, "trusted": trusted})
-    }
-
-    /// The owner approves provider `id`'s held tools — `tools` (each by its own name, with
-    /// the sha256 the owner was shown, if any), or, with neither `tools` nor `trust`, all of
-    /// them — and, with `trust`, sets whether the provider is trusted wholesale (a change of
-    /// trust alone approves nothing). Clients are told the tools changed.
-    ///
-    /// # Errors
-    /// [`ApprovalError`]; nothing is approved then.
-    pub async fn approve(
-        &self,
-        id: &str,
-        tools: Option<&[(String, Option<String>)]>,
-        trust: Option<bool>,
-    ) -> Result<Value, ApprovalError> {
-        let pins = self.pins.as_ref().ok_or(ApprovalError::Off)?;
-        if !self.providers().iter().any(|p| p.spec.id == id) {
-            return Err(ApprovalError::Unknown(id.to_owned()));
-        }
-        self.start_unlisted(None).await;
-        let held: Vec<HeldTool> = self.held_tools(None).into_iter().filter(|h| h.provider == id).collect();
-        let chosen: Vec<(String, Value)> = match tools {
-            None if trust.is_some() => Vec::new(),
-            None => held.into_iter().map(|h| (h.name, h.definition)).collect(),
-            Some(named) => {
-                let mut chosen = Vec::new();
-                for (name, seen) in named {
-                    let found =
-                        held.iter().find(|h| &h.name == name).ok_or_else(|| ApprovalError::NotHeld(name.clone()))?;
-                    if seen.as_ref().is_some_and(|sha| *sha != quarantine::fingerprint(&found.definition)) {
-                        return Err(ApprovalError::Stale(name.clone()));
-                    }
-                    chosen.push((found.name.clone(), found.definition.clone()));
-                }
-                chosen
-            }
-        };
-        pins.approve(id, &chosen, trust).map_err(|e| ApprovalError::Failed(e.to_string()))?;
-        self.epoch.fetch_add(1, Ordering::Release);
-        let _ = self.changed.send(Changed::TOOLS);
-        let approved: Vec<&str> = chosen.iter().map(|(name, _)| name.as_str()).collect();
-        Ok(json!({"provider": id, "approved": approved, "trusted": pins.trusted(id)}))
     }
 
     /// The tool routing table, rebuilt only when providers or their lists changed.
@@ -1195,12 +1090,10 @@ impl Hub {
                 self.start_unlisted(Some(view)).await;
                 match self.tool_route(view, &name) {
                     Some(target) => target,
-                    None if self.held_tools(Some(view)).iter().any(|h| h.public == name) => {
-                        return Ok(Answer::Read(host_tools::error_result(format!(
-                            "{name}: this tool is held for the owner's review — it is new, or its description or schema changed since the owner approved it — and cannot be called until they approve it (in the console's review queue, or `butler mcp approve`)"
-                        ))));
-                    }
-                    None => return Err(unknown()),
+                    None => match self.held_error(view, quarantine::Kind::Tool, &name) {
+                        Some(held) => return Ok(Answer::Read(host_tools::error_result(held.message))),
+                        None => return Err(unknown()),
+                    },
                 }
             }
         };
@@ -1324,8 +1217,10 @@ impl Hub {
             return Ok(json!({"description": prompt.title,
                              "messages": [{"role": "user", "content": {"type": "text", "text": prompt.text}}]}));
         }
-        let target =
-            self.prompt_in(view, &name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
+        let target = self.prompt_in(view, &name).ok_or_else(|| {
+            self.held_error(view, quarantine::Kind::Prompt, &name)
+                .unwrap_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))
+        })?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
         forward(&target.provider, "prompts/get", params, asker).await
     }
@@ -1426,7 +1321,7 @@ impl Hub {
         }
         let described = |p: &Arc<Provider>| {
             offered(p)
-                && p.lists().resource_templates.iter().any(|t| {
+                && self.approved_templates(p).iter().any(|t| {
                     t.get("uriTemplate")
                         .and_then(Value::as_str)
                         .is_some_and(|template| templates::matches(template, uri))
@@ -1443,7 +1338,7 @@ impl Hub {
         self.start_unlisted(Some(view)).await;
         let mut templates = Vec::new();
         for provider in self.providers().into_iter().filter(|p| offers(view, &p.spec)) {
-            for template in provider.lists().resource_templates {
+            for template in self.approved_templates(&provider) {
                 let name = template.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let public = label(&provider.spec.namespace, &name);
                 templates.push(Self::shown(view, template, &public));
@@ -1469,7 +1364,12 @@ impl Hub {
         {
             return read;
         }
-        let (provider, original) = self.resource_owner(view, &uri).ok_or_else(|| not_a_resource(&uri))?;
+        if let Some(held) = self.held_error(view, quarantine::Kind::Resource, &uri) {
+            return Err(held);
+        }
+        let (provider, original) = self.resource_owner(view, &uri).ok_or_else(|| {
+            self.held_error(view, quarantine::Kind::ResourceTemplate, &uri).unwrap_or_else(|| not_a_resource(&uri))
+        })?;
         params["uri"] = json!(original);
         let mut result = forward(&provider, "resources/read", params, asker).await?;
         if original != uri
@@ -1606,8 +1506,8 @@ impl Hub {
                 // A template by its `uriTemplate`, or a resource by the URI clients know.
                 let template = self.providers().into_iter().find(|p| {
                     offers(view, &p.spec)
-                        && p.lists()
-                            .resource_templates
+                        && self
+                            .approved_templates(p)
                             .iter()
                             .any(|t| t.get("uriTemplate").and_then(Value::as_str) == Some(&uri))
                 });
@@ -1628,7 +1528,7 @@ impl Hub {
     #[must_use]
     pub fn status(&self) -> Value {
         let (tools, rejected) = self.exposed(ItemKind::Tool, &View::Main);
-        let held = self.held_tools(None);
+        let held = self.held_items(None);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
         let providers: Vec<Value> = self
             .providers()
@@ -1837,6 +1737,17 @@ enum ItemKind {
     Tool,
     Prompt,
     Resource,
+}
+
+impl ItemKind {
+    /// The kind the quarantine pins it as.
+    fn pinned(self) -> quarantine::Kind {
+        match self {
+            Self::Tool => quarantine::Kind::Tool,
+            Self::Prompt => quarantine::Kind::Prompt,
+            Self::Resource => quarantine::Kind::Resource,
+        }
+    }
 }
 
 /// `item` with its `name` replaced by the public one.

@@ -4,7 +4,7 @@
 //! log (`--follow` to keep printing; `--tool GLOB`, `--method`, `--provider`, `--outcome`
 //! and `--endpoint` to keep to some entries); `butler mcp token add|list|revoke`: the tokens
 //! of the MCP profiles (no running host needed); `butler mcp held` and `butler mcp
-//! approve`: the quarantine of tool definitions.
+//! approve`: the quarantine of what providers give models to read.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -80,8 +80,8 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Tools held for the owner's review (`mcp.quarantine`): new ones, and changed ones
-    /// with what changed since they were approved.
+    /// Tools, prompts, resources, templates and skills held for the owner's review
+    /// (`mcp.quarantine`): new ones, and changed ones with what changed since approved.
     Held {
         /// Print the full JSON.
         #[arg(long)]
@@ -89,12 +89,19 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Approve a provider's held tools — those named, or all — or trust it wholesale.
+    /// Approve a provider's held items — those named, or with `--all` everything it
+    /// offers — or trust it wholesale.
     Approve {
         /// The provider's extension id.
         provider: String,
-        /// Its tools to approve, by their own names (none: every held tool of it).
-        tools: Vec<String>,
+        /// What to approve: a tool by its own name, anything else as `KIND:NAME`
+        /// (`prompt:NAME`, `resource:URI`, `resourceTemplate:TEMPLATE`, `skill:NAME`);
+        /// none, without `--trust`/`--distrust`: everything held, as `--all`.
+        items: Vec<String>,
+        /// Approve every held item the provider offers: tools, prompts, resources,
+        /// resource templates and skills.
+        #[arg(long, conflicts_with = "items")]
+        all: bool,
         /// Trust the provider wholesale: its tools pass as they come, changed or not.
         #[arg(long)]
         trust: bool,
@@ -144,8 +151,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
         Command::Token { command } => token(command)?,
         Command::Held { json, target } => held(json, target)?,
-        Command::Approve { provider, tools, trust, distrust, target } => {
-            approve(&provider, &tools, (trust || distrust).then_some(trust), target)?;
+        Command::Approve { provider, items, all, trust, distrust, target } => {
+            approve(&provider, &items, all, (trust || distrust).then_some(trust), target)?;
         }
         Command::Start { id, target } => act(&id, "start", target)?,
         Command::Stop { id, target } => act(&id, "stop", target)?,
@@ -367,16 +374,20 @@ fn held(json: bool, target: Target) -> anyhow::Result<()> {
         return Ok(());
     }
     if report["enabled"] != true {
-        outln!("the quarantine is off (`mcp.quarantine` in the root config): no tool is held");
+        outln!("the quarantine is off (`mcp.quarantine` in the root config): nothing is held");
         return Ok(());
     }
     let held = report["held"].as_array().cloned().unwrap_or_default();
     if held.is_empty() {
-        outln!("no tool is held");
+        outln!("nothing is held");
     }
     for tool in held {
         let text = |key: &str| tool[key].as_str().unwrap_or("-").to_owned();
-        outln!("{} {} ({}): {}", text("provider"), text("tool"), text("public"), text("reason"));
+        let kind = match text("kind").as_str() {
+            "tool" | "-" => String::new(),
+            kind => format!("{kind}:"),
+        };
+        outln!("{} {kind}{} ({}): {}", text("provider"), text("name"), text("public"), text("reason"));
         let now = &tool["definition"];
         match tool["approved"].get("definition") {
             None => outln!("  description: {}", now["description"].as_str().unwrap_or("")),
@@ -394,6 +405,17 @@ fn held(json: bool, target: Target) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An item named on the command line: `KIND:NAME` when KIND is one the quarantine knows
+/// (a resource's URI keeps its own colons), else a tool's name.
+fn item_of(named: &str) -> Value {
+    match named.split_once(':') {
+        Some((kind, name)) if butler_mcp::quarantine::Kind::parse(kind).is_some() => {
+            serde_json::json!({"kind": kind, "name": name})
+        }
+        _ => serde_json::json!({"kind": "tool", "name": named}),
+    }
+}
+
 fn shown(value: Option<&Value>) -> String {
     match value {
         None => "(absent)".to_owned(),
@@ -402,11 +424,13 @@ fn shown(value: Option<&Value>) -> String {
     }
 }
 
-/// `butler mcp approve PROVIDER [TOOL…] [--trust|--distrust]`.
-fn approve(provider: &str, tools: &[String], trust: Option<bool>, target: Target) -> anyhow::Result<()> {
+/// `butler mcp approve PROVIDER [ITEM…] [--all] [--trust|--distrust]`.
+fn approve(provider: &str, items: &[String], all: bool, trust: Option<bool>, target: Target) -> anyhow::Result<()> {
     let mut body = serde_json::json!({"provider": provider});
-    if !tools.is_empty() {
-        body["tools"] = tools.iter().map(|name| serde_json::json!({"name": name})).collect();
+    if all {
+        body["all"] = serde_json::json!(true);
+    } else if !items.is_empty() {
+        body["items"] = items.iter().map(|item| item_of(item)).collect();
     }
     if let Some(trust) = trust {
         body["trust"] = serde_json::json!(trust);

@@ -1,7 +1,7 @@
 //! The MCP hub, on request: its providers started, stopped or restarted (`POST
 //! /mcp/providers/{id}/{start|stop|restart}`), its activity log (`GET /mcp/activity`), and
-//! the quarantine of tool definitions (`GET /mcp/quarantine`, and the owner's
-//! `POST /mcp/quarantine/approve`).
+//! the quarantine of what providers give models to read (`GET /mcp/quarantine`, and the
+//! owner's `POST /mcp/quarantine/approve`).
 
 use axum::Json;
 use axum::extract::State;
@@ -14,6 +14,8 @@ use super::extract::{ApiPath, ApiQuery};
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
 use butler_mcp::activity::{MAX_PAGE, OUTCOMES, Query};
+use butler_mcp::quarantine::Kind;
+use butler_mcp::review::Chosen;
 use butler_mcp::{ActionError, ApprovalError, ProviderAction};
 
 /// `POST /mcp/providers/{id}/{start|stop|restart}`: the provider's status after.
@@ -124,9 +126,9 @@ pub async fn log(
     Ok(super::supervise::log_events(&log).into_response())
 }
 
-/// `GET /mcp/quarantine`: `{"enabled", "trusted": [ids], "held": [{"provider", "tool",
-/// "public", "reason": "new"|"changed", "sha256", "definition", "approved": {"sha256",
-/// "definition", "approved"} or null}]}`.
+/// `GET /mcp/quarantine`: `{"enabled", "trusted": [ids], "held": [{"provider", "kind",
+/// "name", "tool" (tools only), "public", "reason": "new"|"changed", "sha256",
+/// "definition", "approved": {"sha256", "definition", "approved"} or null}]}`.
 pub async fn quarantine(State(state): State<AppState>) -> Json<Value> {
     Json(state.mcp.quarantine().await)
 }
@@ -139,21 +141,41 @@ pub struct ToolApproval {
     sha256: Option<String>,
 }
 
+/// One item of any kind to approve: its kind (`tool`, `prompt`, `resource`,
+/// `resourceTemplate`, `skill`), its own key (a name, a URI, a `uriTemplate`) and, if the
+/// owner was shown it, its sha256.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemApproval {
+    kind: String,
+    name: String,
+    sha256: Option<String>,
+}
+
 /// `POST /mcp/quarantine/approve`'s body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Approval {
     provider: String,
-    /// Absent: every held tool of the provider (none when `trust` is given). `null` is
-    /// refused, never read as "all".
+    /// Absent (and `items` too): every held item of the provider (none when `trust` is
+    /// given). `null` is refused, never read as "all".
     #[serde(default, deserialize_with = "present")]
     tools: Option<Option<Vec<ToolApproval>>>,
+    /// Items of any kind, beside `tools`. `null` is refused as for `tools`.
+    #[serde(default, deserialize_with = "present")]
+    items: Option<Option<Vec<ItemApproval>>>,
+    /// Every held item the provider offers, whatever the rest says of trust (not with
+    /// `tools` or `items`).
+    #[serde(default)]
+    all: bool,
     /// Trust the provider wholesale (`true`), or no longer (`false`).
     trust: Option<bool>,
 }
 
-/// `POST /mcp/quarantine/approve {"provider", "tools"?: [{"name", "sha256"?}], "trust"?}`:
-/// the owner approves held tools (pinning their definitions) or trusts a provider.
+/// `POST /mcp/quarantine/approve {"provider", "tools"?: [{"name", "sha256"?}], "items"?:
+/// [{"kind", "name", "sha256"?}], "all"?, "trust"?}`: the owner approves held items
+/// (pinning their definitions) — those named, or with `all` every one the provider
+/// offers — or trusts a provider.
 ///
 /// # Errors
 /// 403 `owner_required` for anyone but the owner; 404 `unknown_provider`; 409
@@ -167,21 +189,17 @@ pub async fn approve(
     if !caller.owner {
         return Err(ApiError::forbidden(
             "owner_required",
-            "approving tool definitions needs the owner (the console's review queue, or `butler mcp approve`)",
+            "approving what providers offer needs the owner (the console's review queue, or `butler mcp approve`)",
         ));
     }
     let approval = approval_of(body)?;
-    let tools: Option<Vec<(String, Option<String>)>> = match approval.tools {
-        None => None,
-        Some(None) => {
-            return Err(ApiError::bad_request(
-                "invalid_body",
-                "`tools` is a list of {\"name\", \"sha256\"?}; leave it out to approve every held tool",
-            ));
-        }
-        Some(Some(tools)) => Some(tools.into_iter().map(|t| (t.name, t.sha256)).collect()),
+    let chosen = chosen_of(&approval)?;
+    let done = if approval.all {
+        state.mcp.approve_all(&approval.provider, approval.trust).await
+    } else {
+        state.mcp.approve(&approval.provider, chosen.as_deref(), approval.trust).await
     };
-    match state.mcp.approve(&approval.provider, tools.as_deref(), approval.trust).await {
+    match done {
         Ok(done) => Ok(Json(json!({"ok": true, "data": done}))),
         Err(error @ ApprovalError::Unknown(_)) => Err(ApiError::not_found("unknown_provider", error.to_string())),
         Err(error @ ApprovalError::Off) => {
@@ -195,6 +213,33 @@ pub async fn approve(
     }
 }
 
+/// The items an approval names (`None`: it names none — all, or trust alone).
+fn chosen_of(approval: &Approval) -> Result<Option<Vec<Chosen>>, ApiError> {
+    let invalid = |why: &str| ApiError::bad_request("invalid_body", why.to_owned());
+    if matches!(approval.tools, Some(None)) || matches!(approval.items, Some(None)) {
+        return Err(invalid(
+            "`tools` is a list of {\"name\", \"sha256\"?} and `items` of {\"kind\", \"name\", \"sha256\"?}; leave both out (or send `\"all\": true`) to approve everything held",
+        ));
+    }
+    if approval.all && (approval.tools.is_some() || approval.items.is_some()) {
+        return Err(invalid("`all` approves everything held: name no `tools` or `items` with it"));
+    }
+    if approval.tools.is_none() && approval.items.is_none() {
+        return Ok(None);
+    }
+    let mut chosen: Vec<Chosen> = Vec::new();
+    for tool in approval.tools.iter().flatten().flatten() {
+        chosen.push((Kind::Tool, tool.name.clone(), tool.sha256.clone()));
+    }
+    for item in approval.items.iter().flatten().flatten() {
+        let kind = Kind::parse(&item.kind).ok_or_else(|| {
+            invalid("an item's `kind` is one of `tool`, `prompt`, `resource`, `resourceTemplate`, `skill`")
+        })?;
+        chosen.push((kind, item.name.clone(), item.sha256.clone()));
+    }
+    Ok(Some(chosen))
+}
+
 /// The approval a body asks for, read strictly: an object (serde would also read a struct
 /// from an array), each tool named once, each `sha256` 64 lowercase hex digits.
 fn approval_of(body: Value) -> Result<Approval, ApiError> {
@@ -204,17 +249,16 @@ fn approval_of(body: Value) -> Result<Approval, ApiError> {
     }
     let approval: Approval = serde_json::from_value(body).map_err(|e| invalid(format!("the body: {e}")))?;
     let mut named = std::collections::BTreeSet::new();
-    for tool in approval.tools.iter().flatten().flatten() {
-        if !named.insert(tool.name.as_str()) {
-            return Err(invalid(format!("`{}` is named twice in `tools`", tool.name)));
+    let tools = approval.tools.iter().flatten().flatten().map(|t| ("tool", &t.name, &t.sha256));
+    let items = approval.items.iter().flatten().flatten().map(|i| (i.kind.as_str(), &i.name, &i.sha256));
+    for (kind, name, sha256) in tools.chain(items) {
+        if !named.insert((kind, name.as_str())) {
+            return Err(invalid(format!("`{name}` is named twice")));
         }
-        if let Some(sha) = &tool.sha256
+        if let Some(sha) = sha256
             && !(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
         {
-            return Err(invalid(format!(
-                "`{}`: `sha256` is 64 lowercase hex digits, as the quarantine shows it",
-                tool.name
-            )));
+            return Err(invalid(format!("`{name}`: `sha256` is 64 lowercase hex digits, as the quarantine shows it")));
         }
     }
     Ok(approval)

@@ -2,9 +2,10 @@
 // the current card, evidence, checks and conflict; approve or reject through the owner
 // gate. A decision is sent once: a failure is shown and the candidate stays put. Beside
 // them, the delegations' results awaiting confirmation: confirm or reject each (the
-// extension that delegated gets the result only when confirmed). Below them, the MCP tools
-// the quarantine holds, each with its definition (and, when it changed,
-// the diff against the one approved): approve it, or trust its provider wholesale. Last,
+// extension that delegated gets the result only when confirmed). Below them, what the MCP
+// quarantine holds — tools, prompts, resources, resource templates, skills — each with its
+// definition (and, when it changed, the diff against the one approved): approve it, approve
+// everything its provider offers at once, or trust its provider wholesale. Last,
 // the history of decided candidates: approved or rejected, when, and why.
 
 import { call, freshKey, get, pipeline } from './api.js';
@@ -171,23 +172,26 @@ function runCard(run, refreshRuns) {
 
 function heldCard(tool, refreshHeld, onDecided) {
   const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const kind = tool.kind || 'tool';
   const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve-tool' }, t('approve_tool'));
+  const approveAll = h('button', { type: 'button', 'data-act': 'approve-all' }, t('approve_all', { id: tool.provider }));
   const trust = h('button', { type: 'button', 'data-act': 'trust' }, t('trust_provider', { id: tool.provider }));
   const now = JSON.stringify(tool.definition, null, 2);
   const before = tool.approved ? JSON.stringify(tool.approved.definition, null, 2) : null;
-  const article = h('article', { class: 'card held-tool', 'data-tool': tool.public },
+  const article = h('article', { class: 'card held-tool', 'data-tool': tool.public, 'data-kind': kind },
     h('header', { class: 'row' },
+      h('span', { class: 'badge' }, t(`held_kind_${kind}`)),
       h('span', { class: 'badge' }, t(tool.reason === 'changed' ? 'held_changed' : 'held_new')),
       h('h3', null, tool.public)),
     h('p', { class: 'summary' }, (tool.definition && tool.definition.description) || ''),
     before === null
       ? h('details', null, h('summary', null, t('definition')), h('pre', { class: 'diffview' }, now))
       : h('section', { class: 'diff' }, h('h4', null, t('definition_diff')), lineDiff(before, now)),
-    h('div', { class: 'decide row' }, approve, trust),
+    h('div', { class: 'decide row' }, approve, approveAll, trust),
     outcome);
+  const buttons = [approve, approveAll, trust];
   const decide = async (body) => {
-    approve.disabled = true;
-    trust.disabled = true;
+    for (const button of buttons) button.disabled = true;
     try {
       // Sent once, with the sha256 shown: a definition that changed since is refused.
       await call('POST', '/mcp/quarantine/approve', body, { owner: true });
@@ -199,11 +203,12 @@ function heldCard(tool, refreshHeld, onDecided) {
       outcome.className = 'outcome error';
       outcome.dataset.code = e.code || '';
       outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
-      approve.disabled = false;
-      trust.disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
   };
-  approve.addEventListener('click', () => decide({ provider: tool.provider, tools: [{ name: tool.tool, sha256: tool.sha256 }] }));
+  approve.addEventListener('click', () => decide({ provider: tool.provider,
+    items: [{ kind, name: tool.name || tool.tool, sha256: tool.sha256 }] }));
+  approveAll.addEventListener('click', () => decide({ provider: tool.provider, all: true }));
   trust.addEventListener('click', () => decide({ provider: tool.provider, tools: [], trust: true }));
   return article;
 }

@@ -1,0 +1,218 @@
+//! The owner's review of what the quarantine holds ([`crate::quarantine`]): which of the
+//! providers' items — tools, prompts, resources, resource templates, skills — are held on
+//! an endpoint, the report `GET /mcp/quarantine` gives, the errors a held item is refused
+//! with, and the approvals that release them.
+
+use std::sync::atomic::Ordering;
+
+use butler_catalog::names;
+use serde_json::{Value, json};
+
+use crate::provider::Provider;
+use crate::quarantine::{self, Kind};
+use crate::{ApprovalError, Changed, Hub, RpcError, View, offers, offers_prompt, offers_tool};
+
+/// A provider's item held out of the lists until the owner approves it.
+pub struct HeldItem {
+    /// The provider's id.
+    pub provider: String,
+    /// What it is.
+    pub kind: Kind,
+    /// Its own key ([`Kind::key_of`]): a tool's, prompt's or skill's name as the provider
+    /// gives it, a resource's URI, a template's `uriTemplate`.
+    pub name: String,
+    /// What clients would know it by on the endpoint asked about: the public name of a
+    /// tool, prompt or skill; a resource's URI; a template's `uriTemplate`.
+    pub public: String,
+    /// Its definition as the provider gives it now.
+    pub definition: Value,
+    /// Why it is held.
+    pub held: quarantine::Held,
+}
+
+/// An item to approve: its kind, its own key and, when the owner was shown it, its sha256.
+pub type Chosen = (Kind, String, Option<String>);
+
+impl Hub {
+    /// Whether provider `id`'s item `definition` of `kind` is held.
+    pub(crate) fn is_held(&self, id: &str, kind: Kind, definition: &Value) -> bool {
+        self.pins.as_ref().is_some_and(|pins| pins.held(id, kind, &kind.key_of(definition), definition).is_some())
+    }
+
+    /// `provider`'s resource templates the quarantine lets through.
+    pub(crate) fn approved_templates(&self, provider: &Provider) -> Vec<Value> {
+        let mut templates = provider.lists().resource_templates;
+        templates.retain(|t| !self.is_held(&provider.spec.id, Kind::ResourceTemplate, t));
+        templates
+    }
+
+    /// The providers' items held for the owner's review that `view` would offer, under
+    /// what it would show them by (`None`: every provider's, under their public names).
+    #[must_use]
+    pub fn held_items(&self, view: Option<&View>) -> Vec<HeldItem> {
+        let Some(pins) = &self.pins else { return Vec::new() };
+        let mut held = Vec::new();
+        for provider in self.providers() {
+            let spec = &provider.spec;
+            if view.is_some_and(|view| !offers(view, spec)) {
+                continue;
+            }
+            let lists = provider.lists();
+            let kinds = [
+                (Kind::Tool, lists.tools),
+                (Kind::Prompt, lists.prompts),
+                (Kind::Resource, lists.resources),
+                (Kind::ResourceTemplate, lists.resource_templates),
+            ];
+            for (kind, items) in kinds {
+                for definition in items {
+                    let name = kind.key_of(&definition);
+                    let Some(why) = pins.held(&spec.id, kind, &name, &definition) else { continue };
+                    let public = match kind {
+                        Kind::Tool | Kind::Prompt | Kind::Skill => {
+                            let Ok(public) = names::public(&spec.namespace, &name) else { continue };
+                            if let Some(view) = view {
+                                let offered = if kind == Kind::Tool {
+                                    offers_tool(view, spec, &public) && view.offers_definition(&definition)
+                                } else {
+                                    offers_prompt(view, spec, &public)
+                                };
+                                if !offered {
+                                    continue;
+                                }
+                            }
+                            view.map_or(public.as_str(), |view| view.name_for(&public, &name)).to_owned()
+                        }
+                        Kind::Resource | Kind::ResourceTemplate => name.clone(),
+                    };
+                    held.push(HeldItem { provider: spec.id.clone(), kind, name, public, definition, held: why });
+                }
+            }
+        }
+        held
+    }
+
+    /// The error a request for the held item `view` shows as `public` (of `kind`) is
+    /// refused with; `None` when no such item is held there.
+    pub(crate) fn held_error(&self, view: &View, kind: Kind, public: &str) -> Option<RpcError> {
+        self.pins.as_ref()?;
+        let found = self.held_items(Some(view)).into_iter().find(|h| {
+            h.kind == kind
+                && match kind {
+                    Kind::ResourceTemplate => crate::templates::matches(&h.public, public),
+                    _ => h.public == public,
+                }
+        })?;
+        let what = match kind {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource",
+            Kind::ResourceTemplate => "resource template that describes",
+            Kind::Skill => "skill",
+        };
+        let code = if matches!(kind, Kind::Resource | Kind::ResourceTemplate) { -32002 } else { -32602 };
+        Some(RpcError {
+            code,
+            message: format!(
+                "the {what} {public} is held for the owner's review — it is new, or its definition changed since the owner approved it — and reaches no client until they approve it (in the console's review queue, or `butler mcp approve`)"
+            ),
+            data: Some(json!({"held": true, "kind": kind.as_str(), "provider": found.provider, "name": public})),
+        })
+    }
+
+    /// `GET /mcp/quarantine`: whether it is on, the providers trusted wholesale, and every
+    /// held item with its definition now and, when it changed, the one approved (providers
+    /// never listed are started first, so their items can be seen before they are approved).
+    pub async fn quarantine(&self) -> Value {
+        if self.pins.is_some() {
+            self.start_unlisted(None).await;
+        }
+        let held: Vec<Value> = self
+            .held_items(None)
+            .into_iter()
+            .map(|h| {
+                let (reason, approved) = match h.held {
+                    quarantine::Held::New => ("new", Value::Null),
+                    quarantine::Held::Changed(pin) => ("changed", json!(pin)),
+                };
+                let mut item = json!({"provider": h.provider, "kind": h.kind.as_str(), "name": h.name,
+                       "public": h.public, "reason": reason,
+                       "sha256": quarantine::fingerprint(&h.definition), "definition": h.definition,
+                       "approved": approved});
+                if h.kind == Kind::Tool {
+                    item["tool"] = item["name"].clone();
+                }
+                item
+            })
+            .collect();
+        let trusted: Vec<String> = match &self.pins {
+            Some(pins) => self.providers().iter().map(|p| p.spec.id.clone()).filter(|id| pins.trusted(id)).collect(),
+            None => Vec::new(),
+        };
+        json!({"enabled": self.pins.is_some(), "held": held, "trusted": trusted})
+    }
+
+    /// The owner approves provider `id`'s held items — `items` (each by its kind and own
+    /// key, with the sha256 the owner was shown, if any), or, with no `items`, every item
+    /// it offers that is held (none when only `trust` is asked) — and, with `trust`, sets
+    /// whether the provider is trusted wholesale. Clients are told the lists changed.
+    ///
+    /// # Errors
+    /// [`ApprovalError`]; nothing is approved then.
+    pub async fn approve(
+        &self,
+        id: &str,
+        items: Option<&[Chosen]>,
+        trust: Option<bool>,
+    ) -> Result<Value, ApprovalError> {
+        self.approve_some(id, items, trust, false).await
+    }
+
+    /// [`Self::approve`] of every held item of provider `id`, with `trust` set as asked.
+    ///
+    /// # Errors
+    /// [`ApprovalError`]; nothing is approved then.
+    pub async fn approve_all(&self, id: &str, trust: Option<bool>) -> Result<Value, ApprovalError> {
+        self.approve_some(id, None, trust, true).await
+    }
+
+    async fn approve_some(
+        &self,
+        id: &str,
+        items: Option<&[Chosen]>,
+        trust: Option<bool>,
+        all: bool,
+    ) -> Result<Value, ApprovalError> {
+        let pins = self.pins.as_ref().ok_or(ApprovalError::Off)?;
+        if !self.providers().iter().any(|p| p.spec.id == id) {
+            return Err(ApprovalError::Unknown(id.to_owned()));
+        }
+        self.start_unlisted(None).await;
+        let held: Vec<HeldItem> = self.held_items(None).into_iter().filter(|h| h.provider == id).collect();
+        let chosen: Vec<(Kind, String, Value)> = match items {
+            None if trust.is_some() && !all => Vec::new(),
+            None => held.into_iter().map(|h| (h.kind, h.name, h.definition)).collect(),
+            Some(named) => {
+                let mut chosen = Vec::new();
+                for (kind, name, seen) in named {
+                    let found = held
+                        .iter()
+                        .find(|h| h.kind == *kind && &h.name == name)
+                        .ok_or_else(|| ApprovalError::NotHeld(name.clone()))?;
+                    if seen.as_ref().is_some_and(|sha| *sha != quarantine::fingerprint(&found.definition)) {
+                        return Err(ApprovalError::Stale(name.clone()));
+                    }
+                    chosen.push((found.kind, found.name.clone(), found.definition.clone()));
+                }
+                chosen
+            }
+        };
+        pins.approve(id, &chosen, trust).map_err(|e| ApprovalError::Failed(e.to_string()))?;
+        self.epoch.fetch_add(1, Ordering::Release);
+        let _ = self.changed.send(Changed::ALL);
+        let approved: Vec<&str> = chosen.iter().map(|(_, name, _)| name.as_str()).collect();
+        let by_kind: Vec<Value> =
+            chosen.iter().map(|(kind, name, _)| json!({"kind": kind.as_str(), "name": name})).collect();
+        Ok(json!({"provider": id, "approved": approved, "items": by_kind, "trusted": pins.trusted(id)}))
+    }
+}
