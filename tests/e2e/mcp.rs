@@ -466,7 +466,16 @@ fn host_tools_and_the_restricted_distill_endpoint() {
     assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
     let prompt = distill.request("prompts/get", json!({"name": "butler__context"}));
     assert!(prompt["result"]["messages"][0]["content"]["text"].is_string(), "{prompt}");
-    // Providers' prompts and resources are namespaced too.
+    // Providers' prompts and resources are namespaced too — once approved: a new instance
+    // holds them, as it holds tools, until the owner approves them.
+    let held = client.request("prompts/list", json!({}));
+    assert!(!held.to_string().contains("fake__greet"), "{held}");
+    let held = client.request("prompts/get", json!({"name": "fake__greet"}));
+    assert!(held.to_string().contains("held for the owner"), "{held}");
+    let token = format!("Bearer {}", butler.owner_token());
+    let (status, approved) =
+        butler.post_json("/mcp/quarantine/approve", &json!({"provider": "fake"}), &[("authorization", token.as_str())]);
+    assert_eq!(status, 200, "{approved}");
     let prompts = client.request("prompts/list", json!({}));
     assert!(
         prompts["result"]["prompts"].as_array().expect("prompts").iter().any(|p| p["name"] == "fake__greet"),
