@@ -29,16 +29,21 @@ struct Era {
     /// tools-call ones itself, its results lacking `resultType` — and 2 of the 13 it does
     /// not score).
     direct: usize,
+    /// Whether the host pins the reference server to the 2025 revisions
+    /// (`mcp.legacyProviders`), as an owner whose clients are of those revisions does.
+    pinned: bool,
 }
 
-const ERAS: [Era; 3] = [
-    Era { suite: Suite::Stable, options: &[], expected: "reference-0.1.16.txt", direct: 30 },
-    Era { suite: Suite::Old, options: &[], expected: "reference-0.1.12.txt", direct: 30 },
+const ERAS: [Era; 4] = [
+    Era { suite: Suite::Stable, options: &[], expected: "reference-0.1.16.txt", direct: 30, pinned: false },
+    Era { suite: Suite::Stable, options: &[], expected: "reference-0.1.16-pinned.txt", direct: 30, pinned: true },
+    Era { suite: Suite::Old, options: &[], expected: "reference-0.1.12.txt", direct: 30, pinned: false },
     Era {
         suite: Suite::Next,
         options: &["--requirements", "2026-07-28"],
         expected: "reference-2026-07-28.txt",
         direct: 32,
+        pinned: false,
     },
 ];
 
@@ -81,11 +86,13 @@ impl Drop for ReferenceServer {
 
 /// A host whose providers are the reference server at `url` (an enabled capability package
 /// of `"transport": "http"`, provider `suzu:reference`) and our Python port of it over stdio
-/// (`twin`, the same URIs), with profile `reference` over the first alone.
-fn hub_over(dir: &Path, url: &str) -> Butler {
+/// (`twin`, the same URIs), with profile `reference` over the first alone; `pinned`: the
+/// reference server spoken to in the 2025 revisions.
+fn hub_over(dir: &Path, url: &str, pinned: bool) -> Butler {
     let workdir = dir.join("instance");
     std::fs::create_dir_all(&workdir).expect("mkdir");
-    let config = json!({"mcp": {"quarantine": false, "profiles": {
+    let legacy: &[&str] = if pinned { &["suzu:reference"] } else { &[] };
+    let config = json!({"mcp": {"quarantine": false, "legacyProviders": legacy, "profiles": {
         "reference": {"providers": ["suzu:reference"], "prefix": false},
     }}});
     std::fs::write(workdir.join("butler.json"), config.to_string()).expect("root config");
@@ -133,13 +140,15 @@ fn measure(era: &Era) -> (Vec<String>, String) {
         conformance::run(command)
     };
     let direct = suite(&format!("http://localhost:{}/mcp", reference.port));
-    let butler = hub_over(dir.path(), &format!("http://127.0.0.1:{}/mcp", reference.port));
+    let butler = hub_over(dir.path(), &format!("http://127.0.0.1:{}/mcp", reference.port), era.pinned);
     let hub = suite(&format!("http://localhost:{}/myspace-butler/api/mcp/p/reference", butler.port));
     drop(butler);
     drop(reference);
 
-    let name = format!("{} {}", era.suite.version(), era.options.join(" "));
-    let name = name.trim();
+    let pin = if era.pinned { "(server pinned to 2025)" } else { "" };
+    let name = format!("{} {} {pin}", era.suite.version(), era.options.join(" "));
+    let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+    let name = name.as_str();
     let expected = conformance::expected_failures(&conformance::fixture(era.expected));
     let mut wrong = Vec::new();
     let passed_direct: Vec<&str> = direct.passed().collect();
