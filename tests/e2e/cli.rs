@@ -44,9 +44,11 @@ fn serve_refuses_a_non_loopback_bind_and_a_busy_port() {
     }
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("addr").port().to_string();
-    let (code, _, err) = run(&["serve", "--workdir", workdir, "--port", &port]);
+    let fresh = dir.path().join("fresh");
+    let (code, _, err) = run(&["serve", "--workdir", fresh.to_str().expect("utf8"), "--port", &port]);
     assert_ne!(code, 0);
     assert!(err.contains("already in use"), "{err}");
+    assert!(!fresh.exists(), "a taken port leaves no instance behind");
 }
 
 #[test]

@@ -67,7 +67,9 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     );
     std::fs::create_dir_all(dir.path().join("faculties")).expect("faculties");
     std::fs::copy(crate::util::guests::NOTES, dir.path().join("faculties/notes.wasm")).expect("a faculty");
-    let butler = Butler::start(dir.path());
+    let logs = tempfile::tempdir().expect("temp");
+    let host_log = logs.path().join("host.log");
+    let butler = Butler::start_logging(dir.path(), "info", &host_log);
     let mut client = Client::connect(&butler, "/mcp");
 
     // New tools are held: not listed — the poisoned description reaches no client — and
@@ -91,6 +93,12 @@ fn tools_reach_clients_only_as_the_owner_approved_them() {
     assert!(report["held"].as_array().expect("held").iter().all(|h| h["reason"] == "new"), "{report}");
     let (_, status) = butler.get_json("/mcp/status");
     assert_eq!(status["providers"][0]["held"].as_array().map(Vec::len), Some(3), "{status}");
+    // The terminal says so, and how to release them.
+    wait_until(LIMIT, "the host to log what it holds", || {
+        std::fs::read_to_string(&host_log).unwrap_or_default().contains(
+            "MCP provider `shifty`: 3 tools held for your review, offered to no client until approved — see them with `butler mcp held`, approve them with `butler mcp approve shifty --all`",
+        )
+    });
 
     // Approval needs the owner: not a bare local request, not over MCP (no such tool).
     let greet_sha = report["held"][0]["sha256"].as_str().expect("a sha").to_owned();

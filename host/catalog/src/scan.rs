@@ -541,18 +541,21 @@ fn load_manifest(file: &Path, dir: &Path, display: &str) -> Loaded {
 
 /// Schema, typed and semantic validation of a manifest document.
 fn validate(value: Value, dir: &Path, display: &str) -> Loaded {
-    let reject = |id: Option<String>, pointer: &str, message: String| {
-        Loaded::Rejected(Diagnostic::single(display.to_owned(), id, Severity::Error, pointer, message))
-    };
     let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
+    // A rejected manifest still shows its unknown fields: the typo behind an error is often
+    // one of them (`hosted` spelt otherwise, so the required field is "missing").
+    let mut warnings = unknown_fields(&value);
+    let rejected = |id: Option<String>, mut errors: Vec<SchemaError>, warnings: &[SchemaError]| {
+        errors.extend_from_slice(warnings);
+        Loaded::Rejected(Diagnostic { path: display.to_owned(), id, severity: Severity::Error, errors })
+    };
     let mut errors = MANIFEST_SCHEMA.errors(&value);
     if !errors.is_empty() {
-        return Loaded::Rejected(Diagnostic { path: display.to_owned(), id, severity: Severity::Error, errors });
+        return rejected(id, errors, &warnings);
     }
-    let mut warnings = unknown_fields(&value);
     let manifest: Manifest = match json::typed(value) {
         Ok(m) => m,
-        Err((pointer, message)) => return reject(id, &pointer, message),
+        Err((pointer, message)) => return rejected(id, vec![SchemaError { pointer, message }], &warnings),
     };
     errors = rules::check(&manifest);
     if !errors.is_empty() {
@@ -667,5 +670,18 @@ mod tests {
         let twice = b"{\"schemaVersi\\n\": 1, \"schemaVersi\\n\": 1}";
         let refused = messages(twice);
         assert!(refused[0].contains("the field `schemaVersi\\n` is written twice at line 1"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_rejected_manifest_still_names_the_misspelt_field() {
+        // `Hosted` for `hosted`: the kind's required block is missing, and the typo says why.
+        let misspelt = br#"{"schemaVersion": 1, "kind": "service", "id": "s", "name": "S",
+            "Hosted": {"command": ["sleep", "1"]}}"#;
+        let (_, diagnostics) = check_manifest_bytes(misspelt, Path::new("/nonexistent"), "services/s/butler.json");
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert_eq!(diagnostics[0].severity, Severity::Error, "{diagnostics:?}");
+        let all = messages(misspelt);
+        assert!(all.len() >= 2, "the error and the hint: {all:?}");
+        assert!(all.iter().any(|m| m == "unknown field `Hosted` is ignored; did you mean `hosted`?"), "{all:?}");
     }
 }

@@ -3,6 +3,8 @@
 //! an endpoint, the report `GET /mcp/quarantine` gives, the errors a held item is refused
 //! with, and the approvals that release them.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use butler_catalog::names;
@@ -214,5 +216,89 @@ impl Hub {
         let by_kind: Vec<Value> =
             chosen.iter().map(|(kind, name, _)| json!({"kind": kind.as_str(), "name": name})).collect();
         Ok(json!({"provider": id, "approved": approved, "items": by_kind, "trusted": pins.trusted(id)}))
+    }
+
+    /// Says in the host's log, once per change, which providers have items held for the
+    /// owner's review and how to release them — so that an owner who just added a server
+    /// learns in the terminal why its tools do not show (from now on, while the hub lives).
+    pub fn report_held(self: &Arc<Self>) {
+        if self.pins.is_none() {
+            return;
+        }
+        let mut changes = self.changes();
+        let watcher = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut told: BTreeMap<String, String> = BTreeMap::new();
+            loop {
+                let Some(hub) = watcher.upgrade() else { break };
+                for (provider, summary) in held_summaries(&hub.held_items(None)) {
+                    if told.get(&provider) != Some(&summary) {
+                        tracing::warn!(
+                            "MCP provider `{provider}`: {summary} held for your review, offered to no client until approved — see them with `butler mcp held`, approve them with `butler mcp approve {provider} --all` (or in the console's review)"
+                        );
+                        told.insert(provider, summary);
+                    }
+                }
+                drop(hub);
+                match changes.recv().await {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+}
+
+/// Per provider with items held, how many of each kind (`2 tools, 1 prompt`).
+fn held_summaries(held: &[HeldItem]) -> BTreeMap<String, String> {
+    let mut counts: BTreeMap<&str, BTreeMap<Kind, usize>> = BTreeMap::new();
+    for item in held {
+        *counts.entry(&item.provider).or_default().entry(item.kind).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(provider, kinds)| {
+            let parts: Vec<String> = kinds
+                .into_iter()
+                .map(|(kind, n)| {
+                    let noun = match kind {
+                        Kind::Tool => "tool",
+                        Kind::Prompt => "prompt",
+                        Kind::Resource => "resource",
+                        Kind::ResourceTemplate => "resource template",
+                        Kind::Skill => "skill",
+                    };
+                    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+                })
+                .collect();
+            (provider.to_owned(), parts.join(", "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_items_are_summed_up_per_provider_and_kind() {
+        let item = |provider: &str, kind: Kind, name: &str| HeldItem {
+            provider: provider.to_owned(),
+            kind,
+            name: name.to_owned(),
+            public: name.to_owned(),
+            definition: json!({"name": name}),
+            held: quarantine::Held::New,
+        };
+        let held = [
+            item("fs", Kind::Tool, "read"),
+            item("fs", Kind::Tool, "write"),
+            item("fs", Kind::Prompt, "greet"),
+            item("web", Kind::ResourceTemplate, "web://{page}"),
+        ];
+        let summaries = held_summaries(&held);
+        assert_eq!(summaries["fs"], "2 tools, 1 prompt");
+        assert_eq!(summaries["web"], "1 resource template");
+        assert_eq!(summaries.len(), 2);
     }
 }

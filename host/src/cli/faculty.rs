@@ -88,7 +88,14 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Upgrade { apply, workdir } => upgrade(workdir, apply)?,
         Command::New { name, lang, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
-            let steps = scaffold::new_project(&name, lang, &dir)?;
+            // Where the built component goes: the default instance's faculties folder, when
+            // there is one to name.
+            let faculties = super::settings::Settings::load()
+                .ok()
+                .and_then(|settings| super::settings::workdir(None, &settings).ok())
+                .and_then(|workdir| butler_host::instance::Instance::open(&workdir).ok())
+                .map(|instance| butler_host::instance::builtins::faculties_dir(&instance));
+            let steps = scaffold::new_project(&name, lang, &dir, faculties.as_deref())?;
             outln!("created the faculty `{name}` in {}", dir.display());
             for step in steps {
                 outln!("{step}");

@@ -50,8 +50,10 @@ const JS: &[Template] = &[
 ];
 
 /// Creates the project of faculty `name` in `dir` (which must not exist or be empty), and
-/// returns the lines telling how to build and install it.
-pub fn new_project(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<Vec<String>> {
+/// returns the lines telling how to build it and install it into `faculties` (the
+/// instance's faculties folder; unknown: a placeholder). Each line runs on its own, from
+/// any directory: the paths in it are absolute.
+pub fn new_project(name: &str, lang: Lang, dir: &Path, faculties: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && name.len() <= 64;
@@ -93,8 +95,10 @@ pub fn new_project(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<Vec<Str
     }
     write_wit(&dir.join("wit"), false)?;
 
-    let at = shell_word(&dir.display().to_string());
-    let installed = |file: &str| format!("install:   cp {file} <instance>/faculties/{name}.wasm");
+    let at = shell_word(&std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned()).display().to_string());
+    let into =
+        faculties.map_or_else(|| "<instance>/faculties".to_owned(), |folder| shell_word(&folder.display().to_string()));
+    let installed = |file: &str| format!("install:   cp {file} {into}/{name}.wasm");
     Ok(match lang {
         Lang::Rust => vec![
             "toolchain: rustup target add wasm32-wasip2".to_owned(),
@@ -203,6 +207,24 @@ fn shell_word(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_printed_steps_name_absolute_paths_and_the_real_faculties_folder() {
+        let temp = tempfile::tempdir().expect("temp");
+        let dir = temp.path().join("weather");
+        let faculties = temp.path().join("my instance/faculties");
+        let steps = new_project("weather", Lang::Rust, &dir, Some(&faculties)).expect("created");
+        let install = steps.iter().find(|s| s.starts_with("install:")).expect("an install step");
+        let built = dir.join("target/wasm32-wasip2/release/weather.wasm");
+        let quoted = shell_word(&faculties.display().to_string());
+        assert_eq!(*install, format!("install:   cp {} {quoted}/weather.wasm", built.display()), "{steps:?}");
+        let temp_relative = tempfile::tempdir_in(".").expect("temp here");
+        let relative = temp_relative.path().file_name().map(|n| Path::new(n).join("w")).expect("name");
+        let steps = new_project("w", Lang::Js, &relative, None).expect("created");
+        let absolute = std::path::absolute(&relative).expect("absolute");
+        assert!(steps.iter().all(|s| !s.contains(" cd ") || s.contains(&*absolute.display().to_string())), "{steps:?}");
+        assert!(steps.iter().any(|s| s.ends_with("<instance>/faculties/w.wasm")), "{steps:?}");
+    }
 
     #[test]
     fn the_pins_are_read_from_the_suites_tools() {

@@ -146,6 +146,9 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
         return Err(http::BindError::NotLoopback(addr).into());
     }
     let workdir = settings::workdir(args.workdir, &settings)?;
+    // A port that is taken leaves no instance behind either.
+    let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
+    let listener = http::bind(addr, port).await?;
     let (instance, created) = Instance::open_or_create(&workdir)?;
     if created {
         tracing::info!(workdir = %instance.root.display(), "created a new instance from the skeleton");
@@ -170,8 +173,6 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
             tracing::info!(dir = %dir.display(), "removed {swept} temp files a previous host left");
         }
     }
-    let port = args.port.or(settings.port).unwrap_or(DEFAULT_PORT);
-    let listener = http::bind(addr, port).await?;
     let local = listener.local_addr().context("cannot read the listening address")?;
     let host_url = format!("http://{local}");
     let owner_token = owner::ensure(&instance.state_dir()).context("cannot create the owner token")?;
@@ -205,6 +206,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     };
     let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
     mcp.relay_faculty_changes();
+    mcp.report_held();
     mcp.stop_idle_providers();
     let imports = Arc::new(butler_catalog::imports::Imports::open(
         instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),

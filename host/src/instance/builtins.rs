@@ -91,8 +91,10 @@ pub fn apply(instance: &Instance, plan: &[(String, Action)]) -> Result<(), Insta
         .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })
 }
 
-/// Built-ins live in the scan root named `faculties` (the first root if there is none).
-fn faculties_dir(instance: &Instance) -> std::path::PathBuf {
+/// Where faculties are dropped: the scan root named `faculties` (the first root if there
+/// is none). Built-ins live there too.
+#[must_use]
+pub fn faculties_dir(instance: &Instance) -> std::path::PathBuf {
     let roots = instance.scan_config().roots;
     roots
         .iter()
