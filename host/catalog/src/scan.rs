@@ -546,7 +546,10 @@ fn validate(value: Value, dir: &Path, display: &str) -> Loaded {
     // one of them (`hosted` spelt otherwise, so the required field is "missing").
     let mut warnings = unknown_fields(&value);
     let rejected = |id: Option<String>, mut errors: Vec<SchemaError>, warnings: &[SchemaError]| {
-        errors.extend_from_slice(warnings);
+        // A field an error names already is not named again.
+        let hints: Vec<SchemaError> =
+            warnings.iter().filter(|w| !errors.iter().any(|e| e.pointer == w.pointer)).cloned().collect();
+        errors.extend(hints);
         Loaded::Rejected(Diagnostic { path: display.to_owned(), id, severity: Severity::Error, errors })
     };
     let mut errors = MANIFEST_SCHEMA.errors(&value);
