@@ -668,8 +668,10 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
 /// The Butler view registers the hourly distill job through the owner gate and lists it.
 #[test]
 fn automations_are_registered_and_listed_in_the_butler_view() {
-    let (butler, _dir) =
-        Butler::fresh_with_config(|config| config["agent"] = json!({"command": crate::agents::agent_command()}));
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": crate::agents::agent_command()});
+        config["automations"] = json!({"timeZone": "Asia/Shanghai"});
+    });
     let result = drive(&butler, "automations", &json!({"title": "蒸馏 · Butler"}));
     assert_no_errors(&result);
     assert!(result["outcome"].as_str().is_some_and(|o| o.contains("1 added")), "{result}");
