@@ -178,7 +178,12 @@ fn ps_shows_a_providers_uptime_and_what_a_tool_between_two_runs_is_doing() {
     assert!(fake["status"]["uptimeMs"].as_u64().is_some_and(|ms| ms >= 1000), "{fake}");
     assert!(fake["status"]["startedAt"].is_u64(), "{fake}");
 
-    // A program that exited while the keeper stops what it left: restarting, no pid.
+    // A program that exited while the keeper stops what it left: restarting, no pid. Watched
+    // from a run's start to its backoff.
+    wait_until(Duration::from_secs(30), "a run of leaver", || {
+        let status = tool_status(&host, "leaver");
+        LIVE.contains(&status["state"].as_str().unwrap_or_default()) && status["pid"].is_u64()
+    });
     let seen = sample(&host, "leaver", Duration::from_secs(20), |s| s["state"] == "backoff");
     assert_eq!(seen.last().map(|s| &s["state"]), Some(&json!("backoff")), "{seen:#?}");
     let winding = seen.iter().filter(|s| s["state"] == "restarting").count();
