@@ -6,6 +6,7 @@ mod capabilities;
 mod card_index;
 mod catalog;
 mod cli;
+mod cli_daily;
 mod collector;
 mod conformance;
 mod console;

@@ -306,6 +306,10 @@ pub struct Conn {
     listen: Mutex<Listen>,
     /// What it said of itself (at `initialize`, or in its `server/discover` answer).
     declared: std::sync::OnceLock<Declared>,
+    /// When it was started (the process spawned, the remote server dialled), ms since the
+    /// epoch, and the same moment on the monotonic clock for its uptime.
+    started_at: u64,
+    started: Instant,
 }
 
 /// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
@@ -746,6 +750,11 @@ pub struct Status {
     pub state: State,
     /// The provider's pid while it runs.
     pub pid: Option<u32>,
+    /// While it runs: when this run started (its process, or its connection to a remote
+    /// server), ms since the epoch.
+    pub started_at: Option<u64>,
+    /// While it runs: how long this run has lasted, in ms.
+    pub uptime_ms: Option<u64>,
     /// The protocol revision it is spoken to with, while it runs.
     pub protocol: Option<&'static str>,
     /// A remote server's URL, as it may be shown (no user, query or fragment).
@@ -1066,6 +1075,8 @@ impl Provider {
             modern: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
             declared: std::sync::OnceLock::new(),
+            started_at: butler_catalog::time::now_ms(),
+            started: Instant::now(),
         });
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
@@ -1571,6 +1582,8 @@ impl Provider {
             namespace: self.spec.namespace.clone(),
             state: inner.state,
             pid,
+            started_at: inner.conn.as_ref().map(|c| c.started_at),
+            uptime_ms: inner.conn.as_ref().map(|c| u64::try_from(c.started.elapsed().as_millis()).unwrap_or(u64::MAX)),
             protocol: inner
                 .conn
                 .as_ref()
