@@ -734,8 +734,37 @@ def sessions(browser, origin, shots, args):
             "proofAfter": proof_after, "afterReload": after_reload}
 
 
+def spent_link(browser, origin, shots, args):
+    """A login link opened a second time: a page saying so and how to get a new one."""
+    said = {}
+    errors = []
+    for locale in ("en-US", "zh-CN"):
+        page = Page(browser, origin, shots, locale=locale)
+        token = os.environ["BUTLER_OWNER_TOKEN"]
+        request = urllib.request.Request(
+            f"{origin}/myspace-butler/api/console/links", data=b"{}",
+            headers={"content-type": "application/json", "authorization": f"Bearer {token}"}, method="POST")
+        with urllib.request.urlopen(request) as response:
+            url = json.loads(response.read())["data"]["url"]
+        page.page.goto(url)
+        page.page.wait_for_url(f"{origin}/myspace-butler/**")
+        answer = page.page.goto(url)
+        said[locale] = {
+            "status": answer.status,
+            "type": page.page.evaluate("document.contentType"),
+            "heading": page.page.locator("h1").inner_text(),
+            "text": page.page.locator("body").inner_text(),
+            "console": page.page.locator("a[href='/myspace-butler/']").count(),
+        }
+        page.shot(f"spent-link-{locale}")
+        # The refused link's 403 is the browser's own resource error; anything else is the page's.
+        errors += [e for e in page.errors if not e.startswith("Failed to load resource")]
+        page.context.close()
+    return {"errors": errors, **said}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
-                                     activity, packages, plugins, confirmations, automations, sessions)}
+                                     activity, packages, plugins, confirmations, automations, sessions, spent_link)}
 
 
 def main():

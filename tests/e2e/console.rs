@@ -828,3 +828,41 @@ fn sessions_are_listed_ended_and_logged_out_in_the_browser() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["sessions"], json!([]), "both sessions ended: {body}");
 }
+
+/// A login link opened again is a page (in the browser's language) saying it
+/// was spent and how to get a new one; API clients still get the error envelope.
+#[test]
+fn a_spent_login_link_is_a_page_saying_how_to_get_a_new_one() {
+    let (butler, _dir) = Butler::start_fresh();
+    let result = drive(&butler, "spent_link", &json!({}));
+    assert_no_errors(&result);
+    for (locale, heading) in [("en-US", "This login link cannot be used"), ("zh-CN", "这个登录链接不能再用了")]
+    {
+        let said = &result[locale];
+        assert_eq!((said["status"].as_u64(), said["type"].as_str()), (Some(403), Some("text/html")), "{result}");
+        assert_eq!(said["heading"], heading, "{result}");
+        assert!(said["text"].as_str().is_some_and(|t| t.contains("butler console") && !t.contains('{')), "{result}");
+        assert_eq!(said["console"], 1, "{result}");
+    }
+
+    let token = owner(&butler);
+    let (_, link) = butler.post_json("/console/links", &json!({}), &[("authorization", &token)]);
+    let url = link["data"]["url"].as_str().expect("a login link").to_owned();
+    let client =
+        butler_test_support::http::client().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let visit = |accept: &str| client.get(&url).header("accept", accept).send().expect("login");
+    assert_eq!(visit("text/html").status(), 303, "the first visit logs in");
+    let page = visit("text/html,application/xhtml+xml,*/*;q=0.8");
+    assert_eq!(page.status(), 403);
+    let header = |name: &str| page.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(header("content-type").starts_with("text/html"), "{}", header("content-type"));
+    assert!(header("content-security-policy").contains("script-src 'self'"));
+    assert_eq!(header("cache-control"), "no-store");
+    assert!(page.text().expect("the page").contains("<code>butler console</code>"));
+    for accept in ["application/json", "*/*"] {
+        let answer = visit(accept);
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().expect("the error envelope");
+        assert_error(status, &body, 403, "login_link_invalid");
+    }
+}
