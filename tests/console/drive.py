@@ -28,8 +28,9 @@ def launch(p):
 
 
 class Page:
-    def __init__(self, browser, origin, shots, viewport=(1280, 800), locale="en-US"):
-        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale=locale)
+    def __init__(self, browser, origin, shots, viewport=(1280, 800), locale="en-US", scheme="light"):
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale=locale,
+                                           color_scheme=scheme)
         self.page = self.context.new_page()
         self.page.set_default_timeout(LIMIT_MS)
         expect.set_options(timeout=LIMIT_MS)
@@ -734,6 +735,69 @@ def sessions(browser, origin, shots, args):
             "proofAfter": proof_after, "afterReload": after_reload}
 
 
+# Where the view's heading is, and whether anything covers it: its box, and the element
+# found at points along its text (the heading itself unless something lies on top).
+HEADING_SEEN = """() => {
+    const h1 = document.querySelector('main h1');
+    if (!h1) return { found: false };
+    const box = h1.getBoundingClientRect();
+    const y = box.top + Math.min(box.height / 2, 10);
+    const xs = [box.left + 2, box.left + Math.min(box.width, 60) / 2];
+    const covered = xs.map((x) => document.elementFromPoint(x, y))
+        .filter((el) => !el || !h1.contains(el)).map((el) => (el ? el.tagName + '.' + el.className : 'nothing'));
+    return { found: true, top: box.top, bottom: box.bottom, inView: box.top >= 0 && box.bottom <= innerHeight,
+             covered, scrollY: window.scrollY };
+}"""
+
+# What scrolls sideways: the page itself, or any element in it that has more to show to its right.
+SIDEWAYS = """() => {
+    const wide = [...document.querySelectorAll('main *')].filter((el) => {
+        const overflow = getComputedStyle(el).overflowX;
+        return (overflow === 'auto' || overflow === 'scroll') && el.scrollWidth > el.clientWidth + 1;
+    }).map((el) => `${el.tagName}.${el.className} ${el.scrollWidth}>${el.clientWidth}`);
+    return { page: document.documentElement.scrollWidth > innerWidth, elements: wide };
+}"""
+
+
+def headings(browser, origin, shots, args):
+    """Every view opens with its heading in sight, whether opened by its address or from the
+    navigation after scrolling down another view: at 1280 and 360 px, light and dark, English
+    and Chinese. On #/mcp at 360 px nothing scrolls sideways."""
+    views = args["views"]
+    seen = []
+    sideways = {}
+    header = {}
+    errors = []
+    for viewport in ((1280, 800), (360, 740)):
+        for scheme in ("light", "dark"):
+            for locale in ("en-US", "zh-CN"):
+                page = Page(browser, origin, shots, viewport=viewport, locale=locale, scheme=scheme)
+                where = f"{viewport[0]}-{scheme}-{locale}"
+                for view in views:
+                    page.open(view)
+                    seen.append({"at": where, "how": "address", "view": view, **page.page.evaluate(HEADING_SEEN)})
+                for view in views:
+                    # Scrolled to the bottom of a long view first (another, for the long
+                    # view itself), then the tab clicked.
+                    page.open(args["long"] if view != args["long"] else args["other"])
+                    page.page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+                    page.page.locator(f"nav a[data-view='{view.split('/')[0]}']").click()
+                    page.page.wait_for_function(f"() => document.body.dataset.view === '{view.split('/')[0]}'")
+                    page.ready()
+                    seen.append({"at": where, "how": "nav", "view": view, **page.page.evaluate(HEADING_SEEN)})
+                    if scheme == "light" and locale == "en-US":
+                        page.shot(f"heading-{view.replace('/', '-')}-{viewport[0]}")
+                page.open("mcp")
+                expect(page.page.locator(f"tr[data-provider='{args['provider']}']")).to_be_visible()
+                sideways[where] = page.page.evaluate(SIDEWAYS)
+                header[where] = page.page.evaluate("document.querySelector('header.top').offsetHeight")
+                if scheme == "dark" and locale == "zh-CN":
+                    page.shot(f"mcp-{viewport[0]}-dark-zh")
+                errors += page.errors
+                page.context.close()
+    return {"errors": errors, "seen": seen, "sideways": sideways, "header": header}
+
+
 def spent_link(browser, origin, shots, args):
     """A login link opened a second time: a page saying so and how to get a new one."""
     said = {}
@@ -764,7 +828,8 @@ def spent_link(browser, origin, shots, args):
 
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
-                                     activity, packages, plugins, confirmations, automations, sessions, spent_link)}
+                                     activity, packages, plugins, confirmations, automations, sessions, spent_link,
+                                     headings)}
 
 
 def main():

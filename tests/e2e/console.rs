@@ -829,6 +829,73 @@ fn sessions_are_listed_ended_and_logged_out_in_the_browser() {
     assert_eq!(body["data"]["sessions"], json!([]), "both sessions ended: {body}");
 }
 
+/// An MCP server the hub runs (a tool manifest with an `mcp` block and no `hosted` one),
+/// `shifty`, offering `tools` (`tests/providers/shifty_mcp.py`); held while the root
+/// config's quarantine is on.
+fn shifty(workdir: &Path, tools: &[Value]) {
+    let tools_file = workdir.join("shifty-tools.json");
+    crate::mcp_quarantine::write_tools(&tools_file, tools);
+    let script = root().join("tests/providers/shifty_mcp.py").display().to_string();
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "shifty", "name": "shifty",
+        "mcp": {"transport": "stdio", "command": ["python3", script],
+                "env": {"SHIFTY_TOOLS": tools_file.display().to_string()}, "timeoutSec": 10}});
+    write_manifest(workdir, "tools/shifty", &manifest);
+}
+
+/// The public names of what the quarantine holds, once it holds `n` (listing it starts the
+/// providers, as the review queue does).
+fn held_names(butler: &Butler, n: usize) -> Vec<String> {
+    let names = |report: &Value| -> Vec<String> {
+        report["held"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["public"].as_str().map(str::to_owned))
+            .collect()
+    };
+    wait_until(Duration::from_secs(30), "the quarantine to hold the provider's items", || {
+        names(&butler.get_json("/mcp/quarantine").1).len() == n
+    });
+    names(&butler.get_json("/mcp/quarantine").1)
+}
+
+/// A view switch, at 1280 px and 360 px, light and dark, English and Chinese,
+/// leaves the view's heading in sight — not under the sticky header — and the MCP
+/// providers' table fits a 360 px screen without scrolling sideways.
+#[test]
+fn every_views_heading_is_in_sight_and_the_mcp_table_fits_a_narrow_screen() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    // Long names, for the table; thirty tools, for a board taller than the screen.
+    let long: Vec<Value> = (1..=3)
+        .map(|i| crate::mcp_quarantine::tool(&format!("a_rather_long_tool_name_for_a_narrow_screen_{i}"), "Long."))
+        .collect();
+    shifty(&butler.workdir, &long);
+    for i in 0..30 {
+        write_manifest(&butler.workdir, &format!("tools/t{i:02}"), &tool(&format!("t{i:02}"), &format!("Tool {i}")));
+    }
+    wait_until(Duration::from_secs(30), "the tools listed", || butler.ids().len() >= 31);
+    held_names(&butler, 3);
+    let token = owner(&butler);
+    let (status, body) =
+        butler.post_json("/mcp/quarantine/approve", &json!({"provider": "shifty"}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{body}");
+
+    let views = json!(["review", "tools", "butler", "mcp", "diagnostics"]);
+    let result =
+        drive(&butler, "headings", &json!({"views": views, "long": "tools", "other": "review", "provider": "shifty"}));
+    assert_no_errors(&result);
+    let seen = result["seen"].as_array().expect("seen");
+    assert_eq!(seen.len(), 2 * 2 * 2 * 2 * 5, "{result}");
+    for view in seen {
+        assert_eq!(view["found"], true, "{view}");
+        assert_eq!(view["inView"], true, "the heading is on the screen: {view}");
+        assert_eq!(view["covered"], json!([]), "nothing lies on the heading: {view}");
+    }
+    for (at, sideways) in result["sideways"].as_object().expect("sideways") {
+        assert_eq!(sideways, &json!({"page": false, "elements": []}), "{at}: nothing scrolls sideways on #/mcp");
+    }
+}
+
 /// A login link opened again is a page (in the browser's language) saying it
 /// was spent and how to get a new one; API clients still get the error envelope.
 #[test]

@@ -120,7 +120,12 @@ async function show(focus = false) {
     rendering -= 1;
   }
   document.body.dataset.ready = 'true';
-  if (focus) main.focus();
+  if (focus) {
+    // A new view starts at its top, its heading below the header: focusing `main` would
+    // scroll it to the viewport's top edge, under the sticky header.
+    main.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }
   if (missed.size) {
     const again = missed;
     missed = new Set();
@@ -261,6 +266,11 @@ document.getElementById('logout').addEventListener('click', async (e) => {
   loggedOut();
 });
 window.addEventListener('hashchange', () => show(true));
+// The header's height, for what the browser scrolls into view to stop below it.
+const header = document.querySelector('header.top');
+new ResizeObserver(() => {
+  document.documentElement.style.setProperty('--header-height', `${header.offsetHeight}px`);
+}).observe(header);
 setLang(lang());
 show().then(async () => {
   await findQueueReport().catch(() => null);
