@@ -486,15 +486,16 @@ def held(browser, origin, shots, args):
 
 
 def held_all(browser, origin, shots, args):
-    """Everything a provider offers that the quarantine holds, approved with one click on
-    one of its held cards."""
+    """Everything a provider holds, approved with one click on its group, which lists it."""
     page = Page(browser, origin, shots)
     page.open("review")
     card = page.page.locator(f"[data-tool='{args['card']}']")
     expect(card).to_be_visible()
     kind = card.get_attribute("data-kind")
-    card.locator("button[data-act='approve-all']").click()
-    expect(card.locator(".outcome.ok")).to_be_visible()
+    group = page.page.locator(f"[data-held-provider='{args['provider']}']")
+    expect(group.locator(f"[data-approves='{args['card']}']")).to_be_visible()
+    group.locator("button[data-act='approve-provider']").click()
+    expect(group.locator(".outcome.ok").first).to_be_visible()
     page.shot("held-approved-all")
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
     return {"errors": errors, "kind": kind}
@@ -671,6 +672,11 @@ def confirmations(browser, origin, shots, args):
     expect(second).to_be_visible()
     shown = first.locator("pre.result").inner_text()
     images = page.page.locator("#confirmations img").count()
+    empty_shown = page.page.locator("main .empty").is_visible()
+    proposed = first.locator("[data-proposed]").inner_text()
+    local = page.page.evaluate(
+        "(at) => new Date(at).toLocaleString()", first.locator("[data-proposed] time").get_attribute("datetime"))
+    badge = page.page.locator("nav a[data-view='review'] .count").inner_text()
     page.shot("confirmations")
     first.locator("button[data-act='confirm-run']").click()
     expect(first.locator(".outcome.ok")).to_be_visible()
@@ -681,7 +687,8 @@ def confirmations(browser, origin, shots, args):
     expect(first.locator("button[data-act='confirm-run']")).to_be_disabled()
     page.shot("confirmations-decided")
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
-    return {"errors": errors, "shown": shown, "images": images}
+    return {"errors": errors, "shown": shown, "images": images, "emptyShown": empty_shown, "proposed": proposed,
+            "local": local, "badge": badge}
 
 
 def automations(browser, origin, shots, args):
@@ -798,6 +805,38 @@ def headings(browser, origin, shots, args):
     return {"errors": errors, "seen": seen, "sideways": sideways, "header": header}
 
 
+def waiting(browser, origin, shots, args):
+    """The Review tab counts what the MCP quarantine holds, from another view and in the
+    review view; a provider's held items are approved at once, the list of what that
+    approves shown beside the button."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    badge = page.page.locator("nav a[data-view='review'] .count")
+    expect(badge).to_have_text(str(args["held"]))
+    from_tools = badge.inner_text()
+    page.page.locator("nav a[data-view='review']").click()
+    page.ready()
+    group = page.page.locator(f"[data-held-provider='{args['provider']}']")
+    expect(group).to_be_visible()
+    expect(badge).to_have_text(str(args["held"]))
+    title_count = page.page.locator("main h1 .count").inner_text()
+    empty_shown = page.page.locator("main .empty").is_visible()
+    listed = group.locator("[data-approves]").evaluate_all("items => items.map((i) => i.dataset.approves)")
+    button = group.locator("button[data-act='approve-provider']").inner_text()
+    page.shot("held-provider")
+    group.locator("button[data-act='approve-provider']").click()
+    expect(group.locator(".outcome.ok").first).to_be_visible()
+    # Nothing is held any more: the badge goes, and the view says nothing awaits.
+    expect(badge).to_have_count(0)
+    expect(page.page.locator("main .empty")).to_be_visible()
+    page.shot("held-provider-approved")
+    approvals = [json.loads(body) for method, url, body in page.requests
+                 if method == "POST" and url.endswith("/mcp/quarantine/approve") and body]
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "fromTools": from_tools, "titleCount": title_count, "emptyShown": empty_shown,
+            "listed": listed, "button": button, "approvals": approvals}
+
+
 def spent_link(browser, origin, shots, args):
     """A login link opened a second time: a page saying so and how to get a new one."""
     said = {}
@@ -828,8 +867,8 @@ def spent_link(browser, origin, shots, args):
 
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
-                                     activity, packages, plugins, confirmations, automations, sessions, spent_link,
-                                     headings)}
+                                     activity, packages, plugins, confirmations, automations, sessions, headings,
+                                     waiting, spent_link)}
 
 
 def main():

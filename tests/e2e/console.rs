@@ -442,8 +442,8 @@ fn held_mcp_tools_are_reviewed_beside_the_cards() {
     let held: Vec<&str> = report["held"].as_array().expect("held").iter().filter_map(|h| h["tool"].as_str()).collect();
     assert_eq!(held, ["greet"], "the page approved add, only add: {report}");
 
-    // One click approves everything the provider offers that is held.
-    let result = drive(&butler, "held_all", &json!({"card": "shifty__greet"}));
+    // One click on the provider's group approves everything it holds, which the group lists.
+    let result = drive(&butler, "held_all", &json!({"card": "shifty__greet", "provider": "shifty"}));
     assert_no_errors(&result);
     assert_eq!(result["kind"], "tool", "{result}");
     let (_, report) = butler.get_json("/mcp/quarantine");
@@ -658,6 +658,13 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
     assert_no_errors(&result);
     assert_eq!(result["images"], 0, "a result is text, never markup: {result}");
     assert!(result["shown"].as_str().is_some_and(|s| s.contains("<img src=x onerror")), "{result}");
+    // Not "nothing awaits review" while they wait; the tab counts them; the
+    // proposal's date is local, as every other date on the page.
+    assert_eq!(result["emptyShown"], false, "{result}");
+    assert_eq!(result["badge"], "2", "{result}");
+    let proposed = result["proposed"].as_str().unwrap_or_default();
+    let local = result["local"].as_str().unwrap_or("?");
+    assert!(proposed.contains(local) && !proposed.contains("Z ·"), "{result}");
     let answers: Vec<(u16, Value)> = callers.into_iter().map(|c| c.join().expect("caller")).collect();
     assert_eq!(answers[0].0, 200, "{:?}", answers[0]);
     assert_eq!(answers[0].1["result"]["note"], "<img src=x onerror=a");
@@ -894,6 +901,39 @@ fn every_views_heading_is_in_sight_and_the_mcp_table_fits_a_narrow_screen() {
     for (at, sideways) in result["sideways"].as_object().expect("sideways") {
         assert_eq!(sideways, &json!({"page": false, "elements": []}), "{at}: nothing scrolls sideways on #/mcp");
     }
+}
+
+/// The Review tab counts the MCP items the quarantine holds (from any
+/// view), "nothing awaits" is not said while they wait, and "approve all of shifty" approves
+/// exactly the items it lists, each with the definition shown.
+#[test]
+fn the_review_tab_counts_held_mcp_items_and_a_provider_is_approved_at_once() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    let offered: Vec<Value> = ["greet", "relist", "add"].iter().map(|n| crate::mcp_quarantine::tool(n, n)).collect();
+    shifty(&butler.workdir, &offered);
+    butler.wait_ready("cards");
+    let held = held_names(&butler, 3);
+
+    let result = drive(&butler, "waiting", &json!({"held": 3, "provider": "shifty"}));
+    assert_no_errors(&result);
+    assert_eq!(result["fromTools"], "3", "{result}");
+    assert_eq!(result["titleCount"], "3", "{result}");
+    assert_eq!(result["emptyShown"], false, "nothing awaits is not said while items wait: {result}");
+    let mut listed: Vec<String> =
+        result["listed"].as_array().expect("listed").iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+    listed.sort();
+    let mut expected = held.clone();
+    expected.sort();
+    assert_eq!(listed, expected, "{result}");
+    assert!(result["button"].as_str().is_some_and(|b| b.contains("shifty") && b.contains('3')), "{result}");
+    // One approval, naming exactly what was listed, each with the sha256 shown.
+    let approvals = result["approvals"].as_array().expect("approvals");
+    assert_eq!(approvals.len(), 1, "{result}");
+    let items = approvals[0]["items"].as_array().expect("the items listed");
+    assert_eq!((approvals[0]["provider"].as_str(), items.len()), (Some("shifty"), 3), "{result}");
+    assert!(items.iter().all(|i| i["sha256"].as_str().is_some_and(|s| s.len() == 64)), "{result}");
+    let (_, report) = butler.get_json("/mcp/quarantine");
+    assert_eq!(report["held"], json!([]), "{report}");
 }
 
 /// A login link opened again is a page (in the browser's language) saying it

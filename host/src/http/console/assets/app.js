@@ -184,7 +184,8 @@ function listen() {
         if (queueReport && k === `report:${queueReport}`) what.add('queue');
       }
       if (what.has('catalog')) queueReport = undefined;
-      if (what.has('queue') && current && current.name !== 'review') updatePending();
+      const awaiting = what.has('queue') || what.has('runs') || what.has('mcp');
+      if (awaiting && current && current.name !== 'review') updatePending();
       if (what.has('catalog')) updateProblems();
       if (what.size) refresh(what);
     }
@@ -209,16 +210,50 @@ async function findQueueReport() {
   return queueReport;
 }
 
-async function updatePending() {
-  try {
-    const found = await findQueueReport();
-    if (!found) return ctx.setPending(0);
-    const [faculty, id] = found.split('/');
-    const report = await get(`/faculties/${encodeURIComponent(faculty)}/reports/${encodeURIComponent(id)}`);
-    ctx.setPending((report.items || []).length);
-  } catch {
-    /* the queue report is optional */
+/** How many candidates the review queue holds (0 without a queue). */
+async function queueCount() {
+  const found = await findQueueReport();
+  if (!found) return 0;
+  const [faculty, id] = found.split('/');
+  const report = await get(`/faculties/${encodeURIComponent(faculty)}/reports/${encodeURIComponent(id)}`);
+  return (report.items || []).length;
+}
+
+/** How many delegations' results await the owner's confirmation. */
+async function runsCount() {
+  return ((await get('/runs')).runs || []).filter((r) => r.status === 'awaiting_confirmation').length;
+}
+
+/** How many MCP items the quarantine holds for the owner's approval. */
+async function heldCount() {
+  const report = await get('/mcp/quarantine');
+  return report.enabled ? (report.held || []).length : 0;
+}
+
+let counting = null;
+let countAgain = false;
+
+/**
+ * The Review tab's badge, from any other view: what the review view lists — candidates,
+ * delegations awaiting confirmation, held MCP items. Each part is optional (0 when it
+ * cannot be read); a change announced while counting is counted again once it is done.
+ */
+function updatePending() {
+  if (counting) {
+    countAgain = true;
+    return counting;
   }
+  counting = (async () => {
+    do {
+      countAgain = false;
+      const parts = await Promise.all([queueCount(), runsCount(), heldCount()].map((p) => p.catch(() => 0)));
+      if (current && current.name === 'review') return; // the view counts them itself
+      ctx.setPending(parts.reduce((a, b) => a + b, 0));
+    } while (countAgain);
+  })().finally(() => {
+    counting = null;
+  });
+  return counting;
 }
 
 /** The Diagnostics tab's badge: how many manifests have a problem now. */
