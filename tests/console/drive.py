@@ -837,6 +837,30 @@ def waiting(browser, origin, shots, args):
             "listed": listed, "button": button, "approvals": approvals}
 
 
+def language(browser, origin, shots, args):
+    """State badges, headings and the host's automation title follow the console's language."""
+    found = {}
+    for locale in ("zh-CN", "en-US"):
+        page = Page(browser, origin, shots, locale=locale)
+        texts = {}
+        page.open("tools")
+        expect(page.page.locator(f"article.item[data-id='{args['mcp']}'] .badge.state")).to_be_visible()
+        texts["tools"] = page.page.locator("#tools-board .badge.state").all_inner_texts()
+        texts["mcpItem"] = page.page.locator(f"article.item[data-id='{args['mcp']}'] .badge.state").inner_text()
+        page.open("mcp")
+        texts["providers"] = page.page.locator("tr[data-provider] .badge").all_inner_texts()
+        texts["headings"] = page.page.locator("main h2").all_inner_texts()
+        page.open("butler")
+        expect(page.page.locator("[data-report] .status-report").first).to_be_visible()
+        texts["faculties"] = page.page.locator("article.faculty .badge.state").all_inner_texts()
+        texts["reports"] = page.page.locator(".status-report .badge").all_inner_texts()
+        texts["jobs"] = page.page.locator("#automations tr[data-job] td[data-title]").all_inner_texts()
+        page.shot(f"butler-{locale}")
+        found[locale] = {**texts, "errors": page.errors}
+        page.context.close()
+    return {"errors": found["zh-CN"]["errors"] + found["en-US"]["errors"], "zh": found["zh-CN"], "en": found["en-US"]}
+
+
 def spent_link(browser, origin, shots, args):
     """A login link opened a second time: a page saying so and how to get a new one."""
     said = {}
@@ -868,7 +892,7 @@ def spent_link(browser, origin, shots, args):
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
                                      activity, packages, plugins, confirmations, automations, sessions, headings,
-                                     waiting, spent_link)}
+                                     waiting, language, spent_link)}
 
 
 def main():

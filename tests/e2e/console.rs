@@ -658,8 +658,8 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
     assert_no_errors(&result);
     assert_eq!(result["images"], 0, "a result is text, never markup: {result}");
     assert!(result["shown"].as_str().is_some_and(|s| s.contains("<img src=x onerror")), "{result}");
-    // Not "nothing awaits review" while they wait; the tab counts them; the
-    // proposal's date is local, as every other date on the page.
+    // Not "nothing awaits review" while they wait; the tab counts them; the proposal's date
+    // is local, as every other date on the page.
     assert_eq!(result["emptyShown"], false, "{result}");
     assert_eq!(result["badge"], "2", "{result}");
     let proposed = result["proposed"].as_str().unwrap_or_default();
@@ -866,9 +866,9 @@ fn held_names(butler: &Butler, n: usize) -> Vec<String> {
     names(&butler.get_json("/mcp/quarantine").1)
 }
 
-/// A view switch, at 1280 px and 360 px, light and dark, English and Chinese,
-/// leaves the view's heading in sight — not under the sticky header — and the MCP
-/// providers' table fits a 360 px screen without scrolling sideways.
+/// A view switch, at 1280 px and 360 px, light and dark, English and Chinese, leaves the
+/// view's heading in sight — not under the sticky header — and the MCP providers' table
+/// fits a 360 px screen without scrolling sideways.
 #[test]
 fn every_views_heading_is_in_sight_and_the_mcp_table_fits_a_narrow_screen() {
     let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
@@ -903,9 +903,9 @@ fn every_views_heading_is_in_sight_and_the_mcp_table_fits_a_narrow_screen() {
     }
 }
 
-/// The Review tab counts the MCP items the quarantine holds (from any
-/// view), "nothing awaits" is not said while they wait, and "approve all of shifty" approves
-/// exactly the items it lists, each with the definition shown.
+/// The Review tab counts the MCP items the quarantine holds (from any view), "nothing awaits"
+/// is not said while they wait, and "approve all of shifty" approves exactly the items it
+/// lists, each with the definition shown.
 #[test]
 fn the_review_tab_counts_held_mcp_items_and_a_provider_is_approved_at_once() {
     let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
@@ -936,8 +936,63 @@ fn the_review_tab_counts_held_mcp_items_and_a_provider_is_approved_at_once() {
     assert_eq!(report["held"], json!([]), "{report}");
 }
 
-/// A login link opened again is a page (in the browser's language) saying it
-/// was spent and how to get a new one; API clients still get the error envelope.
+/// In Chinese the state badges, headings and the host's automation title are Chinese; in
+/// English the automation is not titled in Chinese; an MCP-only tool is shown as an MCP
+/// server with the hub's state, not `unmanaged`.
+#[test]
+fn badges_and_titles_follow_the_consoles_language() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["mcp"]["quarantine"] = json!(true);
+        config["agent"] = json!({"command": crate::agents::agent_command()});
+    });
+    shifty(&butler.workdir, &[crate::mcp_quarantine::tool("greet", "Says hello")]);
+    write_manifest(&butler.workdir, "tools/plain", &tool("plain", "Plain"));
+    let mut ticker = tool("ticker", "Ticker");
+    ticker["hosted"] = json!({"command": ["sh", "-c", "exec sleep 300"]});
+    write_manifest(&butler.workdir, "tools/ticker", &ticker);
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    wait_until(Duration::from_secs(30), "the tools listed", || {
+        let ids = butler.ids();
+        ["shifty", "plain", "ticker"].iter().all(|id| ids.contains(&(*id).to_owned()))
+    });
+    held_names(&butler, 1);
+    let token = owner(&butler);
+    let (status, body) = butler.post_json("/automations", &json!({}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{body}");
+
+    let result = drive(&butler, "language", &json!({"mcp": "shifty"}));
+    assert_no_errors(&result);
+    let (zh, en) = (&result["zh"], &result["en"]);
+    // Badges in Chinese hold no English word (`MCP` and `Butler` are names).
+    let english = |text: &str| text.replace("MCP", "").replace("Butler", "").chars().any(|c| c.is_ascii_alphabetic());
+    for part in ["tools", "providers", "faculties", "reports"] {
+        let badges = zh[part].as_array().unwrap_or_else(|| panic!("{part}: {result}"));
+        assert!(!badges.is_empty(), "{part}: {result}");
+        for badge in badges {
+            assert!(!english(badge.as_str().unwrap_or("?")), "{part}: {badge} in Chinese: {result}");
+        }
+    }
+    assert!(
+        zh["headings"].as_array().is_some_and(|h| h.iter().all(|h| !english(h.as_str().unwrap_or("?")))),
+        "{result}"
+    );
+    assert_eq!(zh["jobs"], json!(["蒸馏 · Butler"]), "{result}");
+    assert_eq!(en["jobs"], json!(["Distill · Butler"]), "{result}");
+    assert_eq!(zh["mcpItem"], "MCP 服务 · 就绪", "{result}");
+    assert_eq!(en["mcpItem"], "MCP server · ready", "{result}");
+    assert!(
+        en["tools"].as_array().is_some_and(|b| b.contains(&json!("stopped")) && b.contains(&json!("unmanaged"))),
+        "{result}"
+    );
+    // The job's identity is its registered title.
+    let (_, listed) = butler.get_json("/automations");
+    assert_eq!(listed["jobs"][0]["title"], "蒸馏 · Butler", "{listed}");
+}
+
+/// A login link opened again is a page (in the browser's language) saying it was spent and
+/// how to get a new one; API clients still get the error envelope.
 #[test]
 fn a_spent_login_link_is_a_page_saying_how_to_get_a_new_one() {
     let (butler, _dir) = Butler::start_fresh();

@@ -15,8 +15,8 @@ import { packagesView } from './packages.js';
 const VIEWS = {
   review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp', 'runs'] },
   library: { key: 'nav_library', render: libraryView, watches: [] },
-  tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
-  services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
+  tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout', 'mcp'] },
+  services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout', 'mcp'] },
   butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
   mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp', 'mcpActivity'] },
   packages: { key: 'nav_packages', render: packagesView, watches: [] },

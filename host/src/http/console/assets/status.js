@@ -6,7 +6,7 @@
 
 import { call, get } from './api.js';
 import { h, replace, when } from './dom.js';
-import { t } from './i18n.js';
+import { stateText, t } from './i18n.js';
 
 /** The tabs of the MCP view: `#/mcp` and `#/mcp/activity`. */
 function mcpTabs(active) {
@@ -44,7 +44,7 @@ export async function mcpView(main, ctx) {
       h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, providers.map((p) => h('tr', { 'data-provider': p.id },
         h('th', { scope: 'row' }, p.id), cell(1, h('code', null, p.namespace || '')),
-        cell(2, h('span', { class: `badge state-${p.state}`, 'data-state': p.state }, p.state)),
+        cell(2, h('span', { class: `badge state-${p.state}`, 'data-state': p.state }, stateText(p.state))),
         cell(3, (p.tools || []).map((name) => [h('code', null, name), ' ']),
           (p.held || []).length ? h('div', { class: 'muted' }, `${t('held_count', { n: p.held.length })} `, h('a', { href: '#/review' }, t('nav_review'))) : null),
         (p.rejected || []).length ? cell(4, p.rejected.map((r) => h('div', null, h('code', null, r.tool), ` — ${r.reason}`))) : h('td'),
@@ -255,7 +255,7 @@ function providerActions(p, ctx) {
     try {
       const answer = await call('POST', `/mcp/providers/${encodeURIComponent(p.id)}/${action}`, {});
       outcome.className = 'outcome ok';
-      outcome.textContent = answer.data && answer.data.status ? answer.data.status.state : action;
+      outcome.textContent = answer.data && answer.data.status ? stateText(answer.data.status.state) : t(action);
     } catch (err) {
       outcome.className = 'outcome error';
       outcome.dataset.code = err.code || '';
