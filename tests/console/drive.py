@@ -837,6 +837,16 @@ def waiting(browser, origin, shots, args):
             "listed": listed, "button": button, "approvals": approvals}
 
 
+def quiet(browser, origin, shots, args):
+    """How often a page on another view reads the quarantine (which starts providers not yet
+    listed) while a provider keeps failing to start and announcing it."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    page.page.wait_for_timeout(args["seconds"] * 1000)
+    reads = [url for method, url, _ in page.requests if method == "GET" and url.endswith("/mcp/quarantine")]
+    return {"errors": page.errors, "reads": len(reads)}
+
+
 def language(browser, origin, shots, args):
     """State badges, headings and the host's automation title follow the console's language."""
     found = {}
@@ -892,7 +902,7 @@ def spent_link(browser, origin, shots, args):
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
                                      activity, packages, plugins, confirmations, automations, sessions, headings,
-                                     waiting, language, spent_link)}
+                                     waiting, quiet, language, spent_link)}
 
 
 def main():

@@ -936,6 +936,23 @@ fn the_review_tab_counts_held_mcp_items_and_a_provider_is_approved_at_once() {
     assert_eq!(report["held"], json!([]), "{report}");
 }
 
+/// The Review tab's badge is counted from every view, and counting reads the quarantine,
+/// which starts the providers not yet listed: a provider that keeps failing to start (each
+/// failure announced) is not started again at every announcement — counts are 5 s apart.
+#[test]
+fn counting_what_awaits_does_not_restart_a_failing_provider_at_every_change() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    let failing = json!({"schemaVersion": 1, "kind": "tool", "id": "failing", "name": "failing",
+        "mcp": {"transport": "stdio", "command": ["sh", "-c", "exit 1"], "timeoutSec": 5}});
+    write_manifest(&butler.workdir, "tools/failing", &failing);
+    wait_until(Duration::from_secs(30), "the provider registered", || butler.ids().contains(&"failing".to_owned()));
+    let seconds = 12;
+    let result = drive(&butler, "quiet", &json!({"seconds": seconds}));
+    assert_no_errors(&result);
+    let reads = result["reads"].as_u64().unwrap_or(u64::MAX);
+    assert!((1..=seconds / 5 + 2).contains(&reads), "the quarantine read {reads} times in {seconds} s: {result}");
+}
+
 /// In Chinese the state badges, headings and the host's automation title are Chinese; in
 /// English the automation is not titled in Chinese; an MCP-only tool is shown as an MCP
 /// server with the hub's state, not `unmanaged`.

@@ -232,6 +232,10 @@ async function heldCount() {
 
 let counting = null;
 let countAgain = false;
+let countedAt = 0;
+/** Counts at most this often: reading the quarantine starts providers not yet listed, and a
+ * provider that keeps failing to start must not be started again at every change it announces. */
+const COUNT_EVERY_MS = 5000;
 
 /**
  * The Review tab's badge, from any other view: what the review view lists — candidates,
@@ -246,6 +250,9 @@ function updatePending() {
   counting = (async () => {
     do {
       countAgain = false;
+      const wait = countedAt + COUNT_EVERY_MS - Date.now();
+      if (countedAt && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      countedAt = Date.now();
       const parts = await Promise.all([queueCount(), runsCount(), heldCount()].map((p) => p.catch(() => 0)));
       if (current && current.name === 'review') return; // the view counts them itself
       ctx.setPending(parts.reduce((a, b) => a + b, 0));
