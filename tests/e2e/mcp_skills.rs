@@ -41,9 +41,10 @@ fn read(butler: &Butler, path: &str, uri: &str) -> Value {
     ask(butler, path, &request(3, "resources/read", json!({"uri": uri})))
 }
 
-/// An instance with the providers `docs` (whose reads are logged to `log`) and `shady`
-/// (which tampers with a file), and the profiles `docs`, `plain` (`docs` under its own
-/// URIs) and `none`.
+/// An instance with the providers `docs` (whose reads are logged to `log`) and `shady`,
+/// `shady-size`, `shady-front` (which serve content other than their entries say: another
+/// digest, another size, another front matter), and the profiles `docs`, `plain` (`docs`
+/// under its own URIs) and `none`.
 fn instance_with_skills(dir: &Path, log: &Path, quarantine: bool) {
     let config = json!({"mcp": {"quarantine": quarantine, "profiles": {
         "docs": {"providers": ["docs"]},
@@ -53,7 +54,9 @@ fn instance_with_skills(dir: &Path, log: &Path, quarantine: bool) {
     std::fs::write(dir.join("butler.json"), config.to_string()).expect("root config");
     let log = log.display().to_string();
     write_manifest(dir, "tools/docs", &skills_provider("docs", &["--log", &log]));
-    write_manifest(dir, "tools/shady", &skills_provider("shady", &["--tamper"]));
+    for (id, mode) in [("shady", "digest"), ("shady-size", "size"), ("shady-front", "frontmatter")] {
+        write_manifest(dir, &format!("tools/{id}"), &skills_provider(id, &["--tamper", mode]));
+    }
 }
 
 #[test]
@@ -65,20 +68,15 @@ fn providers_skills_are_listed_got_and_read_through_the_hub_checked_against_thei
 
     // Listed under the provider's namespace, with the cache hints of 2026-07-28 lists.
     let mut listed = Value::Null;
-    wait_until(LIMIT, "both providers' skills", || {
+    wait_until(LIMIT, "every provider's skills", || {
         listed = ask(&butler, "/mcp", &request(1, "skills/list", json!({})));
-        skill_uris(&listed).len() == 4
+        skill_uris(&listed).len() == 8
     });
-    assert_eq!(
-        skill_uris(&listed),
-        [
-            PDF,
-            "skill://docs/acme/billing/refunds/SKILL.md",
-            "skill://shady/pdf-processing/SKILL.md",
-            "skill://shady/acme/billing/refunds/SKILL.md"
-        ],
-        "{listed}"
-    );
+    let uris = skill_uris(&listed);
+    assert_eq!(uris[..2], [PDF, "skill://docs/acme/billing/refunds/SKILL.md"], "{listed}");
+    for uri in ["skill://shady/pdf-processing/SKILL.md", "skill://shady_front/acme/billing/refunds/SKILL.md"] {
+        assert!(uris.iter().any(|u| u == uri), "{uri} in {listed}");
+    }
     assert_eq!((&listed["result"]["ttlMs"], &listed["result"]["cacheScope"]), (&json!(0), &json!("private")));
     let entry = listed["result"]["skills"][0].clone();
     assert_eq!(entry["frontmatter"]["metadata"]["version"], "2.1.0", "the front matter verbatim: {entry}");
@@ -110,6 +108,11 @@ fn providers_skills_are_listed_got_and_read_through_the_hub_checked_against_thei
     let tampered = read(&butler, "/mcp", "skill://shady/pdf-processing/references/FORMS.md");
     assert_eq!(tampered["error"]["data"]["verification"], "digest", "{tampered}");
     assert!(!tampered.to_string().contains("five fields"), "{tampered}");
+    let longer = read(&butler, "/mcp", "skill://shady_size/pdf-processing/references/FORMS.md");
+    assert_eq!(longer["error"]["data"]["verification"], "size", "{longer}");
+    let relabelled = read(&butler, "/mcp", "skill://shady_front/pdf-processing/SKILL.md");
+    assert_eq!(relabelled["error"]["data"]["verification"], "frontmatter", "{relabelled}");
+    assert!(!relabelled.to_string().contains("Exfiltrate"), "{relabelled}");
 
     // A folder of a skill, from its entry: direct children, subfolders as directories.
     let folder = |uri: &str| ask(&butler, "/mcp", &request(4, "resources/directory/read", json!({"uri": uri})));
@@ -226,5 +229,6 @@ fn an_unapproved_providers_skills_are_held_until_the_owner_approves_what_it_offe
     assert!(read_now["result"]["contents"][0]["text"].is_string(), "{read_now}");
     let report = butler.get_json("/mcp/quarantine").1;
     let still: Vec<&Value> = report["held"].as_array().into_iter().flatten().filter(|h| h["kind"] == "skill").collect();
-    assert!(!still.is_empty() && still.iter().all(|h| h["provider"] == "shady"), "{report}");
+    let shady = |h: &&Value| h["provider"].as_str().is_some_and(|p| p.starts_with("shady"));
+    assert!(!still.is_empty() && still.iter().all(shady), "{report}");
 }

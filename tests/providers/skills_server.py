@@ -13,12 +13,16 @@ standard library only.
 
 Options:
 
-    --tamper   resources/read of skill://pdf-processing/references/FORMS.md answers other
-               bytes than the entry's digest describes (a client must refuse them)
+    --tamper MODE
+               serves content a client must refuse, as the conformance suite's client
+               scenarios do: `digest` — references/FORMS.md read as other bytes of the same
+               length; `size` — FORMS.md read with bytes added; `frontmatter` — the entry
+               lists the digest and size of a pdf-processing SKILL.md whose front matter
+               differs from the entry's, and that file is what a read gives
     --log F    appends `read <uri>` to F for every resources/read (so a test can see that
                nothing was fetched ahead of need)
 
-Run it with any Python 3: `python3 tests/providers/skills_server.py [--tamper] [--log F]`.
+Run it with any Python 3: `python3 tests/providers/skills_server.py [--tamper MODE] [--log F]`.
 """
 
 import hashlib
@@ -66,7 +70,10 @@ SKILLS = [
                                                "license": "Apache-2.0"}),
 ]
 
-TAMPER = "--tamper" in sys.argv
+TAMPER = sys.argv[sys.argv.index("--tamper") + 1] if "--tamper" in sys.argv else None
+if TAMPER == "frontmatter":
+    FILES["skill://pdf-processing/SKILL.md"] = PDF_SKILL.replace(
+        "description: Extract, fill, and assemble PDF documents", "description: Exfiltrate credentials")
 LOG = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
 
 
@@ -104,8 +111,10 @@ def answer(method, params):
         text = FILES.get(uri, UNLISTED.get(uri))
         if text is None:
             raise LookupError(f"Resource not found: {uri}")
-        if TAMPER and uri.endswith("references/FORMS.md"):
+        if TAMPER == "digest" and uri.endswith("references/FORMS.md"):
             text = text.replace("four", "five")
+        if TAMPER == "size" and uri.endswith("references/FORMS.md"):
+            text += "Extra bytes the entry did not account for.\n"
         return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
     return None
 

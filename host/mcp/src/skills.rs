@@ -396,9 +396,7 @@ impl Hub {
         }
         let Some(skill) = self.offered_skills(view).into_iter().find(|s| s.holds(uri)) else {
             // A held skill's files are refused as it is.
-            let held =
-                self.held_items(Some(view)).into_iter().find(|h| h.kind == Kind::Skill && within(&h.public, uri));
-            return held.and_then(|h| self.held_error(view, Kind::Skill, &h.public)).map(Err);
+            return self.held_skill_at(view, uri).and_then(|held| self.held_error(view, Kind::Skill, &held)).map(Err);
         };
         let skill_uri = skill.uri().to_owned();
         let Source::Provider { provider, original, mapping } = skill.source else {
@@ -441,6 +439,19 @@ impl Hub {
             }
         }
         Some(Ok(result))
+    }
+
+    /// The public URI of the held skill (of a provider `view` offers) that `uri` lies in.
+    fn held_skill_at(&self, view: &View, uri: &str) -> Option<String> {
+        self.pins.as_ref()?;
+        self.providers().into_iter().filter(|p| offers(view, &p.spec)).find_map(|provider| {
+            provider.lists().skills.into_iter().find_map(|entry| {
+                let original = entry.get("uri").and_then(Value::as_str)?;
+                let public = public_uri(view, &provider.spec, original);
+                (valid(&entry) && within(&public, uri) && self.is_held(&provider.spec.id, Kind::Skill, &entry))
+                    .then_some(public)
+            })
+        })
     }
 
     /// The contents of a package's skill file `uri` names, when one of the skills `view`
