@@ -232,3 +232,32 @@ fn an_unapproved_providers_skills_are_held_until_the_owner_approves_what_it_offe
     let shady = |h: &&Value| h["provider"].as_str().is_some_and(|p| p.starts_with("shady"));
     assert!(!still.is_empty() && still.iter().all(shady), "{report}");
 }
+
+#[test]
+fn the_hub_as_a_host_of_skills_passes_the_suites_client_scenarios() {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), r#"{"mcp": {"quarantine": false}}"#).expect("root config");
+    let butler = Butler::start(dir.path());
+    // The suite runs the driver with its mock server's URL; the driver makes the hub a
+    // client of that server and acts as an agent through the hub.
+    let driver = format!(
+        "python3 {} {} {}",
+        root().join("tests/providers/skills_host_driver.py").display(),
+        crate::util::butler_binary().display(),
+        butler.workdir.display()
+    );
+    for scenario in [
+        "sep-2640-client-no-prefetch",
+        "sep-2640-client-verify-digest",
+        "sep-2640-client-verify-size",
+        "sep-2640-client-verify-frontmatter",
+    ] {
+        let mut command = Suite::Next.client(&driver);
+        command.args(["--scenario", scenario, "--spec-version", "2026-07-28", "--force"]);
+        let run = crate::conformance::run(command);
+        let passed = run.text.lines().find_map(|l| l.strip_prefix("Passed: ")).unwrap_or_default();
+        let (counts, failed) = passed.split_once(", ").unwrap_or_default();
+        let (ok, all) = counts.split_once('/').unwrap_or_default();
+        assert!(run.success && failed.starts_with("0 failed") && ok == all && ok != "0", "{scenario}:\n{}", run.text);
+    }
+}
