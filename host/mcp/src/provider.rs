@@ -934,6 +934,12 @@ impl Provider {
         lock(&self.inner).lists.clone()
     }
 
+    /// Its skills as last seen (without copying its other lists: every read asks).
+    #[must_use]
+    pub fn skills(&self) -> Vec<Value> {
+        lock(&self.inner).lists.skills.clone()
+    }
+
     /// What it tells its clients of itself, as last seen (running, or cached).
     #[must_use]
     pub fn instructions(&self) -> Option<String> {

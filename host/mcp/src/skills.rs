@@ -282,7 +282,7 @@ impl Hub {
             }
         }
         for provider in self.providers().into_iter().filter(|p| offers(view, &p.spec)) {
-            for original in provider.lists().skills {
+            for original in provider.skills() {
                 if !valid(&original) || self.is_held(&provider.spec.id, Kind::Skill, &original) {
                     continue;
                 }
@@ -445,7 +445,7 @@ impl Hub {
     fn held_skill_at(&self, view: &View, uri: &str) -> Option<String> {
         self.pins.as_ref()?;
         self.providers().into_iter().filter(|p| offers(view, &p.spec)).find_map(|provider| {
-            provider.lists().skills.into_iter().find_map(|entry| {
+            provider.skills().into_iter().find_map(|entry| {
                 let original = entry.get("uri").and_then(Value::as_str)?;
                 let public = public_uri(view, &provider.spec, original);
                 (valid(&entry) && within(&public, uri) && self.is_held(&provider.spec.id, Kind::Skill, &entry))
