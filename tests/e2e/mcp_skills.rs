@@ -83,6 +83,12 @@ fn providers_skills_are_listed_got_and_read_through_the_hub_checked_against_thei
     let files: Vec<&str> =
         entry["resources"].as_array().into_iter().flatten().filter_map(|f| f["uri"].as_str()).collect();
     assert!(files.contains(&"skill://docs/pdf-processing/references/FORMS.md"), "{entry}");
+    // One page holds them all: a cursor is one the hub gave, or refused.
+    assert!(listed["result"].get("nextCursor").is_none(), "{listed}");
+    let from_start = ask(&butler, "/mcp", &request(1, "skills/list", json!({"cursor": "skills:1"})));
+    assert_eq!(skill_uris(&from_start), uris[1..], "{from_start}");
+    let bogus = ask(&butler, "/mcp", &request(1, "skills/list", json!({"cursor": "page-2"})));
+    assert_eq!(bogus["error"]["code"], -32602, "{bogus}");
     // Listing fetched no file: a file is read when a client reads it.
     assert!(log_lines(&log).is_empty(), "nothing read ahead of need: {:?}", log_lines(&log));
 
