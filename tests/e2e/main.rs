@@ -27,6 +27,7 @@ mod mcp_profiles;
 mod mcp_quarantine;
 mod mcp_reference;
 mod mcp_resume;
+mod mcp_skills;
 mod mcp_stateless;
 mod openapi;
 mod pipeline;

@@ -220,6 +220,10 @@ pub struct Lists {
     /// `instructions`), for the endpoints that offer it to pass on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// `skills/list`, when it declares the Skills extension ([`crate::skills`]): the
+    /// entries as it gives them, its files never fetched ahead of need.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<Value>,
 }
 
 /// A provider's run state.
@@ -937,6 +941,12 @@ impl Provider {
     #[must_use]
     pub fn lists(&self) -> Lists {
         lock(&self.inner).lists.clone()
+    }
+
+    /// Its skills as last seen (without copying its other lists: every read asks).
+    #[must_use]
+    pub fn skills(&self) -> Vec<Value> {
+        lock(&self.inner).lists.skills.clone()
     }
 
     /// What it tells its clients of itself, as last seen (running, or cached).
@@ -1668,6 +1678,9 @@ async fn list_all(conn: &Conn, declared: &Declared) -> Result<Lists, String> {
         lists.resources = paged(conn, "resources/list", "resources").await.unwrap_or_default();
         lists.resource_templates =
             paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
+    }
+    if crate::skills::declared(&declared.capabilities) {
+        lists.skills = paged(conn, "skills/list", "skills").await.unwrap_or_default();
     }
     Ok(lists)
 }
