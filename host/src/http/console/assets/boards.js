@@ -12,7 +12,7 @@ const LIVE = new Set(['starting', 'running', 'healthy', 'unhealthy']);
 
 /** Whether a stop means something: it runs, or waits to be restarted, or crashed (a stop
  * then tells the host the owner wants it stopped, across restarts too). */
-const stoppable = (item) => LIVE.has(item.state) || item.state === 'backoff' || item.state === 'crashed';
+const stoppable = (item) => LIVE.has(item.state) || ['backoff', 'crashed', 'restarting', 'stopping'].includes(item.state);
 const MAX_LOG_LINES = 2000;
 
 export async function boardView(main, ctx, board) {
