@@ -220,7 +220,7 @@ pub struct Lists {
     /// `instructions`), for the endpoints that offer it to pass on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
-    /// `skills/list`, when it declares the Skills extension ([`crate::skills`]): the
+    /// `skills/list`, when it declares the Skills extension (see the `skills` module): the
     /// entries as it gives them, its files never fetched ahead of need.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<Value>,
@@ -1679,10 +1679,21 @@ async fn list_all(conn: &Conn, declared: &Declared) -> Result<Lists, String> {
         lists.resource_templates =
             paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
     }
-    if crate::skills::declared(&declared.capabilities) {
+    if declares_skills(&declared.capabilities) {
         lists.skills = paged(conn, "skills/list", "skills").await.unwrap_or_default();
     }
     Ok(lists)
+}
+
+/// The Skills extension's identifier, the key of its settings in `capabilities.extensions`
+/// (what the hub does with skills is the `skills` module's).
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+
+/// Whether a server's `capabilities` declare the Skills extension: the provider is then
+/// asked for its `skills/list`.
+#[must_use]
+pub fn declares_skills(capabilities: &Value) -> bool {
+    capabilities.get("extensions").and_then(|e| e.get(SKILLS_EXTENSION)).is_some_and(Value::is_object)
 }
 
 /// Every page of `method`'s list, the items under `key` (at most 100 pages).

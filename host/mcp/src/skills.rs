@@ -29,8 +29,7 @@ use crate::provider::{Provider, ProviderSpec};
 use crate::quarantine::Kind;
 use crate::{Asker, Hub, RpcError, View, forward, offers};
 
-/// The extension's identifier, the key of its settings in `capabilities.extensions`.
-pub const EXTENSION: &str = "io.modelcontextprotocol/skills";
+pub use crate::provider::{SKILLS_EXTENSION as EXTENSION, declares_skills as declared};
 
 /// The most entries a `skills/list` page holds.
 pub const PAGE: usize = 50;
@@ -43,12 +42,6 @@ const DIRECTORY: &str = "inode/directory";
 
 /// The file every skill has at its root.
 const MANIFEST: &str = "SKILL.md";
-
-/// Whether a server's `capabilities` declare the extension.
-#[must_use]
-pub fn declared(capabilities: &Value) -> bool {
-    capabilities.get("extensions").and_then(|e| e.get(EXTENSION)).is_some_and(Value::is_object)
-}
 
 /// What an endpoint that offers skills declares under `capabilities.extensions`.
 #[must_use]

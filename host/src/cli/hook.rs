@@ -1,5 +1,5 @@
 //! `butler hook git install|uninstall [REPO]`: a git `post-commit` hook that records each
-//! commit in the journal through `butler observe` (`source: git`, `type: milestone`), in
+//! commit as an observation through `butler observe` (`source: git`, `type: milestone`), in
 //! the background — it never fails or slows the commit and says nothing when no host runs.
 //!
 //! The hook goes where git looks for hooks (`core.hooksPath` included). A `post-commit`
@@ -21,7 +21,7 @@ const CHAINED: &str = "post-commit.butler-chained";
 
 /// At most this many changed paths are named in a commit's observation (the rest are
 /// counted); each is cut to 80 bytes and the subject to 200, so the text stays within
-/// the journal's 2000 characters.
+/// the 2000 characters an observation's text may hold.
 pub const PATHS_SHOWN: usize = 20;
 
 /// `butler hook …`.
@@ -160,7 +160,7 @@ fn script(butler: &Path, workdir: Option<&Path>) -> anyhow::Result<String> {
         r#"#!/bin/sh
 {MARK}
 # Installed by `butler hook git install`; `butler hook git uninstall` removes it and puts
-# back the hook it chains ({CHAINED}). Records each commit in Butler's journal through
+# back the hook it chains ({CHAINED}). Records each commit as a Butler observation through
 # `butler observe` (source git, type milestone) in a background job whose output goes
 # nowhere: the commit never waits for it or fails because of it, and nothing is said when
 # no Butler host runs (the observation is then not recorded).
