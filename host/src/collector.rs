@@ -100,7 +100,10 @@ pub enum CollectError {
     Persist(std::io::Error),
 }
 
-/// The collector.
+/// Takes session turns, filters and redacts them, writes each durably to
+/// `<stateDir>/collector-pending/` before it is acknowledged, and hands the pending ones,
+/// oldest first, to the faculty that `takes: "session-turns"` once they stop arriving for
+/// `debounceMs` — and at start, what a crash left there.
 pub struct Collector {
     dir: PathBuf,
     config: CollectorConfig,

@@ -300,3 +300,26 @@ fn every_pipeline_action_is_documented() {
          sections to remove: {stale:?}"
     );
 }
+
+/// The README is a front page: short enough to read through, its first two shell blocks
+/// the two set-up commands exactly as `.ci/run` takes and runs them, and every page it
+/// links to there.
+#[test]
+fn the_readme_is_a_front_page_whose_links_and_commands_hold() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
+    let lines = readme.lines().count();
+    assert!(lines <= 160, "README.md has {lines} lines: move the reference into docs/ and keep it at most 160");
+    let shell: Vec<&str> =
+        readme.split("```sh\n").skip(1).filter_map(|block| block.split("\n```").next()).take(2).collect();
+    assert_eq!(
+        shell,
+        ["cargo run --release -p butler-host -- serve", "scripts/test"],
+        "the README's first two shell blocks are the set-up commands .ci/run runs as written"
+    );
+    let link = regex::Regex::new(r"\]\(((?:docs|spec|wit)/[^)#]+)").expect("regex");
+    let targets: Vec<&str> = link.captures_iter(&readme).filter_map(|c| c.get(1)).map(|m| m.as_str()).collect();
+    assert!(targets.len() >= 10, "the feature table links to docs/: {targets:?}");
+    let broken: Vec<&&str> = targets.iter().filter(|t| !root.join(t).is_file()).collect();
+    assert!(broken.is_empty(), "README.md links to pages that do not exist: {broken:?}");
+}

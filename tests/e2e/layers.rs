@@ -242,3 +242,64 @@ fn the_crates_form_layers_and_carry_only_what_they_need() {
     }
     assert!(dependencies_of("butler-faculty").contains("wasmtime"), "the faculty runtime runs on wasmtime");
 }
+
+/// The names in the first cell of each table row of a Markdown document, written as code
+/// (`` | `a`, `b` | … `` names `a` and `b`).
+fn first_cell_names(doc: &str) -> BTreeSet<String> {
+    let code = regex::Regex::new(r"`([^`]+)`").expect("regex");
+    doc.lines()
+        .filter_map(|line| line.strip_prefix('|')?.split('|').next())
+        .flat_map(|cell| code.captures_iter(cell).map(|c| c[1].to_owned()).collect::<Vec<_>>())
+        .collect()
+}
+
+/// The package names of the workspace's members, as `cargo metadata` reads them.
+fn workspace_crates() -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `docs/architecture.md` is the map of the code: every crate of the workspace and every
+/// module of `butler-host` that `LAYERS` knows (and `cli` on top) is a row of one of its
+/// tables, and its modules table names no module the code no longer has.
+#[test]
+fn the_architecture_doc_names_every_crate_and_module() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"))
+        .expect("read docs/architecture.md");
+    let named = first_cell_names(&doc);
+    let crates = workspace_crates();
+    for (name, _) in CRATES {
+        assert!(crates.contains(*name), "cargo metadata lists the host's crates: {crates:?}");
+    }
+    let modules: Vec<&str> = LAYERS.iter().flat_map(|layer| layer.iter().copied()).chain(["cli"]).collect();
+    let missing: Vec<&str> = crates
+        .iter()
+        .map(String::as_str)
+        .chain(modules.iter().copied())
+        .filter(|name| !named.contains(*name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md has no table row for these crates or modules (add them where they belong): {missing:?}"
+    );
+    let table = doc
+        .split("## The modules of `butler-host`")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section on the modules of butler-host");
+    let stale: Vec<String> =
+        first_cell_names(table).into_iter().filter(|name| !modules.contains(&name.as_str())).collect();
+    assert!(stale.is_empty(), "docs/architecture.md names modules LAYERS does not know: {stale:?}");
+}

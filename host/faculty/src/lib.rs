@@ -683,7 +683,9 @@ fn component_stem(path: &str) -> Option<String> {
     Some(name.strip_suffix(".wasm").unwrap_or(name).to_owned())
 }
 
-/// The faculty runtime.
+/// The registered faculties, ready to call: follows the catalog (compiling each component
+/// in the background), checks a command's callers and input, runs it in a fresh sandbox
+/// within a call slot, and keeps per-faculty call counters.
 pub struct FacultyRuntime {
     engine: FacultyEngine,
     components: Arc<Components>,

@@ -96,7 +96,8 @@ impl Delegations {
         Self { agents, runs, notifier }
     }
 
-    /// The runs.
+    /// The store of the runs these delegations record, which `/runs` and the owner's
+    /// confirmations read.
     #[must_use]
     pub fn runs(&self) -> &Arc<Runs> {
         &self.runs

@@ -74,7 +74,8 @@ pub struct Step {
     pub reason: Option<String>,
 }
 
-/// A run.
+/// One delegation the host ran: what delegated it, its status and its steps, as kept in
+/// `<stateDir>/runs/<runId>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
@@ -124,7 +125,8 @@ pub enum RunError {
     Io(#[from] std::io::Error),
 }
 
-/// The store.
+/// The runs on disk (`<stateDir>/runs/`), the newest [`MAX_RUNS`] of them, and the callers
+/// waiting on a step's confirmation.
 pub struct Runs {
     dir: PathBuf,
     /// Counts the writes, so a watcher (the console's live updates) knows when to look.

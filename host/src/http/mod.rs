@@ -34,9 +34,10 @@ use butler_mcp::Hub;
 pub use error::{ApiError, ApiJson};
 pub use gate::GateConfig;
 
-/// Default port.
+/// The port `butler serve` listens on unless `--port`, `$BUTLER_PORT` or the settings
+/// file names another.
 pub const DEFAULT_PORT: u16 = 19387;
-/// The API prefix.
+/// Where every API route answers (and, as an alias, under [`LEGACY_PREFIX`]).
 pub const API_PREFIX: &str = "/myspace-butler/api";
 /// The legacy alias every API route also answers under.
 pub const LEGACY_PREFIX: &str = "/myspace-butler";

@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
 
-/// The router.
+/// Maps a `<prefix>.<verb>` action to the faculty and command that serve it — the prefixes
+/// the faculties declare (`serves`), with the root config's `pipeline` overrides over them —
+/// and is the [`Dispatch`] through which faculties call one another.
 pub struct PipelineRouter {
     /// The root config's overrides.
     configured: BTreeMap<String, String>,
