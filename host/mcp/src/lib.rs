@@ -846,11 +846,21 @@ impl Hub {
         Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
     }
 
-    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
-    /// lists are not known yet (never run, no cache): the others are listed from what they
-    /// listed last, and start on a call. See [`Self::ready_lists`].
+    /// For a call of a name no known list has: starts, concurrently, the providers `view`
+    /// offers (`None`: every provider) whose lists are not known yet (never run, no cache)
+    /// and waits [`LIST_WAIT`] at most for them — also for one a list already answered
+    /// without (a list waits for that once; a call names what it needs).
     async fn start_unlisted(&self, view: Option<&View>) {
-        self.ready_lists(view, CapabilitySet::FULL).await;
+        let providers: Vec<_> = self
+            .providers()
+            .into_iter()
+            .filter(|p| !p.listed() && view.is_none_or(|view| offers(view, &p.spec)))
+            .collect();
+        for provider in &providers {
+            provider.start_for_a_list();
+        }
+        let listed = futures_util::future::join_all(providers.iter().map(|p| p.wait_listed()));
+        let _ = tokio::time::timeout(LIST_WAIT, listed).await;
     }
 
     /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose

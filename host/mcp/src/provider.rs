@@ -21,6 +21,7 @@
 //! each input request and retrying the call. Any other answer, or none within
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,6 +58,11 @@ pub const RESTART_MAX: Duration = Duration::from_secs(60);
 fn restart_after(failures: u32) -> Duration {
     RESTART_AFTER.saturating_mul(1 << failures.saturating_sub(1).min(4)).min(RESTART_MAX)
 }
+
+/// Set (to `1`) in the environment of a process the hub starts only to learn what the
+/// provider lists to less capable clients ([`Provider::probe`]): it is closed once it has
+/// listed, and is asked nothing else.
+pub const PROBE_ENV: &str = "BUTLER_MCP_PROBE";
 
 /// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";
@@ -1120,7 +1126,7 @@ impl Provider {
     /// asks meanwhile.
     async fn probe(&self, set: CapabilitySet) -> Result<Lists, String> {
         self.log.note(format!("probing what it lists to clients that declare {}", set.key()));
-        let (stdin, stdout, peer, group) = self.open()?;
+        let (stdin, stdout, peer, group) = self.open(true)?;
         let conn = Arc::new(self.conn(stdin, peer, group));
         let reader = tokio::spawn(replies_only(Arc::clone(&conn), stdout));
         let listed = async {
@@ -1250,12 +1256,16 @@ impl Provider {
     }
 
     /// Starts the process, or connects to the remote server: the two ends of its pipe,
-    /// what they end in, and its process group.
-    fn open(&self) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
+    /// what they end in, and its process group. A `probe`'s process has
+    /// [`PROBE_ENV`]`=1` in its environment.
+    fn open(&self, probe: bool) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
         match &self.spec.upstream {
             Upstream::Process(launch) => {
-                let launch = launch.as_ref().map_err(ToString::to_string)?;
-                let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
+                let mut launch = Cow::Borrowed(launch.as_ref().map_err(ToString::to_string)?);
+                if probe {
+                    launch.to_mut().env.push((PROBE_ENV.to_owned(), "1".to_owned()));
+                }
+                let mut kept = keeper::spawn_kept(&launch, keeper::Input::Piped)
                     .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
                 let (Some(stdin), Some(stdout), Some(stderr)) =
                     (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
@@ -1296,7 +1306,7 @@ impl Provider {
     }
 
     async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let (stdin, stdout, peer, group) = self.open()?;
+        let (stdin, stdout, peer, group) = self.open(false)?;
         let conn = Arc::new(self.conn(stdin, peer, group));
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
