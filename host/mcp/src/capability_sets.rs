@@ -234,6 +234,24 @@ pub enum Shown {
 }
 
 impl Shown {
+    /// What a client of `set` is shown, `learned` being what is withheld from each set
+    /// learned so far (by [`CapabilitySet::key`]): all but what is withheld from `set` —
+    /// or, `set` not learned yet, from the most capable learned set it covers (a client
+    /// with more capabilities is listed at least as much) — and nothing when `set` covers
+    /// none of them. The full set is shown everything.
+    #[must_use]
+    pub fn to(set: CapabilitySet, learned: &std::collections::BTreeMap<String, Withheld>) -> Self {
+        if set == CapabilitySet::FULL {
+            return Self::AllBut(Withheld::default());
+        }
+        learned
+            .iter()
+            .filter_map(|(key, withheld)| Some((CapabilitySet::from_key(key)?, withheld)))
+            .filter(|(known, _)| set.covers(*known))
+            .max_by_key(|(known, _)| known.count())
+            .map_or(Self::Nothing, |(_, withheld)| Self::AllBut(withheld.clone()))
+    }
+
     /// Whether `item`, of `kind`, is shown.
     #[must_use]
     pub fn shows(&self, kind: Listed, item: &Value) -> bool {
@@ -304,5 +322,29 @@ mod tests {
         assert!(!withheld.withholds(Listed::Prompt, &json!({"name": "sample"})));
         assert!(Shown::AllBut(withheld).shows(Listed::Tool, &json!({"name": "echo"})));
         assert!(!Shown::Nothing.shows(Listed::Tool, &json!({"name": "echo"})));
+    }
+
+    #[test]
+    fn a_set_not_learned_yet_is_shown_what_a_less_capable_learned_set_is_or_nothing() {
+        let withholding =
+            |tools: &[&str]| Withheld { tools: tools.iter().map(|t| (*t).to_owned()).collect(), ..Withheld::default() };
+        let sampling = CapabilitySet::of(&json!({"sampling": {}}));
+        let roots = CapabilitySet::of(&json!({"roots": {}}));
+        let both = CapabilitySet::of(&json!({"sampling": {}, "roots": {}}));
+        let mut learned = std::collections::BTreeMap::new();
+        // Nothing learned: nothing shown, but to the full set, which is the provider's own.
+        assert_eq!(Shown::to(sampling, &learned), Shown::Nothing);
+        assert_eq!(Shown::to(CapabilitySet::FULL, &learned), Shown::AllBut(Withheld::default()));
+        learned.insert(CapabilitySet::NONE.key(), withholding(&["sample", "roots"]));
+        learned.insert(roots.key(), withholding(&["sample"]));
+        // Its own when learned; else the most capable learned set it covers.
+        assert_eq!(Shown::to(roots, &learned), Shown::AllBut(withholding(&["sample"])));
+        assert_eq!(Shown::to(sampling, &learned), Shown::AllBut(withholding(&["sample", "roots"])));
+        assert_eq!(Shown::to(both, &learned), Shown::AllBut(withholding(&["sample"])));
+        // A set it does not cover never lends its lists to a less capable client.
+        learned.remove(&CapabilitySet::NONE.key());
+        assert_eq!(Shown::to(sampling, &learned), Shown::Nothing);
+        learned.insert("telepathy".to_owned(), Withheld::default());
+        assert_eq!(Shown::to(sampling, &learned), Shown::Nothing);
     }
 }

@@ -1044,18 +1044,7 @@ impl Provider {
     /// and nothing when no such set is learned.
     #[must_use]
     pub fn shown(&self, set: CapabilitySet) -> Shown {
-        if set == CapabilitySet::FULL {
-            return Shown::AllBut(Withheld::default());
-        }
-        let inner = lock(&self.inner);
-        inner
-            .lists
-            .withheld
-            .iter()
-            .filter_map(|(key, withheld)| Some((CapabilitySet::from_key(key)?, withheld)))
-            .filter(|(learned, _)| set.covers(*learned))
-            .max_by_key(|(learned, _)| learned.count())
-            .map_or(Shown::Nothing, |(_, withheld)| Shown::AllBut(withheld.clone()))
+        Shown::to(set, &lock(&self.inner).lists.withheld)
     }
 
     /// Learns, in a task of its own (one per set at a time), what it lists to clients of
