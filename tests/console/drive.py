@@ -28,8 +28,9 @@ def launch(p):
 
 
 class Page:
-    def __init__(self, browser, origin, shots, viewport=(1280, 800), locale="en-US"):
-        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale=locale)
+    def __init__(self, browser, origin, shots, viewport=(1280, 800), locale="en-US", scheme="light"):
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale=locale,
+                                           color_scheme=scheme)
         self.page = self.context.new_page()
         self.page.set_default_timeout(LIMIT_MS)
         expect.set_options(timeout=LIMIT_MS)
@@ -485,15 +486,16 @@ def held(browser, origin, shots, args):
 
 
 def held_all(browser, origin, shots, args):
-    """Everything a provider offers that the quarantine holds, approved with one click on
-    one of its held cards."""
+    """Everything a provider holds, approved with one click on its group, which lists it."""
     page = Page(browser, origin, shots)
     page.open("review")
     card = page.page.locator(f"[data-tool='{args['card']}']")
     expect(card).to_be_visible()
     kind = card.get_attribute("data-kind")
-    card.locator("button[data-act='approve-all']").click()
-    expect(card.locator(".outcome.ok")).to_be_visible()
+    group = page.page.locator(f"[data-held-provider='{args['provider']}']")
+    expect(group.locator(f"[data-approves='{args['card']}']")).to_be_visible()
+    group.locator("button[data-act='approve-provider']").click()
+    expect(group.locator(".outcome.ok").first).to_be_visible()
     page.shot("held-approved-all")
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
     return {"errors": errors, "kind": kind}
@@ -670,6 +672,11 @@ def confirmations(browser, origin, shots, args):
     expect(second).to_be_visible()
     shown = first.locator("pre.result").inner_text()
     images = page.page.locator("#confirmations img").count()
+    empty_shown = page.page.locator("main .empty").is_visible()
+    proposed = first.locator("[data-proposed]").inner_text()
+    local = page.page.evaluate(
+        "(at) => new Date(at).toLocaleString()", first.locator("[data-proposed] time").get_attribute("datetime"))
+    badge = page.page.locator("nav a[data-view='review'] .count").inner_text()
     page.shot("confirmations")
     first.locator("button[data-act='confirm-run']").click()
     expect(first.locator(".outcome.ok")).to_be_visible()
@@ -680,7 +687,8 @@ def confirmations(browser, origin, shots, args):
     expect(first.locator("button[data-act='confirm-run']")).to_be_disabled()
     page.shot("confirmations-decided")
     errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
-    return {"errors": errors, "shown": shown, "images": images}
+    return {"errors": errors, "shown": shown, "images": images, "emptyShown": empty_shown, "proposed": proposed,
+            "local": local, "badge": badge}
 
 
 def automations(browser, origin, shots, args):
@@ -734,8 +742,167 @@ def sessions(browser, origin, shots, args):
             "proofAfter": proof_after, "afterReload": after_reload}
 
 
+# Where the view's heading is, and whether anything covers it: its box, and the element
+# found at points along its text (the heading itself unless something lies on top).
+HEADING_SEEN = """() => {
+    const h1 = document.querySelector('main h1');
+    if (!h1) return { found: false };
+    const box = h1.getBoundingClientRect();
+    const y = box.top + Math.min(box.height / 2, 10);
+    const xs = [box.left + 2, box.left + Math.min(box.width, 60) / 2];
+    const covered = xs.map((x) => document.elementFromPoint(x, y))
+        .filter((el) => !el || !h1.contains(el)).map((el) => (el ? el.tagName + '.' + el.className : 'nothing'));
+    return { found: true, top: box.top, bottom: box.bottom, inView: box.top >= 0 && box.bottom <= innerHeight,
+             covered, scrollY: window.scrollY };
+}"""
+
+# What scrolls sideways: the page itself, or any element in it that has more to show to its right.
+SIDEWAYS = """() => {
+    const wide = [...document.querySelectorAll('main *')].filter((el) => {
+        const overflow = getComputedStyle(el).overflowX;
+        return (overflow === 'auto' || overflow === 'scroll') && el.scrollWidth > el.clientWidth + 1;
+    }).map((el) => `${el.tagName}.${el.className} ${el.scrollWidth}>${el.clientWidth}`);
+    return { page: document.documentElement.scrollWidth > innerWidth, elements: wide };
+}"""
+
+
+def headings(browser, origin, shots, args):
+    """Every view opens with its heading in sight, whether opened by its address or from the
+    navigation after scrolling down another view: at 1280 and 360 px, light and dark, English
+    and Chinese. On #/mcp at 360 px nothing scrolls sideways."""
+    views = args["views"]
+    seen = []
+    sideways = {}
+    header = {}
+    errors = []
+    for viewport in ((1280, 800), (360, 740)):
+        for scheme in ("light", "dark"):
+            for locale in ("en-US", "zh-CN"):
+                page = Page(browser, origin, shots, viewport=viewport, locale=locale, scheme=scheme)
+                where = f"{viewport[0]}-{scheme}-{locale}"
+                for view in views:
+                    page.open(view)
+                    seen.append({"at": where, "how": "address", "view": view, **page.page.evaluate(HEADING_SEEN)})
+                for view in views:
+                    # Scrolled to the bottom of a long view first (another, for the long
+                    # view itself), then the tab clicked.
+                    page.open(args["long"] if view != args["long"] else args["other"])
+                    page.page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+                    page.page.locator(f"nav a[data-view='{view.split('/')[0]}']").click()
+                    page.page.wait_for_function(f"() => document.body.dataset.view === '{view.split('/')[0]}'")
+                    page.ready()
+                    seen.append({"at": where, "how": "nav", "view": view, **page.page.evaluate(HEADING_SEEN)})
+                    if scheme == "light" and locale == "en-US":
+                        page.shot(f"heading-{view.replace('/', '-')}-{viewport[0]}")
+                page.open("mcp")
+                expect(page.page.locator(f"tr[data-provider='{args['provider']}']")).to_be_visible()
+                sideways[where] = page.page.evaluate(SIDEWAYS)
+                header[where] = page.page.evaluate("document.querySelector('header.top').offsetHeight")
+                if scheme == "dark" and locale == "zh-CN":
+                    page.shot(f"mcp-{viewport[0]}-dark-zh")
+                errors += page.errors
+                page.context.close()
+    return {"errors": errors, "seen": seen, "sideways": sideways, "header": header}
+
+
+def waiting(browser, origin, shots, args):
+    """The Review tab counts what the MCP quarantine holds, from another view and in the
+    review view; a provider's held items are approved at once, the list of what that
+    approves shown beside the button."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    badge = page.page.locator("nav a[data-view='review'] .count")
+    expect(badge).to_have_text(str(args["held"]))
+    from_tools = badge.inner_text()
+    page.page.locator("nav a[data-view='review']").click()
+    page.ready()
+    group = page.page.locator(f"[data-held-provider='{args['provider']}']")
+    expect(group).to_be_visible()
+    expect(badge).to_have_text(str(args["held"]))
+    title_count = page.page.locator("main h1 .count").inner_text()
+    empty_shown = page.page.locator("main .empty").is_visible()
+    listed = group.locator("[data-approves]").evaluate_all("items => items.map((i) => i.dataset.approves)")
+    button = group.locator("button[data-act='approve-provider']").inner_text()
+    page.shot("held-provider")
+    group.locator("button[data-act='approve-provider']").click()
+    expect(group.locator(".outcome.ok").first).to_be_visible()
+    # Nothing is held any more: the badge goes, and the view says nothing awaits.
+    expect(badge).to_have_count(0)
+    expect(page.page.locator("main .empty")).to_be_visible()
+    page.shot("held-provider-approved")
+    approvals = [json.loads(body) for method, url, body in page.requests
+                 if method == "POST" and url.endswith("/mcp/quarantine/approve") and body]
+    errors = [e for e in page.errors if not e.startswith("Failed to load resource")]
+    return {"errors": errors, "fromTools": from_tools, "titleCount": title_count, "emptyShown": empty_shown,
+            "listed": listed, "button": button, "approvals": approvals}
+
+
+def quiet(browser, origin, shots, args):
+    """How often a page on another view reads the quarantine (which starts providers not yet
+    listed) while a provider keeps failing to start and announcing it."""
+    page = Page(browser, origin, shots)
+    page.open("tools")
+    page.page.wait_for_timeout(args["seconds"] * 1000)
+    reads = [url for method, url, _ in page.requests if method == "GET" and url.endswith("/mcp/quarantine")]
+    return {"errors": page.errors, "reads": len(reads)}
+
+
+def language(browser, origin, shots, args):
+    """State badges, headings and the host's automation title follow the console's language."""
+    found = {}
+    for locale in ("zh-CN", "en-US"):
+        page = Page(browser, origin, shots, locale=locale)
+        texts = {}
+        page.open("tools")
+        expect(page.page.locator(f"article.item[data-id='{args['mcp']}'] .badge.state")).to_be_visible()
+        texts["tools"] = page.page.locator("#tools-board .badge.state").all_inner_texts()
+        texts["mcpItem"] = page.page.locator(f"article.item[data-id='{args['mcp']}'] .badge.state").inner_text()
+        page.open("mcp")
+        texts["providers"] = page.page.locator("tr[data-provider] .badge").all_inner_texts()
+        texts["headings"] = page.page.locator("main h2").all_inner_texts()
+        page.open("butler")
+        expect(page.page.locator("[data-report] .status-report").first).to_be_visible()
+        texts["faculties"] = page.page.locator("article.faculty .badge.state").all_inner_texts()
+        texts["reports"] = page.page.locator(".status-report .badge").all_inner_texts()
+        texts["jobs"] = page.page.locator("#automations tr[data-job] td[data-title]").all_inner_texts()
+        page.shot(f"butler-{locale}")
+        found[locale] = {**texts, "errors": page.errors}
+        page.context.close()
+    return {"errors": found["zh-CN"]["errors"] + found["en-US"]["errors"], "zh": found["zh-CN"], "en": found["en-US"]}
+
+
+def spent_link(browser, origin, shots, args):
+    """A login link opened a second time: a page saying so and how to get a new one."""
+    said = {}
+    errors = []
+    for locale in ("en-US", "zh-CN"):
+        page = Page(browser, origin, shots, locale=locale)
+        token = os.environ["BUTLER_OWNER_TOKEN"]
+        request = urllib.request.Request(
+            f"{origin}/myspace-butler/api/console/links", data=b"{}",
+            headers={"content-type": "application/json", "authorization": f"Bearer {token}"}, method="POST")
+        with urllib.request.urlopen(request) as response:
+            url = json.loads(response.read())["data"]["url"]
+        page.page.goto(url)
+        page.page.wait_for_url(f"{origin}/myspace-butler/**")
+        answer = page.page.goto(url)
+        said[locale] = {
+            "status": answer.status,
+            "type": page.page.evaluate("document.contentType"),
+            "heading": page.page.locator("h1").inner_text(),
+            "text": page.page.locator("body").inner_text(),
+            "console": page.page.locator("a[href='/myspace-butler/']").count(),
+        }
+        page.shot(f"spent-link-{locale}")
+        # The refused link's 403 is the browser's own resource error; anything else is the page's.
+        errors += [e for e in page.errors if not e.startswith("Failed to load resource")]
+        page.context.close()
+    return {"errors": errors, **said}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
-                                     activity, packages, plugins, confirmations, automations, sessions)}
+                                     activity, packages, plugins, confirmations, automations, sessions, headings,
+                                     waiting, quiet, language, spent_link)}
 
 
 def main():

@@ -271,6 +271,27 @@ fn a_confirm_delegation_waits_for_the_owner() {
     crate::util::assert_error(status, &body, 404, "unknown_run");
 }
 
+/// Without `automations.timeZone`, schedules are read in the system's local zone (here
+/// the one `TZ` names); the root config's zone wins over it.
+#[test]
+fn the_automation_time_zone_is_the_systems_unless_the_config_names_one() {
+    let dir = tempfile::tempdir().expect("temp");
+    let workdir = dir.path().join("instance");
+    let local = [("TZ", "America/Sao_Paulo")];
+    let butler = Butler::start_with_env(&workdir, &[], &local);
+    let (status, listed) = butler.get_json("/automations");
+    assert_eq!((status, &listed["timeZone"]), (200, &json!("America/Sao_Paulo")), "{listed}");
+    assert!(butler.stop().success());
+
+    let path = workdir.join("butler.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("JSON");
+    config["automations"] = json!({"timeZone": "Europe/Berlin"});
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("config");
+    let butler = Butler::start_with_env(&workdir, &[], &local);
+    let (_, listed) = butler.get_json("/automations");
+    assert_eq!(listed["timeZone"], "Europe/Berlin", "{listed}");
+}
+
 /// The hourly distill job: registered idempotently by title, replaced when it changed, the
 /// owner's own jobs untouched and the retired ones removed; run by the host's scheduler as
 /// an agent session that completes a batch.
@@ -279,7 +300,7 @@ fn the_distill_automation_is_registered_once_and_runs_on_its_schedule() {
     const TITLE: &str = "蒸馏 · Butler";
     let (butler, _dir) = Butler::fresh_with_config(|config| {
         config["agent"] = json!({"command": agent_command()});
-        config["automations"] = json!({"schedules": {TITLE: "0 0 1 1 *"}});
+        config["automations"] = json!({"timeZone": "Asia/Shanghai", "schedules": {TITLE: "0 0 1 1 *"}});
     });
     let token = format!("Bearer {}", butler.owner_token());
     let owner = [("authorization", token.as_str())];

@@ -197,27 +197,83 @@ fn an_enabled_skill_is_a_prompt_and_read_only_resources_where_its_package_is_off
     let got = ask(&butler, "/mcp", &request(2, "prompts/get", json!({"name": "example_weather__skill"})));
     assert_eq!(got["result"]["messages"][0]["content"]["text"], "Say the weather.\n", "{got}");
 
+    // Its files, under a URI that ends in the skill's name (the Skills extension's rule).
     let resources = ask(&butler, "/mcp", &request(3, "resources/list", json!({})))["result"]["resources"].clone();
     let uris: Vec<&str> = resources.as_array().into_iter().flatten().filter_map(|r| r["uri"].as_str()).collect();
     for uri in [
-        "skill://example.weather/SKILL.md",
-        "skill://example.weather/assets.bin",
-        "skill://example.weather/scripts/run.sh",
+        "skill://example.weather/weather/SKILL.md",
+        "skill://example.weather/weather/assets.bin",
+        "skill://example.weather/weather/scripts/run.sh",
     ] {
         assert!(uris.contains(&uri), "{uri} in {resources}");
     }
+    let manifest =
+        resources.as_array().into_iter().flatten().find(|r| r["uri"] == "skill://example.weather/weather/SKILL.md");
+    assert_eq!(
+        manifest.map(|r| (r["name"].clone(), r["description"].clone())),
+        Some((json!("weather"), json!("Says the weather")))
+    );
     let read = |uri: &str| ask(&butler, "/mcp", &request(4, "resources/read", json!({"uri": uri})));
-    let text = read("skill://example.weather/SKILL.md");
-    assert_eq!(text["result"]["contents"][0]["mimeType"], "text/markdown");
-    assert!(text["result"]["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Say the weather.")), "{text}");
-    let binary = read("skill://example.weather/assets.bin");
+    // And under the URI it had before, still.
+    for uri in ["skill://example.weather/weather/SKILL.md", "skill://example.weather/SKILL.md"] {
+        let text = read(uri);
+        assert_eq!(text["result"]["contents"][0]["mimeType"], "text/markdown");
+        assert!(
+            text["result"]["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Say the weather.")),
+            "{text}"
+        );
+    }
+    let binary = read("skill://example.weather/weather/assets.bin");
     assert_eq!(binary["result"]["contents"][0]["blob"], "/wBB", "{binary}");
     let outside = read("skill://example.weather/../capability.json");
     assert!(outside["error"].is_object(), "only the skill's own files: {outside}");
 
+    // The Skills extension: the entry, with the front matter and each file's digest and size.
+    let listed = ask(&butler, "/mcp", &request(5, "skills/list", json!({})))["result"].clone();
+    let entry = listed["skills"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["uri"] == "skill://example.weather/weather/SKILL.md");
+    let entry = entry.unwrap_or_else(|| panic!("the package's skill: {listed}")).clone();
+    assert_eq!(entry["frontmatter"], json!({"name": "weather", "description": "Says the weather"}));
+    let files = entry["resources"].as_array().cloned().unwrap_or_default();
+    let binary = files.iter().find(|f| f["uri"] == "skill://example.weather/weather/assets.bin").expect("listed");
+    assert_eq!(binary["size"], 3);
+    let digest = <sha2::Sha256 as sha2::Digest>::digest([0xffu8, 0x00, 0x41]);
+    assert_eq!(binary["digest"], format!("sha256:{}", data_encoding::HEXLOWER.encode(&digest)));
+    let got =
+        ask(&butler, "/mcp", &request(6, "skills/get", json!({"uri": "skill://example.weather/weather/SKILL.md"})));
+    assert_eq!(got["result"]["skill"], entry, "{got}");
+    let folder = ask(
+        &butler,
+        "/mcp",
+        &request(7, "resources/directory/read", json!({"uri": "skill://example.weather/weather"})),
+    );
+    let children: Vec<(&str, &str)> = folder["result"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| (r["name"].as_str().unwrap_or_default(), r["mimeType"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        children,
+        [("SKILL.md", "text/markdown"), ("assets.bin", "application/octet-stream"), ("scripts", "inode/directory")]
+    );
+
+    // A copy changed behind the host's back is not served as the skill.
+    let copy = butler.workdir.join(".butler/capabilities/example.weather/skill/assets.bin");
+    std::fs::write(&copy, [0xffu8, 0x00, 0x42]).expect("tamper with the copy");
+    let refused = read("skill://example.weather/weather/assets.bin");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("changed since it was imported"), "{refused}");
+
     // A profile offers the skill only when it offers the package.
     assert!(prompts("/mcp/p/weather").to_string().contains("example_weather__skill"));
     assert!(!prompts("/mcp/p/other").to_string().contains("example_weather__skill"));
+    let skills = |path: &str| ask(&butler, path, &request(8, "skills/list", json!({})))["result"]["skills"].clone();
+    assert_eq!(skills("/mcp/p/weather").as_array().map(Vec::len), Some(1));
+    assert_eq!(skills("/mcp/p/other"), json!([]));
 }
 
 /// A remote MCP server a test runs (`tests/providers/remote_server.py` on the Python SDK),

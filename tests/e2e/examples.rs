@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::util::{Butler, assert_error, instance_with_config};
+use crate::util::{Butler, assert_error, instance_with_config, wait_until};
 
 /// Builds the Python and JavaScript examples once per test run.
 fn example_guests() -> PathBuf {
@@ -99,6 +99,51 @@ fn python_and_javascript_faculties_run_through_the_host() {
     for id in ["py-words", "js-greeter"] {
         assert!(runtimes.contains(&(json!(id), json!("0.2.0"))), "{runtimes:?}");
     }
+}
+
+/// The big component of the report (the 18 MB Python one) dropped into a running host: it
+/// is listed pending in `/catalog` at once, a call made right after the drop waits for its
+/// compile and is served, and the journal records the faculty as added.
+#[test]
+fn a_big_component_dropped_in_is_pending_at_once_and_a_call_right_after_the_drop_is_served() {
+    let guests = example_guests();
+    let (butler, _dir) =
+        Butler::fresh_with_config(|config| config["faculties"]["py-words"] = json!({"timeoutMs": 150_000}));
+    butler.wait_ready("journal");
+    let drop = butler.workdir.join("faculties/py-words.wasm");
+    std::fs::copy(guests.join("py-words.wasm"), &drop).expect("drop the component in");
+
+    // Compiling takes seconds: the host lists it pending meanwhile, from the drop on.
+    let (status, catalog) = butler.get_json("/catalog");
+    assert_eq!(status, 200, "{catalog}");
+    let listed =
+        catalog["diagnostics"].as_array().into_iter().flatten().find(|d| d["path"] == "faculties/py-words.wasm");
+    assert_eq!(listed.map(|d| &d["severity"]), Some(&json!("pending")), "{catalog}");
+
+    // A call made now waits for the compile (within its deadline) instead of a 404.
+    let response = butler
+        .request(reqwest::Method::POST, &butler.api("/faculties/py-words/commands/count"))
+        .timeout(Duration::from_secs(180))
+        .json(&json!({"args": {"text": "the cat and the hat"}}))
+        .send()
+        .expect("the call");
+    let (status, body) = crate::util::json_of(response);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["words"], 5);
+
+    let spool = butler.workdir.join("self/journal/spool");
+    wait_until(Duration::from_secs(60), "the journal to record the faculty as added", || {
+        std::fs::read_dir(&spool).into_iter().flatten().flatten().any(|entry| {
+            std::fs::read_to_string(entry.path()).is_ok_and(|text| {
+                text.lines().any(|line| {
+                    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|o| {
+                        o["ref"] == "butler://catalog:py-words"
+                            && o["text"] == "faculty py-words was added (faculties/py-words.wasm)"
+                    })
+                })
+            })
+        })
+    });
 }
 
 /// `butler faculty new --lang python|js` makes a project that builds with the command it

@@ -108,6 +108,24 @@ fn components_are_dropped_in_replaced_and_removed_while_serving() {
     assert_eq!((status, &body["summary"]), (200, &json!("command report")), "{body}");
 }
 
+/// A broken component dropped in while the host runs: the call made right after the drop
+/// fails with why it cannot load (503 `faculty_unavailable`), not with "no such faculty";
+/// a name with no component behind it still answers 404.
+#[test]
+fn a_call_right_after_a_broken_component_is_dropped_gets_its_compile_error() {
+    let dir = instance_with_config(&config());
+    let butler = Butler::start(dir.path());
+    // A component's header, then garbage: only the compile can tell.
+    std::fs::write(dir.path().join("faculties/broken.wasm"), b"\0asm\x0d\x00\x01\x00not a component at all")
+        .expect("drop a broken component");
+    let (status, body) = butler.command("broken", "run", &json!({}));
+    assert_error(status, &body, 503, "faculty_unavailable");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("faculty `broken`") && message.contains("does not compile"), "{body}");
+    let (status, body) = butler.command("nothing-here", "run", &json!({}));
+    assert_error(status, &body, 404, "unknown_faculty");
+}
+
 #[test]
 fn every_argument_rule_is_enforced() {
     let (butler, _dir) = with_probe();

@@ -2,7 +2,8 @@
 //! instance while the test writes into it. Covered: a burst of writes is one rescan (one
 //! published snapshot, nothing before the writes have been quiet for [`DEBOUNCE`]); a new
 //! manifest is registered; a folder found gone stays registered until a second scan,
-//! [`DEBOUNCE`] later, agrees — and one that is back by then is never unregistered.
+//! [`DEBOUNCE`] later, agrees — and one that is back by then is never unregistered; a
+//! `.wasm` dropped into a scan root is announced pending before the scan judges it.
 //!
 //! Snapshots are counted by their `generation`, which grows by one per published
 //! snapshot (a `watch` receiver would fold two quick ones into one wake-up). File-system
@@ -197,4 +198,45 @@ async fn a_folder_back_before_the_second_scan_is_never_unregistered() {
     let after: Vec<&Seen> = seen.iter().filter(|(g, _)| *g > seen_gone.generation).collect();
     assert_eq!(after.len(), 1, "the folder back as it was publishes nothing, only `last` does: {after:?}");
     assert_eq!(seen.last().map(|(_, ids)| ids.clone()), Some(set(&["flip", "last", "other"])));
+}
+
+/// Refuses every component, as the faculty runtime refuses a broken one.
+struct Refusing;
+
+impl butler_catalog::ComponentInspector for Refusing {
+    fn inspect(&self, _path: &Path) -> Result<butler_catalog::ComponentInfo, butler_catalog::InspectError> {
+        Err(butler_catalog::InspectError::Failed("refused by the test".to_owned()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_component_is_announced_pending_before_the_scan_judges_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    std::fs::create_dir_all(r.join("tools")).expect("the scan root");
+    let mut config = scan_config(r);
+    config.inspector = Some(Arc::new(Refusing));
+    let handle = within("the first scan", spawn_loader(config)).await.expect("the loader starts");
+    let mut snapshots = handle.subscribe();
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let first = handle.current();
+
+    std::fs::write(r.join("tools/big.wasm"), b"\0asm\x0d\x00\x01\x00").expect("drop a component");
+    let severity_of = |catalog: &Catalog| {
+        catalog
+            .diagnostics
+            .iter()
+            .find(|d| d.path == "tools/big.wasm")
+            .map(|d| (d.severity, d.errors[0].message.clone()))
+    };
+    // First announced, before the debounce and the scan (which the inspector refuses)…
+    let announced = next(&mut snapshots).await;
+    assert_eq!(announced.generation, first.generation + 1);
+    let (severity, _) = severity_of(&announced).expect("listed at once");
+    assert_eq!(severity, butler_catalog::Severity::Pending, "{announced:?}");
+    // …then judged by the scan.
+    let judged = next(&mut snapshots).await;
+    let (severity, message) = severity_of(&judged).expect("still listed");
+    assert_eq!(severity, butler_catalog::Severity::Error);
+    assert!(message.contains("refused by the test"), "{message}");
 }

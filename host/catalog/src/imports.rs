@@ -183,6 +183,11 @@ pub struct Skill {
     pub copy: PathBuf,
     /// Its files.
     pub files: Vec<SkillFile>,
+    /// `SKILL.md`'s whole YAML front matter as JSON, when it has one that parses to a
+    /// mapping with a `name` that follows the Agent Skills naming rules ([`is_skill_name`])
+    /// and a `description`: then the skill is also offered as the MCP Skills extension
+    /// describes one, and its files' URIs end in its name ([`Skill::uri`]).
+    pub frontmatter: Option<Value>,
 }
 
 /// A file of a [`Skill`].
@@ -192,23 +197,86 @@ pub struct SkillFile {
     pub path: String,
     /// Its MIME type, by its extension (`text/markdown` for `.md`).
     pub mime: String,
+    /// Its size, as imported.
+    pub bytes: u64,
+    /// The SHA-256 of its bytes as imported, in lower-case hex.
+    pub sha256: String,
 }
 
 impl Skill {
-    /// The URI of the skill's file `path`: `skill://<package id>/<path>`, each segment
+    /// The URI of the skill's folder: `skill://<package id>/<name>` when its front matter
+    /// names it ([`Skill::frontmatter`]: the MCP Skills extension wants a skill's URI to
+    /// end in its name), else `skill://<package id>`.
+    #[must_use]
+    pub fn root(&self) -> String {
+        let name = self.frontmatter.as_ref().and_then(|f| f.get("name")).and_then(Value::as_str);
+        match name {
+            Some(name) => format!("skill://{}/{name}", self.package),
+            None => format!("skill://{}", self.package),
+        }
+    }
+
+    /// The URI of the skill's file `path`: `<root>/<path>` ([`Skill::root`]), each segment
     /// percent-encoded.
     #[must_use]
     pub fn uri(&self, path: &str) -> String {
-        let segments: Vec<String> =
-            path.split('/').map(|s| percent_encoding::utf8_percent_encode(s, URI_SEGMENT).to_string()).collect();
-        format!("skill://{}/{}", self.package, segments.join("/"))
+        format!("{}/{}", self.root(), encoded(path))
     }
 
-    /// The file `uri` names, when it is one of this skill's.
+    /// The file `uri` names, when it is one of this skill's: by its URI, or by the
+    /// `skill://<package id>/<path>` it had before skills were named in their URIs.
     #[must_use]
     pub fn file_of(&self, uri: &str) -> Option<&SkillFile> {
-        self.files.iter().find(|file| self.uri(&file.path) == uri)
+        self.files.iter().find(|file| {
+            self.uri(&file.path) == uri || format!("skill://{}/{}", self.package, encoded(&file.path)) == uri
+        })
     }
+}
+
+/// `path` with each segment percent-encoded.
+fn encoded(path: &str) -> String {
+    let segments: Vec<String> =
+        path.split('/').map(|s| percent_encoding::utf8_percent_encode(s, URI_SEGMENT).to_string()).collect();
+    segments.join("/")
+}
+
+/// Whether `name` follows the Agent Skills naming rules: 1 to 64 characters, lower-case
+/// ASCII letters, digits and hyphens, no hyphen first, last or twice in a row.
+#[must_use]
+pub fn is_skill_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// The YAML front matter of a `SKILL.md` as JSON ([`front_matter_json`]) when it names the
+/// skill by the Agent Skills rules ([`is_skill_name`]) and describes it, as the MCP Skills
+/// extension requires of a skill.
+#[must_use]
+pub fn skill_frontmatter(text: &str) -> Option<Value> {
+    front_matter_json(text).filter(|front| {
+        let text_of = |key: &str| front.get(key).and_then(Value::as_str);
+        text_of("name").is_some_and(is_skill_name) && text_of("description").is_some_and(|d| !d.is_empty())
+    })
+}
+
+/// The YAML front matter of a `SKILL.md` as JSON, when it has a block between a first line
+/// `---` and the next `---` line that parses to a mapping.
+#[must_use]
+pub fn front_matter_json(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            let parsed: Value = serde_norway::from_str(&rest[..offset]).ok()?;
+            return parsed.is_object().then_some(parsed);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// What a URI segment keeps as written: RFC 3986's unreserved characters.
@@ -237,9 +305,10 @@ impl Imports {
                 } else {
                     mime_guess::from_path(&file.path).first_or_octet_stream().essence_str().to_owned()
                 };
-                SkillFile { path: file.path.clone(), mime }
+                SkillFile { path: file.path.clone(), mime, bytes: file.bytes, sha256: file.sha256.clone() }
             })
             .collect();
+        let frontmatter = skill_frontmatter(&text);
         Some(Skill {
             package: record.id.clone(),
             title: field("name").unwrap_or_else(|| record.name.clone()),
@@ -247,6 +316,7 @@ impl Imports {
             body: body.to_owned(),
             copy,
             files,
+            frontmatter,
         })
     }
 }

@@ -460,10 +460,38 @@ fn load_bare_component(config: &ScanConfig, path: &Path) -> Loaded {
     loaded
 }
 
+/// What a pending diagnostic says: the component is compiling (or about to be).
+pub const PENDING_MESSAGE: &str = "compiling this component in the background; it is registered when ready";
+
 /// A manifest whose component is still compiling.
 fn pending(path: String, id: Option<String>, pointer: &str) -> Loaded {
-    let message = "compiling this component in the background; it is registered when ready".to_owned();
-    Loaded::Rejected(Diagnostic::single(path, id, Severity::Pending, pointer, message))
+    Loaded::Rejected(Diagnostic::single(path, id, Severity::Pending, pointer, PENDING_MESSAGE.to_owned()))
+}
+
+/// The `.wasm` files directly in a scan root that `catalog` has not judged yet — neither
+/// registered, nor listed as pending, nor refused — each as a pending diagnostic: a
+/// component dropped in since that snapshot, which the next scan will compile. Cheap (one
+/// directory listing per root, nothing read), so the loader announces new components the
+/// moment the watcher sees them, before the debounce and long before a big component is
+/// hashed and compiled. (Only a scan with an inspector loads bare components: ask only then.)
+#[must_use]
+pub fn unjudged_components(config: &ScanConfig, catalog: &Catalog) -> Vec<Diagnostic> {
+    let judged: BTreeSet<String> = catalog
+        .extensions
+        .iter()
+        .map(|e| e.display_path())
+        .chain(catalog.diagnostics.iter().map(|d| d.path.clone()))
+        .collect();
+    config
+        .listed()
+        .0
+        .into_iter()
+        .filter(|path| path.file_name().and_then(|n| n.to_str()).is_some_and(component::is_wasm))
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file()))
+        .map(|path| config.display(&path))
+        .filter(|display| !judged.contains(display))
+        .map(|display| Diagnostic::single(display, None, Severity::Pending, "", PENDING_MESSAGE.to_owned()))
+        .collect()
 }
 
 /// Whether every component of a faculty folder could be attached.

@@ -186,7 +186,8 @@ pub enum CallError {
     /// No route for a pipeline action.
     #[error("no faculty serves the action `{0}`")]
     UnknownAction(String),
-    /// The faculty is registered but cannot run.
+    /// The faculty is registered but cannot run, or its component was refused (it does not
+    /// compile, does not link, …).
     #[error("faculty `{faculty}` is unavailable: {reason}")]
     Unavailable {
         /// Faculty id.
@@ -633,11 +634,53 @@ pub fn expand_folders(folders: &[(String, PathBuf)], text: &str) -> String {
     })
 }
 
-/// Faculties the catalog found whose component is still compiling; calls waiting for one
-/// re-check on every reconcile ([`FacultyRuntime::reconciled`]).
+/// Faculties the catalog found whose component is still compiling, and what it made of
+/// the components it did not register; calls waiting for one re-check on every reconcile
+/// ([`FacultyRuntime::reconciled`]).
 #[derive(Default)]
 struct Pending {
     ids: HashSet<String>,
+    /// Why the catalog refused a component faculty: by a bare component's file stem, or by
+    /// the id of a folder faculty whose component does not load.
+    refused: HashMap<String, String>,
+    /// The bare components the catalog has judged (registered, pending or refused), by
+    /// path relative to the instance root: a `.wasm` in a scan root not among them was
+    /// dropped in since, and the next scan compiles it.
+    judged: HashSet<String>,
+}
+
+impl Pending {
+    fn of(catalog: &Catalog) -> Self {
+        let is_wasm = |path: &str| butler_catalog::component::is_wasm(path);
+        let refused = catalog
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == butler_catalog::Severity::Error)
+            .filter_map(|d| {
+                let reason = d.errors.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join("; ");
+                if is_wasm(&d.path) {
+                    return Some((component_stem(&d.path)?, reason));
+                }
+                // A folder faculty whose component (named at `…/exec/0`) does not load.
+                let component = d.errors.iter().any(|e| e.pointer.ends_with("/exec/0"));
+                Some((d.id.clone().filter(|_| component)?, reason))
+            })
+            .collect();
+        let judged = catalog
+            .extensions
+            .iter()
+            .map(|e| e.display_path())
+            .chain(catalog.diagnostics.iter().map(|d| d.path.clone()))
+            .filter(|path| is_wasm(path))
+            .collect();
+        Self { ids: pending_ids(catalog), refused, judged }
+    }
+}
+
+/// The file stem of a component path (`faculties/notes.wasm` → `notes`).
+fn component_stem(path: &str) -> Option<String> {
+    let name = std::path::Path::new(path).file_name()?.to_str()?;
+    Some(name.strip_suffix(".wasm").unwrap_or(name).to_owned())
 }
 
 /// The faculty runtime.
@@ -839,8 +882,8 @@ impl FacultyRuntime {
         if changed {
             self.declared_changes.send_modify(|n| *n += 1);
         }
-        let ids = pending_ids(catalog);
-        lock(&self.pending).ids = ids;
+        let seen = Pending::of(catalog);
+        *lock(&self.pending) = seen;
         self.reconciled.notify_all();
         self.reconciles.send_modify(|n| *n += 1);
     }
@@ -1052,8 +1095,10 @@ impl FacultyRuntime {
         context.clone().until(own)
     }
 
-    /// Faculty `id`; while the catalog has it but its component is still compiling, waits
-    /// for it (until the call's deadline).
+    /// Faculty `id`; while its component is still compiling — the catalog lists it pending,
+    /// or `<id>.wasm` was dropped into a scan root and no scan has judged it yet — waits for
+    /// it (until the call's deadline). A component the catalog refused fails the call with
+    /// the reason (it does not compile, does not link, …).
     fn ready_faculty(&self, id: &str, context: &CallContext) -> Result<Arc<Faculty>, CallError> {
         let started = Instant::now();
         let deadline = context.deadline.unwrap_or_else(|| self.deadline_for(id));
@@ -1063,7 +1108,12 @@ impl FacultyRuntime {
                 return Ok(faculty);
             }
             if !pending.ids.contains(id) {
-                return Err(CallError::UnknownFaculty(id.to_owned()));
+                if let Some(reason) = pending.refused.get(id) {
+                    return Err(CallError::Unavailable { faculty: id.to_owned(), reason: reason.clone() });
+                }
+                if !self.dropped_unjudged(id, &pending) {
+                    return Err(CallError::UnknownFaculty(id.to_owned()));
+                }
             }
             if self.stop.load(Ordering::Acquire) {
                 return Err(CallError::ShuttingDown);
@@ -1078,6 +1128,18 @@ impl FacultyRuntime {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// Whether a scan root holds `<id>.wasm` that the last catalog did not judge: dropped
+    /// in since, to be compiled by the next scan (a stat per scan root, nothing read).
+    fn dropped_unjudged(&self, id: &str, pending: &Pending) -> bool {
+        if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+            return false;
+        }
+        self.setup.scan_roots.iter().map(|root| root.join(format!("{id}.wasm"))).any(|path| {
+            let shown = path.strip_prefix(&self.setup.root).unwrap_or(&path).to_string_lossy().into_owned();
+            !pending.judged.contains(&shown) && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+        })
     }
 
     /// Runs `call` as one observed call of `id`/`what`: counted, timed, and logged at
@@ -1398,13 +1460,7 @@ fn pending_ids(catalog: &Catalog) -> HashSet<String> {
         .diagnostics
         .iter()
         .filter(|d| d.severity == butler_catalog::Severity::Pending)
-        .filter_map(|d| {
-            d.id.clone().or_else(|| {
-                let path = std::path::Path::new(&d.path);
-                let name = path.file_name()?.to_str()?;
-                Some(name.strip_suffix(".wasm").unwrap_or(name).to_owned())
-            })
-        })
+        .filter_map(|d| d.id.clone().or_else(|| component_stem(&d.path)))
         .collect()
 }
 

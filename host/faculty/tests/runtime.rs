@@ -798,6 +798,67 @@ mod compiling {
         assert_eq!(runtime.stats().compiles, 1, "only the optimized compile counts (it is the one cached)");
         assert_eq!(instance.spooled_texts("self"), ["waited"]);
     }
+
+    /// A component dropped into a scan root after the last scan: a call made before any
+    /// scan judged it waits for one instead of answering "no such faculty".
+    #[test]
+    fn a_call_for_a_component_dropped_since_the_last_scan_waits_for_the_scan() {
+        let instance = Instance::new();
+        let runtime = instance.runtime(&json!({"journal": self_grant(true)}));
+        let empty = instance.scan(&runtime, None);
+        runtime.reconcile(&empty);
+        instance.install("journal");
+
+        // No scan has seen it: the call waits — here until its short deadline.
+        let early = runtime.invoke_json("journal", "intake", &observation("early"), &within(50));
+        assert!(matches!(early, Err(CallError::NotReady { ref faculty, .. }) if faculty == "journal"), "{early:?}");
+        let waiting = Spawned::call(&runtime, |rt| rt.invoke_json("journal", "intake", &observation("waited"), &far()));
+        let catalog = instance.scan(&runtime, Some(&empty));
+        runtime.reconcile(&catalog);
+        let written = waiting.outcome().expect("served once a scan registered it");
+        assert!(written["id"].is_string(), "{written}");
+        assert_eq!(instance.spooled_texts("self"), ["waited"]);
+        // No such file, no wait: unknown at once.
+        let unknown = runtime.invoke_json("nobody", "intake", &json!({}), &far());
+        assert_eq!(unknown, Err(CallError::UnknownFaculty("nobody".to_owned())));
+    }
+
+    /// A component that does not compile fails the call waiting for it with the reason,
+    /// not with "no such faculty"; so does every call after.
+    #[test]
+    fn a_call_waiting_for_a_component_that_does_not_compile_gets_the_compile_error() {
+        let instance = Instance::new();
+        let runtime = FacultyRuntime::new(instance.setup(&json!({}))).expect("runtime");
+        let (compiled_tx, compiled) = std::sync::mpsc::channel();
+        runtime.when_compiled(move || {
+            let _ = compiled_tx.send(());
+        });
+        let empty = instance.scan(&runtime, None);
+        runtime.reconcile(&empty);
+        // A component's header, then garbage: only the compile can tell.
+        std::fs::write(instance.path("faculties/broken.wasm"), b"\0asm\x0d\x00\x01\x00not a component at all")
+            .expect("drop a broken component");
+        let early = runtime.invoke_json("broken", "run", &json!({}), &within(50));
+        assert!(matches!(early, Err(CallError::NotReady { .. })), "dropped, not scanned yet: it waits: {early:?}");
+
+        let waiting = Spawned::call(&runtime, |rt| rt.invoke_json("broken", "run", &json!({}), &far()));
+        let catalog = instance.scan(&runtime, Some(&empty));
+        let (severity, _) = Instance::diagnostic(&catalog, "faculties/broken.wasm").expect("a diagnostic");
+        assert_eq!(severity, Severity::Pending, "compiling in the background");
+        runtime.reconcile(&catalog);
+        assert_eq!(runtime.readiness().pending, ["broken"]);
+        compiled.recv_timeout(LIVENESS).expect("the compile ended");
+        let catalog = instance.scan(&runtime, Some(&catalog));
+        let (severity, why) = Instance::diagnostic(&catalog, "faculties/broken.wasm").expect("a diagnostic");
+        assert_eq!(severity, Severity::Error, "{why}");
+        runtime.reconcile(&catalog);
+
+        let failed = waiting.outcome().expect_err("it does not compile");
+        assert_eq!(failed.code(), "faculty_unavailable", "{failed:?}");
+        assert!(failed.to_string().contains("does not compile"), "{failed}");
+        let again = runtime.invoke_json("broken", "run", &json!({}), &far()).expect_err("still broken");
+        assert_eq!(again, failed);
+    }
 }
 
 mod shutdown {

@@ -10,7 +10,8 @@ pub struct Changed {
     pub tools: bool,
     /// `prompts/list`.
     pub prompts: bool,
-    /// `resources/list` and `resources/templates/list`.
+    /// `resources/list` and `resources/templates/list` (and `skills/list`: the Skills
+    /// extension has no notification of its own).
     pub resources: bool,
 }
 
@@ -57,7 +58,9 @@ impl Changed {
             tools: differs(&before.tools, &after.tools),
             prompts: differs(&before.prompts, &after.prompts),
             resources: differs(&before.resources, &after.resources)
-                || differs(&before.resource_templates, &after.resource_templates),
+                || differs(&before.resource_templates, &after.resource_templates)
+                // A skill's `SKILL.md` is among the resources the hub lists.
+                || differs(&before.skills, &after.skills),
         }
     }
 }

@@ -9,6 +9,8 @@
 //! - [`templates`]: which resource template a URI is one of;
 //! - [`capability_sets`]: what each provider lists to clients of fewer capabilities than
 //!   the hub declares to it;
+//! - [`skills`]: the Skills extension — the providers' and packages' skills, their files
+//!   read and checked against their entries;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
 //!   included;
@@ -34,6 +36,7 @@ pub mod instructions;
 pub mod provider;
 pub mod quarantine;
 pub mod review;
+pub mod skills;
 pub mod templates;
 pub mod upcall;
 pub mod upstream;
@@ -796,7 +799,10 @@ impl Hub {
             "prompts/get" if name == CONTEXT_NAME && view.offers_context() => host(),
             "resources/read" if name == CONTEXT_URI && view.offers_context() => host(),
             "prompts/get" => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
-            "resources/read" => self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()),
+            "skills/get" | "resources/directory/read" => self.skill_owner(view, name),
+            "resources/read" => {
+                self.skill_owner(view, name).or_else(|| self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()))
+            }
             _ => None,
         }
     }
@@ -1321,41 +1327,8 @@ impl Hub {
                 ),
             );
         }
-        for (_, skill) in self.skills(view) {
-            resources.extend(skill.files.iter().map(|file| {
-                json!({"uri": skill.uri(&file.path), "name": file.path,
-                       "title": format!("{}: {}", skill.title, file.path), "mimeType": file.mime})
-            }));
-        }
+        resources.extend(self.skill_resources(view));
         resources
-    }
-
-    /// The contents of a skill's file `uri` names, when one of the skills `view` offers
-    /// has it: text when it is UTF-8 of a textual type, else base64.
-    async fn read_skill_file(&self, view: &View, uri: &str) -> Option<Result<Value, RpcError>> {
-        let (path, mime) = self.skills(view).into_iter().find_map(|(_, skill)| {
-            let file = skill.file_of(uri)?;
-            Some((skill.copy.join(&file.path), file.mime.clone()))
-        })?;
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                return Some(Err(RpcError {
-                    code: -32603,
-                    message: format!("the skill's copy of {uri} cannot be read: {e}"),
-                    data: None,
-                }));
-            }
-        };
-        let textual = mime.starts_with("text/")
-            || ["application/json", "application/javascript", "application/x-sh", "application/xml"]
-                .contains(&mime.as_str());
-        let content = match String::from_utf8(bytes) {
-            Ok(text) if textual => json!({"uri": uri, "mimeType": mime, "text": text}),
-            Ok(text) => json!({"uri": uri, "mimeType": mime, "blob": base64_of(text.as_bytes())}),
-            Err(e) => json!({"uri": uri, "mimeType": mime, "blob": base64_of(e.as_bytes())}),
-        };
-        Some(Ok(json!({"contents": [content]})))
     }
 
     /// Every provider resource that takes part in `view`'s URIs under the URI its clients
@@ -1439,9 +1412,7 @@ impl Hub {
                 json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
             );
         }
-        if uri.starts_with("skill://")
-            && let Some(read) = self.read_skill_file(view, &uri).await
-        {
+        if let Some(read) = self.read_skill(view, &uri, &params, asker).await {
             return read;
         }
         if let Some(held) = self.held_error(view, quarantine::Kind::Resource, &uri) {

@@ -232,6 +232,10 @@ pub struct Lists {
     /// lists above change.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub withheld: BTreeMap<String, Withheld>,
+    /// `skills/list`, when it declares the Skills extension ([`crate::skills`]): the
+    /// entries as it gives them, its files never fetched ahead of need.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<Value>,
 }
 
 /// A provider's run state.
@@ -318,6 +322,10 @@ pub struct Conn {
     listen: Mutex<Listen>,
     /// What it said of itself (at `initialize`, or in its `server/discover` answer).
     declared: std::sync::OnceLock<Declared>,
+    /// When it was started (the process spawned, the remote server dialled), ms since the
+    /// epoch, and the same moment on the monotonic clock for its uptime.
+    started_at: u64,
+    started: Instant,
 }
 
 /// A 2026-07-28 provider's one `subscriptions/listen` request: what it asks to be told, and
@@ -782,6 +790,11 @@ pub struct Status {
     pub state: State,
     /// The provider's pid while it runs.
     pub pid: Option<u32>,
+    /// While it runs: when this run started (its process, or its connection to a remote
+    /// server), ms since the epoch.
+    pub started_at: Option<u64>,
+    /// While it runs: how long this run has lasted, in ms.
+    pub uptime_ms: Option<u64>,
     /// The protocol revision it is spoken to with, while it runs.
     pub protocol: Option<&'static str>,
     /// A remote server's URL, as it may be shown (no user, query or fragment).
@@ -1151,6 +1164,12 @@ impl Provider {
         lock(&self.inner).lists.clone()
     }
 
+    /// Its skills as last seen (without copying its other lists: every read asks).
+    #[must_use]
+    pub fn skills(&self) -> Vec<Value> {
+        lock(&self.inner).lists.skills.clone()
+    }
+
     /// What it tells its clients of itself, as last seen (running, or cached).
     #[must_use]
     pub fn instructions(&self) -> Option<String> {
@@ -1291,6 +1310,8 @@ impl Provider {
             modern: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
             declared: std::sync::OnceLock::new(),
+            started_at: butler_catalog::time::now_ms(),
+            started: Instant::now(),
         }
     }
 
@@ -1814,6 +1835,8 @@ impl Provider {
             namespace: self.spec.namespace.clone(),
             state: inner.state,
             pid,
+            started_at: inner.conn.as_ref().map(|c| c.started_at),
+            uptime_ms: inner.conn.as_ref().map(|c| u64::try_from(c.started.elapsed().as_millis()).unwrap_or(u64::MAX)),
             protocol: inner
                 .conn
                 .as_ref()
@@ -1901,6 +1924,9 @@ async fn list_all(conn: &Conn, declared: &Declared, asker: &Asker<'_>) -> Result
         lists.resources = paged(conn, asker, "resources/list", "resources").await.unwrap_or_default();
         lists.resource_templates =
             paged(conn, asker, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
+    }
+    if crate::skills::declared(&declared.capabilities) {
+        lists.skills = paged(conn, asker, "skills/list", "skills").await.unwrap_or_default();
     }
     Ok(lists)
 }

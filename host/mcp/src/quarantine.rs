@@ -38,7 +38,7 @@ pub enum Kind {
     Resource,
     /// A resource template, by its `uriTemplate`.
     ResourceTemplate,
-    /// A skill (the Skills extension's), by its name.
+    /// A skill (the Skills extension's entry), by the URI of its `SKILL.md`.
     Skill,
 }
 
@@ -68,9 +68,9 @@ impl Kind {
     #[must_use]
     pub fn key_field(self) -> &'static str {
         match self {
-            Self::Resource => "uri",
+            Self::Resource | Self::Skill => "uri",
             Self::ResourceTemplate => "uriTemplate",
-            Self::Tool | Self::Prompt | Self::Skill => "name",
+            Self::Tool | Self::Prompt => "name",
         }
     }
 

@@ -20,11 +20,11 @@ pub struct HeldItem {
     pub provider: String,
     /// What it is.
     pub kind: Kind,
-    /// Its own key ([`Kind::key_of`]): a tool's, prompt's or skill's name as the provider
-    /// gives it, a resource's URI, a template's `uriTemplate`.
+    /// Its own key ([`Kind::key_of`]): a tool's or prompt's name as the provider gives it,
+    /// a resource's URI, a template's `uriTemplate`, the URI of a skill's `SKILL.md`.
     pub name: String,
     /// What clients would know it by on the endpoint asked about: the public name of a
-    /// tool, prompt or skill; a resource's URI; a template's `uriTemplate`.
+    /// tool or prompt; a resource's URI; a template's `uriTemplate`; a skill's public URI.
     pub public: String,
     /// Its definition as the provider gives it now.
     pub definition: Value,
@@ -65,13 +65,19 @@ impl Hub {
                 (Kind::Prompt, lists.prompts),
                 (Kind::Resource, lists.resources),
                 (Kind::ResourceTemplate, lists.resource_templates),
+                (Kind::Skill, lists.skills),
             ];
             for (kind, items) in kinds {
                 for definition in items {
+                    // A skill entry the extension does not define is offered to no one.
+                    if kind == Kind::Skill && !crate::skills::valid(&definition) {
+                        continue;
+                    }
                     let name = kind.key_of(&definition);
                     let Some(why) = pins.held(&spec.id, kind, &name, &definition) else { continue };
                     let public = match kind {
-                        Kind::Tool | Kind::Prompt | Kind::Skill => {
+                        Kind::Skill => crate::skills::public_uri(view.unwrap_or(&View::Main), spec, &name),
+                        Kind::Tool | Kind::Prompt => {
                             let Ok(public) = names::public(&spec.namespace, &name) else { continue };
                             if let Some(view) = view {
                                 let offered = if kind == Kind::Tool {

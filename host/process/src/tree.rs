@@ -125,6 +125,13 @@ pub fn first_child(pid: u32) -> Option<u32> {
     children.split_ascii_whitespace().next()?.parse().ok()
 }
 
+/// Whether `pid` is still a child of `parent` (not yet reaped by it).
+#[must_use]
+pub fn is_child(parent: u32, pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+        .is_ok_and(|children| children.split_ascii_whitespace().any(|child| child.parse() == Ok(pid)))
+}
+
 /// Whether any process (zombies aside) is still in the group led by `pid`.
 #[must_use]
 pub fn group_alive(pid: u32) -> bool {

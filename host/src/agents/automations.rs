@@ -1,5 +1,6 @@
 //! Automations: jobs the host's own scheduler runs as agent sessions, on cron schedules in
-//! a time zone (the root config's `automations.timeZone`, default `Asia/Shanghai`).
+//! a time zone (the root config's `automations.timeZone`, default the system's local zone:
+//! [`local_time_zone`]).
 //!
 //! `POST /automations` registers the host's jobs — those the faculties' manifests declare
 //! (`automations[]`; the built-in distill faculty declares the hourly distill job) —
@@ -37,8 +38,8 @@ pub use crate::instance::config::AutomationsConfig;
 pub const SUFFIX: &str = " · Butler";
 /// The host's jobs of earlier versions, removed at registration.
 pub const RETIRED: &[&str] = &["日报 · Butler", "周报 · Butler", "周检 · Butler"];
-/// The time zone when the root config names none.
-pub const DEFAULT_TIME_ZONE: &str = "Asia/Shanghai";
+/// The time zone when the root config names none and the system's cannot be told.
+pub const FALLBACK_TIME_ZONE: &str = "UTC";
 /// The file under the state directory.
 pub const FILE: &str = "automations.json";
 /// How long a run's session may take when `agent.timeoutSec` says nothing.
@@ -124,6 +125,8 @@ pub struct Automations {
     path: PathBuf,
     agents: Arc<Agents>,
     config: AutomationsConfig,
+    /// The zone the host's jobs are read in: `automations.timeZone`, else the local one.
+    zone: String,
     run_limit: Duration,
     jobs: Mutex<Vec<Job>>,
     running: Mutex<HashSet<String>>,
@@ -143,7 +146,11 @@ impl Automations {
         run_limit: Option<Duration>,
         agents: Arc<Agents>,
     ) -> Result<Arc<Self>, AutomationError> {
-        time_zone(config.time_zone.as_deref().unwrap_or(DEFAULT_TIME_ZONE))?;
+        let zone = match &config.time_zone {
+            Some(configured) => configured.clone(),
+            None => local_time_zone(),
+        };
+        time_zone(&zone)?;
         for (title, schedule) in &config.schedules {
             cron(schedule).map_err(|e| AutomationError::Config(format!("automations.schedules.{title}: {e}")))?;
         }
@@ -161,6 +168,7 @@ impl Automations {
             path,
             agents,
             config,
+            zone,
             run_limit: run_limit.unwrap_or(DEFAULT_RUN_LIMIT),
             jobs: Mutex::new(jobs),
             running: Mutex::default(),
@@ -176,7 +184,7 @@ impl Automations {
     /// declare (the first of a title wins), each with the root config's schedule for it
     /// when it names one.
     fn host_jobs(&self, catalog: &Catalog) -> Vec<Job> {
-        let time_zone = self.config.time_zone.clone().unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned());
+        let time_zone = self.zone.clone();
         let mut jobs: Vec<Job> = Vec::new();
         for declared in catalog.of_kind(Kind::Faculty).flat_map(|ext| ext.manifest.automations.iter()) {
             if jobs.iter().any(|j| j.title == declared.title) || !declared.title.ends_with(SUFFIX) {
@@ -231,6 +239,13 @@ impl Automations {
         self.save()?;
         self.changed.notify_one();
         Ok(done)
+    }
+
+    /// The time zone the host's jobs are read in: `automations.timeZone`, else the
+    /// system's ([`local_time_zone`]).
+    #[must_use]
+    pub fn time_zone(&self) -> &str {
+        &self.zone
     }
 
     /// Every job with its next run.
@@ -370,6 +385,39 @@ fn now() -> String {
     Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The system's local time zone as an IANA name: `TZ` when it names one (`Europe/Berlin`, or
+/// `:Europe/Berlin`), else the zone `/etc/localtime` links to (or `/etc/timezone` names);
+/// [`FALLBACK_TIME_ZONE`], with a note in the log, when neither does.
+#[must_use]
+pub fn local_time_zone() -> String {
+    let tz = std::env::var("TZ").ok();
+    let (zone, note) = local_zone_of(tz.as_deref(), || iana_time_zone::get_timezone().ok());
+    if let Some(note) = note {
+        tracing::info!("automations: {note}; set automations.timeZone in the root config to choose one");
+    }
+    zone
+}
+
+/// [`local_time_zone`] from `TZ` and what the system says: the zone, and a note when it is
+/// the fallback.
+fn local_zone_of(tz: Option<&str>, system: impl FnOnce() -> Option<String>) -> (String, Option<String>) {
+    let named = |name: &str| Tz::from_str(name).is_ok().then(|| name.to_owned());
+    if let Some(zone) = tz.map(|t| t.trim_start_matches(':')).filter(|t| !t.is_empty()).and_then(named) {
+        return (zone, None);
+    }
+    match system() {
+        Some(zone) if named(&zone).is_some() => (zone, None),
+        other => {
+            let what = match (tz.filter(|t| !t.is_empty()), other) {
+                (Some(tz), _) => format!("TZ={tz} is not an IANA time zone and the system names none"),
+                (None, Some(zone)) => format!("the system's time zone `{zone}` is not an IANA name"),
+                (None, None) => "the system's time zone cannot be told (no TZ, no /etc/localtime link)".to_owned(),
+            };
+            (FALLBACK_TIME_ZONE.to_owned(), Some(format!("{what}: schedules are read in {FALLBACK_TIME_ZONE}")))
+        }
+    }
+}
+
 fn time_zone(name: &str) -> Result<Tz, AutomationError> {
     Tz::from_str(name).map_err(|_| {
         AutomationError::Config(format!("`{name}` is not a time zone (an IANA name, such as Asia/Shanghai)"))
@@ -429,6 +477,27 @@ mod tests {
         let quick = job("*/5 * * * * *", "2026-12-03T10:29:58Z", None);
         assert_eq!(next_run(&quick), Some(at("2026-12-03T10:30:00Z")));
         assert!(cron("every hour").is_err() && time_zone("Mars/Base").is_err());
+    }
+
+    #[test]
+    fn the_default_time_zone_is_the_systems_local_one() {
+        let system = |zone: &'static str| move || Some(zone.to_owned());
+        let none = || None;
+        // TZ names the zone (with or without the leading colon), before /etc/localtime.
+        assert_eq!(local_zone_of(Some("Europe/Berlin"), system("Asia/Tokyo")), ("Europe/Berlin".to_owned(), None));
+        assert_eq!(local_zone_of(Some(":America/New_York"), none).0, "America/New_York");
+        // No TZ, or one that is no IANA name (a POSIX rule): the system's zone.
+        assert_eq!(local_zone_of(None, system("Asia/Tokyo")), ("Asia/Tokyo".to_owned(), None));
+        assert_eq!(local_zone_of(Some("CET-1CEST"), system("Europe/Paris")).0, "Europe/Paris");
+        assert_eq!(local_zone_of(Some(""), system("Etc/UTC")).0, "Etc/UTC");
+        // Nothing to go by: UTC, with a note saying why.
+        let (zone, note) = local_zone_of(None, none);
+        assert_eq!(zone, "UTC");
+        assert!(note.is_some_and(|n| n.contains("cannot be told") && n.contains("UTC")));
+        let (zone, note) = local_zone_of(None, system("Not/AZone"));
+        assert_eq!(zone, "UTC");
+        assert!(note.is_some_and(|n| n.contains("Not/AZone")));
+        assert_eq!(local_zone_of(Some("Mars/Base"), none).0, "UTC");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! One task owns every scan, so loads and unloads never run concurrently. It reacts to
 //! file-system events (debounced) and, as a safety net for missed events, compares a
 //! cheap fingerprint of the scan roots every [`FINGERPRINT_INTERVAL`]. A snapshot is
-//! published only when its content changed.
+//! published only when its content changed. A `.wasm` dropped into a scan root is
+//! announced as pending at once, before the debounce (see
+//! [`butler_catalog::scan::unjudged_components`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -164,6 +166,7 @@ impl Loader {
         loop {
             tokio::select! {
                 Some(()) = events.recv() => {
+                    self.announce_new_components().await;
                     debounce(&mut events).await;
                     self.rescan().await;
                 }
@@ -178,6 +181,7 @@ impl Loader {
                         // A write may be under way whose events have not arrived yet:
                         // the same quiet time as after an event, then the rescan.
                         tracing::debug!("catalog: fingerprint changed without an event; rescanning");
+                        self.announce_new_components().await;
                         debounce(&mut events).await;
                         self.rescan().await;
                     }
@@ -185,6 +189,31 @@ impl Loader {
                 () = self.snapshots.closed() => return,
             }
         }
+    }
+
+    /// Publishes the `.wasm` files dropped into a scan root since the last snapshot as
+    /// pending, before the debounce and the scan that compiles them: a call to one waits
+    /// for it from the moment the watcher sees it, and `/catalog` lists it.
+    async fn announce_new_components(&mut self) {
+        if self.config.inspector.is_none() {
+            return;
+        }
+        let config = self.config.clone();
+        let previous = self.snapshots.borrow().clone();
+        let prev = Arc::clone(&previous);
+        let Ok(found) =
+            tokio::task::spawn_blocking(move || butler_catalog::scan::unjudged_components(&config, &prev)).await
+        else {
+            return;
+        };
+        if found.is_empty() {
+            return;
+        }
+        let mut next = (*previous).clone();
+        next.diagnostics.extend(found);
+        next.generation = previous.generation + 1;
+        log_changes(&previous, &next);
+        self.snapshots.send_replace(Arc::new(next));
     }
 
     async fn rescan(&mut self) {

@@ -390,7 +390,11 @@ fn held(json: bool, target: Target) -> anyhow::Result<()> {
         outln!("{} {kind}{} ({}): {}", text("provider"), text("name"), text("public"), text("reason"));
         let now = &tool["definition"];
         match tool["approved"].get("definition") {
-            None => outln!("  description: {}", now["description"].as_str().unwrap_or("")),
+            // A skill's entry describes it in its front matter.
+            None => outln!(
+                "  description: {}",
+                now["description"].as_str().or(now["frontmatter"]["description"].as_str()).unwrap_or("")
+            ),
             Some(before) => {
                 let mut keys: Vec<&String> = now.as_object().into_iter().flat_map(|o| o.keys()).collect();
                 keys.extend(before.as_object().into_iter().flat_map(|o| o.keys()));

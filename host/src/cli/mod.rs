@@ -16,18 +16,21 @@ mod check;
 mod client;
 mod console;
 mod faculty;
+mod hook;
 mod keep;
 mod mcp;
+mod observe;
 mod pipeline;
 mod processes;
 mod scaffold;
 mod serve;
 mod settings;
 mod stdio;
+mod verbs;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Butler host: keeps your AI extensions and your knowledge in one place.
 #[derive(Debug, Parser)]
@@ -38,7 +41,9 @@ use clap::{Parser, Subcommand};
     long_about = None,
     propagate_version = true,
     after_help = "Pipeline actions: butler PREFIX VERB [ID] [--name VALUE]…, like `butler review list` or \
-                  `butler review approve ID` (the prefixes the faculties serve are in `GET /faculties`)."
+                  `butler review approve ID` (the prefixes the faculties serve are in `GET /faculties`). \
+                  `butler PREFIX --help` lists a prefix's verbs, `butler PREFIX VERB --help` a verb's arguments, \
+                  as the running host's faculties declare them."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -83,6 +88,11 @@ enum Command {
     /// The keeper a hosted process runs under (started by the host, not by hand).
     #[command(hide = true)]
     Keep(keep::Args),
+    /// Record an observation in the journal of the running host (as `POST /observe`).
+    Observe(observe::Args),
+    /// Hooks that record what other tools do: `butler hook git install [REPO]`.
+    #[command(subcommand)]
+    Hook(hook::Command),
     /// `PREFIX VERB [ID] [--name VALUE]…`: any pipeline action the running host's faculties
     /// serve (`GET /faculties` lists the prefixes).
     #[command(external_subcommand)]
@@ -91,8 +101,11 @@ enum Command {
 
 /// Parses the command line and runs the subcommand.
 pub fn main() -> ExitCode {
+    if let Some(words) = help_for_action() {
+        return finish(pipeline::action(&words));
+    }
     let cli = Cli::parse();
-    let result = match cli.command {
+    finish(match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Check(args) => check::run(&args),
         Command::Faculty(command) => faculty::run(command),
@@ -108,7 +121,28 @@ pub fn main() -> ExitCode {
         Command::Import(args) => capability::import(args),
         Command::Capability(command) => capability::run(command),
         Command::Keep(args) => Ok(keep::run(&args)),
-    };
+        Command::Observe(args) => observe::run(args),
+        Command::Hook(command) => hook::run(command),
+    })
+}
+
+/// `butler help PREFIX [VERB]`, which clap's own `help` does not know: the words of the
+/// same help asked the short form's way (`PREFIX [VERB] --help`). `None` for anything else,
+/// `butler help` and `butler help COMMAND` included.
+fn help_for_action() -> Option<Vec<String>> {
+    let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.into_string().ok()).collect::<Option<_>>()?;
+    let [help, topic, rest @ ..] = args.as_slice() else { return None };
+    if help != "help" || topic.starts_with('-') || Cli::command().find_subcommand(topic).is_some() || topic == "help" {
+        return None;
+    }
+    let mut words = vec![topic.clone()];
+    words.extend(rest.iter().take_while(|w| !w.starts_with('-')).take(1).cloned());
+    words.push("--help".to_owned());
+    words.extend(rest.iter().skip_while(|w| !w.starts_with('-')).cloned());
+    Some(words)
+}
+
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {

@@ -5,16 +5,18 @@
 //! The CLI knows no action: `GET /faculties` says which faculty serves a prefix and what
 //! its command declares. A command with a `confirm` step (`review.approve` confirms with
 //! `review.prepare`) gets that step run first, with the fields it names carried over; a
-//! command whose input schema has an `idempotencyKey` gets a fresh one.
+//! command whose input schema has an `idempotencyKey` gets a fresh one. Its help
+//! (`butler PREFIX --help`, `butler PREFIX VERB --help`) is generated from the same
+//! declarations, in `verbs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use butler_host::pipeline::router::command_of;
 use serde_json::{Map, Value, json};
 
 use super::client::Client;
+use super::verbs;
 
 /// Where the host is: the instance it serves.
 #[derive(Debug, clap::Args)]
@@ -44,8 +46,14 @@ pub fn pipeline(command: Pipeline) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `butler PREFIX VERB [ID] [--name VALUE]… [--args JSON] [--workdir DIR]`.
+/// Runs `butler PREFIX VERB [ID] [--name VALUE]… [--args JSON] [--workdir DIR]`, or
+/// prints its help (`butler PREFIX --help`, `butler PREFIX VERB --help`, a bare
+/// `butler PREFIX`) from what the faculties declare.
 pub fn action(words: &[String]) -> anyhow::Result<ExitCode> {
+    if let Some(asked) = verbs::asked(words) {
+        verbs::print(Client::connect(workdir_of(words)), &asked)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (action, args, workdir) = parse_words(words)?;
     let client = Client::connect(workdir)?;
     print_answer(&run(&client, &action, args)?);
@@ -84,6 +92,15 @@ fn parse_words(words: &[String]) -> anyhow::Result<(String, Map<String, Value>, 
     }
     let workdir = workdir.or_else(|| std::env::var_os(butler_host::instance::WORKDIR_ENV).map(PathBuf::from));
     Ok((action, args, workdir))
+}
+
+/// The `--workdir DIR` among an action's words (else `BUTLER_WORKDIR`).
+fn workdir_of(words: &[String]) -> Option<PathBuf> {
+    words
+        .windows(2)
+        .find(|pair| pair[0] == "--workdir")
+        .map(|pair| PathBuf::from(&pair[1]))
+        .or_else(|| std::env::var_os(butler_host::instance::WORKDIR_ENV).map(PathBuf::from))
 }
 
 /// `content-hash` → `contentHash`.
@@ -135,23 +152,7 @@ fn post(client: &Client, action: &str, args: Map<String, Value>) -> anyhow::Resu
 /// then the host's own answer to the call explains).
 fn declaration(client: &Client, action: &str) -> anyhow::Result<Value> {
     let (prefix, verb) = action.split_once('.').context("an action is `<prefix>.<verb>`")?;
-    let listing = client.get("/faculties")?;
-    let Some(faculty) = listing["routes"][prefix].as_str() else {
-        let served: Vec<&str> = listing["routes"].as_object().into_iter().flatten().map(|(p, _)| p.as_str()).collect();
-        bail!(
-            "`{prefix}` is neither a butler command (see `butler --help`) nor an action prefix the host serves ({})",
-            if served.is_empty() { "none yet".to_owned() } else { served.join(", ") }
-        );
-    };
-    let command = command_of(prefix, verb, faculty);
-    let found = listing["faculties"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["id"] == faculty)
-        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
-        .find(|c| c["id"] == command.as_str());
-    Ok(found.cloned().unwrap_or_else(|| json!({})))
+    Ok(verbs::served(client, prefix)?.command(verb).cloned().unwrap_or_else(|| json!({})))
 }
 
 /// An idempotency key no other run of the CLI uses.

@@ -7,8 +7,9 @@
 //!   reporting period (1 minute, doubling to [`REPORT_CAP`]); a failure after which it is
 //!   not restarted; and its recovery (`type=note`) once a restarted run lasts
 //!   [`STABLE_RUN`] without failing;
-//! - an extension added or removed by a rescan (`type=note`, `catalog:<id>`) — not the
-//!   first scan, and not a `.wasm` that only finished compiling.
+//! - an extension added or removed by a rescan (`type=note`, `catalog:<id>`) — not what
+//!   the first scan found, also once a component it found compiling is ready; a component
+//!   dropped in later is added when it registers, after its compile.
 //!
 //! Manual stops and restarts are not failures and never reach here. Recording runs on its
 //! own task: a failing journal is logged and never slows supervision or the catalog.
@@ -95,8 +96,8 @@ pub async fn spawn(runtime: Arc<FacultyRuntime>, supervisor: &Supervisor, catalo
         .follow_with(move |snapshot| {
             let (seen, record) = (Arc::clone(&seen), record.clone());
             async move {
-                let next = Seen::of(&snapshot);
                 let mut seen = seen.lock().await;
+                let next = Seen::after(seen.as_ref(), &snapshot);
                 if let Some(before) = seen.as_ref() {
                     for observation in before.changes(&next) {
                         record(observation).await;
@@ -243,27 +244,31 @@ fn failure(kind: Kind, id: &str, code: i32, restart_in: Option<Duration>) -> Val
     observation(&subject, "error", &[format!("exit-code:{code}")], format!("{what}{next}"))
 }
 
-/// What a snapshot registers, by id, and which paths wait for their compile.
+/// What a snapshot registers, by id, and which paths the first snapshot found compiling
+/// and still wait for their compile.
+#[derive(Debug)]
 struct Seen {
     extensions: BTreeMap<String, (Kind, String)>,
-    pending: BTreeSet<String>,
+    found_at_start: BTreeSet<String>,
 }
 
 impl Seen {
-    fn of(catalog: &Catalog) -> Self {
+    /// What `catalog` registers; after `before`, or as the first snapshot (whose pending
+    /// components were found at start, not added).
+    fn after(before: Option<&Self>, catalog: &Catalog) -> Self {
+        let pending = catalog.diagnostics.iter().filter(|d| d.severity == Severity::Pending).map(|d| d.path.clone());
+        let found_at_start = match before {
+            None => pending.collect(),
+            Some(before) => pending.filter(|path| before.found_at_start.contains(path)).collect(),
+        };
         Self {
             extensions: catalog.extensions.iter().map(|e| (e.id().to_owned(), (e.kind(), e.display_path()))).collect(),
-            pending: catalog
-                .diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Pending)
-                .map(|d| d.path.clone())
-                .collect(),
+            found_at_start,
         }
     }
 
-    /// Notes for what `next` added or removed. An extension whose `.wasm` was compiling is
-    /// not new: it was found by an earlier scan.
+    /// Notes for what `next` added or removed. A component the first snapshot found
+    /// compiling is not new when it registers; one dropped in later is.
     fn changes(&self, next: &Self) -> Vec<Value> {
         let note = |id: &str, kind: Kind, text: String| {
             json!({
@@ -277,7 +282,7 @@ impl Seen {
         let added = next
             .extensions
             .iter()
-            .filter(|(id, (_, path))| !self.extensions.contains_key(*id) && !self.pending.contains(path));
+            .filter(|(id, (_, path))| !self.extensions.contains_key(*id) && !self.found_at_start.contains(path));
         let removed = self.extensions.iter().filter(|(id, _)| !next.extensions.contains_key(*id));
         added
             .map(|(id, (kind, path))| note(id, *kind, format!("{} {id} was added ({path})", kind.as_str())))
@@ -348,5 +353,57 @@ mod tests {
         // Much later, failing again is a new loop's first failure.
         let again = loops.on_event(&failed(2, Some(1)), start + Duration::from_secs(4000)).expect("a new loop");
         assert!(again["text"].as_str().is_some_and(|t| t.contains("exited unexpectedly with exit code 2")), "{again}");
+    }
+
+    /// A catalog registering tools `ids` (scanned from a temp instance), with the
+    /// manifests at `pending` listed as compiling.
+    fn catalog(ids: &[&str], pending: &[&str]) -> Catalog {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for id in ids {
+            let folder = dir.path().join("tools").join(id);
+            std::fs::create_dir_all(&folder).expect("mkdir");
+            let manifest = json!({"schemaVersion": 1, "kind": "tool", "id": id, "name": id});
+            std::fs::write(folder.join("butler.json"), manifest.to_string()).expect("manifest");
+        }
+        let config = crate::catalog::ScanConfig {
+            instance_root: dir.path().to_owned(),
+            roots: vec![dir.path().join("tools")],
+            inspector: None,
+            own_listeners: Vec::new(),
+        };
+        let mut catalog = crate::catalog::scan(&config, None);
+        assert!(catalog.diagnostics.is_empty(), "{:?}", catalog.diagnostics);
+        catalog.diagnostics = pending
+            .iter()
+            .map(|path| {
+                crate::catalog::Diagnostic::single(
+                    (*path).to_owned(),
+                    None,
+                    Severity::Pending,
+                    "",
+                    "compiling".to_owned(),
+                )
+            })
+            .collect();
+        catalog
+    }
+
+    #[test]
+    fn a_component_dropped_in_is_added_once_compiled_but_one_found_at_start_is_not() {
+        let (early, late) = ("tools/early/butler.json", "tools/late/butler.json");
+        let start = Seen::after(None, &catalog(&[], &[early]));
+        let dropped = Seen::after(Some(&start), &catalog(&[], &[early, late]));
+        assert!(start.changes(&dropped).is_empty(), "nothing registered yet");
+        let compiled = Seen::after(Some(&dropped), &catalog(&["early", "late"], &[]));
+        let notes = dropped.changes(&compiled);
+        let texts: Vec<&str> = notes.iter().filter_map(|n| n["text"].as_str()).collect();
+        assert_eq!(texts, ["tool late was added (tools/late/butler.json)"], "{notes:?}");
+        assert_eq!(notes[0]["ref"], "butler://catalog:late");
+        // Removed later, then dropped in again: removed, then added again.
+        let removed = Seen::after(Some(&compiled), &catalog(&["early"], &[]));
+        let texts = compiled.changes(&removed);
+        assert_eq!(texts[0]["text"], "tool late was removed (tools/late/butler.json)");
+        let again = Seen::after(Some(&removed), &catalog(&["early", "late"], &[]));
+        assert_eq!(removed.changes(&again)[0]["text"], "tool late was added (tools/late/butler.json)");
     }
 }

@@ -52,6 +52,12 @@ pub enum State {
     Healthy,
     /// Running; the last probe failed.
     Unhealthy,
+    /// Between two runs: the last one is being stopped for a restart (by hand, or with a
+    /// changed `hosted` block), or it ended and the next one's program is not running yet.
+    Restarting,
+    /// A stop was asked, or the program exited and what it left behind is being stopped;
+    /// it is `stopped`, `backoff` or `crashed` next.
+    Stopping,
     /// Exited; restarts at `nextRestartAt`.
     Backoff,
     /// Exited with a failure and is not restarted (policy, or it could not be started).
@@ -134,6 +140,9 @@ pub struct Status {
 struct Record {
     status: Status,
     since: Option<std::time::Instant>,
+    /// A restart is under way: set when it is asked for (or an automatic one begins),
+    /// cleared once the new run's program has a pid or the run ends otherwise.
+    restarting: bool,
     /// The last [`HISTORY`] ended runs, oldest first.
     history: std::collections::VecDeque<Run>,
 }
@@ -196,6 +205,7 @@ impl Item {
                 rss_bytes: None,
             },
             since: None,
+            restarting: false,
             history: std::collections::VecDeque::new(),
         }));
         let log = Arc::new(Log::new(log_path));
@@ -210,16 +220,26 @@ impl Item {
         Arc::new(Self { kind: spec.kind, spec: Mutex::new(spec), record, usage: Mutex::new(None), log, tx })
     }
 
-    /// The item's status now.
+    /// The item's status now. While a run is under way its state says what is really
+    /// happening: `restarting` until the new program runs, `restarting` or `stopping` once
+    /// the program has exited and the keeper is still winding down — never `running`
+    /// without a program.
     #[must_use]
     pub fn status(&self) -> Status {
         let mut record = lock(&self.record);
-        if record.status.pid.is_none()
-            && let Some(group) = record.status.pgid
-        {
-            record.status.pid = butler_process::tree::first_child(group);
-        }
+        find_program(&mut record);
         let mut status = record.status.clone();
+        let live = matches!(status.state, State::Starting | State::Running | State::Healthy | State::Unhealthy);
+        if record.restarting {
+            status.state = State::Restarting;
+        } else if live
+            && let (Some(pid), Some(group)) = (status.pid, status.pgid)
+            && !butler_process::tree::is_child(group, pid)
+        {
+            // The program ended; the keeper is stopping what it left and reports next.
+            status.state = if status.restart == RestartPolicy::Never { State::Stopping } else { State::Restarting };
+            status.pid = None;
+        }
         status.uptime_ms = record.since.map(|s| u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX));
         drop(record);
         if let Some((pid, now)) = status.pid.and_then(|pid| Some((pid, butler_process::usage::of_tree(pid)?))) {
@@ -294,6 +314,44 @@ impl Item {
     }
 }
 
+/// Notes the pid of the run's program once the keeper has started it (the keeper's first
+/// child); a restart under way is over then.
+fn find_program(record: &mut Record) {
+    if record.status.pid.is_none()
+        && let Some(group) = record.status.pgid
+    {
+        record.status.pid = butler_process::tree::first_child(group);
+        if record.status.pid.is_some() {
+            record.restarting = false;
+        }
+    }
+}
+
+/// How often a new run is looked at until its program has a pid.
+const PROGRAM_POLL: Duration = Duration::from_millis(5);
+
+/// How long a new run is looked at for its program's pid (then `status` keeps looking).
+const PROGRAM_WAIT: Duration = Duration::from_secs(5);
+
+/// Records the pid of the program the keeper `group` starts, as soon as it has one: the
+/// pid of the program itself, not of what it may leave behind once it ends.
+async fn watch_program(record: Arc<Mutex<Record>>, group: u32) {
+    let deadline = Instant::now() + PROGRAM_WAIT;
+    while Instant::now() < deadline {
+        {
+            let mut record = lock(&record);
+            if record.status.pgid != Some(group) || record.status.pid.is_some() {
+                return;
+            }
+            find_program(&mut record);
+            if record.status.pid.is_some() {
+                return;
+            }
+        }
+        tokio::time::sleep(PROGRAM_POLL).await;
+    }
+}
+
 /// A process the task runs.
 struct Running {
     kept: Kept,
@@ -339,10 +397,12 @@ impl Task {
                             let _ = reply.send(());
                         }
                         Msg::Stop(reply) => {
+                            self.between_runs(&running, State::Stopping);
                             self.stop(&mut running).await;
                             let _ = reply.send(());
                         }
                         Msg::Restart(reply) => {
+                            self.between_runs(&running, State::Restarting);
                             self.stop(&mut running).await;
                             self.manual_start();
                             running = self.spawn();
@@ -353,6 +413,7 @@ impl Task {
                             lock(&self.record).status.restart = self.spec.restart;
                             if running.is_some() {
                                 lock(&self.record).status.restart_pending = true;
+                                self.between_runs(&running, State::Restarting);
                                 self.log.note("its hosted block changed: restarting with the new one");
                                 self.stop(&mut running).await;
                                 running = self.spawn();
@@ -363,6 +424,7 @@ impl Task {
                             }
                         }
                         Msg::Remove(reply) => {
+                            self.between_runs(&running, State::Stopping);
                             self.stop(&mut running).await;
                             let _ = reply.send(());
                             return;
@@ -383,6 +445,7 @@ impl Task {
                     restart_at = None;
                     let restarts = {
                         let mut record = lock(&self.record);
+                        record.restarting = true;
                         record.status.restarts += 1;
                         record.status.restarts
                     };
@@ -405,6 +468,16 @@ impl Task {
                     probe_at = Some(Instant::now() + self.probed(outcome));
                 }
             }
+        }
+    }
+
+    /// A stop (`Stopping`) or a restart (`Restarting`) begins: what the status says until
+    /// the process is gone (and, for a restart, until the new one runs).
+    fn between_runs(&self, running: &Option<Running>, state: State) {
+        let mut record = lock(&self.record);
+        record.restarting = state == State::Restarting;
+        if running.is_some() {
+            record.status.state = state;
         }
     }
 
@@ -438,10 +511,13 @@ impl Task {
                 status.error = None;
                 record.since = Some(std::time::Instant::now());
                 drop(record);
+                tokio::spawn(watch_program(Arc::clone(&self.record), kept.group));
                 self.log.note(format!("started: {command}"));
                 Some(Running { kept, since: Instant::now(), readers })
             }
             Err(message) => {
+                record.restarting = false;
+                let status = &mut record.status;
                 status.state = State::Crashed;
                 status.error = Some(message.clone());
                 status.pgid = None;
@@ -505,6 +581,10 @@ impl Task {
             record.history.pop_front();
         }
         record.history.push_back(run);
+        // A stop that is part of a restart keeps saying `restarting`; any other end is final.
+        if !(exit.requested && state == State::Stopped) {
+            record.restarting = false;
+        }
         let status = &mut record.status;
         status.state = state;
         status.last_exit = Some(exit);

@@ -298,6 +298,42 @@ fn an_enabled_skill_is_offered_from_the_copy_with_uris_and_mime_types() {
 }
 
 #[test]
+fn a_skill_whose_front_matter_names_and_describes_it_has_its_name_in_its_uris() {
+    let f = fixture();
+    write(
+        &f.package,
+        "skill/SKILL.md",
+        b"---\nname: weather\ndescription: Says the weather\nmetadata:\n  version: \"2\"\n---\nSay it.\n",
+    );
+    let record = f.imports.import(&f.package, false).expect("imported").record;
+    let skill = f.imports.skill(&record).expect("a skill");
+    assert_eq!(
+        skill.frontmatter,
+        Some(serde_json::json!({"name": "weather", "description": "Says the weather", "metadata": {"version": "2"}}))
+    );
+    assert_eq!(skill.root(), "skill://example.weather/weather");
+    assert_eq!(skill.uri("SKILL.md"), "skill://example.weather/weather/SKILL.md");
+    let listed = skill.files.iter().find(|file| file.path == "SKILL.md").expect("listed");
+    assert_eq!(listed.bytes, 85);
+    assert_eq!(listed.sha256.len(), 64);
+    // Reachable by the URI it had before too; nothing outside it either way.
+    assert!(skill.file_of("skill://example.weather/weather/SKILL.md").is_some());
+    assert!(skill.file_of("skill://example.weather/SKILL.md").is_some());
+    assert!(skill.file_of("skill://example.weather/weather/../SKILL.md").is_none());
+
+    // A name outside the Agent Skills rules (or no description) keeps the plain URIs.
+    for name in ["Weather", "-weather", "wea--ther", "weather-", ""] {
+        let text = format!("---\nname: \"{name}\"\ndescription: d\n---\n");
+        assert_eq!(super::skill_frontmatter(&text), None, "{name}");
+    }
+    assert_eq!(super::skill_frontmatter("---\nname: weather\n---\n"), None, "no description");
+    let plain = super::Skill { frontmatter: None, ..skill };
+    assert_eq!(plain.uri("SKILL.md"), "skill://example.weather/SKILL.md");
+    assert!(!super::is_skill_name(&"a".repeat(65)) && super::is_skill_name(&"a".repeat(64)));
+    assert_eq!(super::front_matter_json("---\n- a list\n---\n"), None, "a mapping only");
+}
+
+#[test]
 fn an_instance_holds_a_bounded_number_of_packages() {
     let f = fixture();
     let imports = Imports::open_with_limit(f.imports.root.clone(), 1);

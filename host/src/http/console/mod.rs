@@ -7,12 +7,15 @@
 //! descriptions, report Markdown, panel URLs) is put on the page with DOM APIs as text,
 //! never as markup, and the Content-Security-Policy below forbids inline and foreign script
 //! as a second line of defence.
+//!
+//! It also owns the page a browser is shown when a login link cannot be used
+//! ([`refused_login_page`]): API clients get the error envelope instead.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::header::{ACCEPT, ACCEPT_LANGUAGE, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -82,6 +85,91 @@ fn serve(name: &str, contents: &'static [u8], request: &HeaderMap) -> Response {
     response
 }
 
+/// Whether a request is a browser's page load (its `Accept` names `text/html`), as opposed to
+/// an API client's, which gets the JSON envelope.
+#[must_use]
+pub fn wants_page(request: &HeaderMap) -> bool {
+    request
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| range.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case("text/html")))
+}
+
+/// Whether the browser asks for Chinese before English (`Accept-Language`, in its order).
+fn prefers_chinese(request: &HeaderMap) -> bool {
+    let languages = request.get_all(ACCEPT_LANGUAGE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
+    for tag in languages.filter_map(|l| l.split(';').next()).map(|l| l.trim().to_ascii_lowercase()) {
+        if tag.starts_with("zh") {
+            return true;
+        }
+        if tag.starts_with("en") {
+            return false;
+        }
+    }
+    false
+}
+
+/// What the refused-login page says, in English and Chinese: static text, nothing from the request.
+const REFUSED_LOGIN_EN: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Login link not usable · Butler</title>
+<link rel="icon" href="/myspace-butler/assets/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/myspace-butler/assets/style.css">
+</head>
+<body>
+<main id="main" data-login="refused">
+<h1>This login link cannot be used</h1>
+<p>A login link logs one browser in, once, within 15 minutes of being made. This one was already used, has expired, or is not a login link.</p>
+<p><strong>For a new link,</strong> run <code>butler console</code> in a terminal on this machine (<code>butler console --open</code> opens it in your browser), then open the link it prints.</p>
+<p class="muted">If this browser is already logged in, <a href="/myspace-butler/">open the console</a>.</p>
+</main>
+</body>
+</html>
+"#;
+
+const REFUSED_LOGIN_ZH: &str = r#"<!doctype html>
+<html lang="zh-CN">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>登录链接不可用 · Butler</title>
+<link rel="icon" href="/myspace-butler/assets/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/myspace-butler/assets/style.css">
+</head>
+<body>
+<main id="main" data-login="refused">
+<h1>这个登录链接不能再用了</h1>
+<p>每个登录链接只能让一个浏览器登录一次，并且要在生成后 15 分钟内使用。这个链接已经用过、已经过期，或者不是登录链接。</p>
+<p><strong>获取新链接：</strong>在这台电脑的终端里运行 <code>butler console</code>（<code>butler console --open</code> 会直接在浏览器里打开），然后打开它给出的链接。</p>
+<p class="muted">如果这个浏览器已经登录，<a href="/myspace-butler/">打开控制台</a>。</p>
+</main>
+</body>
+</html>
+"#;
+
+/// The page a browser is shown for a login link that cannot be used (spent, expired or
+/// not one): what happened and how to get a new link, with `status`, the console's
+/// security headers and `no-store`.
+#[must_use]
+pub fn refused_login_page(status: StatusCode, request: &HeaderMap) -> Response {
+    let page = if prefers_chinese(request) { REFUSED_LOGIN_ZH } else { REFUSED_LOGIN_EN };
+    let mut response = (status, page).into_response();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    for (name, value) in security_headers() {
+        headers.insert(name, value);
+    }
+    response
+}
+
 /// The headers every console response carries.
 #[must_use]
 pub fn security_headers() -> [(HeaderName, HeaderValue); 4] {
@@ -128,6 +216,39 @@ mod tests {
                 });
                 assert!(handler.is_none(), "{name}: inline event handlers would be refused by the CSP");
             }
+        }
+    }
+
+    #[test]
+    fn a_page_load_is_told_from_an_api_call_and_the_language_from_its_order() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.append(*name, HeaderValue::from_static(value));
+            }
+            headers
+        };
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        assert!(wants_page(&with(&[("accept", browser)])));
+        assert!(wants_page(&with(&[("accept", "Text/HTML; q=0.5")])));
+        for api in ["*/*", "application/json", "text/htmlx", "application/json, text/plain"] {
+            assert!(!wants_page(&with(&[("accept", api)])), "{api}");
+        }
+        assert!(!wants_page(&HeaderMap::new()));
+        assert!(prefers_chinese(&with(&[("accept-language", "zh-CN,zh;q=0.9,en;q=0.8")])));
+        assert!(!prefers_chinese(&with(&[("accept-language", "en-US,zh-CN;q=0.5")])));
+        assert!(prefers_chinese(&with(&[("accept-language", "fr, zh-TW")])));
+        assert!(!prefers_chinese(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_refused_login_page_is_static_html_that_says_how_to_get_a_link() {
+        for page in [REFUSED_LOGIN_EN, REFUSED_LOGIN_ZH] {
+            assert!(page.contains("<code>butler console</code>"), "{page}");
+            assert!(
+                !page.contains("<script") && !page.contains("style="),
+                "the CSP would refuse inline script or style"
+            );
         }
     }
 

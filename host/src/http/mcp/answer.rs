@@ -87,7 +87,7 @@ impl Context {
     pub fn note(&self, id: &Value, method: &str, params: &Value) -> Noted {
         let name = match method {
             "tools/call" | "prompts/get" => params.get("name"),
-            "resources/read" => params.get("uri"),
+            "resources/read" | "skills/get" | "resources/directory/read" => params.get("uri"),
             "completion/complete" => params.get("ref").and_then(|r| r.get("name").or_else(|| r.get("uri"))),
             _ => None,
         }
@@ -351,6 +351,9 @@ impl Context {
             }
             "resources/read" => hub.read_resource(view, params, &asker).await,
             "completion/complete" => hub.complete(view, params, &asker).await,
+            "skills/list" => hub.list_skills(view, &params).await,
+            "skills/get" => hub.get_skill(view, &params).await,
+            "resources/directory/read" => hub.read_directory(view, &params).await,
             _ => return None,
         };
         Some(result.map(Answer::Read))
@@ -368,8 +371,16 @@ fn sealed(result: Answer, state: impl FnOnce() -> rounds::State) -> Result<Answe
 }
 
 /// Results a 2026-07-28 client may cache, for `ttlMs` under `cacheScope`.
-const CACHEABLE: &[&str] =
-    &["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"];
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "server/discover",
+    "skills/list",
+    "skills/get",
+];
 
 /// How long a 2026-07-28 client may keep the hub's lists: not at all (they change with the
 /// catalog, and `subscriptions/listen` says when), and `server/discover`: 10 minutes.

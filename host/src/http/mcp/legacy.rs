@@ -149,7 +149,7 @@ async fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Respon
     let session_id = hub.open_session(view, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": super::capabilities(),
+        "capabilities": super::capabilities(hub, view),
         "serverInfo": super::server_info(),
         "instructions": instructions,
     });

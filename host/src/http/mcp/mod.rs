@@ -403,16 +403,23 @@ fn own_instructions(view: &View) -> String {
     }
 }
 
-/// What the hub serves, in both eras (logging: the providers' log messages, per session
-/// after `logging/setLevel`, or per request after `_meta`'s `logLevel` in 2026-07-28).
-fn capabilities() -> Value {
-    json!({
+/// What the hub serves on `view`, in both eras (logging: the providers' log messages, per
+/// session after `logging/setLevel`, or per request after `_meta`'s `logLevel` in
+/// 2026-07-28): and the Skills extension, with `resources/directory/read`, where the
+/// endpoint offers a skill (its methods answer on every endpoint, with no skill where it
+/// offers none).
+fn capabilities(hub: &Hub, view: &View) -> Value {
+    let mut capabilities = json!({
         "tools": {"listChanged": true},
         "prompts": {"listChanged": true},
         "resources": {"listChanged": true, "subscribe": true},
         "completions": {},
         "logging": {},
-    })
+    });
+    if hub.offers_skills(view) {
+        capabilities["extensions"] = json!({butler_mcp::skills::EXTENSION: butler_mcp::skills::settings()});
+    }
+    capabilities
 }
 
 /// Who the hub is.

@@ -115,7 +115,8 @@ async fn request(
             let none = Value::Object(serde_json::Map::new());
             let asker = butler_mcp::Asker::modern(declared.unwrap_or(&none), None);
             let instructions = super::instructions(hub, view, &asker).await;
-            return Json(answer::envelope(id, Ok(discover(instructions)))).into_response();
+            let capabilities = super::capabilities(hub, view);
+            return Json(answer::envelope(id, Ok(discover(instructions, capabilities)))).into_response();
         }
         "subscriptions/listen" => return listen(hub, view, id, &params).await,
         removed if REMOVED.contains(&removed) => {
@@ -240,14 +241,14 @@ fn decoded(value: &str) -> Result<Cow<'_, str>, String> {
 
 /// `server/discover`: the revisions and capabilities the hub serves, and what the endpoint
 /// tells its clients of itself.
-fn discover(instructions: String) -> Value {
+fn discover(instructions: String, capabilities: Value) -> Value {
     let mut supported = vec![REVISION];
     supported.extend(legacy::REVISIONS);
     completed(
         "server/discover",
         json!({
             "supportedVersions": supported,
-            "capabilities": super::capabilities(),
+            "capabilities": capabilities,
             "instructions": instructions,
             "_meta": {META_SERVER_INFO: super::server_info()},
         }),
@@ -335,7 +336,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::mcp::answer::DISCOVER_TTL_MS;
+    use crate::http::mcp::answer::{DISCOVER_TTL_MS, LIST_TTL_MS};
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -395,10 +396,13 @@ mod tests {
         assert_eq!(called, json!({"content": [], "resultType": "complete"}));
         let asked = completed("tools/call", json!({"resultType": "input_required", "requestState": "x"}));
         assert_eq!(asked["resultType"], "input_required");
-        let discovered = discover("what the endpoint is".to_owned());
+        let discovered = discover("what the endpoint is".to_owned(), json!({"logging": {}}));
         assert_eq!(discovered["supportedVersions"][0], REVISION);
         assert!(discovered["capabilities"].get("logging").is_some(), "{discovered}");
         assert_eq!(discovered["ttlMs"], DISCOVER_TTL_MS);
+        let skills = completed("skills/list", json!({"skills": []}));
+        assert_eq!((&skills["ttlMs"], &skills["cacheScope"]), (&json!(LIST_TTL_MS), &json!("private")));
+        assert_eq!(completed("skills/get", json!({"skill": {}}))["cacheScope"], "private");
     }
 
     #[test]

@@ -12,9 +12,8 @@ use crate::http::{ApiError, AppState};
 /// `GET /automations`: `{timeZone, agent, jobs: [{title, schedule, timeZone, instructions,
 /// registeredAt, last, nextRun, running, hostJob, log?}]}`.
 pub async fn list(State(state): State<AppState>) -> Json<Value> {
-    let time_zone = state.instance.config.automations.time_zone.clone();
     Json(json!({
-        "timeZone": time_zone.unwrap_or_else(|| crate::agents::automations::DEFAULT_TIME_ZONE.to_owned()),
+        "timeZone": state.automations.time_zone(),
         "agent": state.agents.available(),
         "jobs": state.automations.list(),
     }))

@@ -1,5 +1,7 @@
 //! `GET /catalog` (the public catalog with diagnostics) and extension icons.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
@@ -10,10 +12,16 @@ use crate::catalog::icon::{self, Icon};
 use crate::catalog::public::PublicCatalog;
 use crate::http::{ApiError, AppState};
 
-/// The public catalog.
+/// The public catalog, with the components dropped into a scan root that no scan has
+/// judged yet listed as pending (the loader announces them a moment later).
 pub async fn catalog(State(state): State<AppState>) -> Response {
     let snapshot = state.catalog.current();
-    Json(PublicCatalog::of(&snapshot)).into_response()
+    let (config, judged) = (state.instance.scan_config(), Arc::clone(&snapshot));
+    let dropped = tokio::task::spawn_blocking(move || butler_catalog::scan::unjudged_components(&config, &judged))
+        .await
+        .unwrap_or_default();
+    let diagnostics: Vec<_> = snapshot.diagnostics.iter().cloned().chain(dropped).collect();
+    Json(PublicCatalog { diagnostics: &diagnostics, ..PublicCatalog::of(&snapshot) }).into_response()
 }
 
 /// An extension's image icon. SVGs are served under a CSP that forbids scripts, so an

@@ -37,6 +37,9 @@ pub fn login_url(origin: &str, token: &str) -> String {
 /// session's proof in the fragment (`/myspace-butler/#proof=…`): the page keeps it, and the
 /// fragment is never sent to a server.
 ///
+/// A spent, expired or unknown link is 403: a browser's page load (its `Accept` names
+/// `text/html`) gets a page saying so and how to get a new link; anyone else the envelope.
+///
 /// # Errors
 /// 403 `login_link_invalid` for a spent, expired or unknown link; 400 `invalid_query` for a
 /// query that is not one (`t` given twice).
@@ -46,12 +49,15 @@ pub async fn login(
     ApiQuery(query): ApiQuery<LoginQuery>,
 ) -> Result<Response, ApiError> {
     let agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let login = query.t.as_deref().and_then(|t| state.sessions.redeem(t, agent)).ok_or_else(|| {
-        ApiError::forbidden(
+    let Some(login) = query.t.as_deref().and_then(|t| state.sessions.redeem(t, agent)) else {
+        if crate::http::console::wants_page(&headers) {
+            return Ok(crate::http::console::refused_login_page(StatusCode::FORBIDDEN, &headers));
+        }
+        return Err(ApiError::forbidden(
             "login_link_invalid",
             "this login link was already used, has expired or is not one; run `butler console` for a new one",
-        )
-    })?;
+        ));
+    };
     let cookie = HeaderValue::from_str(&session::set_cookie(state.gate.port, &login.session))
         .map_err(|e| ApiError::internal(format!("cannot set the session cookie: {e}")))?;
     let to = format!("{}#proof={}", crate::http::console::PAGE_PATH, login.proof);

@@ -15,8 +15,8 @@ import { packagesView } from './packages.js';
 const VIEWS = {
   review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp', 'runs'] },
   library: { key: 'nav_library', render: libraryView, watches: [] },
-  tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout'] },
-  services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout'] },
+  tools: { key: 'nav_tools', render: (main, ctx) => boardView(main, ctx, 'tools'), watches: ['catalog', 'supervised', 'layout', 'mcp'] },
+  services: { key: 'nav_services', render: (main, ctx) => boardView(main, ctx, 'services'), watches: ['catalog', 'supervised', 'layout', 'mcp'] },
   butler: { key: 'nav_butler', render: butlerView, watches: ['catalog', 'reports'] },
   mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp', 'mcpActivity'] },
   packages: { key: 'nav_packages', render: packagesView, watches: [] },
@@ -120,7 +120,12 @@ async function show(focus = false) {
     rendering -= 1;
   }
   document.body.dataset.ready = 'true';
-  if (focus) main.focus();
+  if (focus) {
+    // A new view starts at its top, its heading below the header: focusing `main` would
+    // scroll it to the viewport's top edge, under the sticky header.
+    main.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }
   if (missed.size) {
     const again = missed;
     missed = new Set();
@@ -179,7 +184,8 @@ function listen() {
         if (queueReport && k === `report:${queueReport}`) what.add('queue');
       }
       if (what.has('catalog')) queueReport = undefined;
-      if (what.has('queue') && current && current.name !== 'review') updatePending();
+      const awaiting = what.has('queue') || what.has('runs') || what.has('mcp');
+      if (awaiting && current && current.name !== 'review') updatePending();
       if (what.has('catalog')) updateProblems();
       if (what.size) refresh(what);
     }
@@ -204,16 +210,57 @@ async function findQueueReport() {
   return queueReport;
 }
 
-async function updatePending() {
-  try {
-    const found = await findQueueReport();
-    if (!found) return ctx.setPending(0);
-    const [faculty, id] = found.split('/');
-    const report = await get(`/faculties/${encodeURIComponent(faculty)}/reports/${encodeURIComponent(id)}`);
-    ctx.setPending((report.items || []).length);
-  } catch {
-    /* the queue report is optional */
+/** How many candidates the review queue holds (0 without a queue). */
+async function queueCount() {
+  const found = await findQueueReport();
+  if (!found) return 0;
+  const [faculty, id] = found.split('/');
+  const report = await get(`/faculties/${encodeURIComponent(faculty)}/reports/${encodeURIComponent(id)}`);
+  return (report.items || []).length;
+}
+
+/** How many delegations' results await the owner's confirmation. */
+async function runsCount() {
+  return ((await get('/runs')).runs || []).filter((r) => r.status === 'awaiting_confirmation').length;
+}
+
+/** How many MCP items the quarantine holds for the owner's approval. */
+async function heldCount() {
+  const report = await get('/mcp/quarantine');
+  return report.enabled ? (report.held || []).length : 0;
+}
+
+let counting = null;
+let countAgain = false;
+let countedAt = 0;
+/** Counts at most this often: reading the quarantine starts providers not yet listed, and a
+ * provider that keeps failing to start must not be started again at every change it announces. */
+const COUNT_EVERY_MS = 5000;
+
+/**
+ * The Review tab's badge, from any other view: what the review view lists — candidates,
+ * delegations awaiting confirmation, held MCP items. Each part is optional (0 when it
+ * cannot be read); a change announced while counting is counted again once it is done.
+ */
+function updatePending() {
+  if (counting) {
+    countAgain = true;
+    return counting;
   }
+  counting = (async () => {
+    do {
+      countAgain = false;
+      const wait = countedAt + COUNT_EVERY_MS - Date.now();
+      if (countedAt && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      countedAt = Date.now();
+      const parts = await Promise.all([queueCount(), runsCount(), heldCount()].map((p) => p.catch(() => 0)));
+      if (current && current.name === 'review') return; // the view counts them itself
+      ctx.setPending(parts.reduce((a, b) => a + b, 0));
+    } while (countAgain);
+  })().finally(() => {
+    counting = null;
+  });
+  return counting;
 }
 
 /** The Diagnostics tab's badge: how many manifests have a problem now. */
@@ -261,6 +308,11 @@ document.getElementById('logout').addEventListener('click', async (e) => {
   loggedOut();
 });
 window.addEventListener('hashchange', () => show(true));
+// The header's height, for what the browser scrolls into view to stop below it.
+const header = document.querySelector('header.top');
+new ResizeObserver(() => {
+  document.documentElement.style.setProperty('--header-height', `${header.offsetHeight}px`);
+}).observe(header);
 setLang(lang());
 show().then(async () => {
   await findQueueReport().catch(() => null);

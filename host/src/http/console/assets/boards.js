@@ -1,17 +1,18 @@
 // The tools and services boards: a card per item with its icon, state, start / stop /
 // restart, the manifest's actions, groups, `frequency: low` folded, live logs; and the
 // display preferences (`all | resident`, the "manage display" drawer, search, ordering)
-// saved in the host's layout (`PUT /layout`).
+// saved in the host's layout (`PUT /layout`). An item that is an MCP server the hub runs
+// (its manifest's `mcp` block, no `hosted` one) says so, with the hub's state of it.
 
 import { call, get, streamUrl, withProof } from './api.js';
 import { duration, h, modal, replace, safeUrl, when } from './dom.js';
-import { t } from './i18n.js';
+import { stateText, t } from './i18n.js';
 
 const LIVE = new Set(['starting', 'running', 'healthy', 'unhealthy']);
 
 /** Whether a stop means something: it runs, or waits to be restarted, or crashed (a stop
  * then tells the host the owner wants it stopped, across restarts too). */
-const stoppable = (item) => LIVE.has(item.state) || item.state === 'backoff' || item.state === 'crashed';
+const stoppable = (item) => LIVE.has(item.state) || ['backoff', 'crashed', 'restarting', 'stopping'].includes(item.state);
 const MAX_LOG_LINES = 2000;
 
 export async function boardView(main, ctx, board) {
@@ -19,6 +20,26 @@ export async function boardView(main, ctx, board) {
   await view.load();
   view.watchCosts();
   return view;
+}
+
+/** The hub's providers by id (`{state}` each), for the items that are MCP servers; none when unreadable. */
+async function mcpProviders() {
+  try {
+    const status = await get('/mcp/status');
+    return new Map((status.providers || []).map((p) => [p.id, p]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** An item's state badge: its run state, or — for an MCP server the hub runs — that, with the hub's state. */
+function stateBadge(item, providers) {
+  if (item.mcpNamespace && !item.hosted) {
+    const provider = providers.get(item.id);
+    const state = provider ? provider.state : 'idle';
+    return h('span', { class: `badge state state-${state}`, 'data-mcp-state': state }, t('mcp_badge', { state: stateText(state) }));
+  }
+  return h('span', { class: `badge state state-${item.state}` }, stateText(item.state));
 }
 
 /** How often the cards' CPU and memory figures are read again while the board is shown. */
@@ -36,6 +57,7 @@ class Board {
     this.ctx = ctx;
     this.board = board;
     this.items = [];
+    this.providers = new Map(); // the hub's providers by id, for the items that are MCP servers
     this.query = '';
     this.override = null; // a layout being saved, shown until the host answers
     this.outcomes = new Map(); // item id → the last action's outcome, kept across re-renders
@@ -57,8 +79,9 @@ class Board {
   /** Items and layout from the host; `refresh` only re-reads the items. */
   async load() {
     const path = this.board === 'tools' ? '/overview' : '/services';
-    const [list] = await Promise.all([get(path), this.ctx.layout.load()]);
+    const [list, providers] = await Promise.all([get(path), mcpProviders(), this.ctx.layout.load()]);
     this.items = list[this.board] || [];
+    this.providers = providers;
     this.render();
   }
 
@@ -68,6 +91,7 @@ class Board {
       const path = this.board === 'tools' ? '/overview' : '/services';
       this.items = (await get(path))[this.board] || [];
     }
+    if (what.has('mcp') || what.has('catalog')) this.providers = await mcpProviders();
     this.render();
   }
 
@@ -233,7 +257,7 @@ class Board {
       draggable: draggable ? 'true' : null, 'aria-labelledby': `${this.board}-name-${item.id}`, 'data-focus-key': key('card') },
       h('header', { class: 'row' }, icon(item),
         h('h3', { id: `${this.board}-name-${item.id}`, class: 'name' }, item.name || item.id),
-        h('span', { class: `badge state state-${item.state}` }, item.state),
+        stateBadge(item, this.providers),
         stored ? h('span', { class: 'badge muted stored-mark' }, t('stored_mark')) : null),
       h('p', { class: 'meta' }, h('code', null, item.id)),
       item.description ? h('p', { class: 'desc' }, item.description) : null,
@@ -242,6 +266,11 @@ class Board {
       item.hosted ? h('div', { class: 'row controls' }, live ? null : act('start'), stoppable(item) ? act('stop') : null, act('restart'),
         h('button', { type: 'button', 'data-focus-key': key('logs'), onclick: () => this.ctx.openLog(this.board, item) }, t('logs')),
         h('button', { type: 'button', 'data-action': 'details', 'data-focus-key': key('details'), onclick: () => openDetails(this.board, item) }, t('details'))) : null,
+      // An MCP server the hub runs: its log here, the rest (start, stop, tools) in the MCP view.
+      item.mcpNamespace && !item.hosted ? h('div', { class: 'row controls' },
+        h('button', { type: 'button', 'data-focus-key': key('mcp-logs'), 'data-action': 'mcp-logs',
+          onclick: () => this.ctx.openLog('mcp/providers', { id: item.id, name: item.name || item.id }) }, t('logs')),
+        h('a', { href: '#/mcp' }, t('mcp_view'))) : null,
       this.actions(item),
       this.menu(item, stored, draggable),
       outcome);
@@ -383,7 +412,7 @@ class Board {
           box.addEventListener('change', () => (box.checked ? draft.delete(item.id) : draft.add(item.id)));
           const action = stoppable(item) ? 'stop' : 'start';
           return h('li', { class: 'row' }, box, h('label', { for: box.id }, icon(item), ' ', item.name || item.id, ' ',
-            h('code', null, item.id)), h('span', { class: 'badge state' }, item.state),
+            h('code', null, item.id)), stateBadge(item, this.providers),
             item.hosted ? h('button', { type: 'button', class: 'ghost', 'data-action': action, onclick: (e) => this.act(item, action, e.currentTarget, error) },
               t(action)) : null);
         }));

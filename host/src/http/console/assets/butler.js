@@ -6,7 +6,7 @@
 
 import { call, forgetProof, get, hasProof } from './api.js';
 import { h, replace, when } from './dom.js';
-import { t } from './i18n.js';
+import { jobOutcomeText, jobTitle, reportStatusText, stateText, t } from './i18n.js';
 import { renderMarkdown } from './md.js';
 import { icon } from './boards.js';
 
@@ -22,7 +22,7 @@ export async function butlerView(main) {
     const reports = h('div', { class: 'reports' });
     list.append(h('article', { class: 'card faculty', 'data-faculty': faculty.id },
       h('header', { class: 'row' }, icon(faculty), h('h2', null, faculty.name || faculty.id),
-        h('span', { class: `badge state state-${faculty.state}` }, faculty.state)),
+        h('span', { class: `badge state state-${faculty.state}` }, stateText(faculty.state))),
       faculty.description ? h('p', { class: 'desc' }, faculty.description) : null,
       faculty.error ? h('p', { class: 'error' }, faculty.error) : null,
       reports,
@@ -77,10 +77,11 @@ async function showAutomations(section) {
       h('tbody', null, jobs.map((job) => {
         const last = job.last;
         return h('tr', { 'data-job': job.title },
-          h('td', null, job.title),
+          // The host's own jobs titled in the console's language; the registered title on hover.
+          h('td', { title: job.title, 'data-title': '' }, jobTitle(job.title)),
           h('td', null, h('code', null, job.schedule), ` (${job.timeZone})`),
           h('td', null, job.running ? t('automations_running') : job.nextRun ? when(job.nextRun) : '—'),
-          h('td', null, last ? [h('span', { class: `badge outcome-${last.outcome}` }, last.outcome), ' ', when(last.startedAt),
+          h('td', null, last ? [h('span', { class: `badge outcome-${last.outcome}` }, jobOutcomeText(last.outcome)), ' ', when(last.startedAt),
             last.error ? h('p', { class: 'error' }, last.error) : null,
             last.result && last.result.summary ? h('p', { class: 'muted' }, last.result.summary) : null,
             job.log ? h('p', { class: 'muted' }, h('code', null, job.log)) : null] : '—'));
@@ -150,7 +151,7 @@ export function renderReport(shape, body) {
   }
   const status = String(body.status || 'unknown');
   return h('div', { class: 'status-report' },
-    h('p', null, h('span', { class: `badge report-${status}` }, status), ' ', body.summary || ''),
+    h('p', null, h('span', { class: `badge report-${status}` }, reportStatusText(status)), ' ', body.summary || ''),
     (body.items || []).length ? h('ul', null, body.items.map((item) => h('li', null,
       typeof item === 'string' ? item : [item.title || item.label || '', item.detail ? ` — ${item.detail}` : '']))) : null);
 }

@@ -53,6 +53,12 @@ const en = {
   providers: 'Providers', provider: 'Provider', namespace: 'Namespace', state: 'State', tools: 'Tools',
   rejected_names: 'Rejected names', conflicts: 'Conflicts', errors: 'Errors', last_error: 'Last error', none: 'none',
   held_by: 'held by {id}', calls: 'calls', host_tools: 'Host tools', sessions: 'Sessions',
+  mcp_badge: 'MCP server · {state}', mcp_view: 'MCP view',
+  state_stopped: 'stopped', state_starting: 'starting', state_running: 'running', state_healthy: 'healthy',
+  state_unhealthy: 'unhealthy', state_backoff: 'backoff', state_restarting: 'restarting', state_stopping: 'stopping', state_crashed: 'crashed', state_unmanaged: 'unmanaged',
+  state_idle: 'idle', state_ready: 'ready', state_failed: 'failed', state_registered: 'registered',
+  report_ok: 'ok', report_attention: 'attention', report_warn: 'warning', report_error: 'error', report_unknown: 'unknown',
+  job_outcome_ok: 'ok', job_outcome_failed: 'failed', job_distill: 'Distill · Butler',
   diagnostics_title: 'Catalog diagnostics', diagnostics_empty: 'Every manifest is fine.',
   report_list_empty: 'Nothing yet.',
   severity_error: 'error — not registered', severity_warning: 'warning', severity_pending: 'pending',
@@ -75,7 +81,8 @@ const en = {
   held_title: 'MCP items held for your approval', held_new: 'new', held_changed: 'changed since approved',
   held_hint: 'No client sees these tools, prompts, resources or skills, and none can use them, until you approve them.',
   approve_tool: 'Approve this definition', trust_provider: 'Trust {id} wholesale', held_approved: 'Approved.',
-  approve_all: 'Approve everything {id} offers', held_kind_tool: 'tool', held_kind_prompt: 'prompt',
+  approve_all: 'Approve all {n} of {id}', approve_all_lists: 'It approves exactly these, each as defined below:',
+  held_of_provider: '{n} held', held_kind_tool: 'tool', held_kind_prompt: 'prompt',
   held_kind_resource: 'resource', held_kind_resourceTemplate: 'resource template', held_kind_skill: 'skill',
   definition: 'Definition', definition_diff: 'Changes against the approved definition',
   actions: 'Actions', held_count: '{n} held for your approval —',
@@ -129,7 +136,8 @@ const zh = {
   held_title: '等待你批准的 MCP 条目', held_new: '新', held_changed: '批准后已改变',
   held_hint: '在你批准之前，没有客户端能看到或使用这些工具、提示、资源或技能。',
   approve_tool: '批准这个定义', trust_provider: '完全信任 {id}', held_approved: '已批准。',
-  approve_all: '批准 {id} 提供的全部内容', held_kind_tool: '工具', held_kind_prompt: '提示',
+  approve_all: '批准 {id} 的全部 {n} 项', approve_all_lists: '它只批准下面这些条目，定义见后：',
+  held_of_provider: '{n} 项待批准', held_kind_tool: '工具', held_kind_prompt: '提示',
   held_kind_resource: '资源', held_kind_resourceTemplate: '资源模板', held_kind_skill: '技能',
   definition: '定义', definition_diff: '与已批准定义的差异',
   actions: '操作', held_count: '{n} 个等待你批准 —',
@@ -204,7 +212,13 @@ const zh = {
   mcp_title: 'MCP', mcp_url: '把这个地址粘贴到你的 AI 客户端', copy: '复制', copied: '已复制。',
   providers: '提供方', provider: '提供方', namespace: '命名空间', state: '状态', tools: '工具',
   rejected_names: '被拒绝的名称', conflicts: '冲突', errors: '错误', last_error: '最近错误', none: '无',
-  held_by: '由 {id} 持有', calls: '调用', host_tools: 'Host 工具', sessions: '会话',
+  held_by: '由 {id} 持有', calls: '调用', host_tools: '主机自带工具', sessions: '会话',
+  mcp_badge: 'MCP 服务 · {state}', mcp_view: 'MCP 视图',
+  state_stopped: '已停止', state_starting: '启动中', state_running: '运行中', state_healthy: '健康',
+  state_unhealthy: '不健康', state_backoff: '即将重启', state_restarting: '重启中', state_stopping: '停止中', state_crashed: '已崩溃', state_unmanaged: '未托管',
+  state_idle: '未启动', state_ready: '就绪', state_failed: '失败', state_registered: '已注册',
+  report_ok: '正常', report_attention: '需要关注', report_warn: '警告', report_error: '错误', report_unknown: '未知',
+  job_outcome_ok: '成功', job_outcome_failed: '失败', job_distill: '蒸馏 · Butler',
   diagnostics_title: '目录诊断', diagnostics_empty: '所有清单都正常。',
   report_list_empty: '暂无内容。',
   severity_error: '错误——未注册', severity_warning: '警告', severity_pending: '等待中',
@@ -243,6 +257,36 @@ export function setLang(next) {
     /* private mode: the choice lasts for this page */
   }
   document.documentElement.lang = current === 'zh' ? 'zh-CN' : 'en';
+}
+
+/** A run state (`stopped`, `ready`, …) in the console's language; one it does not know, as it is. */
+export function stateText(state) {
+  return has(`state_${state}`) ? t(`state_${state}`) : String(state ?? '');
+}
+
+/** A report's status (`ok`, `attention`, …) in the console's language; one it does not know, as it is. */
+export function reportStatusText(status) {
+  return has(`report_${status}`) ? t(`report_${status}`) : String(status ?? '');
+}
+
+/** An automation's last outcome in the console's language; one it does not know, as it is. */
+export function jobOutcomeText(outcome) {
+  return has(`job_outcome_${outcome}`) ? t(`job_outcome_${outcome}`) : String(outcome ?? '');
+}
+
+/**
+ * The host's own automations by their registered title (their identity, in the faculty's
+ * manifest): the title shown in the console's language. The owner's jobs keep theirs.
+ */
+const JOB_TITLES = { '蒸馏 · Butler': 'job_distill' };
+
+/** An automation's title as shown: the host's own jobs in the console's language. */
+export function jobTitle(title) {
+  return Object.hasOwn(JOB_TITLES, title) ? t(JOB_TITLES[title]) : String(title ?? '');
+}
+
+function has(key) {
+  return Object.hasOwn(en, key);
 }
 
 /** The text for `key`, with {name} placeholders filled from `vars`. */

@@ -5,7 +5,8 @@
 // extension that delegated gets the result only when confirmed). Below them, what the MCP
 // quarantine holds — tools, prompts, resources, resource templates, skills — each with its
 // definition (and, when it changed, the diff against the one approved): approve it, approve
-// everything its provider offers at once, or trust its provider wholesale. Last,
+// everything its provider holds at once (the list of what that approves shown beside the
+// button), or trust its provider wholesale. Last,
 // the history of decided candidates: approved or rejected, when, and why.
 
 import { call, freshKey, get, pipeline } from './api.js';
@@ -18,11 +19,17 @@ export async function reviewView(main, ctx) {
   const count = h('span', { class: 'count' });
   const empty = h('p', { class: 'muted empty' }, t('review_empty'));
   const shown = new Map(); // id → its article, kept across refreshes (a typed reason survives)
-  // What the nav's badge counts: candidates and confirmations.
-  const pending = { cards: 0, runs: 0 };
+  // What the nav's badge counts: candidates, confirmations and held MCP items.
+  const pending = { cards: 0, runs: 0, held: 0 };
   const setPending = () => {
-    ctx.setPending(pending.cards + pending.runs);
-    count.textContent = String(pending.cards + pending.runs);
+    const total = pending.cards + pending.runs + pending.held;
+    ctx.setPending(total);
+    count.textContent = String(total);
+    count.hidden = total === 0;
+    // "Nothing awaits review" only when nothing does: no candidate, confirmation or held
+    // item (those decided here stay on screen, with their outcome, above it).
+    if (total === 0 && !empty.isConnected) list.append(empty);
+    else if (total > 0) empty.remove();
   };
   const history = h('section', { class: 'stack', id: 'decided', 'aria-labelledby': 'decided-title' });
   const refresh = async () => {
@@ -47,8 +54,7 @@ export async function reviewView(main, ctx) {
       else list.append(article);
       shown.set(candidate.id, article);
     }
-    if (shown.size) empty.remove();
-    else list.append(empty);
+    setPending();
   };
   const held = h('section', { class: 'stack', id: 'held-tools', 'aria-labelledby': 'held-title' });
   // Approved here: kept on screen, with the outcome, until the view is left.
@@ -61,14 +67,25 @@ export async function reviewView(main, ctx) {
       return; // the hub's quarantine is optional in this view
     }
     const tools = report.enabled ? report.held || [] : [];
-    const kept = [...decided].filter(([name]) => !tools.some((tool) => tool.public === name)).map(([, card]) => card);
+    pending.held = tools.length;
+    // A card or provider approved here stays, with its outcome, while nothing of it is held again.
+    const kept = [...decided].filter(([key]) => !tools.some((tool) => key === tool.public || key === `provider:${tool.provider}`))
+      .map(([, element]) => element);
     if (!tools.length && !kept.length) {
       held.replaceChildren();
+      setPending();
       return;
     }
-    const onDecided = (tool, card) => decided.set(tool.public, card);
+    const providers = new Map(); // provider → its held items, in the quarantine's order
+    for (const tool of tools) {
+      if (!providers.has(tool.provider)) providers.set(tool.provider, []);
+      providers.get(tool.provider).push(tool);
+    }
+    const onDecided = (key, element) => decided.set(key, element);
     held.replaceChildren(h('h2', { id: 'held-title' }, t('held_title'), ' ', h('span', { class: 'count' }, String(tools.length))),
-      h('p', { class: 'muted' }, t('held_hint')), ...tools.map((tool) => heldCard(tool, refreshHeld, onDecided)), ...kept);
+      h('p', { class: 'muted' }, t('held_hint')),
+      ...[...providers].map(([provider, items]) => heldProvider(provider, items, refreshHeld, onDecided)), ...kept);
+    setPending();
   };
   // The held tools show even where no faculty serves the cards' queue.
   const refreshCards = async () => {
@@ -100,7 +117,11 @@ export async function reviewView(main, ctx) {
     for (const [id, article] of runCards) {
       if (!waiting.some((r) => r.id === id) && article.dataset.keep !== 'true') runCards.delete(id);
     }
-    if (!runCards.size) return runs.replaceChildren();
+    if (!runCards.size) {
+      runs.replaceChildren();
+      return setPending();
+    }
+    setPending();
     runs.replaceChildren(h('h2', { id: 'confirm-title' }, t('confirm_title'), ' ', h('span', { class: 'count' }, String(waiting.length))),
       h('p', { class: 'muted' }, t('confirm_hint')), ...runCards.values());
   };
@@ -139,7 +160,7 @@ function runCard(run, refreshRuns) {
     h('header', { class: 'row' },
       h('span', { class: 'badge' }, t('delegation')),
       h('h3', { id: `title-${run.id}` }, `${run.extension} / ${run.delegation}`)),
-    h('p', { class: 'meta' }, `${t('proposed_at')}: `, step.endedAt || run.updatedAt, ' · ', run.id),
+    h('p', { class: 'meta', 'data-proposed': '' }, `${t('proposed_at')}: `, proposedAt(step.endedAt || run.updatedAt), ' · ', run.id),
     h('pre', { class: 'result' }, JSON.stringify(step.result, null, 2)),
     h('div', { class: 'decide row' },
       confirm,
@@ -170,12 +191,69 @@ function runCard(run, refreshRuns) {
   return article;
 }
 
+/** When a delegation's result was proposed, in the browser's local time (as every date here). */
+function proposedAt(at) {
+  return at ? h('time', { datetime: at }, when(at)) : '—';
+}
+
+/** What an approval names of a held item: its kind, its own key and the sha256 shown. */
+function approvalItem(tool) {
+  return { kind: tool.kind || 'tool', name: tool.name || tool.tool, sha256: tool.sha256 };
+}
+
+/** Sends one approval (once, never retried): `buttons` are disabled meanwhile, `outcome` says how it went. */
+async function sendApproval(body, buttons, outcome) {
+  for (const button of buttons) button.disabled = true;
+  try {
+    // The sha256 of each item shown: a definition that changed since is refused, not approved unseen.
+    await call('POST', '/mcp/quarantine/approve', body, { owner: true });
+    outcome.className = 'outcome ok';
+    outcome.textContent = t('held_approved');
+    return true;
+  } catch (e) {
+    outcome.className = 'outcome error';
+    outcome.dataset.code = e.code || '';
+    outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
+    for (const button of buttons) button.disabled = false;
+    return false;
+  }
+}
+
+/**
+ * One provider's held items: "approve all of PROVIDER" with the list of exactly what it
+ * approves (each item with the definition shown below), "trust it wholesale", then a card
+ * per item.
+ */
+function heldProvider(provider, items, refreshHeld, onDecided) {
+  const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  const approveAll = h('button', { type: 'button', class: 'primary', 'data-act': 'approve-provider' },
+    t('approve_all', { id: provider, n: items.length }));
+  const trust = h('button', { type: 'button', 'data-act': 'trust' }, t('trust_provider', { id: provider }));
+  const section = h('section', { class: 'held-provider', 'data-held-provider': provider, 'aria-labelledby': `held-${provider}` },
+    h('header', { class: 'row' }, h('h3', { id: `held-${provider}` }, provider),
+      h('span', { class: 'badge' }, t('held_of_provider', { n: items.length }))),
+    h('p', { class: 'muted' }, t('approve_all_lists', { id: provider })),
+    h('ul', { class: 'approves' }, items.map((tool) => h('li', { 'data-approves': tool.public },
+      h('span', { class: 'badge' }, t(`held_kind_${tool.kind || 'tool'}`)), ' ', h('code', null, tool.public)))),
+    h('div', { class: 'decide row' }, approveAll, trust),
+    outcome,
+    ...items.map((tool) => heldCard(tool, refreshHeld, onDecided)));
+  const decide = async (body) => {
+    if (await sendApproval(body, [approveAll, trust], outcome)) {
+      onDecided(`provider:${provider}`, section);
+      setTimeout(refreshHeld, 800);
+    }
+  };
+  // Exactly the items listed, each with the sha256 shown.
+  approveAll.addEventListener('click', () => decide({ provider, items: items.map(approvalItem) }));
+  trust.addEventListener('click', () => decide({ provider, tools: [], trust: true }));
+  return section;
+}
+
 function heldCard(tool, refreshHeld, onDecided) {
   const outcome = h('p', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
   const kind = tool.kind || 'tool';
   const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve-tool' }, t('approve_tool'));
-  const approveAll = h('button', { type: 'button', 'data-act': 'approve-all' }, t('approve_all', { id: tool.provider }));
-  const trust = h('button', { type: 'button', 'data-act': 'trust' }, t('trust_provider', { id: tool.provider }));
   const now = JSON.stringify(tool.definition, null, 2);
   const before = tool.approved ? JSON.stringify(tool.approved.definition, null, 2) : null;
   const article = h('article', { class: 'card held-tool', 'data-tool': tool.public, 'data-kind': kind },
@@ -187,29 +265,14 @@ function heldCard(tool, refreshHeld, onDecided) {
     before === null
       ? h('details', null, h('summary', null, t('definition')), h('pre', { class: 'diffview' }, now))
       : h('section', { class: 'diff' }, h('h4', null, t('definition_diff')), lineDiff(before, now)),
-    h('div', { class: 'decide row' }, approve, approveAll, trust),
+    h('div', { class: 'decide row' }, approve),
     outcome);
-  const buttons = [approve, approveAll, trust];
-  const decide = async (body) => {
-    for (const button of buttons) button.disabled = true;
-    try {
-      // Sent once, with the sha256 shown: a definition that changed since is refused.
-      await call('POST', '/mcp/quarantine/approve', body, { owner: true });
-      outcome.className = 'outcome ok';
-      outcome.textContent = t('held_approved');
-      onDecided(tool, article);
+  approve.addEventListener('click', async () => {
+    if (await sendApproval({ provider: tool.provider, items: [approvalItem(tool)] }, [approve], outcome)) {
+      onDecided(tool.public, article);
       setTimeout(refreshHeld, 800);
-    } catch (e) {
-      outcome.className = 'outcome error';
-      outcome.dataset.code = e.code || '';
-      outcome.textContent = t('failed', { msg: `${e.message} (${e.code})` });
-      for (const button of buttons) button.disabled = false;
     }
-  };
-  approve.addEventListener('click', () => decide({ provider: tool.provider,
-    items: [{ kind, name: tool.name || tool.tool, sha256: tool.sha256 }] }));
-  approveAll.addEventListener('click', () => decide({ provider: tool.provider, all: true }));
-  trust.addEventListener('click', () => decide({ provider: tool.provider, tools: [], trust: true }));
+  });
   return article;
 }
 

@@ -6,7 +6,7 @@
 
 import { call, get } from './api.js';
 import { h, replace, when } from './dom.js';
-import { t } from './i18n.js';
+import { stateText, t } from './i18n.js';
 
 /** The tabs of the MCP view: `#/mcp` and `#/mcp/activity`. */
 function mcpTabs(active) {
@@ -34,19 +34,22 @@ export async function mcpView(main, ctx) {
   });
   const providers = status.providers || [];
   const conflicts = status.conflicts || [];
+  const columns = [t('provider'), t('namespace'), t('state'), t('tools'), t('rejected_names'), t('errors'), t('actions')];
+  // Each cell carries its column's name: on a narrow screen the rows are stacked blocks.
+  const cell = (column, ...content) => h('td', { 'data-label': columns[column] }, ...content);
   replace(main, h('h1', null, t('mcp_title')), mcpTabs('providers'),
     h('section', { class: 'card' }, h('label', { for: 'mcp-url' }, t('mcp_url')), h('div', { class: 'row' }, field, copy, copied)),
     h('h2', null, t('providers')),
-    providers.length ? h('div', { class: 'table-wrap' }, h('table', null,
-      h('thead', null, h('tr', null, [t('provider'), t('namespace'), t('state'), t('tools'), t('rejected_names'), t('errors'), t('actions')].map((c) => h('th', { scope: 'col' }, c)))),
+    providers.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'providers stacked' },
+      h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, providers.map((p) => h('tr', { 'data-provider': p.id },
-        h('th', { scope: 'row' }, p.id), h('td', null, h('code', null, p.namespace || '')),
-        h('td', null, h('span', { class: `badge state-${p.state}` }, p.state)),
-        h('td', null, (p.tools || []).map((name) => [h('code', null, name), ' ']),
+        h('th', { scope: 'row' }, p.id), cell(1, h('code', null, p.namespace || '')),
+        cell(2, h('span', { class: `badge state-${p.state}`, 'data-state': p.state }, stateText(p.state))),
+        cell(3, (p.tools || []).map((name) => [h('code', null, name), ' ']),
           (p.held || []).length ? h('div', { class: 'muted' }, `${t('held_count', { n: p.held.length })} `, h('a', { href: '#/review' }, t('nav_review'))) : null),
-        h('td', null, (p.rejected || []).map((r) => h('div', null, h('code', null, r.tool), ` — ${r.reason}`))),
-        h('td', null, `${p.errors ?? 0} / ${p.calls ?? 0} ${t('calls')}`, p.lastError ? h('div', { class: 'error' }, p.lastError) : null),
-        h('td', null, providerActions(p, ctx)))))))
+        (p.rejected || []).length ? cell(4, p.rejected.map((r) => h('div', null, h('code', null, r.tool), ` — ${r.reason}`))) : h('td'),
+        cell(5, `${p.errors ?? 0} / ${p.calls ?? 0} ${t('calls')}`, p.lastError ? h('div', { class: 'error' }, p.lastError) : null),
+        cell(6, providerActions(p, ctx)))))))
       : h('p', { class: 'muted' }, t('none')),
     h('h2', null, t('conflicts')),
     conflicts.length ? h('ul', null, conflicts.map((c) => h('li', null, h('code', null, c.namespace), ` (${c.id}) `, t('held_by', { id: c.heldBy }))))
@@ -252,7 +255,7 @@ function providerActions(p, ctx) {
     try {
       const answer = await call('POST', `/mcp/providers/${encodeURIComponent(p.id)}/${action}`, {});
       outcome.className = 'outcome ok';
-      outcome.textContent = answer.data && answer.data.status ? answer.data.status.state : action;
+      outcome.textContent = answer.data && answer.data.status ? stateText(answer.data.status.state) : t(action);
     } catch (err) {
       outcome.className = 'outcome error';
       outcome.dataset.code = err.code || '';
