@@ -137,7 +137,12 @@ fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
 
     // A profile by tags: mcp-server-time marks its tools read-only; the fake's and the
     // conformance server's carry no such hint.
-    let (_, listed, _) = ask(&butler, "readonly", &list, None);
+    // (A list answers without a provider not ready within `LIST_WAIT`: asked until it is.)
+    let mut listed = Value::Null;
+    wait_until(LIMIT, "the clock's tools on the readonly profile", || {
+        listed = ask(&butler, "readonly", &list, None).1;
+        names(&listed).iter().any(|n| n.starts_with("clock__"))
+    });
     let readonly = names(&listed);
     assert!(readonly.contains(&"clock__get_current_time".to_owned()), "{listed}");
     assert!(readonly.iter().all(|name| name.starts_with("clock__")), "{listed}");
@@ -160,8 +165,11 @@ fn the_official_conformance_suite_passes_against_a_profile_over_its_reference_se
     let dir = instance_with_profiles();
     let butler = Butler::start(dir.path());
     let url = format!("http://localhost:{}/myspace-butler/api/mcp/p/conformance", butler.port);
-    let (_, listed, _) = ask(&butler, "conformance", &request(1, "tools/list", json!({})), None);
-    assert!(names(&listed).contains(&"test_simple_text".to_owned()), "the provider's own names: {listed}");
+    // (A list answers without a provider not ready within `LIST_WAIT`: asked until it is.)
+    wait_until(LIMIT, "the provider's own names", || {
+        let (_, listed, _) = ask(&butler, "conformance", &request(1, "tools/list", json!({})), None);
+        names(&listed).contains(&"test_simple_text".to_owned())
+    });
 
     let run = |suite: Suite, extra: &[&str], baseline: &str| {
         let baseline = crate::conformance::fixture(baseline);

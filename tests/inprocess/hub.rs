@@ -141,7 +141,7 @@ async fn routed_to(hub: &Hub, namespace: &str) -> Vec<String> {
 
 /// The public tool names `tools/list` shows.
 async fn tool_names(hub: &Hub) -> Vec<String> {
-    within("tools/list", hub.list_tools(&View::Main))
+    within("tools/list", hub.list_tools(&View::Main, &Asker::hub()))
         .await
         .iter()
         .map(|t| t["name"].as_str().expect("a tool has a name").to_owned())
@@ -392,6 +392,46 @@ async fn a_crashing_provider_answers_is_error_costs_only_itself_and_comes_back()
     hub.shutdown().await;
 }
 
+/// A list waits for a provider that never answers once per start of it, not once per
+/// client: after a list answered without it, its status says so (and still `pending`), and
+/// the lists of later clients — of any capabilities — answer without waiting for it again.
+#[tokio::test]
+async fn a_list_waits_for_a_silent_provider_once_per_start_not_once_per_client() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    let silent = json!({"schemaVersion": 1, "kind": "tool", "id": "mute", "name": "mute",
+        "mcp": {"transport": "stdio", "command": [python(), "-c", "import time\ntime.sleep(600)"], "timeoutSec": 120}});
+    write_manifest(r, "tools/mute", &silent);
+    let hub = hub(r, &scan(r, None)).await;
+    assert_eq!(provider_status(&hub, "mute")["missedListWait"], false);
+    // The first list waits for it, and answers without it.
+    assert!(!tool_names(&hub).await.iter().any(|n| n.starts_with("mute__")));
+    let mute = provider_status(&hub, "mute");
+    assert_eq!(
+        (&mute["state"], &mute["pending"], &mute["missedListWait"]),
+        (&json!("starting"), &json!(true), &json!(true)),
+        "{mute}"
+    );
+    // Later clients' lists do not wait for it: a quarter of the wait is ample for a list
+    // that waits for nothing, and far from the whole of it.
+    let none = json!({});
+    for client in [Asker::legacy(&none, None), Asker::modern(&none, None), Asker::hub()] {
+        let listed = tokio::time::timeout(butler_mcp::LIST_WAIT / 4, hub.list_tools(&View::Main, &client)).await;
+        assert!(
+            listed.is_ok_and(|tools| tools.is_empty()),
+            "a later client's list waited for the silent provider again"
+        );
+        let mute = provider_status(&hub, "mute");
+        assert_eq!(
+            (&mute["state"], &mute["pending"], &mute["missedListWait"]),
+            (&json!("starting"), &json!(true), &json!(true)),
+            "{mute}"
+        );
+    }
+    hub.shutdown().await;
+}
+
 /// A provider that never answers delays a list by
 /// [`butler_mcp::LIST_WAIT`] at most. The list answers with what the others offer, the
 /// silent one is still starting and marked pending in the status, and a later list finds
@@ -407,15 +447,17 @@ async fn a_provider_that_never_answers_does_not_hold_up_a_list() {
     write_manifest(r, "tools/mute", &silent);
     let hub = hub(r, &scan(r, None)).await;
     // The first list starts both; alpha may take a while on a loaded machine, so lists are
-    // asked until it is in — each answering while `mute` still says nothing.
+    // asked until it is in — each answering while `mute` still says nothing (a list that
+    // answered without alpha does not wait for it again: they are asked every 100 ms).
     let mut names = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..400 {
         names = tool_names(&hub).await;
         let mute = provider_status(&hub, "mute");
         assert_eq!((&mute["state"], &mute["pending"]), (&json!("starting"), &json!(true)), "{mute}");
         if names.iter().any(|n| n.starts_with("alpha__")) {
             break;
         }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(names.iter().filter(|n| n.starts_with("alpha__")).count(), PUBLIC_TOOLS.len(), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");

@@ -77,5 +77,7 @@ def call(id, params):
         error(id, -32602, "unknown tool " + str(name))
 
 
-log("started %d" % os.getpid())
+# The hub's probes (BUTLER_MCP_PROBE=1: a process that only lists, for clients of fewer
+# capabilities) are logged apart, so that "started" counts the provider's own runs.
+log(("probed %d" if os.environ.get("BUTLER_MCP_PROBE") == "1" else "started %d") % os.getpid())
 serve("fake", {"tools": {"listChanged": True}, "prompts": {}, "resources": {}}, handle)

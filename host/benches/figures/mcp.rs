@@ -1019,14 +1019,17 @@ fn list_wait_instance(deaf: bool) -> (Host, tempfile::TempDir) {
 }
 
 /// The first `tools/list` of a new session: how long it took, and whether it listed the
-/// healthy provider's tools.
-fn first_list(host: &Host) -> (Duration, bool) {
+/// healthy provider's tools; and how long its `initialize` took (the hub starts the
+/// providers for their instructions then, within the same wait).
+fn first_list(host: &Host) -> (Duration, bool, Duration) {
+    let opening = Instant::now();
     let mut session = Session::open(host.authority());
+    let opened = opening.elapsed();
     let start = Instant::now();
     let (status, body, _) = session.post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     let took = start.elapsed();
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    (took, String::from_utf8_lossy(&body).contains("healthy__echo"))
+    (took, String::from_utf8_lossy(&body).contains("healthy__echo"), opened)
 }
 
 /// B16: the first `tools/list` of a fresh client on a fresh host whose providers have
@@ -1035,24 +1038,29 @@ fn first_list(host: &Host) -> (Duration, bool) {
 pub fn b16_list_wait() {
     const RUNS: usize = 5;
     let (mut stuck, mut healthy, mut later) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut opened, mut reopened, mut opened_healthy) = (Vec::new(), Vec::new(), Vec::new());
     // One warm-up of each (the page cache, the Python start), then runs alternating.
     for run in 0..=RUNS {
         let (with_deaf, _dir) = list_wait_instance(true);
-        let (took, listed) = first_list(&with_deaf);
+        let (took, listed, open) = first_list(&with_deaf);
         assert!(listed, "the healthy provider's tools are in the answer without the deaf one's");
         // A later client of the same host: the healthy provider has listed by then.
-        let (again, _) = first_list(&with_deaf);
+        let (again, _, reopen) = first_list(&with_deaf);
         drop(with_deaf);
         let (all_healthy, _dir) = list_wait_instance(false);
-        let (base, listed) = first_list(&all_healthy);
+        let (base, listed, open_healthy) = first_list(&all_healthy);
         assert!(listed);
         if run > 0 {
             stuck.push(took);
             later.push(again);
             healthy.push(base);
+            opened.push(open);
+            reopened.push(reopen);
+            opened_healthy.push(open_healthy);
         }
     }
     let [(stuck50, _), (healthy50, _), (later50, _)] = [stuck, healthy, later].map(percentiles);
+    let [(opened50, _), (reopened50, _), (opened_healthy50, _)] = [opened, reopened, opened_healthy].map(percentiles);
     let max = |d: Duration| d.as_secs_f64() * 1000.0;
     line_in(
         &format!(
@@ -1063,8 +1071,14 @@ pub fn b16_list_wait() {
         "ms",
     );
     note(&format!(
-        "B16: the bound is LIST_WAIT = {} ms plus the list itself; a second new client of the host with the deaf provider: p50 {:.0} ms",
+        "B16: the bound is LIST_WAIT = {} ms plus the list itself; a second new client of the host with the deaf provider: p50 {:.1} ms",
         butler_mcp::LIST_WAIT.as_millis(),
         max(later50)
+    ));
+    note(&format!(
+        "B16: their initialize (which starts the providers, the same wait): first client p50 {:.0} ms, second {:.1} ms; all healthy {:.0} ms",
+        max(opened50),
+        max(reopened50),
+        max(opened_healthy50)
     ));
 }

@@ -7,6 +7,8 @@
 //! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
 //!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
 //! - [`templates`]: which resource template a URI is one of;
+//! - [`capability_sets`]: what each provider lists to clients of fewer capabilities than
+//!   the hub declares to it;
 //! - [`skills`]: the Skills extension — the providers' and packages' skills, their files
 //!   read and checked against their entries;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
@@ -27,6 +29,7 @@
 
 pub mod activity;
 pub mod answer;
+pub mod capability_sets;
 pub mod framing;
 pub mod host_tools;
 pub mod instructions;
@@ -57,6 +60,7 @@ use tokio::sync::broadcast;
 use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
+use capability_sets::{CapabilitySet, Listed, Narrowing};
 pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 pub use upcall::Asker;
@@ -124,8 +128,10 @@ const MAX_PARKED: usize = 256;
 /// See [`MAX_PARKED`].
 pub const PARKED_FOR: Duration = Duration::from_secs(300);
 
-/// The longest a list waits for providers that are starting to list for the first time:
-/// one slow or hung provider delays a client's `tools/list` by this much at most.
+/// The longest a list waits for providers that are starting to list for the first time
+/// (and as long again for learning what they list to the client's capability set): one
+/// slow or hung provider delays a client's `tools/list` by this much at most, and once per
+/// start of it: later lists answer without it at once until it has listed or starts again.
 pub const LIST_WAIT: Duration = Duration::from_secs(2);
 /// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
@@ -846,33 +852,93 @@ impl Hub {
         Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
     }
 
-    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
-    /// lists are not known yet (never run, no cache): the others are listed from what they
-    /// listed last, and start on a call. The list waits [`LIST_WAIT`] at most: a provider
-    /// that has not listed by then is left out of this answer (its status says `pending`),
-    /// its start goes on (bounded by [`provider::START_TIMEOUT`]), and what it lists later
-    /// reaches clients as a `list_changed` notification.
+    /// For a call of a name no known list has: starts, concurrently, the providers `view`
+    /// offers (`None`: every provider) whose lists are not known yet (never run, no cache)
+    /// and waits [`LIST_WAIT`] at most for them — also for one a list already answered
+    /// without (a list waits for that once; a call names what it needs).
     async fn start_unlisted(&self, view: Option<&View>) {
         let providers: Vec<_> = self
             .providers()
             .into_iter()
             .filter(|p| !p.listed() && view.is_none_or(|view| offers(view, &p.spec)))
             .collect();
-        if providers.is_empty() {
-            return;
-        }
         for provider in &providers {
             provider.start_for_a_list();
         }
         let listed = futures_util::future::join_all(providers.iter().map(|p| p.wait_listed()));
-        if tokio::time::timeout(LIST_WAIT, listed).await.is_err() {
-            let pending: Vec<&str> = providers.iter().filter(|p| !p.listed()).map(|p| p.spec.id.as_str()).collect();
-            tracing::info!(
-                "a list answered without {} (still starting after {} s)",
-                pending.join(", "),
-                LIST_WAIT.as_secs()
-            );
+        let _ = tokio::time::timeout(LIST_WAIT, listed).await;
+    }
+
+    /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
+    /// lists are not known yet, and learns what those it offers list to clients of `set`
+    /// where that is not known ([`capability_sets`]). The list waits [`LIST_WAIT`] at most
+    /// for the starts, then as long at most for the learning: a provider that is not ready
+    /// by then is left out of this answer (its status says `pending`), its start goes on
+    /// (bounded by [`provider::START_TIMEOUT`]), and what it lists later reaches clients as
+    /// a `list_changed` notification. A list waits for a provider once per start of it (and
+    /// per set it learns): one that a list answered without is not waited for again until
+    /// it has listed or is started anew.
+    async fn ready_lists(&self, view: Option<&View>, set: CapabilitySet) {
+        let providers: Vec<_> = self
+            .providers()
+            .into_iter()
+            .filter(|p| (!p.listed() || !p.knows(set)) && view.is_none_or(|view| offers(view, &p.spec)))
+            .collect();
+        if providers.is_empty() {
+            return;
         }
+        for provider in &providers {
+            provider.prepare(set);
+        }
+        // First their starts, then what they list to `set`: [`LIST_WAIT`] each at most.
+        let starting: Vec<&Arc<Provider>> = providers.iter().filter(|p| !p.listed() && p.awaited(set)).collect();
+        let started = futures_util::future::join_all(starting.iter().map(|p| p.wait_listed()));
+        if !starting.is_empty() && tokio::time::timeout(LIST_WAIT, started).await.is_err() {
+            Self::missed(&starting, set, "still starting");
+        }
+        if set == CapabilitySet::FULL {
+            return;
+        }
+        let learning: Vec<&Arc<Provider>> =
+            providers.iter().filter(|p| p.listed() && !p.knows(set) && p.awaited(set)).collect();
+        for provider in &learning {
+            provider.learn(set);
+        }
+        let learned = futures_util::future::join_all(learning.iter().map(|p| p.wait_learned(set)));
+        if !learning.is_empty() && tokio::time::timeout(LIST_WAIT, learned).await.is_err() {
+            Self::missed(&learning, set, "still learning what it lists to such a client");
+        }
+    }
+
+    /// A list for clients of `set` answers without those of `providers` that are not
+    /// ready: later ones do not wait for them again ([`Provider::missed_a_list`]).
+    fn missed(providers: &[&Arc<Provider>], set: CapabilitySet, doing: &str) {
+        let late: Vec<&&Arc<Provider>> = providers.iter().filter(|p| !p.listed() || !p.knows(set)).collect();
+        for provider in &late {
+            provider.missed_a_list(set);
+        }
+        let late: Vec<&str> = late.iter().map(|p| p.spec.id.as_str()).collect();
+        tracing::info!(
+            "a list answered without {} ({doing} after {} s; later lists do not wait for it again)",
+            late.join(", "),
+            LIST_WAIT.as_secs()
+        );
+    }
+
+    /// What a client of `set` is shown of the lists of the providers `view` offers, once
+    /// [`Self::ready_lists`] has learned what it can.
+    async fn narrowing(&self, view: &View, set: CapabilitySet) -> Narrowing {
+        self.ready_lists(Some(view), set).await;
+        if set == CapabilitySet::FULL {
+            return Narrowing::default();
+        }
+        Narrowing(
+            self.providers()
+                .into_iter()
+                .filter(|p| offers(view, &p.spec))
+                .map(|p| (p.spec.id.clone(), p.shown(set)))
+                .collect(),
+        )
     }
 
     /// Every provider item of one kind that takes part in `view`'s names ([`names_on`])
@@ -1011,12 +1077,13 @@ impl Hub {
     /// the instructions of the providers it offers, each under its namespace
     /// ([`instructions::merged`]); on a profile that is one provider under its own names,
     /// that provider's instructions alone (`own` when it gives none). Providers whose lists
-    /// are not known yet are started first, for [`LIST_WAIT`] at most.
-    pub async fn instructions(&self, view: &View, own: &str) -> String {
+    /// are not known yet are started first, and what they list to clients of `asker`'s
+    /// capabilities learned, for [`LIST_WAIT`] at most (so that its lists answer at once).
+    pub async fn instructions(&self, view: &View, own: &str, asker: &Asker<'_>) -> String {
         if matches!(view, View::Restricted) {
             return own.to_owned();
         }
-        self.start_unlisted(Some(view)).await;
+        self.ready_lists(Some(view), CapabilitySet::of(&asker.capabilities())).await;
         let said: Vec<(String, String)> = self
             .providers()
             .iter()
@@ -1031,9 +1098,10 @@ impl Hub {
         }
     }
 
-    /// `tools/list` on `view`: the host's tools, then the providers', each under the name
-    /// `view` shows it by (a provider is started only when its lists are not known yet).
-    pub async fn list_tools(&self, view: &View) -> Vec<Value> {
+    /// `tools/list` on `view` for `asker`: the host's tools, then the providers', each under
+    /// the name `view` shows it by (a provider is started only when its lists are not known
+    /// yet), but those a provider lists only to clients more capable than `asker`.
+    pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         self.host_tools.settle().await;
         let mut tools: Vec<Value> = self
             .host_tools
@@ -1042,12 +1110,13 @@ impl Hub {
             .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
             .collect();
         if !matches!(view, View::Restricted) {
-            self.start_unlisted(Some(view)).await;
+            let narrowing = self.narrowing(view, CapabilitySet::of(&asker.capabilities())).await;
             tools.extend(
                 self.exposed(ItemKind::Tool, view)
                     .0
                     .into_iter()
                     .filter(|e| offers_tool(view, &e.provider.spec, &e.public) && view.offers_definition(&e.item))
+                    .filter(|e| narrowing.shows(&e.provider.spec.id, Listed::Tool, &e.item))
                     .map(|e| Self::shown(view, e.item, &e.public)),
             );
         }
@@ -1163,8 +1232,9 @@ impl Hub {
         self.host_tools.context().await
     }
 
-    /// `prompts/list`: the compiled context, then the providers' prompts.
-    pub async fn list_prompts(&self, view: &View) -> Vec<Value> {
+    /// `prompts/list` for `asker`: the compiled context, then the providers' prompts (but
+    /// those a provider lists only to clients more capable than `asker`).
+    pub async fn list_prompts(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         let mut prompts = Vec::new();
         if view.offers_context() {
             prompts.push(
@@ -1176,13 +1246,14 @@ impl Hub {
             self.skills(view).iter().map(|(namespace, skill)| Self::skill_prompt(view, namespace, skill)).collect();
         if !matches!(view, View::Restricted) {
             own.extend(self.package_prompts(view).into_iter().map(|p| json!({"name": p.name, "title": p.title})));
-            self.start_unlisted(Some(view)).await;
+            let narrowing = self.narrowing(view, CapabilitySet::of(&asker.capabilities())).await;
             let taken = |name: &str| own.iter().any(|s| s["name"] == name);
             prompts.extend(
                 self.exposed(ItemKind::Prompt, view)
                     .0
                     .into_iter()
                     .filter(|e| offers_prompt(view, &e.provider.spec, &e.public))
+                    .filter(|e| narrowing.shows(&e.provider.spec.id, Listed::Prompt, &e.item))
                     .map(|e| Self::shown(view, e.item, &e.public))
                     .filter(|item| !item["name"].as_str().is_some_and(taken)),
             );
@@ -1233,8 +1304,9 @@ impl Hub {
 
     /// `resources/list`: the compiled context, then the providers' resources (names
     /// namespaced; URIs as the provider gives them, but a URI an earlier provider of the
-    /// same endpoint already offers becomes `butler://<namespace>/<uri>`).
-    pub async fn list_resources(&self, view: &View) -> Vec<Value> {
+    /// same endpoint already offers becomes `butler://<namespace>/<uri>`), for `asker`: but
+    /// those a provider lists only to clients more capable than it.
+    pub async fn list_resources(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         let mut resources = Vec::new();
         if view.offers_context() {
             resources.push(
@@ -1242,13 +1314,17 @@ impl Hub {
             );
         }
         if !matches!(view, View::Restricted) {
-            self.start_unlisted(Some(view)).await;
+            let narrowing = self.narrowing(view, CapabilitySet::of(&asker.capabilities())).await;
+            let shown =
+                |r: &PublicResource| narrowing.shows(&r.exposed.provider.spec.id, Listed::Resource, &r.exposed.item);
             resources.extend(
-                self.resources(view).0.into_iter().filter(|r| offers(view, &r.exposed.provider.spec)).map(|r| {
-                    let mut item = Self::shown(view, r.exposed.item, &r.exposed.public);
-                    item["uri"] = json!(r.uri);
-                    item
-                }),
+                self.resources(view).0.into_iter().filter(|r| offers(view, &r.exposed.provider.spec) && shown(r)).map(
+                    |r| {
+                        let mut item = Self::shown(view, r.exposed.item, &r.exposed.public);
+                        item["uri"] = json!(r.uri);
+                        item
+                    },
+                ),
             );
         }
         resources.extend(self.skill_resources(view));
@@ -1303,15 +1379,19 @@ impl Hub {
         self.providers().into_iter().find(described).map(|p| (p, uri.to_owned()))
     }
 
-    /// `resources/templates/list`: every provider's templates, names namespaced.
-    pub async fn list_resource_templates(&self, view: &View) -> Vec<Value> {
+    /// `resources/templates/list`: every provider's templates, names namespaced (but those a
+    /// provider lists only to clients more capable than `asker`).
+    pub async fn list_resource_templates(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         if matches!(view, View::Restricted) {
             return Vec::new();
         }
-        self.start_unlisted(Some(view)).await;
+        let narrowing = self.narrowing(view, CapabilitySet::of(&asker.capabilities())).await;
         let mut templates = Vec::new();
         for provider in self.providers().into_iter().filter(|p| offers(view, &p.spec)) {
             for template in self.approved_templates(&provider) {
+                if !narrowing.shows(&provider.spec.id, Listed::Template, &template) {
+                    continue;
+                }
                 let name = template.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let public = label(&provider.spec.namespace, &name);
                 templates.push(Self::shown(view, template, &public));

@@ -21,7 +21,8 @@
 //! each input request and retrying the call. Any other answer, or none within
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, oneshot};
 
 use super::answer::Answer;
+use super::capability_sets::{CapabilitySet, Listing, Shown, Withheld};
 use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provider_reply};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
@@ -56,6 +58,11 @@ pub const RESTART_MAX: Duration = Duration::from_secs(60);
 fn restart_after(failures: u32) -> Duration {
     RESTART_AFTER.saturating_mul(1 << failures.saturating_sub(1).min(4)).min(RESTART_MAX)
 }
+
+/// Set (to `1`) in the environment of a process the hub starts only to learn what the
+/// provider lists to less capable clients ([`Provider::probe`]): it is closed once it has
+/// listed, and is asked nothing else.
+pub const PROBE_ENV: &str = "BUTLER_MCP_PROBE";
 
 /// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";
@@ -220,10 +227,28 @@ pub struct Lists {
     /// `instructions`), for the endpoints that offer it to pass on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// What it withholds from the clients of each capability set learned so far, by the
+    /// set's [`CapabilitySet::key`] (see [`super::capability_sets`]); forgotten when the
+    /// lists above change.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub withheld: BTreeMap<String, Withheld>,
     /// `skills/list`, when it declares the Skills extension (see the `skills` module): the
     /// entries as it gives them, its files never fetched ahead of need.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<Value>,
+}
+
+impl Lists {
+    /// The four lists, borrowed, for comparing with another set's.
+    #[must_use]
+    pub fn listing(&self) -> Listing<'_> {
+        Listing {
+            tools: &self.tools,
+            prompts: &self.prompts,
+            resources: &self.resources,
+            resource_templates: &self.resource_templates,
+        }
+    }
 }
 
 /// A provider's run state.
@@ -598,6 +623,29 @@ impl Conn {
     }
 }
 
+/// Reads a probe's pipe ([`Provider::probe`]) until it closes: answers reach their
+/// requests, a request of the provider's is refused, anything else is dropped.
+async fn replies_only(conn: Arc<Conn>, stdout: Reader) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Some((id, reply)) = provider_reply(&line) {
+            conn.reply(id, |verbatim| reply.map(|written| written.answer(verbatim)));
+        } else if let ProviderLine::Message(message) = provider_line(&line)
+            && let ProviderRoute::Request { id, method, .. } = super::framing::provider_route(message)
+        {
+            let _ =
+                conn.send(&refusal(&id, format!("`{method}` is not answered while the hub learns the lists"))).await;
+        }
+    }
+    conn.fail_all("its pipe closed");
+}
+
 /// A 2026-07-28 provider's answer as the client gets it: without the protocol's keys in
 /// `_meta` (the provider's identity and the like: the hub is the server clients talk to)
 /// and without cache hints (the hub gives its own); for a client of the 2025 revisions
@@ -626,11 +674,12 @@ fn refused(why: impl Into<String>) -> CallFailure {
     CallFailure::Unanswered(why.into())
 }
 
-/// The 2025 revisions' handshake with a starting provider; its answer.
-async fn initialize(conn: &Conn) -> Result<Value, String> {
+/// The 2025 revisions' handshake with a starting provider, declaring `capabilities` (the
+/// hub's own: [`upcall::routed_capabilities`]; a probe's: its set's); its answer.
+async fn initialize(conn: &Conn, capabilities: Value) -> Result<Value, String> {
     let init = json!({
         "protocolVersion": PROVIDER_PROTOCOL,
-        "capabilities": upcall::routed_capabilities(),
+        "capabilities": capabilities,
         "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
     });
     let answer = conn
@@ -775,6 +824,9 @@ pub struct Status {
     /// Whether it is still starting for a list that answered without it (it did not list
     /// within [`crate::LIST_WAIT`]).
     pub pending: bool,
+    /// Whether a list answered without it during this start of it: lists no longer wait
+    /// for it until it has listed or is started again.
+    pub missed_list_wait: bool,
     /// Calls routed to it.
     pub calls: u64,
     /// Calls that failed (error, crash, timeout).
@@ -844,8 +896,34 @@ pub struct Provider {
     list_start: AtomicBool,
     /// Told when such a start ends.
     list_started: tokio::sync::Notify,
+    /// Whether a list answered without it during the start [`Self::start_for_a_list`] made
+    /// last: later lists do not wait for that start.
+    list_missed: AtomicBool,
+    /// The capability sets whose lists are being learned, or wanted once it has listed.
+    learning: Mutex<Learning>,
+    /// Told when the learning of a set ends.
+    learned: tokio::sync::Notify,
     /// Where it runs.
     io: Io,
+}
+
+/// Why what a provider lists to a capability set was not learned.
+enum Unlearned {
+    /// It does not run (stopped, failing to start): nothing is known of it.
+    Unavailable,
+    /// It runs, and its lists for the set could not be had.
+    Failed(String),
+}
+
+/// The capability sets a provider's lists are learned for ([`Provider::learn`]).
+#[derive(Default)]
+struct Learning {
+    /// Being learned now.
+    running: BTreeSet<CapabilitySet>,
+    /// Asked for before it had listed: learned once it has.
+    wanted: BTreeSet<CapabilitySet>,
+    /// Those a list answered without (lists no longer wait for them until learned).
+    missed: BTreeSet<CapabilitySet>,
 }
 
 /// Where providers run: the runtime whose thread reads and writes their pipes
@@ -903,6 +981,9 @@ impl Provider {
             relist: Mutex::new(Relist::default()),
             list_start: AtomicBool::new(false),
             list_started: tokio::sync::Notify::new(),
+            list_missed: AtomicBool::new(false),
+            learning: Mutex::new(Learning::default()),
+            learned: tokio::sync::Notify::new(),
             io,
         })
     }
@@ -915,12 +996,165 @@ impl Provider {
         if self.listed() || self.list_start.swap(true, Ordering::AcqRel) {
             return;
         }
+        // A new start: lists wait for it (once) again.
+        self.list_missed.store(false, Ordering::Release);
         let provider = Arc::clone(self);
         self.io.runtime.spawn(async move {
             let _ = provider.ensure().await;
             provider.list_start.store(false, Ordering::Release);
             provider.list_started.notify_waiters();
+            let wanted = std::mem::take(&mut lock(&provider.learning).wanted);
+            for set in wanted {
+                provider.learn(set);
+            }
         });
+    }
+
+    /// Whether a list waits for it to list for clients of `set` (`Hub`'s lists): not
+    /// when a list already answered without it during its current start (or learning).
+    #[must_use]
+    pub fn awaited(&self, set: CapabilitySet) -> bool {
+        if !self.listed() {
+            return !self.list_missed.load(Ordering::Acquire);
+        }
+        self.knows(set) || !lock(&self.learning).missed.contains(&set)
+    }
+
+    /// A list for clients of `set` answered without it: later ones do not wait for it
+    /// until it has listed (or starts again) and what it lists to `set` is learned.
+    pub fn missed_a_list(&self, set: CapabilitySet) {
+        if !self.listed() {
+            self.list_missed.store(true, Ordering::Release);
+        }
+        if !self.knows(set) {
+            lock(&self.learning).missed.insert(set);
+        }
+    }
+
+    /// Until what it lists to clients of `set` is known, or the learning that would tell
+    /// has ended ([`Self::learn`]; the caller bounds the wait).
+    pub async fn wait_learned(&self, set: CapabilitySet) {
+        loop {
+            let ended = self.learned.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.knows(set) || !lock(&self.learning).running.contains(&set) {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// Starts what would tell its lists for clients of `set`, when they are not known: a
+    /// start ([`Self::start_for_a_list`]), after which `set` is learned, or the learning
+    /// ([`Self::learn`]).
+    pub fn prepare(self: &Arc<Self>, set: CapabilitySet) {
+        if !self.listed() {
+            if set != CapabilitySet::FULL {
+                lock(&self.learning).wanted.insert(set);
+            }
+            self.start_for_a_list();
+        } else if !self.knows(set) {
+            self.learn(set);
+        }
+    }
+
+    /// Whether what it lists to clients of `set` is known.
+    #[must_use]
+    pub fn knows(&self, set: CapabilitySet) -> bool {
+        set == CapabilitySet::FULL || lock(&self.inner).lists.withheld.contains_key(&set.key())
+    }
+
+    /// What a client of `set` is shown of its lists: all but what it withholds from that
+    /// set — or, not known yet, from the most capable set learned that `set` covers —
+    /// and nothing when no such set is learned.
+    #[must_use]
+    pub fn shown(&self, set: CapabilitySet) -> Shown {
+        Shown::to(set, &lock(&self.inner).lists.withheld)
+    }
+
+    /// Learns, in a task of its own (one per set at a time), what it lists to clients of
+    /// `set`: a 2026-07-28 provider is asked with `set`'s capabilities in the envelope, one
+    /// of the 2025 revisions is probed ([`Self::probe`]). Clients are told of the lists it
+    /// narrows. A set that cannot be learned is shown the lists whole (the log says why).
+    pub fn learn(self: &Arc<Self>, set: CapabilitySet) {
+        if self.knows(set) || !lock(&self.learning).running.insert(set) {
+            return;
+        }
+        let provider = Arc::clone(self);
+        self.io.runtime.spawn(async move {
+            let withheld = match provider.lists_for(set).await {
+                Ok(narrower) => Withheld::between(provider.lists().listing(), narrower.listing()),
+                // It does not run: nothing is learned, and the next list tries again.
+                Err(Unlearned::Unavailable) => {
+                    let mut learning = lock(&provider.learning);
+                    learning.running.remove(&set);
+                    drop(learning);
+                    provider.learned.notify_waiters();
+                    return;
+                }
+                Err(Unlearned::Failed(why)) => {
+                    provider.log.note(format!(
+                        "cannot learn what it lists to clients that declare {} ({why}): they see its lists whole",
+                        set.key()
+                    ));
+                    Withheld::default()
+                }
+            };
+            let told = withheld.narrows();
+            lock(&provider.inner).lists.withheld.insert(set.key(), withheld);
+            let missed = {
+                let mut learning = lock(&provider.learning);
+                learning.running.remove(&set);
+                learning.missed.remove(&set)
+            };
+            provider.cache_lists();
+            provider.learned.notify_waiters();
+            // A client that was shown less while it was learned lists again.
+            let changed = if missed { crate::Changed::ALL } else { told };
+            if changed.any() {
+                let _ = provider.changed.send(changed);
+            }
+        });
+    }
+
+    /// Its lists as it gives them to clients of `set`, within [`START_TIMEOUT`] once it runs.
+    async fn lists_for(self: &Arc<Self>, set: CapabilitySet) -> Result<Lists, Unlearned> {
+        let conn = self.ensure().await.map_err(|_| Unlearned::Unavailable)?;
+        let late = |_| format!("it did not list within {} s", START_TIMEOUT.as_secs());
+        let listed = if conn.modern() {
+            let declared = conn.declared.get().cloned().unwrap_or_default();
+            let capabilities = set.declared();
+            let asker = Asker::modern(&capabilities, None);
+            tokio::time::timeout(START_TIMEOUT, list_all(&conn, &declared, &asker))
+                .await
+                .unwrap_or_else(|e| Err(late(e)))
+        } else {
+            self.probe(set).await
+        };
+        listed.map_err(Unlearned::Failed)
+    }
+
+    /// A provider of the 2025 revisions as a client of `set` sees it: a second connection
+    /// of it (another process, another session of a remote server), initialized declaring
+    /// `set`'s capabilities, asked its lists and closed. It answers nothing the provider
+    /// asks meanwhile.
+    async fn probe(&self, set: CapabilitySet) -> Result<Lists, String> {
+        self.log.note(format!("probing what it lists to clients that declare {}", set.key()));
+        let (stdin, stdout, peer, group) = self.open(true)?;
+        let conn = Arc::new(self.conn(stdin, peer, group));
+        let reader = tokio::spawn(replies_only(Arc::clone(&conn), stdout));
+        let listed = async {
+            let answer = initialize(&conn, set.declared()).await?;
+            list_all(&conn, &Declared::of(&answer), &Asker::hub()).await
+        };
+        // Bounded here, so that the probe is always stopped.
+        let listed = tokio::time::timeout(START_TIMEOUT, listed)
+            .await
+            .unwrap_or_else(|_| Err(format!("it did not list within {} s", START_TIMEOUT.as_secs())));
+        conn.peer.lock().await.stop().await;
+        reader.abort();
+        listed
     }
 
     /// Until its lists are known or the start [`Self::start_for_a_list`] made has ended
@@ -1043,12 +1277,16 @@ impl Provider {
     }
 
     /// Starts the process, or connects to the remote server: the two ends of its pipe,
-    /// what they end in, and its process group.
-    fn open(&self) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
+    /// what they end in, and its process group. A `probe`'s process has
+    /// [`PROBE_ENV`]`=1` in its environment.
+    fn open(&self, probe: bool) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
         match &self.spec.upstream {
             Upstream::Process(launch) => {
-                let launch = launch.as_ref().map_err(ToString::to_string)?;
-                let mut kept = keeper::spawn_kept(launch, keeper::Input::Piped)
+                let mut launch = Cow::Borrowed(launch.as_ref().map_err(ToString::to_string)?);
+                if probe {
+                    launch.to_mut().env.push((PROBE_ENV.to_owned(), "1".to_owned()));
+                }
+                let mut kept = keeper::spawn_kept(&launch, keeper::Input::Piped)
                     .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
                 let (Some(stdin), Some(stdout), Some(stderr)) =
                     (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
@@ -1070,9 +1308,9 @@ impl Provider {
         }
     }
 
-    async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let (stdin, stdout, peer, group) = self.open()?;
-        let conn = Arc::new(Conn {
+    /// A connection on the pipe `stdin` of `peer`, nothing sent yet.
+    fn conn(&self, stdin: Writer, peer: Peer, group: Option<u32>) -> Conn {
+        Conn {
             stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
             pending: Mutex::new(FastMap::default()),
             upcalls: Mutex::new(FastMap::default()),
@@ -1087,15 +1325,21 @@ impl Provider {
             declared: std::sync::OnceLock::new(),
             started_at: butler_catalog::time::now_ms(),
             started: Instant::now(),
-        });
+        }
+    }
+
+    async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
+        let (stdin, stdout, peer, group) = self.open(false)?;
+        let conn = Arc::new(self.conn(stdin, peer, group));
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
-        let answer = if probe { self.handshake(&conn).await? } else { initialize(&conn).await? };
+        let answer =
+            if probe { self.handshake(&conn).await? } else { initialize(&conn, upcall::routed_capabilities()).await? };
         let declared = conn.declared.get_or_init(|| Declared::of(&answer));
         let capabilities = &declared.capabilities;
-        let lists = list_all(&conn, declared).await?;
+        let lists = list_all(&conn, declared, &Asker::hub()).await?;
         if conn.modern() {
             let offers =
                 |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
@@ -1170,11 +1414,11 @@ impl Provider {
             }
             Some(_) => {
                 conn.modern.store(false, Ordering::Release);
-                return initialize(conn).await;
+                return initialize(conn, upcall::routed_capabilities()).await;
             }
             None => conn.modern.store(false, Ordering::Release),
         }
-        let initialized = initialize(conn);
+        let initialized = initialize(conn, upcall::routed_capabilities());
         tokio::pin!(initialized);
         let legacy = tokio::select! {
             biased;
@@ -1214,14 +1458,26 @@ impl Provider {
         });
     }
 
+    /// Writes its lists as they are now to the cache.
+    fn cache_lists(&self) {
+        let bytes = serde_json::to_vec(&lock(&self.inner).lists);
+        if let Ok(bytes) = bytes {
+            self.cache_later(bytes);
+        }
+    }
+
     /// Keeps fresh lists, in memory and in the cache, and tells the listeners which of
     /// them changed.
-    fn store(&self, lists: Lists) {
+    fn store(&self, mut lists: Lists) {
+        let mut inner = lock(&self.inner);
+        let changed = crate::Changed::between(&inner.lists, &lists);
+        // What it withholds from less capable clients holds as long as its lists do.
+        if !changed.any() && inner.known {
+            lists.withheld = std::mem::take(&mut inner.lists.withheld);
+        }
         if let Ok(bytes) = serde_json::to_vec(&lists) {
             self.cache_later(bytes);
         }
-        let mut inner = lock(&self.inner);
-        let changed = crate::Changed::between(&inner.lists, &lists);
         inner.lists = lists;
         inner.cached = false;
         inner.known = true;
@@ -1344,7 +1600,7 @@ impl Provider {
             loop {
                 if let Some(conn) = provider.ready() {
                     let declared = conn.declared.get().cloned().unwrap_or_default();
-                    if let Ok(lists) = list_all(&conn, &declared).await {
+                    if let Ok(lists) = list_all(&conn, &declared, &Asker::hub()).await {
                         provider.store(lists);
                     }
                 }
@@ -1607,6 +1863,7 @@ impl Provider {
             last_error: inner.last_error.clone(),
             cached: inner.cached,
             pending: !inner.known && self.list_start.load(Ordering::Acquire),
+            missed_list_wait: !inner.known && self.list_missed.load(Ordering::Acquire),
             calls: stats.calls,
             errors: stats.errors,
             timeouts: stats.timeouts,
@@ -1658,29 +1915,31 @@ impl Drop for Active<'_> {
 /// failure. One that declares none of the three is asked for its tools all the same (a
 /// server may leave its capabilities out), and `-32601` then means it has none.
 ///
+/// `asker` is the client they are listed for (to a 2026-07-28 provider).
+///
 /// # Errors
 /// The tools it declares (or, declaring nothing, may have) could not be listed.
-async fn list_all(conn: &Conn, declared: &Declared) -> Result<Lists, String> {
+async fn list_all(conn: &Conn, declared: &Declared, asker: &Asker<'_>) -> Result<Lists, String> {
     let declares = |kind: &str| declared.capabilities.get(kind).is_some_and(|c| !c.is_null());
     let mut lists = Lists { instructions: declared.instructions.clone(), ..Lists::default() };
     if declares("tools") {
-        lists.tools = paged(conn, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
+        lists.tools = paged(conn, asker, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
     } else if !declares("prompts") && !declares("resources") {
-        lists.tools = match paged(conn, "tools/list", "tools").await {
+        lists.tools = match paged(conn, asker, "tools/list", "tools").await {
             Err(CallFailure::Error(error)) if error.get("code").and_then(Value::as_i64) == Some(-32601) => Vec::new(),
             listed => listed.map_err(|e| format!("tools/list failed: {e}"))?,
         };
     }
     if declares("prompts") {
-        lists.prompts = paged(conn, "prompts/list", "prompts").await.unwrap_or_default();
+        lists.prompts = paged(conn, asker, "prompts/list", "prompts").await.unwrap_or_default();
     }
     if declares("resources") {
-        lists.resources = paged(conn, "resources/list", "resources").await.unwrap_or_default();
+        lists.resources = paged(conn, asker, "resources/list", "resources").await.unwrap_or_default();
         lists.resource_templates =
-            paged(conn, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
+            paged(conn, asker, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
     }
     if declares_skills(&declared.capabilities) {
-        lists.skills = paged(conn, "skills/list", "skills").await.unwrap_or_default();
+        lists.skills = paged(conn, asker, "skills/list", "skills").await.unwrap_or_default();
     }
     Ok(lists)
 }
@@ -1697,13 +1956,12 @@ pub fn declares_skills(capabilities: &Value) -> bool {
 }
 
 /// Every page of `method`'s list, the items under `key` (at most 100 pages).
-async fn paged(conn: &Conn, method: &str, key: &str) -> Result<Vec<Value>, CallFailure> {
+async fn paged(conn: &Conn, asker: &Asker<'_>, method: &str, key: &str) -> Result<Vec<Value>, CallFailure> {
     let mut all = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..100 {
         let params = cursor.take().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let page =
-            conn.request((method, params), None, &Asker::hub(), START_TIMEOUT, |_| {}).await.map(Answer::into_value)?;
+        let page = conn.request((method, params), None, asker, START_TIMEOUT, |_| {}).await.map(Answer::into_value)?;
         all.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
         match page.get("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),

@@ -339,15 +339,15 @@ impl Context {
         }
         let result = match method {
             "tools/list" => {
-                let mut tools = hub.list_tools(view).await;
+                let mut tools = hub.list_tools(view, &asker).await;
                 tools.extend(self.agent.iter().flat_map(|agent| agent.tools()));
                 Ok(object([("tools", tools.into())]))
             }
-            "prompts/list" => Ok(object([("prompts", hub.list_prompts(view).await.into())])),
+            "prompts/list" => Ok(object([("prompts", hub.list_prompts(view, &asker).await.into())])),
             "prompts/get" => hub.get_prompt(view, params, &asker).await,
-            "resources/list" => Ok(object([("resources", hub.list_resources(view).await.into())])),
+            "resources/list" => Ok(object([("resources", hub.list_resources(view, &asker).await.into())])),
             "resources/templates/list" => {
-                Ok(object([("resourceTemplates", hub.list_resource_templates(view).await.into())]))
+                Ok(object([("resourceTemplates", hub.list_resource_templates(view, &asker).await.into())]))
             }
             "resources/read" => hub.read_resource(view, params, &asker).await,
             "completion/complete" => hub.complete(view, params, &asker).await,

@@ -379,9 +379,9 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 }
 
 /// What an endpoint tells a client of itself, at `initialize` and `server/discover`: the
-/// hub's own words, and its providers' ([`Hub::instructions`]).
-async fn instructions(hub: &Hub, view: &View) -> String {
-    hub.instructions(view, &own_instructions(view)).await
+/// hub's own words, and its providers' ([`Hub::instructions`]), for `asker`.
+async fn instructions(hub: &Hub, view: &View, asker: &butler_mcp::Asker<'_>) -> String {
+    hub.instructions(view, &own_instructions(view), asker).await
 }
 
 /// What the hub tells a client it is for.

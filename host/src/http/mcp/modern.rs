@@ -111,7 +111,10 @@ async fn request(
     }
     match method.as_str() {
         "server/discover" => {
-            let instructions = super::instructions(hub, view).await;
+            let declared = params.get("_meta").and_then(|meta| meta.get(META_CAPABILITIES));
+            let none = Value::Object(serde_json::Map::new());
+            let asker = butler_mcp::Asker::modern(declared.unwrap_or(&none), None);
+            let instructions = super::instructions(hub, view, &asker).await;
             let capabilities = super::capabilities(hub, view);
             return Json(answer::envelope(id, Ok(discover(instructions, capabilities)))).into_response();
         }
