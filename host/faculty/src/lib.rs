@@ -25,8 +25,8 @@ pub mod clock;
 pub mod components;
 pub mod declared;
 pub mod engine;
-pub mod failure;
-pub mod failures;
+pub mod failure_limits;
+pub mod guest_failure;
 pub mod locks;
 pub mod report;
 mod run;
@@ -88,7 +88,7 @@ pub struct CallContext {
     /// `faculty/command` of the call that made this one, for the call log.
     parent: Option<String>,
     /// Who is calling, as proved to the transport (`owner`, `agent:<id>`, …; see
-    /// [`failures`]), for per-caller limits; nested calls keep their top-level caller.
+    /// [`failure_limits`]), for per-caller limits; nested calls keep their top-level caller.
     caller: Option<Arc<str>>,
 }
 
@@ -113,7 +113,7 @@ impl CallContext {
         self
     }
 
-    /// The same call, made by `caller` (see [`failures`]).
+    /// The same call, made by `caller` (see [`failure_limits`]).
     #[must_use]
     pub fn by(mut self, caller: impl Into<Arc<str>>) -> Self {
         self.caller = Some(caller.into());
@@ -530,7 +530,7 @@ struct Runnable {
     /// The actions it declares it may `host.call`.
     calls: Vec<String>,
     /// Its per-caller failure limit, if it declares one.
-    failure_limit: Option<failures::FailureLimit>,
+    failure_limit: Option<failure_limits::FailureLimit>,
     target: Target,
 }
 
@@ -702,7 +702,7 @@ pub struct FacultyRuntime {
     /// Set by [`Self::abandon`]: every wait ends and running guests are interrupted.
     stop: Arc<AtomicBool>,
     /// Counted failures per caller, for commands that declare a `failureLimit`.
-    failures: failures::FailureCounts,
+    failures: failure_limits::FailureCounts,
     /// What the registered faculties declare (prefixes served, tools offered).
     declared: RwLock<Arc<declared::Declared>>,
     /// Bumped when [`Self::declared`] changes (the hub tells its clients).
@@ -754,7 +754,7 @@ impl FacultyRuntime {
             reconciled: Condvar::new(),
             stats: Mutex::new(HashMap::new()),
             stop: Arc::new(AtomicBool::new(false)),
-            failures: failures::FailureCounts::default(),
+            failures: failure_limits::FailureCounts::default(),
             declared: RwLock::default(),
             declared_changes: tokio::sync::watch::Sender::new(0),
             reconciles: tokio::sync::watch::Sender::new(0),
@@ -998,7 +998,7 @@ impl FacultyRuntime {
         let input = runnable
             .input_of(command, given)
             .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
-        let caller = context.caller.as_deref().unwrap_or(failures::ANONYMOUS);
+        let caller = context.caller.as_deref().unwrap_or(failure_limits::ANONYMOUS);
         if let Some(limit) = &runnable.failure_limit {
             self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
                 CallError::TooManyFailures {
@@ -1348,7 +1348,7 @@ impl FacultyRuntime {
                 failure_limit: command
                     .failure_limit
                     .as_ref()
-                    .map(|l| failures::FailureLimit { codes: l.codes.clone(), per_minute: l.per_minute.get() }),
+                    .map(|l| failure_limits::FailureLimit { codes: l.codes.clone(), per_minute: l.per_minute.get() }),
                 target,
             };
             commands.insert(command.id.clone(), runnable);

@@ -11,7 +11,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::failure::GuestFailure;
+use super::guest_failure::GuestFailure;
 use super::{CallContext, Dispatch};
 
 /// Guest path of the faculty's own data directory.

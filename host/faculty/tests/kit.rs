@@ -3,7 +3,7 @@
 //! suggests, and how echoed text is clipped. Both sides must say the same.
 
 use butler_catalog::text::clip;
-use butler_faculty::failure::FailureKind;
+use butler_faculty::guest_failure::FailureKind;
 
 /// Codes of every shape the convention knows, and some it does not.
 const CODES: &[&str] = &[

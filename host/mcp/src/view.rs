@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use butler_faculty::failures::ANONYMOUS;
+use butler_faculty::failure_limits::ANONYMOUS;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 

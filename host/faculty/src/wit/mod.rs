@@ -10,7 +10,7 @@
 pub mod v0_1_0;
 pub mod v0_2_0;
 
-pub use super::failure::{FailureKind, GuestFailure};
+pub use super::guest_failure::{FailureKind, GuestFailure};
 
 use wasmtime::component::{Component, types::ComponentItem};
 use wasmtime::component::{HasSelf, Linker};
