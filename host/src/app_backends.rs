@@ -105,7 +105,7 @@ impl Backends {
     pub fn unavailable(&self, plugin: &Plugin) -> Option<String> {
         match &plugin.backend {
             None => Some(format!("Plugin backend not configured: {}", plugin.id)),
-            Some(Err(why)) => Some(why.clone()),
+            Some(Err(why)) => Some(why.to_string()),
             Some(Ok(_)) => self.node().err(),
         }
     }

@@ -83,14 +83,18 @@ pub fn is_wasm(name: &str) -> bool {
 ///
 /// # Errors
 /// A readable reason.
-pub fn resolve_exec(dir: &Path, exec0: &str) -> Result<PathBuf, String> {
+pub fn resolve_exec(dir: &Path, exec0: &str) -> Result<PathBuf, OutsideFolder> {
     let relative = Path::new(exec0);
     let plain =
         relative.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
     if !plain {
-        return Err(
-            "a component must be named by a path inside the faculty folder (no absolute paths, no `..`)".to_owned()
-        );
+        return Err(OutsideFolder);
     }
     Ok(dir.join(relative))
 }
+
+/// An `exec[0]` that is absolute or has a `..`: [`resolve_exec`] takes only paths inside
+/// the faculty's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a component must be named by a path inside the faculty folder (no absolute paths, no `..`)")]
+pub struct OutsideFolder;

@@ -78,7 +78,7 @@ pub fn resolve(spec: Option<&str>, name: &str, dir: &Path) -> (Icon, Option<Stri
         Err(why) => {
             // The path is the manifest author's text: a control character in it must not
             // break the message into lines.
-            let (spec, why) = (crate::validation::one_line(spec), crate::validation::one_line(&why));
+            let (spec, why) = (crate::validation::one_line(spec), crate::validation::one_line(&why.to_string()));
             (letter(), Some(format!("icon `{spec}` cannot be used ({why}); showing a letter instead")))
         }
     }
@@ -89,7 +89,7 @@ pub fn resolve(spec: Option<&str>, name: &str, dir: &Path) -> (Icon, Option<Stri
 /// # Errors
 /// A readable reason when the file is missing, too large, not a file, or leaves the
 /// manifest directory.
-pub fn read(source: &ImageSource) -> Result<Vec<u8>, String> {
+pub fn read(source: &ImageSource) -> Result<Vec<u8>, IconError> {
     check(source)?;
     let file = match source {
         ImageSource::Relative { dir, path } => open_dir(dir)?.open(path).map_err(|e| describe_io(&e))?.into_std(),
@@ -98,7 +98,7 @@ pub fn read(source: &ImageSource) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     file.take(MAX_ICON_BYTES + 1).read_to_end(&mut bytes).map_err(|e| describe_io(&e))?;
     if bytes.len() as u64 > MAX_ICON_BYTES {
-        return Err("larger than 2 MB".to_owned());
+        return Err(IconError::TooLarge);
     }
     Ok(bytes)
 }
@@ -124,7 +124,7 @@ fn media_type_of(spec: &str) -> Option<&'static str> {
     })
 }
 
-fn check(source: &ImageSource) -> Result<(), String> {
+fn check(source: &ImageSource) -> Result<(), IconError> {
     let meta = match source {
         ImageSource::Relative { dir, path } => {
             let meta = open_dir(dir)?.metadata(path).map_err(|e| describe_io(&e))?;
@@ -136,24 +136,43 @@ fn check(source: &ImageSource) -> Result<(), String> {
         }
     };
     match meta {
-        (false, _) => Err("not a regular file".to_owned()),
-        (true, len) if len > MAX_ICON_BYTES => Err("larger than 2 MB".to_owned()),
+        (false, _) => Err(IconError::NotAFile),
+        (true, len) if len > MAX_ICON_BYTES => Err(IconError::TooLarge),
         _ => Ok(()),
     }
 }
 
-fn open_dir(dir: &Path) -> Result<Dir, String> {
+fn open_dir(dir: &Path) -> Result<Dir, IconError> {
     Dir::open_ambient_dir(dir, ambient_authority()).map_err(|e| describe_io(&e))
 }
 
-fn describe_io(error: &std::io::Error) -> String {
+fn describe_io(error: &std::io::Error) -> IconError {
     match error.kind() {
-        std::io::ErrorKind::NotFound => "file not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied if error.to_string().contains("outside") => {
-            "the path leads outside the extension directory".to_owned()
-        }
-        _ => error.to_string(),
+        std::io::ErrorKind::NotFound => IconError::NotFound,
+        std::io::ErrorKind::PermissionDenied if error.to_string().contains("outside") => IconError::Outside,
+        _ => IconError::Io(error.to_string()),
     }
+}
+
+/// Why an image icon cannot be used or read; the message is shown to the owner after
+/// the icon's path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IconError {
+    /// No file at the path.
+    #[error("file not found")]
+    NotFound,
+    /// The path leaves the manifest's directory.
+    #[error("the path leads outside the extension directory")]
+    Outside,
+    /// Something other than a regular file is there.
+    #[error("not a regular file")]
+    NotAFile,
+    /// Larger than [`MAX_ICON_BYTES`].
+    #[error("larger than 2 MB")]
+    TooLarge,
+    /// Another I/O error, as the system words it.
+    #[error("{0}")]
+    Io(String),
 }
 
 #[cfg(test)]
@@ -202,7 +221,7 @@ mod tests {
             assert!(warning.is_some(), "{escape}");
         }
         let source = ImageSource::Relative { dir: ext.clone(), path: "../outside.png".into() };
-        assert!(read(&source).expect_err("escape refused").contains("outside"));
+        assert!(matches!(read(&source), Err(IconError::Outside)));
         std::fs::remove_dir_all(&root).ok();
     }
 }

@@ -61,6 +61,36 @@ impl std::fmt::Display for ReadError {
     }
 }
 
+impl From<ParseError> for ReadError {
+    fn from(error: ParseError) -> Self {
+        Self { message: error.to_string(), unreadable: false }
+    }
+}
+
+/// Why the bytes of a file are not the JSON [`parse_bytes`] takes; the message names the
+/// file.
+#[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum ParseError {
+    /// A byte that is not UTF-8, at `offset`.
+    #[error("{name} is not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 {
+        name: String,
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+    /// Nothing but white space.
+    #[error("{name} is empty")]
+    Empty { name: String },
+    /// Not strict JSON; the parser's message says where.
+    #[error("{name} is not valid JSON: {source}")]
+    Invalid {
+        name: String,
+        /// The parser's error, with line and column.
+        source: serde_json::Error,
+    },
+}
+
 impl From<String> for ReadError {
     fn from(message: String) -> Self {
         Self { message, unreadable: false }
@@ -108,14 +138,14 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Option<Value>, ReadError
 ///
 /// # Errors
 /// A one-line reason naming the file.
-pub fn parse_bytes(bytes: &[u8], name: &str) -> Result<Value, String> {
+pub fn parse_bytes(bytes: &[u8], name: &str) -> Result<Value, ParseError> {
     let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("{name} is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))?;
+        .map_err(|e| ParseError::NotUtf8 { name: name.to_owned(), offset: e.valid_up_to() })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(format!("{name} is empty"));
+        return Err(ParseError::Empty { name: name.to_owned() });
     }
-    parse(text).map_err(|e| format!("{name} is not valid JSON: {e}"))
+    parse(text).map_err(|source| ParseError::Invalid { name: name.to_owned(), source })
 }
 
 /// Parses `text` strictly (see the module docs).

@@ -19,21 +19,38 @@ pub const MAX_NAME: usize = 64;
 ///
 /// # Errors
 /// Why the name cannot be exposed.
-pub fn public(namespace: &str, name: &str) -> Result<String, String> {
+pub fn public(namespace: &str, name: &str) -> Result<String, NameError> {
     let full = format!("{namespace}{SEPARATOR}{name}");
     if name.is_empty() {
-        return Err("the tool has an empty name".to_owned());
+        return Err(NameError::Empty);
     }
     if full.len() > MAX_NAME {
-        return Err(format!("`{}` is longer than {MAX_NAME} characters", crate::validation::one_line(&full)));
+        return Err(NameError::TooLong(crate::validation::one_line(&full)));
     }
     if let Some(bad) = full.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        return Err(format!(
-            "`{}` contains {bad:?}; public names are letters, digits, `_` and `-`",
-            crate::validation::one_line(&full)
-        ));
+        return Err(NameError::Character { name: crate::validation::one_line(&full), bad });
     }
     Ok(full)
+}
+
+/// Why a tool cannot be exposed under a public name (see [`public`]); the name is shown
+/// on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum NameError {
+    /// The tool's own name is empty.
+    #[error("the tool has an empty name")]
+    Empty,
+    /// The public name is longer than [`MAX_NAME`].
+    #[error("`{0}` is longer than {MAX_NAME} characters")]
+    TooLong(String),
+    /// The public name has a character outside `[A-Za-z0-9_-]`.
+    #[error("`{name}` contains {bad:?}; public names are letters, digits, `_` and `-`")]
+    Character {
+        name: String,
+        /// The first character not allowed.
+        bad: char,
+    },
 }
 
 /// A provider that was not registered because its namespace is taken.

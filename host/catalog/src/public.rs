@@ -64,13 +64,13 @@ impl<'a> PublicCatalog<'a> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublicExtension<'a> {
-    /// Id.
+    /// The manifest's `id`, unique in the catalog; the path segment of its API routes.
     pub id: &'a str,
     /// `tool`, `service` or `faculty`.
     pub kind: &'static str,
-    /// Display name.
+    /// The manifest's `name`, shown in the console.
     pub name: &'a str,
-    /// Description.
+    /// The manifest's `description`, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'a str>,
     /// Icon (tools and services).
@@ -186,17 +186,17 @@ pub enum PublicIcon<'a> {
     },
     /// An external or data URL.
     Url {
-        /// The URL.
+        /// As the manifest wrote it (`http(s)://` or `data:image/`).
         url: &'a str,
     },
     /// Emoji or short text.
     Text {
-        /// The text.
+        /// The manifest's icon text, cut to 8 characters.
         text: &'a str,
     },
     /// A letter derived from the name.
     Letter {
-        /// The letter.
+        /// The name's first letter or digit, upper-cased (`?` when it has none).
         text: &'a str,
     },
 }
@@ -215,9 +215,9 @@ impl<'a> PublicIcon<'a> {
 /// A faculty command without what it runs.
 #[derive(Debug, Serialize)]
 pub struct PublicCommand<'a> {
-    /// Command id.
+    /// Its `id`, unique in the faculty; callers name the command by it.
     pub id: &'a str,
-    /// Description.
+    /// The manifest's `description` of it, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'a str>,
     /// `read`, `write` or `external`.

@@ -136,7 +136,7 @@ fn tool_rules(faculty: &str, index: usize, tool: &super::manifest::CommandTool, 
         });
     }
     if let Err(reason) = crate::names::public(&namespace, &tool.tool) {
-        errors.push(SchemaError { pointer: format!("{at}/tool"), message: reason });
+        errors.push(SchemaError { pointer: format!("{at}/tool"), message: reason.to_string() });
     }
     if let Some(input) = &tool.input
         && let Err(reason) = crate::validation::SchemaValidator::from_declared(input)
@@ -150,8 +150,8 @@ fn tool_rules(faculty: &str, index: usize, tool: &super::manifest::CommandTool, 
 
 /// Whether an argument's pattern compiles, memoized: a pattern such as `(?s).{1,2000}`
 /// takes milliseconds to compile, and every rescan re-validates every manifest.
-fn pattern_problem(arg: &super::manifest::CommandArg) -> Result<(), String> {
-    static KNOWN: LazyLock<Mutex<HashMap<String, Result<(), String>>>> = LazyLock::new(Mutex::default);
+fn pattern_problem(arg: &super::manifest::CommandArg) -> Result<(), BadPattern> {
+    static KNOWN: LazyLock<Mutex<HashMap<String, Result<(), BadPattern>>>> = LazyLock::new(Mutex::default);
     let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     known
         .entry(arg.pattern.clone())
@@ -161,10 +161,16 @@ fn pattern_problem(arg: &super::manifest::CommandArg) -> Result<(), String> {
             regex::Regex::new(&arg.pattern)
                 .and_then(|_| arg.compile_pattern())
                 .map(drop)
-                .map_err(|e| e.to_string().lines().last().unwrap_or_default().trim().to_owned())
+                .map_err(|e| BadPattern(e.to_string().lines().last().unwrap_or_default().trim().to_owned()))
         })
         .clone()
 }
+
+/// Why an argument's pattern does not compile: the last line of the regex crate's
+/// message (the line that says what is wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct BadPattern(String);
 
 /// The schema's namespace rule, applied to a namespace derived from the id.
 fn valid_namespace(namespace: &str) -> bool {

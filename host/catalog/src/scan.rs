@@ -338,7 +338,9 @@ pub fn check_manifest_bytes(bytes: &[u8], dir: &Path, display: &str) -> (Option<
     let name = Path::new(display).file_name().map_or_else(|| display.to_owned(), |n| n.to_string_lossy().into_owned());
     let loaded = match json::parse_bytes(bytes, &name) {
         Ok(value) => validate(value, dir, display),
-        Err(message) => Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", message)),
+        Err(error) => {
+            Loaded::Rejected(Diagnostic::single(display.to_owned(), None, Severity::Error, "", error.to_string()))
+        }
     };
     checked(loaded, display.to_owned())
 }
@@ -519,8 +521,8 @@ fn attach_components(ext: &mut Extension, inspector: &dyn ComponentInspector) ->
         let Some(exec0) = exec0.filter(|e| component::is_wasm(e)) else { continue };
         let path = match component::resolve_exec(&ext.dir, exec0) {
             Ok(path) => path,
-            Err(message) => {
-                errors.push(SchemaError { pointer, message });
+            Err(outside) => {
+                errors.push(SchemaError { pointer, message: outside.to_string() });
                 continue;
             }
         };

@@ -270,7 +270,7 @@ impl Checks {
         };
         let pointer = format!("/adapters/skill/{form}");
         if let Err(why) = path_form(path) {
-            self.manifest_problem(Rule::PathForm, &pointer, why);
+            self.manifest_problem(Rule::PathForm, &pointer, why.to_string());
             return None;
         }
         let (location, meta) = self.resolve(path, want)?;
@@ -425,7 +425,7 @@ impl Checks {
             if let Some(url) = mcp.get("url").and_then(Value::as_str)
                 && let Err(why) = allowed_url(url)
             {
-                self.manifest_problem(Rule::UrlNotAllowed, "/adapters/mcp/url", why);
+                self.manifest_problem(Rule::UrlNotAllowed, "/adapters/mcp/url", why.to_string());
             }
             return;
         }
@@ -436,7 +436,7 @@ impl Checks {
         for (pointer, word) in named {
             let Some(path) = word.strip_prefix("./") else { continue };
             match path_form(path) {
-                Err(why) => self.manifest_problem(Rule::PathForm, &pointer, why),
+                Err(why) => self.manifest_problem(Rule::PathForm, &pointer, why.to_string()),
                 Ok(()) => {
                     self.resolve(path, Want::Either);
                 }
@@ -521,33 +521,67 @@ fn relative_join(base: &str, name: &str) -> String {
     joined
 }
 
+/// Which rule of a package path's form a path breaks (see [`path_form`]); the message
+/// shows the path clipped to 80 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathFormError {
+    /// The path is empty.
+    #[error("an empty path")]
+    Empty,
+    /// The path starts with `/`.
+    #[error("`{0}` is absolute: package paths are relative to the package's folder")]
+    Absolute(String),
+    /// The path uses a backslash.
+    #[error("`{0}` uses `\\`: package paths use `/`")]
+    Backslash(String),
+    /// The path has a `..` segment.
+    #[error("`{0}` has a `..` segment: package paths stay inside the package")]
+    ParentSegment(String),
+    /// The path has a NUL character.
+    #[error("a path with a NUL character")]
+    Nul,
+}
+
 /// Whether `path` is a package path of a good form: relative, with `/`, no `..`.
 ///
 /// # Errors
 /// Which rule it breaks.
-pub fn path_form(path: &str) -> Result<(), String> {
+pub fn path_form(path: &str) -> Result<(), PathFormError> {
+    let shown = || crate::text::clip(path, 80);
     if path.is_empty() {
-        return Err("an empty path".to_owned());
+        return Err(PathFormError::Empty);
     }
     if path.starts_with('/') {
-        return Err(format!(
-            "`{}` is absolute: package paths are relative to the package's folder",
-            crate::text::clip(path, 80)
-        ));
+        return Err(PathFormError::Absolute(shown()));
     }
     if path.contains('\\') {
-        return Err(format!("`{}` uses `\\`: package paths use `/`", crate::text::clip(path, 80)));
+        return Err(PathFormError::Backslash(shown()));
     }
     if path.split('/').any(|segment| segment == "..") {
-        return Err(format!(
-            "`{}` has a `..` segment: package paths stay inside the package",
-            crate::text::clip(path, 80)
-        ));
+        return Err(PathFormError::ParentSegment(shown()));
     }
     if path.contains('\0') {
-        return Err("a path with a NUL character".to_owned());
+        return Err(PathFormError::Nul);
     }
     Ok(())
+}
+
+/// Why an `http` adapter may not connect to a URL (see [`allowed_url`]); the message
+/// shows the URL clipped to 120 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlNotAllowed {
+    /// It has no `://`.
+    #[error("`{0}` is not a URL")]
+    NotAUrl(String),
+    /// It names no host.
+    #[error("`{0}` names no host")]
+    NoHost(String),
+    /// Plain `http://` to another machine.
+    #[error("`{0}`: plain `http://` only to this machine (localhost, 127.0.0.1, [::1]); use `https://`")]
+    PlainHttp(String),
+    /// A scheme other than `https` or `http`.
+    #[error("`{0}`: an `http` adapter connects over `https://` (or `http://` to this machine)")]
+    Scheme(String),
 }
 
 /// Whether an `http` adapter may connect to `url`: `https://`, or `http://` to a loopback
@@ -555,9 +589,9 @@ pub fn path_form(path: &str) -> Result<(), String> {
 ///
 /// # Errors
 /// Why not.
-pub fn allowed_url(url: &str) -> Result<(), String> {
+pub fn allowed_url(url: &str) -> Result<(), UrlNotAllowed> {
     let shown = crate::text::clip(url, 120);
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("`{shown}` is not a URL"))?;
+    let Some((scheme, rest)) = url.split_once("://") else { return Err(UrlNotAllowed::NotAUrl(shown)) };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host = authority.rsplit('@').next().unwrap_or_default();
     let host = match host.strip_prefix('[') {
@@ -565,15 +599,13 @@ pub fn allowed_url(url: &str) -> Result<(), String> {
         None => host.split(':').next().unwrap_or_default(),
     };
     if host.is_empty() {
-        return Err(format!("`{shown}` names no host"));
+        return Err(UrlNotAllowed::NoHost(shown));
     }
     match scheme.to_ascii_lowercase().as_str() {
         "https" => Ok(()),
         "http" if is_loopback(host) => Ok(()),
-        "http" => Err(format!(
-            "`{shown}`: plain `http://` only to this machine (localhost, 127.0.0.1, [::1]); use `https://`"
-        )),
-        _ => Err(format!("`{shown}`: an `http` adapter connects over `https://` (or `http://` to this machine)")),
+        "http" => Err(UrlNotAllowed::PlainHttp(shown)),
+        _ => Err(UrlNotAllowed::Scheme(shown)),
     }
 }
 

@@ -37,16 +37,16 @@ pub const DEFAULT_COMMAND: &str = "node";
 pub struct Plugin {
     /// The plugin folder (absolute).
     pub dir: PathBuf,
-    /// `id`.
+    /// The manifest's `id`: required, usable as a folder name (no `/`, `\\`, `.`, `..`).
     pub id: String,
-    /// `name`.
+    /// The manifest's `name` (required, trimmed).
     pub name: String,
     /// `version` (`0.0.0` when absent).
     pub version: String,
-    /// `description`.
+    /// The manifest's `description` (empty when absent).
     pub description: String,
     /// `backend.entry`, resolved, or why it cannot run.
-    pub backend: Option<Result<PathBuf, String>>,
+    pub backend: Option<Result<PathBuf, BadBackendEntry>>,
     /// Its apps that could be read, in manifest order.
     pub apps: Vec<App>,
     /// What was dropped or ignored, by pointer.
@@ -56,11 +56,11 @@ pub struct Plugin {
 /// One `apps[i]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct App {
-    /// `id`.
+    /// The app's `id`, unique in its plugin (a second app with it is left out).
     pub id: String,
-    /// `name`.
+    /// The app's `name` (required, trimmed).
     pub name: String,
-    /// `description`.
+    /// The app's `description` (empty when absent).
     pub description: String,
     /// `ai.mcp`, when it names something to run or reach.
     pub server: Option<AppServer>,
@@ -83,7 +83,7 @@ pub struct AppServer {
     pub allow_main: bool,
     /// Offered to sub-agents (`allowSub`, default true).
     pub allow_sub: bool,
-    /// `description`.
+    /// `ai.mcp.description` (empty when absent).
     pub description: String,
 }
 
@@ -279,7 +279,7 @@ pub fn merge(base: &mut Value, over: Value) {
 /// An unreadable, oversized or invalid manifest.
 pub fn read(dir: &Path) -> Result<Plugin, SchemaError> {
     let refuse = |pointer: &str, message: String| SchemaError { pointer: pointer.to_owned(), message };
-    let bytes = read_capped(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|why| refuse("", why))?;
+    let bytes = read_capped(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|why| refuse("", why.to_string()))?;
     let manifest: Value =
         serde_json::from_slice(&bytes).map_err(|e| refuse("", format!("{MANIFEST_FILE} is not valid JSON: {e}")))?;
     let Value::Object(top) = manifest else {
@@ -311,7 +311,7 @@ pub fn read(dir: &Path) -> Result<Plugin, SchemaError> {
         None | Some(Value::Null) => {}
         Some(Value::Object(backend)) => {
             let entry = required(backend, "entry", "/backend")?;
-            let backend = inside(dir, &entry).map_err(|why| format!("backend.entry {why}"));
+            let backend = inside(dir, &entry).map_err(BadBackendEntry);
             if let Err(why) = &backend {
                 plugin.problems.push(refuse("/backend/entry", format!("{why}: the backend cannot run")));
             }
@@ -523,7 +523,7 @@ fn read_ai(plugin: &Plugin, shape: Shape, at: &str) -> Result<(App, Vec<SchemaEr
                             None => source
                                 .get("path")
                                 .and_then(Value::as_str)
-                                .map_or_else(|| Err("no path".to_owned()), |p| read_prompt_file(&plugin.dir, p)),
+                                .map_or(Err(AiFileError::NoPath), |p| read_prompt_file(&plugin.dir, p)),
                         }
                     }
                     _ => continue,
@@ -548,12 +548,12 @@ fn server(dir: &Path, mcp: &Map<String, Value>) -> Result<(AppServer, Option<Str
     let flag = |key: &str| mcp.get(key).and_then(Value::as_bool).unwrap_or(true);
     let mut warning = None;
     let target = if let Some(url) = text("url") {
-        target_of_url(url, mcp.get("auth")).map_err(|why| ("url", why))?
+        target_of_url(url, mcp.get("auth")).map_err(|why| ("url", why.to_string()))?
     } else {
         let entry = text("entry").unwrap_or_default();
         let path = match inside(dir, entry) {
             Ok(path) => path,
-            Err(why) if why.starts_with("is not") || why.starts_with("does not") => {
+            Err(why @ (NotInside::Missing(_) | NotInside::NotAFile(_))) => {
                 warning = Some(format!("the entry {why}: the server will fail to start"));
                 dir.join(entry)
             }
@@ -575,15 +575,15 @@ fn server(dir: &Path, mcp: &Map<String, Value>) -> Result<(AppServer, Option<Str
 
 /// A URL of `ai.mcp`: `http(s)://` (plain `http` only to this machine) or `cmd://` (a
 /// command line, split as a shell would).
-fn target_of_url(url: &str, auth: Option<&Value>) -> Result<Target, String> {
+fn target_of_url(url: &str, auth: Option<&Value>) -> Result<Target, BadServerUrl> {
     if let Some(line) = url.strip_prefix("cmd://") {
-        let argv = shlex::split(line).filter(|a| !a.is_empty()).ok_or("a `cmd://` URL must hold a command line")?;
+        let argv = shlex::split(line).filter(|a| !a.is_empty()).ok_or(BadServerUrl::NoCommandLine)?;
         return Ok(Target::Command(argv));
     }
     let lower = url.to_ascii_lowercase();
     let loopback = ["http://127.", "http://localhost:", "http://localhost/", "http://[::1]"];
     if !lower.starts_with("https://") && !loopback.iter().any(|l| lower.starts_with(l)) {
-        return Err("must be an `https://` URL (plain `http://` only to this machine) or `cmd://`".to_owned());
+        return Err(BadServerUrl::Scheme);
     }
     let mut headers = BTreeMap::new();
     if let Some(Value::Object(auth)) = auth {
@@ -604,10 +604,10 @@ fn target_of_url(url: &str, auth: Option<&Value>) -> Result<Target, String> {
 
 /// Reads an `ai.config` file (JSON for `.json`, YAML for `.yaml`/`.yml`, else by its first
 /// character) into an `ai` object, checked as `plugin.json`'s inline one is.
-fn read_ai_config(dir: &Path, path: &str) -> Result<Map<String, Value>, String> {
+fn read_ai_config(dir: &Path, path: &str) -> Result<Map<String, Value>, AiFileError> {
     let file = inside(dir, path)?;
     let bytes = read_capped(&file, MAX_AI_FILE_BYTES)?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| "it is not UTF-8 text".to_owned())?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| AiFileError::ConfigNotUtf8)?;
     let extension = file.extension().and_then(|e| e.to_str()).unwrap_or_default().to_ascii_lowercase();
     let json = match extension.as_str() {
         "json" => true,
@@ -615,23 +615,23 @@ fn read_ai_config(dir: &Path, path: &str) -> Result<Map<String, Value>, String> 
         _ => text.trim_start().starts_with(['{', '[']),
     };
     let value: Value = if json {
-        serde_json::from_str(text).map_err(|e| format!("it is not valid JSON: {e}"))?
+        serde_json::from_str(text).map_err(AiFileError::Json)?
     } else {
-        serde_norway::from_str(text).map_err(|e| format!("it is not valid YAML: {e}"))?
+        serde_norway::from_str(text).map_err(AiFileError::Yaml)?
     };
-    let Value::Object(mut ai) = value else { return Err("it must hold an object".to_owned()) };
+    let Value::Object(mut ai) = value else { return Err(AiFileError::NotAnObject) };
     ai.remove("config");
-    check_ai_shape(&ai, "").map_err(|e| format!("{}: {}", e.pointer, e.message))?;
+    check_ai_shape(&ai, "").map_err(|e| AiFileError::Shape { pointer: e.pointer, message: e.message })?;
     Ok(ai)
 }
 
 /// A prompt file's text, trimmed.
-fn read_prompt_file(dir: &Path, path: &str) -> Result<String, String> {
+fn read_prompt_file(dir: &Path, path: &str) -> Result<String, AiFileError> {
     let bytes = read_capped(&inside(dir, path)?, MAX_AI_FILE_BYTES)?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("`{path}` is not UTF-8 text"))?;
+    let text = String::from_utf8(bytes).map_err(|_| AiFileError::PromptNotUtf8(path.to_owned()))?;
     let text = text.trim();
     if text.is_empty() {
-        return Err(format!("`{path}` is empty"));
+        return Err(AiFileError::PromptEmpty(path.to_owned()));
     }
     Ok(text.to_owned())
 }
@@ -641,7 +641,7 @@ fn read_prompt_file(dir: &Path, path: &str) -> Result<String, String> {
 ///
 /// # Errors
 /// Outside the folder, missing, or not a regular file.
-pub fn inside(dir: &Path, path: &str) -> Result<PathBuf, String> {
+pub fn inside(dir: &Path, path: &str) -> Result<PathBuf, NotInside> {
     let shown = crate::text::clip(path, 120);
     let written = Path::new(path.trim());
     let joined = if written.is_absolute() { written.to_owned() } else { dir.join(written) };
@@ -656,33 +656,110 @@ pub fn inside(dir: &Path, path: &str) -> Result<PathBuf, String> {
         }
     }
     if lexical == dir || !lexical.starts_with(dir) {
-        return Err(format!("`{shown}` must be within the plugin directory"));
+        return Err(NotInside::Outside(shown));
     }
-    let real_dir = dir.canonicalize().map_err(|e| format!("cannot be checked: the plugin directory: {e}"))?;
+    let real_dir = dir.canonicalize().map_err(|e| NotInside::Unchecked(e.to_string()))?;
     let real = match lexical.canonicalize() {
         Ok(real) => real,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("does not exist: `{shown}`")),
-        Err(e) => return Err(format!("cannot be read: `{shown}`: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NotInside::Missing(shown)),
+        Err(e) => return Err(NotInside::Unreadable { path: shown, error: e.to_string() }),
     };
     if !real.starts_with(&real_dir) {
-        return Err(format!("`{shown}` must be within the plugin directory (it links outside)"));
+        return Err(NotInside::LinksOutside(shown));
     }
     if !real.is_file() {
-        return Err(format!("is not a file: `{shown}`"));
+        return Err(NotInside::NotAFile(shown));
     }
     Ok(lexical)
 }
 
 /// A file's bytes, refused unread beyond `limit`.
-fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, ReadCappedError> {
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    let unreadable = |e: std::io::Error| ReadCappedError::Unreadable { name: name.clone(), error: e.to_string() };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {name}: {e}"))?;
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(unreadable)?;
     if bytes.len() as u64 > limit {
-        return Err(format!("{name} is larger than {} KiB", limit / 1024));
+        return Err(ReadCappedError::TooLarge { name, kib: limit / 1024 });
     }
     Ok(bytes)
+}
+
+/// Why a path a plugin names is not a regular file inside its folder (see [`inside`]),
+/// worded as a phrase after "the entry"; paths are clipped to 120 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum NotInside {
+    /// The path leaves the folder (or is the folder itself).
+    #[error("`{0}` must be within the plugin directory")]
+    Outside(String),
+    /// The folder itself could not be resolved.
+    #[error("cannot be checked: the plugin directory: {0}")]
+    Unchecked(String),
+    /// Nothing is there.
+    #[error("does not exist: `{0}`")]
+    Missing(String),
+    /// The path could not be resolved.
+    #[error("cannot be read: `{path}`: {error}")]
+    Unreadable { path: String, error: String },
+    /// A symbolic link on the way leads out of the folder.
+    #[error("`{0}` must be within the plugin directory (it links outside)")]
+    LinksOutside(String),
+    /// Something other than a regular file is there.
+    #[error("is not a file: `{0}`")]
+    NotAFile(String),
+}
+
+/// Why a plugin's `backend.entry` cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("backend.entry {0}")]
+pub struct BadBackendEntry(pub NotInside);
+
+/// Why a file was refused unread or could not be read (see `read_capped`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum ReadCappedError {
+    /// Opening or reading failed.
+    #[error("cannot read {name}: {error}")]
+    Unreadable { name: String, error: String },
+    /// Larger than the limit, in KiB.
+    #[error("{name} is larger than {kib} KiB")]
+    TooLarge { name: String, kib: u64 },
+}
+
+/// Why an `ai.mcp.url` cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum BadServerUrl {
+    #[error("a `cmd://` URL must hold a command line")]
+    NoCommandLine,
+    #[error("must be an `https://` URL (plain `http://` only to this machine) or `cmd://`")]
+    Scheme,
+}
+
+/// Why an `ai.config` or prompt file is ignored.
+#[derive(Debug, thiserror::Error)]
+enum AiFileError {
+    #[error(transparent)]
+    NotInside(#[from] NotInside),
+    #[error(transparent)]
+    Read(#[from] ReadCappedError),
+    #[error("it is not UTF-8 text")]
+    ConfigNotUtf8,
+    #[error("it is not valid JSON: {0}")]
+    Json(serde_json::Error),
+    #[error("it is not valid YAML: {0}")]
+    Yaml(serde_norway::Error),
+    #[error("it must hold an object")]
+    NotAnObject,
+    #[error("{pointer}: {message}")]
+    Shape { pointer: String, message: String },
+    #[error("`{0}` is not UTF-8 text")]
+    PromptNotUtf8(String),
+    #[error("`{0}` is empty")]
+    PromptEmpty(String),
+    #[error("no path")]
+    NoPath,
 }
 
 /// A required non-empty string (trimmed).

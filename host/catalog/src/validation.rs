@@ -33,6 +33,12 @@ pub struct InvalidSchema {
     reason: String,
 }
 
+/// A schema a manifest declares is not a valid JSON Schema: the first line of the
+/// validator's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DeclaredSchemaError(String);
+
 impl SchemaValidator {
     /// Compiles `schema_text` (draft 2020-12, formats asserted).
     ///
@@ -52,11 +58,11 @@ impl SchemaValidator {
     ///
     /// # Errors
     /// Why it is not a valid JSON Schema, in one line.
-    pub fn from_declared(schema: &Value) -> Result<Self, String> {
+    pub fn from_declared(schema: &Value) -> Result<Self, DeclaredSchemaError> {
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(schema)
-            .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())?;
+            .map_err(|e| DeclaredSchemaError(e.to_string().lines().next().unwrap_or_default().to_owned()))?;
         Ok(Self { validator, schema: schema.clone() })
     }
 

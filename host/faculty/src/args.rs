@@ -24,6 +24,17 @@ pub struct ArgSpec {
 #[error("{0}")]
 pub struct ArgError(pub String);
 
+/// A declared argument's pattern does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("argument `{argument}` has an invalid pattern: {reason}")]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub struct BadPattern {
+    /// The argument's name.
+    pub argument: String,
+    /// The regex crate's reason.
+    pub reason: String,
+}
+
 /// The validated arguments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Argv {
@@ -38,13 +49,13 @@ impl ArgSpec {
     ///
     /// # Errors
     /// A message naming the argument whose pattern does not compile.
-    pub fn compile(declared: &[CommandArg]) -> Result<Self, String> {
+    pub fn compile(declared: &[CommandArg]) -> Result<Self, BadPattern> {
         let args = declared
             .iter()
             .map(|arg| {
                 arg.compile_pattern()
                     .map(|re| (arg.clone(), re))
-                    .map_err(|e| format!("argument `{}` has an invalid pattern: {e}", arg.name))
+                    .map_err(|e| BadPattern { argument: arg.name.clone(), reason: e.to_string() })
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { args })
@@ -160,6 +171,6 @@ mod tests {
     #[test]
     fn invalid_patterns_are_reported() {
         let declared: Vec<CommandArg> = serde_json::from_value(json!([{"name": "x", "pattern": "("}])).expect("decl");
-        assert!(ArgSpec::compile(&declared).expect_err("bad").contains("argument `x`"));
+        assert!(ArgSpec::compile(&declared).expect_err("bad").to_string().contains("argument `x`"));
     }
 }

@@ -202,9 +202,10 @@ impl Components {
             Ok(_) => Err(LoadError::Pending),
             Err(e) => {
                 lock(&self.queue).workers -= 1;
-                let why = format!("cannot start a compile thread: {e}");
-                let _ = self.finish(&hash, Err(why.clone()));
-                Err(failed(why))
+                let why = CompileError::NoThread(e.to_string());
+                let message = why.to_string();
+                let _ = self.finish(&hash, Err(why));
+                Err(failed(message))
             }
         }
     }
@@ -230,13 +231,13 @@ impl Components {
     fn compile_job(&self, job: &mut CompileJob) {
         let bytes = match job.bytes.take() {
             Some(bytes) => Ok(bytes),
-            None => std::fs::read(&job.path).map_err(|e| format!("cannot read it: {e}")),
+            None => std::fs::read(&job.path).map_err(|e| CompileError::Unreadable(e.to_string())),
         };
         let bytes = bytes.and_then(|bytes| {
             if data_encoding::HEXLOWER.encode(&Sha256::digest(&bytes)) == job.hash {
                 Ok(bytes)
             } else {
-                Err("it changed while waiting to be compiled; the next scan compiles the new file".to_owned())
+                Err(CompileError::Changed)
             }
         });
         let bytes = match bytes {
@@ -279,13 +280,13 @@ impl Components {
         }
     }
 
-    fn finish(&self, hash: &str, result: Result<Loaded, String>) -> Result<Arc<Loaded>, LoadError> {
+    fn finish(&self, hash: &str, result: Result<Loaded, CompileError>) -> Result<Arc<Loaded>, LoadError> {
         let (slot, answer) = match result {
             Ok(loaded) => {
                 let loaded = Arc::new(loaded);
                 (Slot::Ready(Arc::clone(&loaded)), Ok(loaded))
             }
-            Err(why) => (Slot::Failed(why.clone()), Err(LoadError::Failed(why))),
+            Err(why) => (Slot::Failed(why.to_string()), Err(LoadError::Failed(why.to_string()))),
         };
         lock(&self.slots).insert(hash.to_owned(), slot);
         answer
@@ -295,13 +296,13 @@ impl Components {
         self.cache_dir.join(format!("{hash}-{}.cwasm", self.engine_key))
     }
 
-    fn prepare(&self, bytes: &[u8], hash: String, path: &Path) -> Result<Loaded, String> {
+    fn prepare(&self, bytes: &[u8], hash: String, path: &Path) -> Result<Loaded, CompileError> {
         let component = self.compile(bytes, &hash, path)?;
         link(&self.engine, &self.linkers, component, hash, path, true)
     }
 
     /// A first, quickly compiled version (never cached: the optimized one replaces it).
-    fn prepare_quick(&self, bytes: &[u8], hash: String, path: &Path) -> Option<Result<Loaded, String>> {
+    fn prepare_quick(&self, bytes: &[u8], hash: String, path: &Path) -> Option<Result<Loaded, CompileError>> {
         let (engine, linkers) = self.quick.as_ref()?;
         let started = std::time::Instant::now();
         let component = match Component::new(engine, bytes) {
@@ -316,7 +317,7 @@ impl Components {
     }
 
     /// The compiled component: from the disk cache when present, else compiled and cached.
-    fn compile(&self, bytes: &[u8], hash: &str, path: &Path) -> Result<Component, String> {
+    fn compile(&self, bytes: &[u8], hash: &str, path: &Path) -> Result<Component, CompileError> {
         let cached = self.cached_path(hash);
         if cached.is_file() {
             match deserialize_cached(&self.engine, &cached) {
@@ -332,7 +333,8 @@ impl Components {
         }
         precheck(bytes)?;
         let started = std::time::Instant::now();
-        let component = Component::new(&self.engine, bytes).map_err(|e| format!("does not compile: {e:#}"))?;
+        let component =
+            Component::new(&self.engine, bytes).map_err(|e| CompileError::DoesNotCompile(format!("{e:#}")))?;
         tracing::info!(component = %path.display(), ms = started.elapsed().as_millis(), "faculty runtime: compiled");
         match component.serialize() {
             Ok(artifact) => {
@@ -395,18 +397,60 @@ impl ComponentInspector for Inspector {
 }
 
 /// What can be told from the first bytes, before compiling.
-fn precheck(bytes: &[u8]) -> Result<(), String> {
+fn precheck(bytes: &[u8]) -> Result<(), CompileError> {
     if !bytes.starts_with(b"\0asm") {
-        return Err("not a WebAssembly file".to_owned());
+        return Err(CompileError::NotWasm);
     }
     // A core module is version 1, layer 0; a component has layer 1.
     if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
-        return Err(
-            "a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)"
-                .to_owned(),
-        );
+        return Err(CompileError::CoreModule);
     }
     Ok(())
+}
+
+/// Why a component file could not be made callable; the message is the component's
+/// diagnostic in the catalog and the faculty's status.
+#[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum CompileError {
+    /// It does not start with the WebAssembly magic.
+    #[error("not a WebAssembly file")]
+    NotWasm,
+    /// A core module, not a component.
+    #[error(
+        "a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    /// The file could not be read again for a queued compile.
+    #[error("cannot read it: {0}")]
+    Unreadable(String),
+    /// The file changed while its compile waited.
+    #[error("it changed while waiting to be compiled; the next scan compiles the new file")]
+    Changed,
+    /// No thread could be started to compile it.
+    #[error("cannot start a compile thread: {0}")]
+    NoThread(String),
+    /// wasmtime refused it (its reason, with causes).
+    #[error("does not compile: {0}")]
+    DoesNotCompile(String),
+    /// Neither a supported faculty nor a command.
+    #[error(transparent)]
+    Flavor(#[from] wit::FlavorError),
+    /// It imports something the host does not provide (wasmtime's reason).
+    #[error("cannot be linked: {0} (a faculty may import only WASI Preview 2 and butler:faculty/host)")]
+    Link(String),
+    /// The sandbox for `describe()` could not be set up.
+    #[error("{0}")]
+    DescribeSetup(String),
+    /// `describe()` returned a failure.
+    #[error("describe() failed: {code}: {message}")]
+    DescribeFailed { code: String, message: String },
+    /// `describe()` trapped.
+    #[error("describe() trapped: {0}")]
+    DescribeTrapped(String),
+    /// `describe()` returned something other than JSON.
+    #[error("describe() did not return JSON: {0}")]
+    DescribeNotJson(serde_json::Error),
 }
 
 /// Loads an artifact this host wrote.
@@ -420,7 +464,7 @@ fn deserialize_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Componen
     unsafe { Component::deserialize_file(engine, path) }
 }
 
-fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, String> {
+fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, CompileError> {
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let sandbox = Sandbox {
         faculty: name,
@@ -431,17 +475,17 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Str
         clock: crate::Clock::system(),
     };
     let state = CallState::new(&sandbox, &[], None, None, CallContext::default(), "describe".to_owned())
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| CompileError::DescribeSetup(format!("{e:#}")))?;
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DESCRIBE_TIMEOUT_MS);
     let _ticking = super::engine::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
-        Ok(Err(f)) => return Err(format!("describe() failed: {}: {}", f.code, f.message)),
-        Err(e) => return Err(format!("describe() trapped: {}", super::engine::trap_summary(&e))),
+        Ok(Err(f)) => return Err(CompileError::DescribeFailed { code: f.code, message: f.message }),
+        Err(e) => return Err(CompileError::DescribeTrapped(super::engine::trap_summary(&e))),
     };
-    butler_catalog::json::parse(&text).map_err(|e| format!("describe() did not return JSON: {e}"))
+    butler_catalog::json::parse(&text).map_err(CompileError::DescribeNotJson)
 }
 
 /// Classifies, pre-links and (for faculties) describes a compiled component.
@@ -452,7 +496,7 @@ fn link(
     hash: String,
     path: &Path,
     optimized: bool,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, CompileError> {
     let flavor = wit::flavor(engine, &component)?;
     let (prepared, describe) = match &flavor {
         Flavor::Faculty(version) => {
@@ -468,8 +512,8 @@ fn link(
     Ok(Loaded { hash, engine: engine.clone(), optimized, flavor, prepared, describe })
 }
 
-fn link_error(error: &wasmtime::Error) -> String {
-    format!("cannot be linked: {error:#} (a faculty may import only WASI Preview 2 and butler:faculty/host)")
+fn link_error(error: &wasmtime::Error) -> CompileError {
+    CompileError::Link(format!("{error:#}"))
 }
 
 /// Feeds `Hash` output into SHA-256 (stable across runs, unlike `DefaultHasher`).

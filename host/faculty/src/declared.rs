@@ -121,9 +121,20 @@ impl Declared {
     }
 }
 
-fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &CommandTool) -> Result<Offer, String> {
+/// Why a command's `mcp` block is not offered as a tool (logged, never shown to callers).
+#[derive(Debug, thiserror::Error)]
+enum NotOffered {
+    #[error("no such command")]
+    NoSuchCommand,
+    #[error(transparent)]
+    Name(#[from] butler_catalog::names::NameError),
+    #[error(transparent)]
+    Schema(#[from] butler_catalog::validation::DeclaredSchemaError),
+}
+
+fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &CommandTool) -> Result<Offer, NotOffered> {
     let id = ext.id();
-    let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or("no such command")?;
+    let declared = ext.manifest.commands.iter().find(|c| c.id == command).ok_or(NotOffered::NoSuchCommand)?;
     let public = butler_catalog::names::public(&tool.effective_namespace(id), &tool.tool)?;
     let json_input = declared.args.is_empty() || declared.args.iter().any(|a| a.stdin && a.name == "args");
     let schema = match tool.input.as_ref().or(declared.input.as_ref()) {

@@ -192,7 +192,7 @@ pub enum CallError {
     Unavailable {
         /// Faculty id.
         faculty: String,
-        /// Why.
+        /// Its load or compile error, as its status shows it.
         reason: String,
     },
     /// The arguments broke a rule.
@@ -200,7 +200,7 @@ pub enum CallError {
     InvalidArgs {
         /// Faculty id.
         faculty: String,
-        /// Which rule.
+        /// The argument or schema rule broken, naming the argument or pointer.
         message: String,
     },
     /// An owner-only or `external` command without the owner.
@@ -236,7 +236,7 @@ pub enum CallError {
     Timeout {
         /// Faculty id.
         faculty: String,
-        /// The deadline.
+        /// Its deadline in milliseconds (its settings' `timeout_ms`, or the default).
         ms: u64,
     },
     /// The memory cap was hit.
@@ -244,7 +244,7 @@ pub enum CallError {
     MemoryLimit {
         /// Faculty id.
         faculty: String,
-        /// The cap.
+        /// Its memory cap in MiB (its settings' `memory_mb`, or the default).
         mb: u64,
     },
     /// The component trapped.
@@ -252,7 +252,7 @@ pub enum CallError {
     Trap {
         /// Faculty id.
         faculty: String,
-        /// The trap.
+        /// What trapped, as wasmtime words it.
         message: String,
     },
     /// A command exited with a failure status.
@@ -260,7 +260,7 @@ pub enum CallError {
     CommandFailed {
         /// Faculty id.
         faculty: String,
-        /// How.
+        /// Its exit status or why it could not start, with the end of its stderr.
         message: String,
     },
     /// The output was not one JSON value.
@@ -344,7 +344,7 @@ pub enum CallError {
         faculty: String,
         /// Command id.
         command: String,
-        /// The limit.
+        /// The failures a caller may get a minute (the manifest's `failureLimit.perMinute`).
         limit: u32,
         /// Seconds until the caller may call it again.
         retry_after: u64,
@@ -475,7 +475,7 @@ enum Input {
 impl Runnable {
     /// Checks what the caller gave against the command's declarations and shapes it the
     /// way the command takes it.
-    fn input_of(&self, command: &str, given: Given<'_>) -> Result<Input, String> {
+    fn input_of(&self, command: &str, given: Given<'_>) -> Result<Input, BadInput> {
         if self.json_native {
             let document = match given {
                 Given::Args(map) => Value::Object(map.clone()),
@@ -483,7 +483,7 @@ impl Runnable {
                 Given::Json(value) => value.clone(),
             };
             if let Some(problems) = self.input.as_ref().and_then(|schema| schema.describe_errors(&document)) {
-                return Err(format!("invalid input: {problems}"));
+                return Err(BadInput::Schema(problems));
             }
             return Ok(Input::Json(document.to_string()));
         }
@@ -499,18 +499,56 @@ impl Runnable {
                         map.insert(name.clone(), Value::String(text));
                     }
                     None if empty => {}
-                    None => return Err(format!("command `{command}` takes no arguments")),
+                    None => return Err(BadInput::TakesNoArguments(command.to_owned())),
                 }
                 wrapped = map;
                 &wrapped
             }
         };
-        let argv = self.args.apply(map).map_err(|e| e.0)?;
+        let argv = self.args.apply(map)?;
         if let Some(input) = &self.input {
             check_input(input, map, argv.stdin.as_deref())?;
         }
         Ok(Input::Argv(argv))
     }
+}
+
+/// Why a call's input does not fit the command (the message of
+/// [`CallError::InvalidArgs`]).
+#[derive(Debug, thiserror::Error)]
+enum BadInput {
+    /// The declared schema's violations, as one line.
+    #[error("invalid input: {0}")]
+    Schema(String),
+    #[error("command `{0}` takes no arguments")]
+    TakesNoArguments(String),
+    #[error(transparent)]
+    Args(#[from] args::ArgError),
+    #[error("the input is not JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
+/// Why a faculty cannot run (its status's `error`, and the reason of
+/// [`CallError::Unavailable`]).
+#[derive(Debug, thiserror::Error)]
+enum NotReady {
+    #[error(
+        "command `{0}` declares `args`, but a butler:faculty@0.2.0 command takes JSON: declare its `input` schema instead"
+    )]
+    ArgsOnJsonCommand(String),
+    #[error(transparent)]
+    Pattern(#[from] args::BadPattern),
+    #[error("command `{command}` has an invalid input schema: {error}")]
+    InputSchema { command: String, error: butler_catalog::validation::DeclaredSchemaError },
+    #[error("empty `exec`")]
+    EmptyExec,
+    #[error("its component is still compiling")]
+    Compiling,
+    /// The component failed to compile or could not be read: the loader's reason.
+    #[error("{0}")]
+    Load(String),
+    #[error("component `{0}` is not loaded")]
+    NotLoaded(String),
 }
 
 struct Runnable {
@@ -545,7 +583,7 @@ struct Ready {
 struct Faculty {
     ext: Arc<Extension>,
     sandbox: Sandbox,
-    ready: Result<Ready, String>,
+    ready: Result<Ready, NotReady>,
 }
 
 /// A faculty's run state, for `GET /faculties`.
@@ -983,8 +1021,10 @@ impl FacultyRuntime {
     ) -> Result<Value, CallError> {
         let context = self.bound(id, context);
         let faculty = self.ready_faculty(id, &context)?;
-        let ready =
-            faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
+        let ready = faculty
+            .ready
+            .as_ref()
+            .map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.to_string() })?;
         let runnable = ready
             .commands
             .get(command)
@@ -997,7 +1037,7 @@ impl FacultyRuntime {
         }
         let input = runnable
             .input_of(command, given)
-            .map_err(|message| CallError::InvalidArgs { faculty: id.to_owned(), message })?;
+            .map_err(|bad| CallError::InvalidArgs { faculty: id.to_owned(), message: bad.to_string() })?;
         let caller = context.caller.as_deref().unwrap_or(failure_limits::ANONYMOUS);
         if let Some(limit) = &runnable.failure_limit {
             self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
@@ -1036,18 +1076,20 @@ impl FacultyRuntime {
     pub fn report(&self, id: &str, report: &str, context: &CallContext) -> Result<Value, CallError> {
         let context = self.bound(id, context);
         let faculty = self.ready_faculty(id, &context)?;
-        let ready =
-            faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.clone() })?;
+        let ready = faculty
+            .ready
+            .as_ref()
+            .map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.to_string() })?;
         let (shape, target) = ready
             .reports
             .get(report)
             .ok_or_else(|| CallError::UnknownReport { faculty: id.to_owned(), report: report.to_owned() })?;
         let data =
             self.observed(id, report, &context, |_| self.execute(&faculty, target, Request::Report(report), &context))?;
-        report::check(*shape, &data).map_err(|message| CallError::InvalidReport {
+        report::check(*shape, &data).map_err(|bad| CallError::InvalidReport {
             faculty: id.to_owned(),
             report: report.to_owned(),
-            message,
+            message: bad.to_string(),
         })?;
         Ok(data)
     }
@@ -1058,7 +1100,7 @@ impl FacultyRuntime {
         let faculty = self.get(id)?;
         let (state, error, runtime, wit) = match &faculty.ready {
             Ok(ready) => ("ready", None, ready.runtime, ready.wit.clone()),
-            Err(e) => ("failed", Some(e.clone()), None, None),
+            Err(e) => ("failed", Some(e.to_string()), None, None),
         };
         let calls = lock(&self.stats).get(id).map(CallStats::summary).unwrap_or_else(|| CallStats::default().summary());
         Some(FacultyStatus {
@@ -1313,7 +1355,7 @@ impl FacultyRuntime {
         Faculty { ext: Arc::clone(ext), sandbox, ready }
     }
 
-    fn prepare(&self, ext: &Extension, sandbox: &Sandbox) -> Result<Ready, String> {
+    fn prepare(&self, ext: &Extension, sandbox: &Sandbox) -> Result<Ready, NotReady> {
         let mut commands = HashMap::new();
         let mut runtime = None;
         for command in &ext.manifest.commands {
@@ -1322,10 +1364,7 @@ impl FacultyRuntime {
             let json_native =
                 matches!(&target, Target::Component { prepared: Prepared::Faculty(pre), .. } if pre.json_native());
             if json_native && !command.args.is_empty() {
-                return Err(format!(
-                    "command `{}` declares `args`, but a butler:faculty@0.2.0 command takes JSON: declare its `input` schema instead",
-                    command.id
-                ));
+                return Err(NotReady::ArgsOnJsonCommand(command.id.clone()));
             }
             let args = ArgSpec::compile(&command.args)?;
             let stdin_arg = command.args.iter().find(|a| a.stdin).map(|a| a.name.clone());
@@ -1334,7 +1373,7 @@ impl FacultyRuntime {
                 .as_ref()
                 .map(butler_catalog::validation::SchemaValidator::from_declared)
                 .transpose()
-                .map_err(|e| format!("command `{}` has an invalid input schema: {e}", command.id))?;
+                .map_err(|error| NotReady::InputSchema { command: command.id.clone(), error })?;
             let runnable = Runnable {
                 effect: command.effect,
                 owner: command.owner || command.operator || command.effect == Effect::External,
@@ -1366,14 +1405,14 @@ impl FacultyRuntime {
         Ok(Ready { commands, reports, write_stores: sandbox.write_stores(), runtime, wit })
     }
 
-    fn target(&self, ext: &Extension, exec: &[String]) -> Result<Target, String> {
-        let exec0 = exec.first().ok_or("empty `exec`")?;
+    fn target(&self, ext: &Extension, exec: &[String]) -> Result<Target, NotReady> {
+        let exec0 = exec.first().ok_or(NotReady::EmptyExec)?;
         if let Some(component) = ext.component_for(exec0) {
             let loaded = match self.components.by_hash(&component.hash) {
                 Some(loaded) => loaded,
                 None => self.components.load(&component.path).map_err(|e| match e {
-                    components::LoadError::Pending => "its component is still compiling".to_owned(),
-                    components::LoadError::Failed(why) | components::LoadError::Unreadable(why) => why,
+                    components::LoadError::Pending => NotReady::Compiling,
+                    components::LoadError::Failed(why) | components::LoadError::Unreadable(why) => NotReady::Load(why),
                 })?,
             };
             let argv0 = component.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -1385,7 +1424,7 @@ impl FacultyRuntime {
             });
         }
         if butler_catalog::component::is_wasm(exec0) {
-            return Err(format!("component `{exec0}` is not loaded"));
+            return Err(NotReady::NotLoaded(exec0.clone()));
         }
         Ok(Target::Native { argv: self.setup.host.resolve_argv(&ext.dir, exec) })
     }
@@ -1472,13 +1511,13 @@ fn check_input(
     input: &butler_catalog::validation::SchemaValidator,
     args: &Map<String, Value>,
     stdin: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), BadInput> {
     let document = match stdin {
-        Some(text) => butler_catalog::json::parse(text).map_err(|e| format!("the input is not JSON: {e}"))?,
+        Some(text) => butler_catalog::json::parse(text).map_err(BadInput::NotJson)?,
         None => Value::Object(args.clone()),
     };
     match input.describe_errors(&document) {
-        Some(problems) => Err(format!("invalid input: {problems}")),
+        Some(problems) => Err(BadInput::Schema(problems)),
         None => Ok(()),
     }
 }

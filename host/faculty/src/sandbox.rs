@@ -83,7 +83,7 @@ impl Sandbox {
     /// The host folders of `declared` (a manifest's `privateFolders`, guest paths), each
     /// under one of the writable preopens; a guest path under none is an `Err` naming it.
     #[must_use]
-    pub fn private_folders(&self, declared: &[String]) -> Vec<Result<PathBuf, String>> {
+    pub fn private_folders(&self, declared: &[String]) -> Vec<Result<PathBuf, NotWritable>> {
         declared
             .iter()
             .map(|guest| {
@@ -94,7 +94,7 @@ impl Sandbox {
                         let inside = std::path::Path::new(guest).strip_prefix(&p.guest).ok()?;
                         (!inside.as_os_str().is_empty()).then(|| p.host.join(inside))
                     })
-                    .ok_or_else(|| guest.clone())
+                    .ok_or_else(|| NotWritable(guest.clone()))
             })
             .collect()
     }
@@ -111,7 +111,7 @@ impl Sandbox {
                         tracing::info!(faculty = %self.faculty, "{line}");
                     }
                 }
-                Err(guest) => tracing::warn!(
+                Err(NotWritable(guest)) => tracing::warn!(
                     faculty = %self.faculty,
                     "its private folder `{guest}` is not under a folder it may write: it is not kept private"
                 ),
@@ -119,6 +119,12 @@ impl Sandbox {
         }
     }
 }
+
+/// A declared private folder (a guest path) that lies under no folder the faculty may
+/// write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("its private folder `{0}` is not under a folder it may write")]
+pub struct NotWritable(pub String);
 
 /// Caps an instance's linear memories and tables, remembering whether it said no, so a
 /// failed call can be reported as hitting the cap rather than as an anonymous trap.
@@ -286,10 +292,10 @@ mod tests {
             sandbox(root).private_folders(&declared),
             vec![
                 Ok(root.join("self/journal")),
-                Err("/docs/secret".to_owned()),
-                Err("/self".to_owned()),
-                Err("/elsewhere/x".to_owned()),
-                Err("/selfish/x".to_owned()),
+                Err(NotWritable("/docs/secret".to_owned())),
+                Err(NotWritable("/self".to_owned())),
+                Err(NotWritable("/elsewhere/x".to_owned())),
+                Err(NotWritable("/selfish/x".to_owned())),
             ]
         );
     }

@@ -973,7 +973,8 @@ impl Hub {
                     exposed.push(Exposed { public, provider: Arc::clone(&provider), item });
                     continue;
                 }
-                let outcome = names::public(&provider.spec.namespace, &name).and_then(|public| {
+                let outcome = names::public(&provider.spec.namespace, &name).map_err(|e| e.to_string());
+                let outcome = outcome.and_then(|public| {
                     if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
                 });
                 match outcome {

@@ -424,12 +424,20 @@ fn time_zone(name: &str) -> Result<Tz, AutomationError> {
     })
 }
 
-fn cron(schedule: &str) -> Result<Cron, String> {
+fn cron(schedule: &str) -> Result<Cron, BadSchedule> {
     CronParser::builder()
         .seconds(Seconds::Optional)
         .build()
         .parse(schedule)
-        .map_err(|e| format!("`{schedule}` is not a cron schedule: {e}"))
+        .map_err(|error| BadSchedule { schedule: schedule.to_owned(), error })
+}
+
+/// A schedule that is not a cron expression.
+#[derive(Debug, thiserror::Error)]
+#[error("`{schedule}` is not a cron schedule: {error}")]
+struct BadSchedule {
+    schedule: String,
+    error: croner::errors::CronError,
 }
 
 /// When `job` runs next: its schedule's first time after its last run began (or, never

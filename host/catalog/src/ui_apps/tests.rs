@@ -182,7 +182,7 @@ fn bad_paths_drop_only_what_they_belong_to() {
     let plugin = read(dir.path()).expect("the plugin itself reads");
     let ids: Vec<&str> = plugin.apps.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["dup", "linked", "far"]);
-    assert!(matches!(&plugin.backend, Some(Err(why)) if why.contains("within the plugin directory")));
+    assert!(matches!(&plugin.backend, Some(Err(why)) if why.to_string().contains("within the plugin directory")));
     let linked = &plugin.apps[1];
     assert!(linked.prompts.is_empty(), "a prompt linking outside is not read");
     assert!(linked.server.is_some(), "a missing entry file still makes the server (it fails when started)");

@@ -39,7 +39,7 @@ pub enum Flavor {
 ///
 /// # Errors
 /// A readable reason when it is neither a supported faculty nor a command.
-pub fn flavor(engine: &Engine, component: &Component) -> Result<Flavor, String> {
+pub fn flavor(engine: &Engine, component: &Component) -> Result<Flavor, FlavorError> {
     let ty = component.component_type();
     let mut exports = Vec::new();
     for (name, item) in ty.exports(engine) {
@@ -47,20 +47,36 @@ pub fn flavor(engine: &Engine, component: &Component) -> Result<Flavor, String> 
             if let Some(known) = SUPPORTED.iter().find(|v| **v == version) {
                 return Ok(Flavor::Faculty(known));
             }
-            return Err(format!(
-                "it targets butler:faculty@{version}, but this host supports {}; rebuild it against one of those",
-                SUPPORTED.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", ")
-            ));
+            return Err(FlavorError::Unsupported {
+                version: version.to_owned(),
+                supported: SUPPORTED.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", "),
+            });
         }
         if name.starts_with(COMMAND_EXPORT) && matches!(item.ty, ComponentItem::ComponentInstance(_)) {
             return Ok(Flavor::Command);
         }
         exports.push(name.to_owned());
     }
-    Err(format!(
-        "it exports neither butler:faculty/guest nor wasi:cli/run (exports: {})",
-        if exports.is_empty() { "none".to_owned() } else { exports.join(", ") }
-    ))
+    Err(FlavorError::Neither { exports: if exports.is_empty() { "none".to_owned() } else { exports.join(", ") } })
+}
+
+/// Why a component is neither a faculty this host supports nor a command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
+pub enum FlavorError {
+    /// It targets a `butler:faculty` version this host does not support.
+    #[error("it targets butler:faculty@{version}, but this host supports {supported}; rebuild it against one of those")]
+    Unsupported {
+        version: String,
+        /// The supported versions, listed (`@0.1.0, @0.2.0`).
+        supported: String,
+    },
+    /// It exports neither interface.
+    #[error("it exports neither butler:faculty/guest nor wasi:cli/run (exports: {exports})")]
+    Neither {
+        /// What it exports, listed (`none` when nothing).
+        exports: String,
+    },
 }
 
 /// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
