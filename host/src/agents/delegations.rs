@@ -28,24 +28,19 @@ pub const CONFIRM_WAIT: Duration = Duration::from_secs(3600);
 
 /// Why a delegation gave no result.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
 pub enum DelegationError {
     /// No such extension.
     #[error("no extension `{0}` in the catalog")]
     UnknownExtension(String),
     /// No such delegation.
     #[error("the extension `{extension}` declares no delegation `{id}`")]
-    UnknownDelegation {
-        /// The extension.
-        extension: String,
-        /// The delegation asked for.
-        id: String,
-    },
+    UnknownDelegation { extension: String, id: String },
     /// The agent session gave none.
     #[error("{error} (run {run})")]
     Agent {
         /// The run that records it.
         run: String,
-        /// Why.
         error: AgentError,
     },
     /// No agent, or too many sessions (no run was recorded).
@@ -53,20 +48,12 @@ pub enum DelegationError {
     NotStarted(AgentError),
     /// The owner rejected it.
     #[error("the owner rejected the result of run {run}{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
-    Rejected {
-        /// The run.
-        run: String,
-        /// The owner's reason.
-        reason: Option<String>,
-    },
+    Rejected { run: String, reason: Option<String> },
     /// The owner did not decide within [`CONFIRM_WAIT`].
     #[error(
         "the result of run {run} still awaits the owner's confirmation after {} minutes; read it later with GET /runs/{run}", CONFIRM_WAIT.as_secs() / 60
     )]
-    StillPending {
-        /// The run.
-        run: String,
-    },
+    StillPending { run: String },
     /// The run could not be recorded.
     #[error("{0}")]
     Store(#[from] RunError),

@@ -24,11 +24,11 @@ pub const LOCK_FILE: &str = "host.lock";
 
 /// Why this process cannot serve the instance.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
 pub enum ClaimError {
     /// Another host holds the lock.
     #[error("instance {} is already served by pid {pid} at {url}", root.display())]
     Served {
-        /// The instance root.
         root: PathBuf,
         /// The other host's pid (or `unknown`).
         pid: String,
@@ -37,12 +37,7 @@ pub enum ClaimError {
     },
     /// The lock file could not be opened or locked.
     #[error("cannot lock {}: {source}", path.display())]
-    Io {
-        /// The lock file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 /// The instance's lock, held by the host serving it.

@@ -25,45 +25,27 @@ pub const WORKDIR_ENV: &str = "BUTLER_WORKDIR";
 
 /// Problems opening or creating an instance.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
 pub enum InstanceError {
     /// A file or folder could not be created.
     #[error("cannot create {path}: {source}")]
     Create {
         /// What could not be written.
         path: PathBuf,
-        /// Why.
         source: std::io::Error,
     },
     /// The root config could not be read.
     #[error("cannot read the instance config {path}: {source}")]
-    ReadConfig {
-        /// The root `butler.json`.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    ReadConfig { path: PathBuf, source: std::io::Error },
     /// The root config is not a JSON object.
     #[error("cannot use the instance config {path}: {reason}")]
-    ConfigNotJson {
-        /// The root `butler.json`.
-        path: PathBuf,
-        /// The parser's explanation.
-        reason: String,
-    },
+    ConfigNotJson { path: PathBuf, reason: String },
     /// The root config breaks `spec/instance.schema.json`.
     #[error("the instance config {path} is invalid:{}", list(errors))]
-    InvalidConfig {
-        /// The root `butler.json`.
-        path: PathBuf,
-        /// Every violation.
-        errors: Vec<SchemaError>,
-    },
+    InvalidConfig { path: PathBuf, errors: Vec<SchemaError> },
     /// The directory has no root `butler.json`.
     #[error("{path} is not a Butler instance (no {MANIFEST_FILE} at its root)")]
-    NotAnInstance {
-        /// The directory.
-        path: PathBuf,
-    },
+    NotAnInstance { path: PathBuf },
 }
 
 fn list(errors: &[SchemaError]) -> String {

@@ -35,23 +35,14 @@ struct TokenFile {
 
 /// What went wrong with the tokens.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
 pub enum TokenError {
     /// The file could not be read or written.
     #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// The file is not what this host writes.
     #[error("{path} is not a token file ({why}); move it aside to start afresh")]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        why: String,
-    },
+    Malformed { path: PathBuf, why: String },
     /// A token of this name exists.
     #[error("a token named `{0}` exists already (revoke it first, or choose another name)")]
     Exists(String),

@@ -116,31 +116,17 @@ pub enum Action {
 
 /// Why a request on an item cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs, reason = "its fields are the parts of each variant's #[error] message")]
 pub enum SuperviseError {
     /// No such extension of this kind.
     #[error("no {kind} with id `{id}`")]
-    Unknown {
-        /// The kind asked for.
-        kind: &'static str,
-        /// The id asked for.
-        id: String,
-    },
+    Unknown { kind: &'static str, id: String },
     /// The extension exists but Butler does not run it.
     #[error("{kind} `{id}` has no `hosted` block, so Butler does not run it (nothing to start or stop)")]
-    NotHosted {
-        /// Its kind.
-        kind: &'static str,
-        /// Its id.
-        id: String,
-    },
+    NotHosted { kind: &'static str, id: String },
     /// It was removed while the request waited.
     #[error("{kind} `{id}` was removed")]
-    Removed {
-        /// Its kind.
-        kind: &'static str,
-        /// Its id.
-        id: String,
-    },
+    Removed { kind: &'static str, id: String },
 }
 
 impl SuperviseError {
