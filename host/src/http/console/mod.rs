@@ -111,55 +111,71 @@ fn prefers_chinese(request: &HeaderMap) -> bool {
     false
 }
 
-/// What the refused-login page says, in English and Chinese: static text, nothing from the request.
-const REFUSED_LOGIN_EN: &str = r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<title>Login link not usable · Butler</title>
-<link rel="icon" href="/myspace-butler/assets/icon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/myspace-butler/assets/style.css">
-</head>
-<body>
-<main id="main" data-login="refused">
-<h1>This login link cannot be used</h1>
-<p>A login link logs one browser in, once, within 15 minutes of being made. This one was already used, has expired, or is not a login link.</p>
-<p><strong>For a new link,</strong> run <code>butler console</code> in a terminal on this machine (<code>butler console --open</code> opens it in your browser), then open the link it prints.</p>
-<p class="muted">If this browser is already logged in, <a href="/myspace-butler/">open the console</a>.</p>
-</main>
-</body>
-</html>
-"#;
+/// What the refused-login page says in one language: static text, nothing from the
+/// request. The `lead`/`muted` lines hold markup of their own (`<strong>`, `<code>`, a link).
+struct RefusedLogin {
+    /// The `lang` attribute.
+    lang: &'static str,
+    title: &'static str,
+    heading: &'static str,
+    why: &'static str,
+    new_link: &'static str,
+    logged_in: &'static str,
+}
 
-const REFUSED_LOGIN_ZH: &str = r#"<!doctype html>
-<html lang="zh-CN">
+const REFUSED_LOGIN_EN: RefusedLogin = RefusedLogin {
+    lang: "en",
+    title: "Login link not usable",
+    heading: "This login link cannot be used",
+    why: "A login link logs one browser in, once, within 15 minutes of being made. This one was already used, has expired, or is not a login link.",
+    new_link: "<strong>For a new link,</strong> run <code>butler console</code> in a terminal on this machine (<code>butler console --open</code> opens it in your browser), then open the link it prints.",
+    logged_in: r#"If this browser is already logged in, <a href="/myspace-butler/">open the console</a>."#,
+};
+
+const REFUSED_LOGIN_ZH: RefusedLogin = RefusedLogin {
+    lang: "zh-CN",
+    title: "登录链接不可用",
+    heading: "这个登录链接不能再用了",
+    why: "每个登录链接只能让一个浏览器登录一次，并且要在生成后 15 分钟内使用。这个链接已经用过、已经过期，或者不是登录链接。",
+    new_link: "<strong>获取新链接：</strong>在这台电脑的终端里运行 <code>butler console</code>（<code>butler console --open</code> 会直接在浏览器里打开），然后打开它给出的链接。",
+    logged_in: r#"如果这个浏览器已经登录，<a href="/myspace-butler/">打开控制台</a>。"#,
+};
+
+impl RefusedLogin {
+    /// The page, one template for every language.
+    fn html(&self) -> String {
+        let Self { lang, title, heading, why, new_link, logged_in } = self;
+        format!(
+            r#"<!doctype html>
+<html lang="{lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<title>登录链接不可用 · Butler</title>
+<title>{title} · Butler</title>
 <link rel="icon" href="/myspace-butler/assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/myspace-butler/assets/style.css">
 </head>
 <body>
 <main id="main" data-login="refused">
-<h1>这个登录链接不能再用了</h1>
-<p>每个登录链接只能让一个浏览器登录一次，并且要在生成后 15 分钟内使用。这个链接已经用过、已经过期，或者不是登录链接。</p>
-<p><strong>获取新链接：</strong>在这台电脑的终端里运行 <code>butler console</code>（<code>butler console --open</code> 会直接在浏览器里打开），然后打开它给出的链接。</p>
-<p class="muted">如果这个浏览器已经登录，<a href="/myspace-butler/">打开控制台</a>。</p>
+<h1>{heading}</h1>
+<p>{why}</p>
+<p>{new_link}</p>
+<p class="muted">{logged_in}</p>
 </main>
 </body>
 </html>
-"#;
+"#
+        )
+    }
+}
 
 /// The page a browser is shown for a login link that cannot be used (spent, expired or
 /// not one): what happened and how to get a new link, with `status`, the console's
 /// security headers and `no-store`.
 #[must_use]
 pub fn refused_login_page(status: StatusCode, request: &HeaderMap) -> Response {
-    let page = if prefers_chinese(request) { REFUSED_LOGIN_ZH } else { REFUSED_LOGIN_EN };
+    let page = if prefers_chinese(request) { &REFUSED_LOGIN_ZH } else { &REFUSED_LOGIN_EN }.html();
     let mut response = (status, page).into_response();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
@@ -243,7 +259,7 @@ mod tests {
 
     #[test]
     fn the_refused_login_page_is_static_html_that_says_how_to_get_a_link() {
-        for page in [REFUSED_LOGIN_EN, REFUSED_LOGIN_ZH] {
+        for page in [REFUSED_LOGIN_EN.html(), REFUSED_LOGIN_ZH.html()] {
             assert!(page.contains("<code>butler console</code>"), "{page}");
             assert!(
                 !page.contains("<script") && !page.contains("style="),
