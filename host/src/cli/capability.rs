@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use super::Target;
 use super::check::problem_line;
 use super::client::{Client, json_answer};
-use super::pipeline::Target;
 
 /// `butler import PATH [--update]`.
 #[derive(Debug, clap::Args)]

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::Target;
 use super::client::Client;
-use super::pipeline::Target;
 
 /// `butler console` arguments.
 #[derive(Debug, clap::Args)]

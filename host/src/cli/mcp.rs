@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use butler_mcp::activity::OUTCOMES;
 
+use super::Target;
 use super::client::Client;
-use super::pipeline::Target;
 
 /// `butler mcp` subcommands.
 #[derive(Debug, clap::Subcommand)]

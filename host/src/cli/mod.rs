@@ -28,9 +28,19 @@ mod settings;
 mod stdio;
 mod verbs;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+
+/// Which instance's host a command asks (`--workdir`, flattened into every command that
+/// talks to a running host; global, so it may follow a subcommand).
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// Instance directory [default: the one `serve` uses]
+    #[arg(long, global = true, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+}
 
 /// Butler host: keeps your AI extensions and your knowledge in one place.
 #[derive(Debug, Parser)]

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde_json::{Map, Value, json};
 
+use super::Target;
 use super::client::{Client, json_answer};
-use super::pipeline::Target;
 
 /// The source an observation from the terminal names when `--source` is not given.
 pub const DEFAULT_SOURCE: &str = "cli";

@@ -15,16 +15,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
+use super::Target;
 use super::client::Client;
 use super::verbs;
-
-/// Where the host is: the instance it serves.
-#[derive(Debug, clap::Args)]
-pub struct Target {
-    /// Instance directory [default: the one `serve` uses]
-    #[arg(long, global = true, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
-}
 
 /// `butler pipeline ACTION [--args JSON]`.
 #[derive(Debug, clap::Args)]
@@ -175,10 +168,7 @@ fn print_answer(data: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(text: &str) -> Vec<String> {
-        text.split(' ').map(str::to_owned).collect()
-    }
+    use crate::cli::verbs::words;
 
     #[test]
     fn words_become_an_action_and_its_arguments() {

@@ -5,22 +5,14 @@
 
 use std::fmt::Write as _;
 use std::io::BufRead;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::bail;
 use serde_json::{Value, json};
 
+use super::Target;
 use super::client::Client;
-
-/// Which instance's host to ask.
-#[derive(Debug, clap::Args)]
-pub struct Target {
-    /// Instance directory [default: the one `serve` uses]
-    #[arg(long, env = butler_host::instance::WORKDIR_ENV, value_name = "DIR")]
-    workdir: Option<PathBuf>,
-}
 
 /// `butler ps`.
 #[derive(Debug, clap::Args)]

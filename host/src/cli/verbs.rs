@@ -288,14 +288,16 @@ pub fn print(client: anyhow::Result<Client>, asked: &Asked<'_>) -> anyhow::Resul
     Ok(())
 }
 
+/// A command line split at spaces, as a shell would pass `text` (for tests of the parsers).
+#[cfg(test)]
+pub(super) fn words(text: &str) -> Vec<String> {
+    text.split(' ').map(str::to_owned).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn words(text: &str) -> Vec<String> {
-        text.split(' ').map(str::to_owned).collect()
-    }
 
     #[test]
     fn help_is_found_in_a_flags_place_only() {
