@@ -64,7 +64,7 @@ pub trait ComponentInspector: Send + Sync {
 pub struct ComponentRef {
     /// Absolute path.
     pub path: PathBuf,
-    /// Content hash.
+    /// SHA-256 of the file's bytes, lower-case hex: the key of its compiled code.
     pub hash: String,
     /// What it is.
     pub kind: ComponentKind,

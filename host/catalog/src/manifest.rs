@@ -159,17 +159,17 @@ pub struct Health {
     pub url: Option<String>,
     /// Exit 0 is healthy.
     pub exec: Option<Vec<String>>,
-    /// Probe interval.
+    /// Milliseconds between probes (at least 1000; the supervisor's default, 8 s, when absent).
     pub interval_ms: Option<u64>,
 }
 
 /// Panel size in CSS pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelSize {
-    /// Width.
+    /// Preferred width, 320–2400 (the schema's range).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub width: Option<u32>,
-    /// Height.
+    /// Preferred height, 240–1600 (the schema's range).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub height: Option<u32>,
 }
