@@ -912,7 +912,10 @@ struct Pipeline {
 
 impl Pipeline {
     fn new(instance: &Instance) -> Self {
-        let runtime = FacultyRuntime::new(instance.faculty_setup("http://127.0.0.1:9")).expect("runtime");
+        // Built as the host builds them (`butler_host::host`), the router behind `host.call`.
+        let setup = instance.faculty_setup("http://127.0.0.1:9");
+        let (runtime, router) =
+            butler_host::host::faculties(setup, &instance.config.pipeline.routes, None, false).expect("runtime");
         let mut config = instance.scan_config();
         config.inspector = Some(runtime.inspector());
         let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {
@@ -926,8 +929,6 @@ impl Pipeline {
             let state = runtime.status(id).map(|s| s.state);
             assert_eq!(state, Some("ready"), "faculty {id}");
         }
-        let router = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &runtime));
-        runtime.set_dispatch(router.clone());
         Self { router, _runtime: runtime }
     }
 
