@@ -912,7 +912,10 @@ struct Pipeline {
 
 impl Pipeline {
     fn new(instance: &Instance) -> Self {
-        let runtime = FacultyRuntime::new(instance.faculty_setup("http://127.0.0.1:9")).expect("runtime");
+        // Built as the host builds them (`butler_host::host`), the router behind `host.call`.
+        let setup = instance.faculty_setup("http://127.0.0.1:9");
+        let (runtime, router) =
+            butler_host::host::faculties(setup, &instance.config.pipeline.routes, None, false).expect("runtime");
         let mut config = instance.scan_config();
         config.inspector = Some(runtime.inspector());
         let catalog = poll(Duration::from_secs(120), Duration::from_millis(5), || {
@@ -926,8 +929,6 @@ impl Pipeline {
             let state = runtime.status(id).map(|s| s.state);
             assert_eq!(state, Some("ready"), "faculty {id}");
         }
-        let router = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &runtime));
-        runtime.set_dispatch(router.clone());
         Self { router, _runtime: runtime }
     }
 
@@ -1056,6 +1057,8 @@ fn b2_pipeline_read() {
     let id = |n: usize| ids[n.wrapping_mul(7919) % CARDS].clone();
     let direct = in_process("cards.read", &|n| json!({"id": id(n)}));
     let refresh = in_process("validity.refresh", &|n| json!({"ids": [id(n)]}));
+    drop(pipeline);
+    let (hop, stack, stack_health) = b2_in_process_host(&root, &|n| id(n));
 
     let (base50, base99) = percentiles(baseline);
     let (p50, p99) = percentiles(calls);
@@ -1067,6 +1070,72 @@ fn b2_pipeline_read() {
         direct.as_secs_f64() * 1e6,
         refresh.as_secs_f64() * 1e6
     ));
+    note(&format!(
+        "B2: in-process host (Host::new): cards.read through FacultyRuntime::blocking (the route's hop to a blocking thread) p50 {:.0} µs; POST /pipeline through the router without a socket p50 {:.0} µs, GET /health so {:.0} µs",
+        hop.as_secs_f64() * 1e6,
+        stack.as_secs_f64() * 1e6,
+        stack_health.as_secs_f64() * 1e6
+    ));
+}
+
+/// B2's breakdown: the host of `root` assembled in this process as `butler serve` assembles
+/// it; p50 of `cards.read` of `id(n)` through `FacultyRuntime::blocking` (what the route
+/// adds to the call: a hop to a blocking thread and back), then through the real router
+/// driven without a socket, and `GET /health` through that router.
+fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> (Duration, Duration, Duration) {
+    use axum::body::Body;
+    use axum::http::Request;
+    use butler_host::http::connection::{PeerVerified, Transport};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let (instance, _) = Instance::open_or_create(root).expect("instance");
+    let listening = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 9));
+    let options = butler_host::host::Options { listening, hub_io: None, started: Instant::now() };
+    let host = runtime.block_on(butler_host::host::Host::new(instance, options)).expect("host");
+    let state = host.state().clone();
+    poll(Duration::from_secs(120), Duration::from_millis(5), || state.faculties.readiness().ready.then_some(()))
+        .expect("the built-in faculties are ready");
+    let router = host.router();
+    let samples = |call: &dyn Fn(usize)| {
+        let taken: Vec<Duration> = (0..520)
+            .map(|n| {
+                let start = Instant::now();
+                call(n);
+                start.elapsed()
+            })
+            .skip(20)
+            .collect();
+        percentiles(taken).0
+    };
+    let hop = samples(&|n| {
+        let (pipeline, args) = (Arc::clone(&state.pipeline), json!({"id": id(n)}));
+        let call = move || pipeline.call("cards.read", &args, &CallContext::top(false));
+        runtime.block_on(state.faculties.blocking(None, call)).expect("cards.read");
+    });
+    let send = |method: &str, path: &str, body: String| {
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", butler_host::http::API_PREFIX))
+            .header("host", "127.0.0.1:9")
+            .header("content-type", "application/json")
+            .extension(Transport::Tcp)
+            .extension(PeerVerified(true))
+            .body(Body::from(body))
+            .expect("a request");
+        runtime.block_on(async {
+            let response = router.clone().oneshot(request).await.expect("an answer");
+            assert_eq!(response.status(), 200);
+            std::hint::black_box(response.into_body().collect().await.expect("the body").to_bytes());
+        });
+    };
+    let stack = samples(&|n| {
+        send("POST", "/pipeline", json!({"action": "cards.read", "args": {"id": id(n)}}).to_string());
+    });
+    let health = samples(&|_| send("GET", "/health", String::new()));
+    runtime.block_on(host.finish());
+    (hop, stack, health)
 }
 
 /// B3: `cards.search` on 10,000 cards, in-process through the pipeline router (no HTTP),

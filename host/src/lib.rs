@@ -21,12 +21,14 @@
 //! - [`collector`] — the owner's session turns, redacted and stored durably for the journal;
 //! - [`agents`] — the owner's agent, run as sessions for delegations and automations;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
-//!   envelope, and the web console.
+//!   envelope, and the web console;
+//! - [`host`] — the composition root: every part above assembled into one host.
 
 pub mod agents;
 pub mod app_backends;
 pub mod catalog;
 pub mod collector;
+pub mod host;
 pub use butler_catalog::{json, lock, redact, text, time, validation};
 pub mod http;
 pub mod instance;

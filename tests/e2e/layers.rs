@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &["pipeline", "packages", "upstream", "app_backends", "notify", "collector"],
     &["agents"],
     &["http"],
+    &["host"],
 ];
 
 /// The `src` folder of each crate, by name.

@@ -80,7 +80,7 @@ async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
     let state = root.join("state");
     let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
         .expect("a faculty runtime without faculties");
-    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, butler_mcp::Settings::default());
+    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime, None), &state, butler_mcp::Settings::default());
     hub.reconcile(catalog).await;
     hub
 }

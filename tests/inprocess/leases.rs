@@ -32,15 +32,15 @@ impl Pipeline {
         let mut setup = instance.faculty_setup("http://127.0.0.1:9");
         setup.clock = clock.clone();
         // Compiles on this thread: every faculty the scan finds is ready once it returns.
-        let runtime = FacultyRuntime::for_check(setup).expect("runtime");
+        // Built as the host builds it, with the router behind `host.call`.
+        let (runtime, router) =
+            butler_host::host::faculties(setup, &instance.config.pipeline.routes, None, true).expect("runtime");
         let mut config = instance.scan_config();
         config.inspector = Some(runtime.inspector());
         runtime.reconcile(&scan(&config, None));
         for id in ["journal", "distill", "validity", "cards"] {
             assert_eq!(runtime.status(id).map(|s| s.state), Some("ready"), "faculty {id}");
         }
-        let router = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &runtime));
-        runtime.set_dispatch(router.clone());
         Self { router, clock, _runtime: runtime, _dir: dir }
     }
 

@@ -7,11 +7,14 @@
 //! - [`supervise`]: restart backoff and its reset, restart policies, exit statuses;
 //! - [`hub`]: public names and namespace conflicts, id remapping, cancellation, crashes;
 //! - [`loader`]: the catalog loader's debounce and its confirmed unregistering;
-//! - [`leases`]: the pipeline's leases and review tokens on the faculties' hand-moved clock.
+//! - [`leases`]: the pipeline's leases and review tokens on the faculties' hand-moved clock;
+//! - [`http`]: the real router without a socket: the gate, credentials, the error envelope,
+//!   owner actions.
 //!
 //! No test sleeps to let something happen and no test measures how long something took:
 //! a wait is for an outcome, bounded only by [`LIMIT`] of real time.
 
+mod http;
 mod hub;
 mod leases;
 mod loader;

@@ -88,6 +88,9 @@ enum Slot {
 /// Why [`Components::load`] returned no component.
 pub use butler_catalog::InspectError as LoadError;
 
+/// What runs after each background compile (the host asks for a rescan).
+pub type OnReady = Box<dyn Fn() + Send + Sync>;
+
 /// The loader and its caches.
 pub struct Components {
     engine: Engine,
@@ -100,8 +103,8 @@ pub struct Components {
     slots: Mutex<HashMap<String, Slot>>,
     /// Compile new components on a worker thread instead of the caller's.
     background: bool,
-    /// Runs when a background compile finished (set once, at start).
-    on_ready: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Runs when a background compile finished (given at construction).
+    on_ready: Option<OnReady>,
     /// Compiles waiting for a worker, and how many workers run.
     queue: Mutex<CompileQueue>,
     /// Components compiled from source since start.
@@ -112,14 +115,15 @@ pub struct Components {
 
 impl Components {
     /// A loader caching compiled code under `cache_dir`; `background` compiles new
-    /// components on a worker thread (the host), otherwise on the caller's (`butler check`).
+    /// components on a worker thread (the host), otherwise on the caller's (`butler check`),
+    /// and runs `on_ready` after each background compile.
     #[must_use]
     pub fn new(
         engine: Engine,
         linkers: Arc<Linkers>,
         quick: Option<(Engine, Arc<Linkers>)>,
         cache_dir: PathBuf,
-        background: bool,
+        (background, on_ready): (bool, Option<OnReady>),
     ) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -133,16 +137,11 @@ impl Components {
             file_hashes: Mutex::new(HashMap::new()),
             slots: Mutex::new(HashMap::new()),
             background,
-            on_ready: std::sync::OnceLock::new(),
+            on_ready,
             queue: Mutex::new(CompileQueue::default()),
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
         }
-    }
-
-    /// Sets what runs when a background compile finishes.
-    pub fn on_ready(&self, callback: impl Fn() + Send + Sync + 'static) {
-        let _ = self.on_ready.set(Box::new(callback));
     }
 
     /// Loads the component at `path` (memoized by content).
@@ -267,7 +266,7 @@ impl Components {
     }
 
     fn notify_ready(&self) {
-        if let Some(callback) = self.on_ready.get() {
+        if let Some(callback) = &self.on_ready {
             callback();
         }
     }

@@ -38,7 +38,7 @@ pub mod wit;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -147,6 +147,24 @@ impl CallContext {
             caller: self.caller.clone(),
         })
     }
+}
+
+/// Builds what serves `host.call` from a weak reference to the runtime being built.
+pub type BuildDispatch = Box<dyn FnOnce(std::sync::Weak<FacultyRuntime>) -> Arc<dyn Dispatch> + Send>;
+
+/// What a [`FacultyRuntime`] is connected to, given once when it is built
+/// ([`FacultyRuntime::wired`]): nothing can be attached later.
+#[derive(Default)]
+pub struct Wiring {
+    /// Runs whenever a background compile finishes (the host rescans, so a component's
+    /// `describe()` registers it).
+    pub on_compiled: Option<components::OnReady>,
+    /// Builds what serves `host.call` from a weak reference to the runtime being built
+    /// (the pipeline router resolves actions through the runtime that dispatches to it).
+    pub dispatch: Option<BuildDispatch>,
+    /// Compiles new components on the caller's thread instead of a worker's (one-shot
+    /// checks, where waiting is the point).
+    pub on_caller_thread: bool,
 }
 
 /// Routes `host.call(action, args)`; implemented by the pipeline router.
@@ -731,7 +749,8 @@ pub struct FacultyRuntime {
     /// The environment of native faculties: a few of the host's variables, then its own.
     native_env: Vec<(String, String)>,
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
-    dispatch: OnceLock<Arc<dyn Dispatch>>,
+    /// What serves `host.call`, given at construction ([`Wiring::dispatch`]).
+    dispatch: Option<Arc<dyn Dispatch>>,
     store_locks: StoreLocks,
     slots: Arc<tokio::sync::Semaphore>,
     pending: Mutex<Pending>,
@@ -751,12 +770,12 @@ pub struct FacultyRuntime {
 
 impl FacultyRuntime {
     /// Builds the engine and linkers for an instance set up as `setup`; components compile
-    /// on background threads.
+    /// on background threads. Nothing serves `host.call` (see [`Self::wired`]).
     ///
     /// # Errors
     /// When the engine cannot be built.
     pub fn new(setup: Setup) -> wasmtime::Result<Arc<Self>> {
-        Self::build_runtime(setup, true)
+        Self::wired(setup, Wiring::default())
     }
 
     /// A runtime that compiles on the caller's thread (for one-shot checks, where waiting
@@ -765,27 +784,35 @@ impl FacultyRuntime {
     /// # Errors
     /// When the engine cannot be built.
     pub fn for_check(setup: Setup) -> wasmtime::Result<Arc<Self>> {
-        Self::build_runtime(setup, false)
+        Self::wired(setup, Wiring { on_caller_thread: true, ..Wiring::default() })
     }
 
-    fn build_runtime(setup: Setup, background: bool) -> wasmtime::Result<Arc<Self>> {
+    /// A runtime for `setup` wired as `wiring` says, once and for all: what runs after a
+    /// background compile, and what serves `host.call` (built with a weak reference to the
+    /// runtime itself, since the router it names resolves actions through it).
+    ///
+    /// # Errors
+    /// When the engine cannot be built.
+    pub fn wired(setup: Setup, wiring: Wiring) -> wasmtime::Result<Arc<Self>> {
+        let Wiring { on_compiled, dispatch, on_caller_thread } = wiring;
         let engine = FacultyEngine::new()?;
         let linkers = Arc::new(Linkers::new(&engine.engine)?);
         let cache = setup.state_dir.join("cache").join("components");
         let quick = engine.quick.as_ref().and_then(|quick| Some((quick.clone(), Arc::new(Linkers::new(quick).ok()?))));
-        let components = Arc::new(Components::new(engine.engine.clone(), linkers, quick, cache, background));
+        let components =
+            Arc::new(Components::new(engine.engine.clone(), linkers, quick, cache, (!on_caller_thread, on_compiled)));
         let mut native_env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
             .iter()
             .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
             .collect();
         native_env.extend(setup.host.vars().iter().cloned());
-        Ok(Arc::new(Self {
+        Ok(Arc::new_cyclic(|this| Self {
             engine,
             components,
             setup,
             native_env,
             faculties: RwLock::new(HashMap::new()),
-            dispatch: OnceLock::new(),
+            dispatch: dispatch.map(|build| build(this.clone())),
             store_locks: StoreLocks::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
             pending: Mutex::new(Pending::default()),
@@ -803,12 +830,6 @@ impl FacultyRuntime {
     #[must_use]
     pub fn inspector(&self) -> Arc<dyn butler_catalog::ComponentInspector> {
         Arc::new(components::Inspector(Arc::clone(&self.components)))
-    }
-
-    /// Runs `then` whenever a background compile finishes (the host rescans, so a
-    /// component's `describe()` registers it).
-    pub fn when_compiled(&self, then: impl Fn() + Send + Sync + 'static) {
-        self.components.on_ready(then);
     }
 
     /// The deadline of a top-level call that starts now and runs faculty `id` first: its
@@ -876,13 +897,6 @@ impl FacultyRuntime {
         let _pending = lock(&self.pending);
         self.reconciled.notify_all();
         self.reconciles.send_modify(|n| *n += 1);
-    }
-
-    /// Installs the router behind `host.call` (once, at start).
-    pub fn set_dispatch(&self, dispatch: Arc<dyn Dispatch>) {
-        if self.dispatch.set(dispatch).is_err() {
-            tracing::warn!("faculty runtime: dispatch was already set");
-        }
     }
 
     /// Brings the runnable faculties in line with `catalog`: new ones loaded, changed ones
@@ -1247,7 +1261,7 @@ impl FacultyRuntime {
             caller: format!("{}/{name}", faculty.sandbox.faculty),
             deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),
             stop: Arc::clone(&self.stop),
-            dispatch: self.dispatch.get().cloned(),
+            dispatch: self.dispatch.clone(),
         };
         match target {
             Target::Component { prepared, engine, argv0, leading } => {
@@ -1309,7 +1323,7 @@ impl FacultyRuntime {
         if runnable.effect == Effect::Write {
             out.extend(ready.write_stores.iter().cloned());
         }
-        let Some(dispatch) = self.dispatch.get() else { return };
+        let Some(dispatch) = &self.dispatch else { return };
         for action in &runnable.calls {
             if let Some((callee, callee_command)) = dispatch.resolve(action) {
                 self.collect_stores(&callee, &callee_command, seen, out);

@@ -27,12 +27,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use butler_catalog::Severity;
-use butler_faculty::{CallContext, CallError, FacultyRuntime, MAX_CALL_DEPTH, MAX_CONCURRENT_CALLS, Runtime, Setup};
+use butler_faculty::{
+    CallContext, CallError, FacultyRuntime, MAX_CALL_DEPTH, MAX_CONCURRENT_CALLS, Runtime, Setup, Wiring,
+};
 use serde_json::{Value, json};
 
 use support::{
-    Gate, Instance, LIVENESS, Latch, Route, Router, Spawned, ended_at_gate, grant, in_flight, observation,
-    pipeline_settings, self_grant, wait_until, within,
+    Gate, Instance, LIVENESS, Latch, Route, Spawned, ended_at_gate, grant, in_flight, observation, pipeline_settings,
+    self_grant, wait_until, within,
 };
 
 /// The journal's own store (`/data`), relative to the instance root.
@@ -503,9 +505,9 @@ mod refusals {
     fn a_faculty_calling_itself_is_cut_off_at_the_depth_limit() {
         let instance = Instance::new();
         instance.install("distill");
-        let runtime = instance.start(&pipeline_settings());
         // distill.claim calls validity.refresh first thing; route it back to claim.
-        let router = Router::install(&runtime, vec![Route::to("validity.refresh", "distill", "claim")], false);
+        let (runtime, router) =
+            instance.start_routed(&pipeline_settings(), vec![Route::to("validity.refresh", "distill", "claim")], false);
         let claimed = runtime.invoke_json("distill", "claim", &json!({}), &CallContext::top(true)).expect("claim");
         assert_eq!(claimed["batchId"], Value::Null, "{claimed}");
         let routed = router.routed();
@@ -621,8 +623,7 @@ mod locks {
         }
         // distill.claim holds /self (and its /data) while it runs; the journal's intake it
         // calls wants /self too.
-        let runtime = instance.start(&pipeline_settings());
-        let router = Router::install(&runtime, to_the_journal(), false);
+        let (runtime, router) = instance.start_routed(&pipeline_settings(), to_the_journal(), false);
         // Earlier than the default timeout (30 s from the call's start), so it is the tree's.
         let deadline = Instant::now() + Duration::from_secs(20);
         let top = CallContext::top(true).until(deadline);
@@ -649,10 +650,9 @@ mod locks {
         for id in ["journal", "distill"] {
             instance.install(id);
         }
-        let runtime = instance.start(&pipeline_settings());
         // distill.claim declares `calls: ["validity.refresh"]`, routed to the journal, and
         // this router tells the runtime so.
-        let router = Router::install(&runtime, to_the_journal(), true);
+        let (runtime, router) = instance.start_routed(&pipeline_settings(), to_the_journal(), true);
         let (gate, parked) = park_context_build(&runtime, &instance.path("self/profile.md"));
 
         let blocked = runtime.invoke_json("distill", "claim", &json!({}), &within(150));
@@ -679,8 +679,11 @@ mod locks {
         std::fs::create_dir_all(instance.path("other")).expect("another folder");
         // The journal writes `other/`, distill writes `self/`. The global order:
         // .butler/faculties/distill < .butler/faculties/journal < other < self.
-        let runtime = instance.start(&json!({"journal": grant("other", true), "distill": self_grant(true)}));
-        let router = Router::install(&runtime, to_the_journal(), false);
+        let (runtime, router) = instance.start_routed(
+            &json!({"journal": grant("other", true), "distill": self_grant(true)}),
+            to_the_journal(),
+            false,
+        );
         let (gate, parked) = park_context_build(&runtime, &instance.path("other/profile.md"));
 
         // claim holds `self`; the journal's /data sorts before it and is held by the parked
@@ -710,8 +713,7 @@ mod locks {
         }
         // distill writes only its /data, which sorts before every store the journal takes:
         // its nested call may wait for them.
-        let runtime = instance.start(&json!({"journal": self_grant(true)}));
-        let router = Router::install(&runtime, to_the_journal(), false);
+        let (runtime, router) = instance.start_routed(&json!({"journal": self_grant(true)}), to_the_journal(), false);
         let (gate, parked) = park_context_build(&runtime, &instance.path("self/profile.md"));
 
         let claim =
@@ -770,11 +772,13 @@ mod compiling {
     fn a_call_waiting_for_a_compiling_faculty_is_served_once_it_registers() {
         let instance = Instance::new();
         instance.install("journal");
-        let runtime = FacultyRuntime::new(instance.setup(&json!({"journal": self_grant(true)}))).expect("runtime");
         let (compiled_tx, compiled) = std::sync::mpsc::channel();
-        runtime.when_compiled(move || {
+        let on_compiled = move || {
             let _ = compiled_tx.send(());
-        });
+        };
+        let wiring = Wiring { on_compiled: Some(Box::new(on_compiled)), ..Wiring::default() };
+        let runtime =
+            FacultyRuntime::wired(instance.setup(&json!({"journal": self_grant(true)})), wiring).expect("runtime");
         let mut catalog = instance.scan(&runtime, None);
         runtime.reconcile(&catalog);
         assert!(!runtime.readiness().ready);
@@ -828,11 +832,12 @@ mod compiling {
     #[test]
     fn a_call_waiting_for_a_component_that_does_not_compile_gets_the_compile_error() {
         let instance = Instance::new();
-        let runtime = FacultyRuntime::new(instance.setup(&json!({}))).expect("runtime");
         let (compiled_tx, compiled) = std::sync::mpsc::channel();
-        runtime.when_compiled(move || {
+        let on_compiled = move || {
             let _ = compiled_tx.send(());
-        });
+        };
+        let wiring = Wiring { on_compiled: Some(Box::new(on_compiled)), ..Wiring::default() };
+        let runtime = FacultyRuntime::wired(instance.setup(&json!({})), wiring).expect("runtime");
         let empty = instance.scan(&runtime, None);
         runtime.reconcile(&empty);
         // A component's header, then garbage: only the compile can tell.

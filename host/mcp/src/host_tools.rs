@@ -56,19 +56,16 @@ pub trait Door: Send + Sync {
 /// The faculties' tools and how to run them.
 pub struct HostTools {
     runtime: Arc<FacultyRuntime>,
-    turns: std::sync::OnceLock<Arc<dyn Door>>,
+    turns: Option<Arc<dyn Door>>,
 }
 
 impl HostTools {
-    /// The tools the faculties of `runtime` offer, as they come and go.
+    /// The tools the faculties of `runtime` offer, as they come and go; tools of a
+    /// `session-turns` command hand their calls to `turns` (none: such a tool says this
+    /// host collects no session turns).
     #[must_use]
-    pub fn new(runtime: Arc<FacultyRuntime>) -> Self {
-        Self { runtime, turns: std::sync::OnceLock::new() }
-    }
-
-    /// Where tools of a `session-turns` command hand their calls (set once).
-    pub fn set_turns_door(&self, door: Arc<dyn Door>) {
-        let _ = self.turns.set(door);
+    pub fn new(runtime: Arc<FacultyRuntime>, turns: Option<Arc<dyn Door>>) -> Self {
+        Self { runtime, turns }
     }
 
     /// Waits (at most [`SETTLE_LIMIT`]) while faculties are still being compiled, so that a
@@ -144,7 +141,7 @@ impl HostTools {
         }
         args.extend(offer.set.clone());
         if offer.takes == Some(butler_catalog::manifest::CommandDoor::SessionTurns) {
-            let Some(door) = self.turns.get().cloned() else {
+            let Some(door) = self.turns.clone() else {
                 return error_result(format!("{name}: this host collects no session turns"));
             };
             return match tokio::task::spawn_blocking(move || door.take(args)).await {

@@ -1222,11 +1222,6 @@ impl Hub {
         self.host_tools.settle().await;
     }
 
-    /// Where the faculties' `session-turns` tools hand their calls (set once, at start).
-    pub fn set_turns_door(&self, door: Arc<dyn host_tools::Door>) {
-        self.host_tools.set_turns_door(door);
-    }
-
     /// The owner's compiled context, as the faculties compile it (what the hub offers as
     /// the `butler__context` prompt).
     pub async fn compiled_context(&self) -> String {

@@ -40,11 +40,34 @@ pub enum LoaderError {
     Scan(#[from] tokio::task::JoinError),
 }
 
+/// Asks the loader for a rescan. Made before the loader ([`rescan_channel`]), so that
+/// what is built before it (the faculty runtime, which rescans after each compile) can ask.
+#[derive(Clone)]
+pub struct Rescan(mpsc::UnboundedSender<()>);
+
+impl Rescan {
+    /// Asks for a rescan now.
+    pub fn request(&self) {
+        // The loader only stops when the host does; a failed send means nothing to do.
+        let _ = self.0.send(());
+    }
+}
+
+/// The loader's side of a [`Rescan`].
+pub struct RescanRequests(mpsc::UnboundedReceiver<()>);
+
+/// A way to ask for rescans, and the loader's end of it ([`spawn_loader_with`]).
+#[must_use]
+pub fn rescan_channel() -> (Rescan, RescanRequests) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Rescan(tx), RescanRequests(rx))
+}
+
 /// Subscribers' side of the loader.
 #[derive(Clone)]
 pub struct CatalogHandle {
     snapshots: watch::Receiver<Arc<Catalog>>,
-    rescan: mpsc::UnboundedSender<()>,
+    rescan: Rescan,
 }
 
 impl CatalogHandle {
@@ -87,8 +110,7 @@ impl CatalogHandle {
 
     /// Asks for a rescan now (e.g. after the host wrote into a scan root itself).
     pub fn request_rescan(&self) {
-        // The loader only stops when the host does; a failed send means nothing to do.
-        let _ = self.rescan.send(());
+        self.rescan.request();
     }
 }
 
@@ -97,6 +119,18 @@ impl CatalogHandle {
 /// # Errors
 /// [`LoaderError`] when the watcher cannot be created or the first scan panics.
 pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderError> {
+    spawn_loader_with(config, rescan_channel()).await
+}
+
+/// [`spawn_loader`], taking rescan requests from `rescans` (made beforehand with
+/// [`rescan_channel`]).
+///
+/// # Errors
+/// [`LoaderError`] when the watcher cannot be created or the first scan panics.
+pub async fn spawn_loader_with(
+    config: ScanConfig,
+    (rescan, RescanRequests(rescan_rx)): (Rescan, RescanRequests),
+) -> Result<CatalogHandle, LoaderError> {
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let relevant = Relevance::new(&config);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -123,7 +157,6 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
         log_diagnostic(d);
     }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(first));
-    let (rescan_tx, rescan_rx) = mpsc::unbounded_channel();
     let mut loader = Loader {
         config,
         watcher,
@@ -135,7 +168,7 @@ pub async fn spawn_loader(config: ScanConfig) -> Result<CatalogHandle, LoaderErr
     };
     loader.update_watches(&dirs);
     tokio::spawn(loader.run(event_rx, rescan_rx));
-    Ok(CatalogHandle { snapshots: snapshot_rx, rescan: rescan_tx })
+    Ok(CatalogHandle { snapshots: snapshot_rx, rescan })
 }
 
 fn first_message(d: &super::Diagnostic) -> String {

@@ -6,4 +6,4 @@ pub use butler_catalog::*;
 
 pub mod loader;
 
-pub use loader::{CatalogHandle, spawn_loader};
+pub use loader::{CatalogHandle, Rescan, RescanRequests, rescan_channel, spawn_loader, spawn_loader_with};

@@ -1,5 +1,6 @@
-//! `butler serve`: open (or create) the instance, start the catalog loader, the faculty
-//! runtime and supervision, serve HTTP until SIGINT/SIGTERM, then stop every hosted process.
+//! `butler serve`: bind, open (or create) and lock the instance, assemble the host
+//! ([`butler_host::host::Host`]), serve HTTP until SIGINT/SIGTERM, then stop every hosted
+//! process.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -9,20 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use butler_faculty::FacultyRuntime;
-use butler_host::agents::Agents;
-use butler_host::agents::automations::Automations;
-use butler_host::agents::delegations::Delegations;
-use butler_host::agents::runs::Runs;
-use butler_host::app_backends::Backends;
-use butler_host::catalog::spawn_loader;
-use butler_host::collector::Collector;
-use butler_host::http::{self, API_PREFIX, AppState, DEFAULT_PORT, GateConfig, Services};
-use butler_host::instance::{HostLock, Instance, owner};
-use butler_host::packages::UiApps;
-use butler_host::pipeline::{PipelineRouter, observations};
-use butler_host::supervise::Supervisor;
-use butler_mcp::{HostTools, Hub};
+use butler_host::host::{Host, Options};
+use butler_host::http::{self, API_PREFIX, DEFAULT_PORT};
+use butler_host::instance::{HostLock, Instance};
 
 use super::settings::{self, Settings};
 
@@ -175,106 +165,11 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     }
     let local = listener.local_addr().context("cannot read the listening address")?;
     let host_url = format!("http://{local}");
-    let owner_token = owner::ensure(&instance.state_dir()).context("cannot create the owner token")?;
-
-    let faculties = FacultyRuntime::new(instance.faculty_setup(&host_url))
-        .map_err(|e| anyhow::anyhow!("cannot start the faculty runtime: {e:#}"))?;
-    let mut scan = instance.scan_config();
-    scan.inspector = Some(faculties.inspector());
-    scan.own_listeners = vec![local];
-    let catalog = spawn_loader(scan).await?;
-    let rescan = catalog.clone();
-    faculties.when_compiled(move || rescan.request_rescan());
-    catalog.follow(Arc::clone(&faculties)).await;
-    let pipeline = Arc::new(PipelineRouter::new(&instance.config.pipeline.routes, &faculties));
-    faculties.set_dispatch(pipeline.clone());
-
-    let supervisor = Supervisor::new(instance.host_env(&host_url), &instance.state_dir());
-    observations::spawn(Arc::clone(&faculties), &supervisor, &catalog).await;
-    catalog.follow(Arc::clone(&supervisor)).await;
-    let host_tools = HostTools::new(Arc::clone(&faculties));
-    let idle = std::time::Duration::from_secs(instance.config.mcp.idle_sec);
-    let profiles = instance.config.mcp.checked_profiles().map_err(|e| anyhow::anyhow!("the root config: {e}"))?;
-    let settings = butler_mcp::Settings {
-        provider_idle: idle,
-        session_idle: std::time::Duration::from_secs(instance.config.mcp.session_idle_sec),
-        quarantine: instance.config.mcp.quarantine,
-        legacy_providers: instance.config.mcp.legacy_providers.clone(),
-        log_payloads: instance.config.mcp.log_payloads,
-        io: Some(hub_io.clone()),
-        dialer: Some(Arc::new(butler_host::upstream::HttpDialer::new().refusing(local))),
-    };
-    let mcp = Hub::new(instance.host_env(&host_url), host_tools, &instance.state_dir(), settings);
-    mcp.relay_faculty_changes();
-    mcp.report_held();
-    mcp.stop_idle_providers();
-    let imports = Arc::new(butler_catalog::imports::Imports::open(
-        instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR),
-    ));
-    // Before the first snapshot is followed: the enabled packages' servers join with it.
-    mcp.set_packages(butler_host::packages::CAPABILITIES, butler_host::packages::enabled(&imports));
-    catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &instance.state_dir(), &instance.root))).await;
-    let backends = Arc::new(Backends::new(instance.host_env(&host_url), &instance.state_dir(), &instance.root));
-    catalog.follow(Arc::clone(&backends)).await;
-
-    let instance = Arc::new(instance);
-    let notifier = match instance.config.notification.active() {
-        Some(command) => {
-            let host = instance.host_env(&host_url);
-            let (faculties, hub) = (Arc::clone(&faculties), Arc::clone(&mcp));
-            butler_host::notify::spawn(command.clone(), host, Arc::clone(&instance), faculties, hub)
-        }
-        None => butler_host::notify::Notifier::default(),
-    };
-    let agents = Arc::new(Agents::new(
-        instance.config.agent.command.clone(),
-        instance.host_env(&host_url),
-        (instance.root.clone(), instance.state_dir()),
-        format!("{host_url}{API_PREFIX}"),
-        instance.config.inject.clone(),
-        Arc::clone(&mcp),
-    ));
-    let automations = Automations::open(
-        &instance.state_dir(),
-        instance.config.automations.clone(),
-        instance.config.agent.timeout_sec.map(Duration::from_secs),
-        Arc::clone(&agents),
-    )
-    .map_err(|e| anyhow::anyhow!("the root config's automations: {e}"))?;
-    // A run missed while the host was down runs now, once.
-    automations.spawn();
-    let runs = Arc::new(Runs::open(&instance.state_dir()));
-    let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
-    // What a previous host left pending is handed over first.
-    collector.spawn_delivery();
-    mcp.set_turns_door(Arc::clone(&collector) as Arc<dyn butler_mcp::host_tools::Door>);
-    let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
-    let local_socket = http::bind_local(&instance.state_dir());
-    let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
-    let login = sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
+    let host = Host::new(instance, Options { listening: local, hub_io: Some(hub_io.clone()), started }).await?;
+    let state = host.state().clone();
+    let local_socket = http::bind_local(&state.instance.state_dir());
+    let login = state.sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
     let host_file = host_lock.publish(&host_url)?;
-    let state = AppState::new(Services {
-        catalog,
-        instance: Arc::clone(&instance),
-        faculties: Arc::clone(&faculties),
-        pipeline,
-        supervisor: Arc::clone(&supervisor),
-        mcp: Arc::clone(&mcp),
-        profiles: Arc::new(profiles),
-        tokens: Arc::new(butler_host::instance::tokens::Tokens::new(&instance.state_dir())),
-        owner_token: owner_token.into(),
-        sessions,
-        imports,
-        backends: Arc::clone(&backends),
-        agents: Arc::clone(&agents),
-        automations,
-        collector,
-        delegations,
-        origin: host_url.clone().into(),
-        gate: GateConfig { port: local.port() },
-        auth: instance.config.mcp.auth,
-        started,
-    });
 
     let shutdown = shutdown_signal()?;
     // One write: a reader that takes the first line and closes the pipe (`| head -1`)
@@ -286,7 +181,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let announcement = format!(
         "butler {} listening on {host_url}{API_PREFIX}/ (instance {})\n  console: {console}\n  MCP for your AI clients: {host_url}{API_PREFIX}/mcp\n",
         butler_host::VERSION,
-        instance.root.display(),
+        state.instance.root.display(),
     );
     let mut out = std::io::stdout().lock();
     out.write_all(announcement.as_bytes())?;
@@ -296,24 +191,15 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // Stop the hosted processes before the server finishes: their log streams end with
     // them, so no open SSE connection holds up the graceful shutdown. Faculty calls get
     // the drain window, then are abandoned, so a stuck call cannot hold the exit.
-    let (stopping, providers, draining) = (Arc::clone(&supervisor), Arc::clone(&mcp), Arc::clone(&faculties));
-    let app_backends = Arc::clone(&backends);
-    let agent_sessions = Arc::clone(&agents);
+    let host = Arc::new(host);
+    let stopping = Arc::clone(&host);
     let shutdown = async move {
         shutdown.await;
-        tokio::join!(
-            stopping.shutdown(),
-            providers.shutdown(),
-            app_backends.shutdown(),
-            agent_sessions.shutdown(),
-            draining.drain(CALL_DRAIN)
-        );
+        stopping.stop(CALL_DRAIN).await;
     };
     let served = http::serve(listener, local_socket, (state, Some(hub_io)), shutdown, CONNECTION_GRACE).await;
     served?;
-    supervisor.shutdown().await;
-    mcp.shutdown().await;
-    faculties.drain(Duration::ZERO).await;
+    host.finish().await;
     // A safety net under the supervisor: nothing the host started outlives a clean exit.
     let stray = butler_process::keeper::stop_all_below_host().await;
     if stray > 0 {

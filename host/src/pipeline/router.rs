@@ -10,7 +10,7 @@
 //! runtime whatever route led to it.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -27,10 +27,11 @@ pub struct PipelineRouter {
 }
 
 impl PipelineRouter {
-    /// A router over what `runtime`'s faculties declare, with `configured` over it.
+    /// A router over what `runtime`'s faculties declare, with `configured` over it (weak:
+    /// the runtime dispatches `host.call` to this router, see [`butler_faculty::Wiring`]).
     #[must_use]
-    pub fn new(configured: &BTreeMap<String, String>, runtime: &Arc<FacultyRuntime>) -> Self {
-        Self { configured: configured.clone(), runtime: Arc::downgrade(runtime) }
+    pub fn new(configured: &BTreeMap<String, String>, runtime: Weak<FacultyRuntime>) -> Self {
+        Self { configured: configured.clone(), runtime }
     }
 
     /// The faculty and command serving `action`; a prefix no registered faculty declares

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use butler_catalog::{Catalog, ScanConfig, Severity, lock};
-use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime, Setup};
+use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime, Setup, Wiring};
 use serde_json::{Value, json};
 
 /// How long any wait of the suite may take before it counts as a hang. Far above what a
@@ -109,13 +109,19 @@ impl Instance {
     /// A one-shot runtime (compiling on the caller's thread) whose compile cache starts
     /// with the fixtures' compiled code.
     pub fn runtime(&self, settings: &Value) -> Arc<FacultyRuntime> {
+        self.runtime_wired(settings, Wiring::default())
+    }
+
+    /// [`Self::runtime`], wired as `wiring` says (compiling on the caller's thread still).
+    pub fn runtime_wired(&self, settings: &Value, wiring: Wiring) -> Arc<FacultyRuntime> {
         let cache = self.path(".butler/cache/components");
         std::fs::create_dir_all(&cache).expect("a compile cache");
         for entry in std::fs::read_dir(compiled()).expect("the shared compile cache") {
             let entry = entry.expect("a cache entry");
             std::fs::copy(entry.path(), cache.join(entry.file_name())).expect("seed the compile cache");
         }
-        FacultyRuntime::for_check(self.setup(settings)).expect("a faculty runtime")
+        let wiring = Wiring { on_caller_thread: true, ..wiring };
+        FacultyRuntime::wired(self.setup(settings), wiring).expect("a faculty runtime")
     }
 
     /// The catalog of the scan root as the host scans it, `runtime` describing components.
@@ -132,7 +138,30 @@ impl Instance {
     /// A runtime serving whatever was installed: scanned without a problem, reconciled,
     /// and ready.
     pub fn start(&self, settings: &Value) -> Arc<FacultyRuntime> {
-        let runtime = self.runtime(settings);
+        self.start_wired(settings, Wiring::default())
+    }
+
+    /// [`Self::start`] with a [`Router`] of `routes` serving `host.call` (`declared`: it
+    /// tells the runtime its routes, see [`Router`]).
+    pub fn start_routed(
+        &self,
+        settings: &Value,
+        routes: Vec<Route>,
+        declared: bool,
+    ) -> (Arc<FacultyRuntime>, Arc<Router>) {
+        let (made_tx, made) = std::sync::mpsc::channel();
+        let dispatch = move |runtime: Weak<FacultyRuntime>| {
+            let router = Router::new(runtime, routes, declared);
+            let _ = made_tx.send(Arc::clone(&router));
+            router as Arc<dyn Dispatch>
+        };
+        let runtime = self.start_wired(settings, Wiring { dispatch: Some(Box::new(dispatch)), ..Wiring::default() });
+        let router = made.try_recv().expect("the runtime built its router");
+        (runtime, router)
+    }
+
+    fn start_wired(&self, settings: &Value, wiring: Wiring) -> Arc<FacultyRuntime> {
+        let runtime = self.runtime_wired(settings, wiring);
         let catalog = self.scan(&runtime, None);
         assert!(catalog.diagnostics.is_empty(), "a clean scan: {:#?}", catalog.diagnostics);
         runtime.reconcile(&catalog);
@@ -368,12 +397,9 @@ pub struct Router {
 }
 
 impl Router {
-    /// Installs a router of `routes` behind `runtime`.
-    pub fn install(runtime: &Arc<FacultyRuntime>, routes: Vec<Route>, declared: bool) -> Arc<Self> {
-        let router =
-            Arc::new(Self { runtime: Arc::downgrade(runtime), routes, declared, routed: Mutex::new(Vec::new()) });
-        runtime.set_dispatch(Arc::clone(&router) as Arc<dyn Dispatch>);
-        router
+    /// A router of `routes` behind `runtime` (the one being built, see [`Wiring::dispatch`]).
+    pub fn new(runtime: Weak<FacultyRuntime>, routes: Vec<Route>, declared: bool) -> Arc<Self> {
+        Arc::new(Self { runtime, routes, declared, routed: Mutex::new(Vec::new()) })
     }
 
     /// The calls routed so far, in order.
