@@ -148,7 +148,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> LineWriter<W> {
         if let std::task::Poll::Ready(written) = first {
             return written.map_err(WriteError::Io);
         }
-        tokio::time::timeout_at(deadline, finish).await.map_err(|_| WriteError::TimedOut(limit))?.map_err(WriteError::Io)
+        tokio::time::timeout_at(deadline, finish)
+            .await
+            .map_err(|_| WriteError::TimedOut(limit))?
+            .map_err(WriteError::Io)
     }
 
     /// Shuts the pipe down (the child reads its end of input), within `limit`.
@@ -157,8 +160,12 @@ impl<W: AsyncWrite + Send + Unpin + 'static> LineWriter<W> {
     /// As [`Self::write_line`].
     pub async fn close(&self, limit: Duration) -> Result<(), WriteError> {
         let deadline = Instant::now() + limit;
-        let mut pipe = tokio::time::timeout_at(deadline, self.pipe.lock()).await.map_err(|_| WriteError::TimedOut(limit))?;
-        tokio::time::timeout_at(deadline, pipe.shutdown()).await.map_err(|_| WriteError::TimedOut(limit))?.map_err(WriteError::Io)
+        let mut pipe =
+            tokio::time::timeout_at(deadline, self.pipe.lock()).await.map_err(|_| WriteError::TimedOut(limit))?;
+        tokio::time::timeout_at(deadline, pipe.shutdown())
+            .await
+            .map_err(|_| WriteError::TimedOut(limit))?
+            .map_err(WriteError::Io)
     }
 }
 
