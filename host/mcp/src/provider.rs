@@ -1899,4 +1899,52 @@ mod tests {
         assert_eq!(starts(), 3);
         provider.shutdown().await;
     }
+    /// A transport is one impl: an in-process server (a task answering over an in-memory
+    /// pipe) is started, handshaken, listed and called as a process would be, and its end
+    /// is told as the transport says.
+    #[tokio::test]
+    async fn an_in_process_server_is_a_provider_like_any_other() {
+        use tokio::io::AsyncWriteExt;
+        let serve: crate::upstream::Serve = Arc::new(|pipe| {
+            Box::pin(async move {
+                let (read, mut write) = tokio::io::split(pipe);
+                let mut lines = LineReader::new(read, 1 << 20, 4096);
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let Ok(message) = serde_json::from_slice::<Value>(line) else { continue };
+                    let Some(id) = message.get("id").cloned() else { continue };
+                    let result = match message["method"].as_str() {
+                        Some("initialize") => json!({"protocolVersion": PROVIDER_PROTOCOL,
+                            "capabilities": {"tools": {}}, "serverInfo": {"name": "inside", "version": "1"}}),
+                        Some("tools/list") => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+                        Some("tools/call") => {
+                            json!({"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]})
+                        }
+                        _ => Value::Null,
+                    };
+                    let answer = if result.is_null() {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown"}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "id": id, "result": result})
+                    };
+                    let line = format!("{answer}\n");
+                    if write.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let dir = tempfile::tempdir().expect("temp dir");
+        let transport = crate::upstream::InProcess { name: "inside".to_owned(), serve };
+        let spec = ProviderSpec::with_transport("inside", "inside", Arc::new(transport), Duration::from_secs(30));
+        let channels = (broadcast::channel(4).0, broadcast::channel(4).0, broadcast::channel(4).0);
+        let io = Io { runtime: tokio::runtime::Handle::current(), dialer: None };
+        let provider = Provider::new(Arc::new(spec), dir.path(), dir.path(), channels, Arc::default(), io);
+        let call = ("tools/call", json!({"name": "echo", "arguments": {"text": "from inside"}}));
+        let answer = provider.call(call, None, &Asker::hub(), |_, _| {}).await.expect("answered").into_value();
+        assert_eq!(answer["content"][0]["text"], "from inside", "{answer}");
+        assert_eq!(provider.lists().tools.len(), 1, "listed at its start");
+        let status = provider.status(Vec::new(), Vec::new());
+        assert_eq!((status.state, status.url), (State::Ready, None));
+        provider.shutdown().await;
+    }
 }
