@@ -1052,7 +1052,7 @@ impl Provider {
     /// asks meanwhile.
     async fn probe(&self, set: CapabilitySet) -> Result<Lists, String> {
         self.log.note(format!("probing what it lists to clients that declare {}", set.key()));
-        let Connection { writer, reader, end, group } = self.open(true)?;
+        let Connection { writer, reader, end, group } = self.open(true).map_err(|e| e.to_string())?;
         let conn = Arc::new(self.conn(writer, end, group));
         let reader = tokio::spawn(replies_only(Arc::clone(&conn), reader));
         let listed = async {
@@ -1189,9 +1189,9 @@ impl Provider {
 
     /// Opens a connection through its transport (starts the process, connects to the
     /// remote server). A `probe`'s process has [`PROBE_ENV`]`=1` in its environment.
-    fn open(&self, probe: bool) -> Result<Connection, String> {
+    fn open(&self, probe: bool) -> Result<Connection, super::upstream::OpenError> {
         let opening = Opening { log: &self.log, probe, dialer: self.io.dialer.as_ref() };
-        self.spec.transport.open(&opening).map_err(|e| e.to_string())
+        self.spec.transport.open(&opening)
     }
 
     /// A connection on the pipe `stdin` of `peer`, nothing sent yet.
@@ -1216,7 +1216,7 @@ impl Provider {
     }
 
     async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let Connection { writer, reader, end, group } = self.open(false)?;
+        let Connection { writer, reader, end, group } = self.open(false).map_err(|e| e.to_string())?;
         let conn = Arc::new(self.conn(writer, end, group));
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), reader));
