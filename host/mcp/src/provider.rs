@@ -61,9 +61,8 @@ fn restart_after(failures: u32) -> Duration {
 }
 
 /// Set (to `1`) in the environment of a process the hub starts only to learn what the
-/// provider lists to less capable clients ([`Provider::probe`]): it is closed once it has
-/// listed, and is asked nothing else.
-pub const PROBE_ENV: &str = "BUTLER_MCP_PROBE";
+/// provider lists to less capable clients ([`Provider::probe`]).
+pub use super::upstream::PROBE_ENV;
 
 /// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";

@@ -22,6 +22,11 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
+/// Set (to `1`) in the environment of a process the hub starts only to learn what the
+/// provider lists to less capable clients (a probe): it is closed once it has listed, and
+/// is asked nothing else.
+pub const PROBE_ENV: &str = "BUTLER_MCP_PROBE";
+
 /// The hub's side of a provider's pipe, written one JSON-RPC line at a time.
 pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 /// The provider's side of the pipe, read one JSON-RPC line at a time.
@@ -117,7 +122,7 @@ pub enum OpenError {
 pub struct Opening<'a> {
     /// The provider's log (its stderr, the hub's notes; never a secret).
     pub log: &'a Arc<Log>,
-    /// Whether the connection is a probe's: the process has [`crate::provider::PROBE_ENV`]
+    /// Whether the connection is a probe's: the process has [`PROBE_ENV`]
     /// in its environment, and is closed once it has listed.
     pub probe: bool,
     /// What connects to remote servers, if the host gave one.
@@ -140,7 +145,7 @@ pub struct Connection {
 
 /// A way to reach an MCP server: what a provider is started, spoken to and stopped
 /// through. Each transport is one impl; a provider holds one as `Arc<dyn Transport>`
-/// ([`crate::provider::ProviderSpec::with_transport`]).
+/// (`ProviderSpec::with_transport`).
 pub trait Transport: Send + Sync + std::fmt::Debug {
     /// Opens one connection, on the current runtime (the hub's).
     ///
@@ -201,7 +206,7 @@ impl Transport for Stdio {
         let launch = self.launch.as_ref().map_err(Clone::clone)?;
         let mut launch = Cow::Borrowed(launch);
         if opening.probe {
-            launch.to_mut().env.push((crate::provider::PROBE_ENV.to_owned(), "1".to_owned()));
+            launch.to_mut().env.push((PROBE_ENV.to_owned(), "1".to_owned()));
         }
         let mut kept = keeper::spawn_kept(&launch, keeper::Input::Piped)
             .map_err(|source| OpenError::Spawn { program: launch.program().to_owned(), source })?;
