@@ -30,11 +30,11 @@ use butler_catalog::lock;
 use butler_catalog::manifest::CommandLine;
 use butler_mcp::{Hub, Profile, ProfileSpec, Prompts, Scope, View};
 use butler_process::HostEnv;
+use butler_process::json_lines::LineWriter;
 use butler_process::keeper::{self, Input, Kept};
 use butler_process::launch::Launch;
 use butler_process::logs::Log;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 use crate::instance::config::InjectConfig;
 pub use session::{SUBMIT_TOOL, Session};
@@ -234,13 +234,13 @@ impl Agents {
             AgentError::Start(format!("`{}`: {e}", launch.program()))
         })?;
         kept.log_output(&log, true);
-        if let Some(mut stdin) = kept.child.stdin.take() {
+        if let Some(stdin) = kept.child.stdin.take() {
             let mut line = message.to_string();
             line.push('\n');
             // Written on its own task: an agent that reads late cannot hold the session up,
-            // and closing stdin tells it the task is complete.
+            // and closing stdin (the writer dropped) tells it the task is complete.
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(TASK_WRITE_LIMIT, stdin.write_all(line.as_bytes())).await;
+                let _ = LineWriter::new(stdin).write_line(line.into_bytes(), TASK_WRITE_LIMIT).await;
             });
         }
         let outcome = tokio::select! {

@@ -7,26 +7,26 @@
 //! group, the environment scrubbed as for MCP providers, its stderr in
 //! `<stateDir>/logs/uiapp-backend-<pluginId>.log`), stopped when its plugin leaves the
 //! catalog or changes, started again on the next call after it exits. The host and the
-//! bridge speak JSON lines over the process's stdin and stdout; the bridge reloads the
+//! bridge speak JSON lines over the process's stdin and stdout (the conversation of
+//! [`butler_process::json_lines`]); the bridge reloads the
 //! module when its file's modification time changes. Every call has a deadline
 //! ([`CALL_TIMEOUT`]), at most [`MAX_IN_FLIGHT`] calls wait on one plugin, and an answer
 //! longer than [`MAX_ANSWER_BYTES`] stops the process.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use butler_catalog::ui_apps::Plugin;
 use butler_catalog::{Catalog, Follow, lock};
 use butler_process::HostEnv;
+use butler_process::json_lines::{Calls, LineReader, LineWriter, RpcError, WriteError};
 use butler_process::keeper::{self, Input, Kept};
 use butler_process::launch::Launch;
 use butler_process::logs::Log;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{Semaphore, oneshot};
 
 /// The bridge the host ships, written to `<stateDir>/ui_apps/bridge.mjs` before a backend
 /// first starts.
@@ -78,10 +78,9 @@ pub struct Backends {
 struct Bridge {
     /// The plugin it was started for (a changed plugin gets a new bridge).
     plugin: Arc<Plugin>,
-    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
-    waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
-    next_id: AtomicU64,
-    permits: Semaphore,
+    stdin: LineWriter<tokio::process::ChildStdin>,
+    /// The calls waiting on it (at most [`MAX_IN_FLIGHT`]).
+    calls: Arc<Calls<Answer>>,
     kept: tokio::sync::Mutex<Option<Kept>>,
     /// Cleared when its output ends (the process exited): the next call starts another.
     alive: Arc<AtomicBool>,
@@ -202,15 +201,14 @@ impl Backends {
         let log = Arc::new(Log::new(self.state_dir.join("logs").join(format!("uiapp-backend-{}.log", plugin.id))));
         log.note(format!("started: {}", launch.argv.join(" ")));
         kept.log_output(&log, false);
-        let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>> = Arc::default();
+        let calls = Calls::new(MAX_IN_FLIGHT);
         let alive = Arc::new(AtomicBool::new(true));
-        tokio::spawn(read_answers(BufReader::new(stdout), Arc::clone(&waiting), Arc::clone(&alive), log));
+        let stdout = LineReader::new(stdout, MAX_ANSWER_BYTES, 8 * 1024);
+        tokio::spawn(read_answers(stdout, Arc::clone(&calls), Arc::clone(&alive), log));
         Ok(Bridge {
             plugin: Arc::clone(plugin),
-            stdin: tokio::sync::Mutex::new(stdin),
-            waiting,
-            next_id: AtomicU64::new(1),
-            permits: Semaphore::new(MAX_IN_FLIGHT),
+            stdin: LineWriter::new(stdin),
+            calls,
             kept: tokio::sync::Mutex::new(Some(kept)),
             alive,
         })
@@ -237,24 +235,26 @@ impl Backends {
 
 impl Bridge {
     async fn call(&self, method: &str, params: Value) -> Result<Answer, CallError> {
-        let _permit = self.permits.try_acquire().map_err(|_| CallError::Busy)?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id, tx);
-        let mut line = json!({"id": id, "method": method, "params": params}).to_string();
+        let deadline = tokio::time::Instant::now() + CALL_TIMEOUT;
+        let call = self.calls.begin(()).map_err(|e| match e {
+            RpcError::Busy { .. } => CallError::Busy,
+            RpcError::Timeout | RpcError::Closed(_) => {
+                CallError::Failed("the backend's process exited during the call".to_owned())
+            }
+        })?;
+        let mut line = json!({"id": call.id(), "method": method, "params": params}).to_string();
         line.push('\n');
-        let outcome = tokio::time::timeout(CALL_TIMEOUT, async {
-            self.stdin
-                .lock()
-                .await
-                .write_all(line.as_bytes())
-                .await
-                .map_err(|e| CallError::Failed(format!("the backend's process is gone ({e})")))?;
-            rx.await.map_err(|_| CallError::Failed("the backend's process exited during the call".to_owned()))
+        match self.stdin.write_line(line.into_bytes(), CALL_TIMEOUT).await {
+            Ok(()) => {}
+            Err(WriteError::TimedOut(_)) => return Err(CallError::Timeout),
+            Err(WriteError::Io(e)) => return Err(CallError::Failed(format!("the backend's process is gone ({e})"))),
+        }
+        call.wait_until(deadline).await.map_err(|e| match e {
+            RpcError::Timeout => CallError::Timeout,
+            RpcError::Busy { .. } | RpcError::Closed(_) => {
+                CallError::Failed("the backend's process exited during the call".to_owned())
+            }
         })
-        .await;
-        lock(&self.waiting).remove(&id);
-        outcome.unwrap_or(Err(CallError::Timeout))
     }
 
     async fn stop(&self) {
@@ -267,38 +267,33 @@ impl Bridge {
 /// Hands each answer line to the call waiting for it; when the process's stdout ends (or
 /// an answer is too long), every waiting call fails.
 async fn read_answers(
-    mut stdout: BufReader<tokio::process::ChildStdout>,
-    waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
+    mut stdout: LineReader<tokio::process::ChildStdout>,
+    calls: Arc<Calls<Answer>>,
     alive: Arc<AtomicBool>,
     log: Arc<Log>,
 ) {
-    let mut line = Vec::new();
     loop {
-        line.clear();
-        let read = (&mut stdout).take(MAX_ANSWER_BYTES as u64 + 1).read_until(b'\n', &mut line).await;
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line.len() > MAX_ANSWER_BYTES => {
+        let line = match stdout.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(butler_process::json_lines::ReadError::Io(_)) => break,
+            Err(butler_process::json_lines::ReadError::TooLong { .. }) => {
                 log.note(format!("an answer longer than {MAX_ANSWER_BYTES} bytes: the backend is stopped"));
                 break;
             }
-            Ok(_) => {}
-        }
-        let Ok(answer) = serde_json::from_slice::<Value>(&line) else { continue };
+        };
+        let Ok(answer) = serde_json::from_slice::<Value>(line) else { continue };
         let Some(id) = answer.get("id").and_then(Value::as_u64) else { continue };
         let reply = if answer.get("ok") == Some(&Value::Bool(true)) {
             Ok(answer.get("data").cloned().unwrap_or(Value::Null))
         } else {
             Err(answer.get("message").and_then(Value::as_str).unwrap_or("the backend failed").to_owned())
         };
-        if let Some(waiter) = lock(&waiting).remove(&id) {
-            let _ = waiter.send(reply);
-        }
+        calls.answer(id, |()| reply);
     }
     alive.store(false, Ordering::Release);
     log.note("the backend's output ended");
     log.flush();
-    lock(&waiting).clear();
+    calls.close("the backend's process exited during the call");
 }
 
 impl Follow for Backends {

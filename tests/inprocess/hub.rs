@@ -7,8 +7,9 @@
 //! the provider, for the right call; a crash is an `isError` result that costs only its
 //! provider, which comes back by itself.
 //!
-//! Real time: the provider's restart is timed by `std::time::Instant` as well as by tokio,
-//! so a paused clock would not drive it. Each test shuts its hub down at the end.
+//! Real time: these providers are real processes, and a paused clock would advance past
+//! every timeout while the runtime waits on their pipes (the restart rule itself runs on
+//! the paused clock in `host/mcp/src/provider.rs`). Each test shuts its hub down at the end.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

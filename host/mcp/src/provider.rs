@@ -1,7 +1,8 @@
-//! One MCP provider: a stdio process started on first need under a keeper, or a remote
-//! server the host's [`Dialer`] connects to (see [`super::upstream`]); spoken to in
-//! line-delimited JSON-RPC either way, started again 5 s after a crash (longer after each
-//! start that fails in a row, up to a minute).
+//! One MCP provider, reached through its [`Transport`] (a stdio process started on first
+//! need under a keeper, a remote server the host's [`Dialer`] connects to, a server in the
+//! host's process: see [`super::upstream`]); spoken to in line-delimited JSON-RPC over the
+//! conversation of [`butler_process::json_lines`] whichever it is, started again 5 s after a
+//! crash (longer after each start that fails in a row, up to a minute), on tokio's clock.
 //!
 //! Requests from the hub get the provider's own ids (one counter per pipe), and a request
 //! whose client takes progress has its id as its progress token (one whose client does not
@@ -21,28 +22,28 @@
 //! each input request and retrying the call. Any other answer, or none within
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, oneshot};
+use tokio::time::Instant;
 
 use super::answer::Answer;
 use super::capability_sets::{CapabilitySet, Listing, Shown, Withheld};
 use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provider_reply};
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
-use super::upstream::{Dialer, Peer, Reader, Remote, Writer};
+use super::upstream::{Connection, Dialer, End, Opening, Reader, Remote, Stdio, Transport, Writer};
 use crate::FastMap;
 use butler_catalog::Extension;
 use butler_catalog::lock;
-use butler_process::logs::{Log, Stream};
-use butler_process::{HostEnv, Launch, LaunchError, keeper};
+use butler_process::json_lines::{Calls, LineReader, LineWriter, ReadError, RpcError, WriteError};
+use butler_process::logs::Log;
+use butler_process::{HostEnv, Launch};
 
 /// Spawn, `initialize` and the first lists must fit in this: a provider slower than that
 /// is reported as failing, and `tools/list` answers from its cached list meanwhile.
@@ -60,9 +61,8 @@ fn restart_after(failures: u32) -> Duration {
 }
 
 /// Set (to `1`) in the environment of a process the hub starts only to learn what the
-/// provider lists to less capable clients ([`Provider::probe`]): it is closed once it has
-/// listed, and is asked nothing else.
-pub const PROBE_ENV: &str = "BUTLER_MCP_PROBE";
+/// provider lists to less capable clients ([`Provider::probe`]).
+pub use super::upstream::PROBE_ENV;
 
 /// The protocol revision the hub speaks to providers of the 2025 revisions.
 const PROVIDER_PROTOCOL: &str = "2025-06-18";
@@ -85,7 +85,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_ROUNDS: usize = 16;
 
 /// The longest line a provider may send (a huge tool list, a large result).
-const MAX_LINE: u64 = 16 * 1024 * 1024;
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The buffer a provider's output is read through.
+const READ_BUFFER: usize = 64 * 1024;
 
 /// Notifications a provider may send within [`FLOOD_WINDOW`]; one more and it is stopped
 /// with the reason in its status (a storm must cost the host neither memory nor the other
@@ -112,8 +115,8 @@ pub struct ProviderSpec {
     pub id: String,
     /// Its namespace.
     pub namespace: String,
-    /// What it runs on.
-    pub upstream: Upstream,
+    /// How it is reached.
+    pub transport: Arc<dyn Transport>,
     /// Per-call limit.
     pub timeout: Duration,
     /// Whether it is asked `server/discover` first (else it is spoken to with the 2025
@@ -123,23 +126,6 @@ pub struct ProviderSpec {
     pub call_meta: Option<Arc<Value>>,
     /// Whether it is on the main endpoint (else only on profiles).
     pub on_main: bool,
-    source: Source,
-}
-
-/// What a provider runs on.
-#[derive(Debug)]
-pub enum Upstream {
-    /// A process spoken to over its stdio (what to run, environment scrubbed).
-    Process(Result<Launch, LaunchError>),
-    /// A remote server spoken to over HTTP.
-    Remote(Remote),
-}
-
-/// What a provider was derived from, to tell a changed one from the same.
-#[derive(Debug, PartialEq)]
-enum Source {
-    Stdio(butler_catalog::manifest::Mcp, PathBuf),
-    Remote(Remote),
 }
 
 impl ProviderSpec {
@@ -158,43 +144,44 @@ impl ProviderSpec {
         Self {
             id: id.to_owned(),
             namespace: mcp.effective_namespace(id),
-            upstream: Upstream::Process(launch),
+            transport: Arc::new(Stdio { launch, source: (mcp.clone(), dir.to_owned()) }),
             timeout: Duration::from_secs(u64::from(mcp.timeout_sec)),
             probe: true,
             call_meta: None,
             on_main: true,
-            source: Source::Stdio(mcp.clone(), dir.to_owned()),
         }
     }
 
     /// The provider `id` that is the remote server `remote`, under `namespace`.
     #[must_use]
     pub fn of_remote(id: &str, namespace: &str, remote: Remote, timeout: Duration) -> Self {
+        Self::with_transport(id, namespace, Arc::new(remote), timeout)
+    }
+
+    /// The provider `id` reached through `transport`, under `namespace`.
+    #[must_use]
+    pub fn with_transport(id: &str, namespace: &str, transport: Arc<dyn Transport>, timeout: Duration) -> Self {
         Self {
             id: id.to_owned(),
             namespace: namespace.to_owned(),
-            upstream: Upstream::Remote(remote.clone()),
+            transport,
             timeout,
             probe: true,
             call_meta: None,
             on_main: true,
-            source: Source::Remote(remote),
         }
     }
 
     /// Why it cannot start at all, if it cannot.
     #[must_use]
     pub fn cannot_start(&self) -> Option<String> {
-        match &self.upstream {
-            Upstream::Process(Err(e)) => Some(e.to_string()),
-            _ => None,
-        }
+        self.transport.unavailable()
     }
 
     /// Same manifest block and folder, asked the same way and offered the same way.
     #[must_use]
     pub fn same_source(&self, other: &Self) -> bool {
-        self.source == other.source
+        self.transport.same_as(&*other.transport)
             && self.probe == other.probe
             && self.call_meta == other.call_meta
             && self.on_main == other.on_main
@@ -306,17 +293,12 @@ impl std::fmt::Display for CallFailure {
 
 type Reply = Result<Answer, CallFailure>;
 
-/// Who waits for the answer to one of the hub's requests, and whether it takes the result
-/// as its provider wrote it (a `tools/call`: see [`Answer`]).
-struct Waiting {
-    answer: oneshot::Sender<Reply>,
-    verbatim: bool,
-}
-
 /// One running provider: its pipe and what is in flight on it.
 pub struct Conn {
-    stdin: Arc<tokio::sync::Mutex<Writer>>,
-    pending: Mutex<FastMap<u64, Waiting>>,
+    stdin: LineWriter<Writer>,
+    /// The hub's requests waiting for their answers, each marked with whether its caller
+    /// takes the result as its provider wrote it (a `tools/call`: see [`Answer`]).
+    calls: Arc<Calls<Reply, bool>>,
     /// Where each call in flight that takes them sends its upcalls, by the hub's request id.
     upcalls: Mutex<FastMap<u64, Upcalls>>,
     /// The provider's requests waiting for a client's answer (at most [`upcall::QUEUE`]).
@@ -325,8 +307,7 @@ pub struct Conn {
     timeout: Duration,
     /// The provider's namespace, which its log messages' `logger` starts with.
     namespace: String,
-    next: AtomicU64,
-    peer: tokio::sync::Mutex<Peer>,
+    peer: tokio::sync::Mutex<Box<dyn End>>,
     /// Its keeper's process group (none for a remote server).
     group: Option<u32>,
     /// Whether it speaks 2026-07-28 (set while it is asked `server/discover`).
@@ -357,40 +338,20 @@ struct Listen {
 
 impl Conn {
     fn take_id(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        self.calls.take_id()
     }
 
-    async fn send(&self, message: &Value) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    async fn send(&self, message: &Value) -> Result<(), WriteError> {
+        let mut line = serde_json::to_vec(message).map_err(|e| WriteError::Io(std::io::Error::other(e)))?;
         line.push(b'\n');
         self.write_line(line, WRITE_TIMEOUT).await
     }
 
-    /// Writes `line` to the provider's stdin within `limit` — a provider that stopped
-    /// reading fills the pipe, and then its callers fail instead of waiting — and whole: a
-    /// write its caller abandons halfway (a cancelled call, a timeout) is finished by a task
-    /// of its own, so the next message never lands inside this one.
-    ///
-    /// The common case, a free pipe that takes the line at once, sets no timer: a timer is
-    /// registered with the runtime's clock and removed again, on every call.
-    async fn write_line(&self, line: Vec<u8>, limit: Duration) -> std::io::Result<()> {
-        let deadline = tokio::time::Instant::now() + limit;
-        let timed_out =
-            |_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("it read nothing for {} s", limit.as_secs()));
-        let stdin = match Arc::clone(&self.stdin).try_lock_owned() {
-            Ok(stdin) => stdin,
-            Err(_) => {
-                tokio::time::timeout_at(deadline, Arc::clone(&self.stdin).lock_owned()).await.map_err(timed_out)?
-            }
-        };
-        let mut writing = Writing { stdin: Some(stdin), line, written: 0 };
-        let mut finish = std::pin::pin!(writing.finish());
-        let first =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(finish.as_mut(), cx))).await;
-        if let std::task::Poll::Ready(written) = first {
-            return written;
-        }
-        tokio::time::timeout_at(deadline, finish).await.map_err(timed_out)?
+    /// Writes `line` to the provider's stdin within `limit`, whole (see
+    /// [`LineWriter::write_line`]): a provider that stopped reading fills the pipe, and then
+    /// its callers fail instead of waiting.
+    async fn write_line(&self, line: Vec<u8>, limit: Duration) -> Result<(), WriteError> {
+        self.stdin.write_line(line, limit).await
     }
 
     /// Sends a request and waits for its answer, at most `limit`; a timeout cancels it on
@@ -405,9 +366,8 @@ impl Conn {
         limit: Duration,
         started: impl FnOnce(u64),
     ) -> Reply {
-        let id = self.take_id();
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, Waiting { answer: tx, verbatim: method == "tools/call" });
+        let call = self.calls.begin(method == "tools/call").map_err(|e| CallFailure::Crashed(e.to_string()))?;
+        let id = call.id();
         // The request's id is its progress token, when its client takes progress.
         let token = upcalls.and_then(|sink| {
             let progress = sink.wants_progress();
@@ -419,20 +379,19 @@ impl Conn {
         let line = super::framing::provider_request(id, method, params, token, envelope.as_ref());
         let began = tokio::time::Instant::now();
         if let Err(e) = self.write_line(line, limit).await {
-            lock(&self.pending).remove(&id);
-            return Err(if e.kind() == std::io::ErrorKind::TimedOut {
-                CallFailure::Timeout(limit)
-            } else {
-                CallFailure::Crashed(format!("cannot write to it: {e}"))
+            return Err(match e {
+                WriteError::TimedOut(_) => CallFailure::Timeout(limit),
+                WriteError::Io(e) => CallFailure::Crashed(format!("cannot write to it: {e}")),
             });
         }
-        // Dropped with this future too (a cancelled call), so no upcall outlives its call.
+        // Dropped with this future too (a cancelled call), so no upcall outlives its call
+        // (and the call itself, dropped, waits no more).
         let _forget = Forget { conn: self, id };
-        match tokio::time::timeout_at(began + limit, rx).await {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(_)) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
-            Err(_) => {
-                lock(&self.pending).remove(&id);
+        match call.wait_until(began + limit).await {
+            Ok(reply) => reply,
+            Err(RpcError::Closed(why)) => Err(CallFailure::Crashed(why)),
+            Err(RpcError::Busy { .. }) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
+            Err(RpcError::Timeout) => {
                 let reason = format!("timed out after {} s", limit.as_secs());
                 let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                     "params": {"requestId": id, "reason": reason}});
@@ -443,7 +402,7 @@ impl Conn {
         }
     }
 
-    async fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
+    async fn notify(&self, method: &str, params: Value) -> Result<(), WriteError> {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await
     }
 
@@ -505,10 +464,7 @@ impl Conn {
 
     /// The caller cancelled request `id`: tell the provider and end the wait.
     pub async fn cancel(&self, id: u64, reason: Option<String>) {
-        let waiting = lock(&self.pending).remove(&id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.answer.send(Err(CallFailure::Cancelled));
-        }
+        self.calls.answer(id, |_| Err(CallFailure::Cancelled));
         let mut params = json!({"requestId": id});
         if let Some(reason) = reason {
             params["reason"] = json!(reason);
@@ -519,10 +475,7 @@ impl Conn {
     /// The answer to the hub's request `id` (its result, or its error), to whoever waits for
     /// it: `reply` makes it, told whether they take a result as its provider wrote it.
     fn reply(&self, id: u64, reply: impl FnOnce(bool) -> Result<Answer, Value>) {
-        let waiting = lock(&self.pending).remove(&id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.answer.send(reply(waiting.verbatim).map_err(CallFailure::Error));
-        }
+        self.calls.answer(id, |verbatim| reply(*verbatim).map_err(CallFailure::Error));
     }
 
     /// Routes one message from `provider`.
@@ -616,9 +569,7 @@ impl Conn {
 
     /// Fails every call in flight (the process is gone).
     fn fail_all(&self, why: &str) {
-        for (_, waiting) in lock(&self.pending).drain() {
-            let _ = waiting.answer.send(Err(CallFailure::Crashed(why.to_owned())));
-        }
+        self.calls.close(why);
         lock(&self.upcalls).clear();
     }
 }
@@ -626,17 +577,11 @@ impl Conn {
 /// Reads a probe's pipe ([`Provider::probe`]) until it closes: answers reach their
 /// requests, a request of the provider's is refused, anything else is dropped.
 async fn replies_only(conn: Arc<Conn>, stdout: Reader) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if let Some((id, reply)) = provider_reply(&line) {
+    let mut reader = LineReader::new(stdout, MAX_LINE, 8 * 1024);
+    while let Ok(Some(line)) = reader.next_line().await {
+        if let Some((id, reply)) = provider_reply(line) {
             conn.reply(id, |verbatim| reply.map(|written| written.answer(verbatim)));
-        } else if let ProviderLine::Message(message) = provider_line(&line)
+        } else if let ProviderLine::Message(message) = provider_line(line)
             && let ProviderRoute::Request { id, method, .. } = super::framing::provider_route(message)
         {
             let _ =
@@ -712,41 +657,6 @@ impl Declared {
 /// The error answer to the provider's request `id`.
 fn refusal(id: &Value, why: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}})
-}
-
-/// A line being written to a provider's stdin, with the pipe held: dropped before the line
-/// is whole, it finishes the line in a task of its own (still holding the pipe).
-struct Writing {
-    stdin: Option<tokio::sync::OwnedMutexGuard<Writer>>,
-    line: Vec<u8>,
-    written: usize,
-}
-
-impl Writing {
-    async fn finish(&mut self) -> std::io::Result<()> {
-        let Some(stdin) = self.stdin.as_mut() else { return Ok(()) };
-        while self.written < self.line.len() {
-            match stdin.write(&self.line[self.written..]).await? {
-                0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                n => self.written += n,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Writing {
-    fn drop(&mut self) {
-        if self.written == 0 || self.written >= self.line.len() {
-            return;
-        }
-        if let (Some(mut stdin), Ok(runtime)) = (self.stdin.take(), tokio::runtime::Handle::try_current()) {
-            let rest = self.line.split_off(self.written);
-            runtime.spawn(async move {
-                let _ = stdin.write_all(&rest).await;
-            });
-        }
-    }
 }
 
 /// A provider's start, run as a task of the hub's runtime and awaited from anywhere:
@@ -1141,9 +1051,9 @@ impl Provider {
     /// asks meanwhile.
     async fn probe(&self, set: CapabilitySet) -> Result<Lists, String> {
         self.log.note(format!("probing what it lists to clients that declare {}", set.key()));
-        let (stdin, stdout, peer, group) = self.open(true)?;
-        let conn = Arc::new(self.conn(stdin, peer, group));
-        let reader = tokio::spawn(replies_only(Arc::clone(&conn), stdout));
+        let Connection { writer, reader, end, group } = self.open(true).map_err(|e| e.to_string())?;
+        let conn = Arc::new(self.conn(writer, end, group));
+        let reader = tokio::spawn(replies_only(Arc::clone(&conn), reader));
         let listed = async {
             let answer = initialize(&conn, set.declared()).await?;
             list_all(&conn, &Declared::of(&answer), &Asker::hub()).await
@@ -1198,7 +1108,7 @@ impl Provider {
     /// Whether it has nothing in flight.
     #[must_use]
     pub fn idle(&self) -> bool {
-        lock(&self.inner).conn.as_ref().is_none_or(|c| lock(&c.pending).is_empty())
+        lock(&self.inner).conn.as_ref().is_none_or(|c| c.calls.is_empty())
     }
 
     /// The running connection, starting the provider if needed. Concurrent first callers
@@ -1276,48 +1186,24 @@ impl Provider {
         Box::pin(self.launch_inner(spawned))
     }
 
-    /// Starts the process, or connects to the remote server: the two ends of its pipe,
-    /// what they end in, and its process group. A `probe`'s process has
-    /// [`PROBE_ENV`]`=1` in its environment.
-    fn open(&self, probe: bool) -> Result<(Writer, Reader, Peer, Option<u32>), String> {
-        match &self.spec.upstream {
-            Upstream::Process(launch) => {
-                let mut launch = Cow::Borrowed(launch.as_ref().map_err(ToString::to_string)?);
-                if probe {
-                    launch.to_mut().env.push((PROBE_ENV.to_owned(), "1".to_owned()));
-                }
-                let mut kept = keeper::spawn_kept(&launch, keeper::Input::Piped)
-                    .map_err(|e| format!("cannot start `{}`: {e}", launch.program()))?;
-                let (Some(stdin), Some(stdout), Some(stderr)) =
-                    (kept.child.stdin.take(), kept.child.stdout.take(), kept.child.stderr.take())
-                else {
-                    return Err("its pipes could not be opened".to_owned());
-                };
-                tokio::spawn(Arc::clone(&self.log).capture(Stream::Stderr, stderr));
-                self.log.note(format!("started: {}", launch.argv.join(" ")));
-                let group = kept.group;
-                Ok((Box::new(stdin), Box::new(stdout), Peer::Process(kept), Some(group)))
-            }
-            Upstream::Remote(remote) => {
-                let dialer = self.io.dialer.as_ref().ok_or("this hub cannot connect to remote servers")?;
-                let link = dialer.dial(remote, Arc::clone(&self.log))?;
-                self.log.note(format!("connecting to {}", remote.shown()));
-                let peer = Peer::Remote { close: Some(link.close), task: Some(link.task) };
-                Ok((link.writer, link.reader, peer, None))
-            }
-        }
+    /// Opens a connection through its transport (starts the process, connects to the
+    /// remote server). A `probe`'s process has [`PROBE_ENV`]`=1` in its environment.
+    fn open(&self, probe: bool) -> Result<Connection, super::upstream::OpenError> {
+        let opening = Opening { log: &self.log, probe, dialer: self.io.dialer.as_ref() };
+        self.spec.transport.open(&opening)
     }
 
     /// A connection on the pipe `stdin` of `peer`, nothing sent yet.
-    fn conn(&self, stdin: Writer, peer: Peer, group: Option<u32>) -> Conn {
+    fn conn(&self, stdin: Writer, peer: Box<dyn End>, group: Option<u32>) -> Conn {
         Conn {
-            stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
-            pending: Mutex::new(FastMap::default()),
+            stdin: LineWriter::new(stdin),
+            // No in-flight limit of its own: a provider's calls are bounded by the
+            // sessions' (the hub's, per client).
+            calls: Calls::new(usize::MAX),
             upcalls: Mutex::new(FastMap::default()),
             asking: std::sync::atomic::AtomicUsize::new(0),
             timeout: self.spec.timeout,
             namespace: self.spec.namespace.clone(),
-            next: AtomicU64::new(1),
             peer: tokio::sync::Mutex::new(peer),
             group,
             modern: AtomicBool::new(false),
@@ -1329,10 +1215,10 @@ impl Provider {
     }
 
     async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let (stdin, stdout, peer, group) = self.open(false)?;
-        let conn = Arc::new(self.conn(stdin, peer, group));
+        let Connection { writer, reader, end, group } = self.open(false).map_err(|e| e.to_string())?;
+        let conn = Arc::new(self.conn(writer, end, group));
         let _ = spawned.send(Arc::clone(&conn));
-        tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), stdout));
+        tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), reader));
 
         let probe = self.spec.probe && !lock(&self.inner).skip_probe;
         let answer =
@@ -1405,7 +1291,7 @@ impl Provider {
         match first {
             Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
             // A remote server's connection failed: that is all there is to say.
-            Some(Err(CallFailure::Crashed(why))) if matches!(self.spec.upstream, Upstream::Remote(_)) => {
+            Some(Err(CallFailure::Crashed(why))) if self.spec.transport.fails_by_itself() => {
                 return Err(why);
             }
             Some(Err(CallFailure::Crashed(why))) => {
@@ -1433,7 +1319,7 @@ impl Provider {
             capabilities = &mut initialized => capabilities,
         };
         // The question nobody answered waits no longer.
-        lock(&conn.pending).remove(&asked.load(Ordering::Relaxed));
+        conn.calls.forget(asked.load(Ordering::Relaxed));
         legacy
     }
 
@@ -1491,25 +1377,23 @@ impl Provider {
     /// Reads the provider's stdout (or its connection's messages) until it closes, then
     /// handles the exit.
     async fn read(self: Arc<Self>, conn: Arc<Conn>, stdout: Reader) {
-        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-        let mut line = Vec::new();
+        let mut reader = LineReader::new(stdout, MAX_LINE, READ_BUFFER);
         let (mut window, mut notifications) = (Instant::now(), 0u32);
         loop {
-            line.clear();
-            match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if line.last() != Some(&b'\n') && line.len() as u64 >= MAX_LINE {
-                let why = format!("provider sent a message larger than {} MiB", MAX_LINE >> 20);
-                self.stop_for(&conn, why).await;
-                break;
-            }
-            if let Some((id, reply)) = provider_reply(&line) {
+            let line = match reader.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) | Err(ReadError::Io(_)) => break,
+                Err(ReadError::TooLong { .. }) => {
+                    let why = format!("provider sent a message larger than {} MiB", MAX_LINE >> 20);
+                    self.stop_for(&conn, why).await;
+                    break;
+                }
+            };
+            if let Some((id, reply)) = provider_reply(line) {
                 conn.reply(id, |verbatim| reply.map(|written| written.answer(verbatim)));
                 continue;
             }
-            match provider_line(&line) {
+            match provider_line(line) {
                 ProviderLine::Notification(message) => {
                     if window.elapsed() > FLOOD_WINDOW {
                         (window, notifications) = (Instant::now(), 0);
@@ -1528,7 +1412,7 @@ impl Provider {
                 ProviderLine::Message(message) => conn.dispatch(message, &self).await,
                 ProviderLine::Blank => {}
                 ProviderLine::NotJson => {
-                    let text = String::from_utf8_lossy(&line);
+                    let text = String::from_utf8_lossy(line);
                     self.log.note(format!("not JSON-RPC on stdout (ignored): {}", text.trim_end()));
                 }
             }
@@ -1578,10 +1462,7 @@ impl Provider {
 
     /// How its end is told: a process exits, a connection ends.
     fn ended_word(&self) -> &'static str {
-        match self.spec.upstream {
-            Upstream::Process(_) => "exited",
-            Upstream::Remote(_) => "the connection ended",
-        }
+        self.spec.transport.ended_word()
     }
 
     /// The provider said its lists changed: list again, then tell the clients. Coalesced:
@@ -1772,7 +1653,7 @@ impl Provider {
         let conn = {
             let mut inner = lock(&self.inner);
             let quiet = inner.last_used.elapsed() >= idle;
-            let busy = inner.active > 0 || inner.conn.as_ref().is_some_and(|c| !lock(&c.pending).is_empty());
+            let busy = inner.active > 0 || inner.conn.as_ref().is_some_and(|c| !c.calls.is_empty());
             if inner.state != State::Ready || !quiet || busy {
                 return false;
             }
@@ -1854,10 +1735,7 @@ impl Provider {
                 .conn
                 .as_ref()
                 .map(|c| if c.modern() { super::framing::MODERN_REVISION } else { PROVIDER_PROTOCOL }),
-            url: match &self.spec.upstream {
-                Upstream::Remote(remote) => Some(remote.shown()),
-                Upstream::Process(_) => None,
-            },
+            url: self.spec.transport.shown_url(),
             tools,
             rejected,
             last_error: inner.last_error.clone(),
@@ -1979,5 +1857,93 @@ mod tests {
     fn each_failed_start_in_a_row_doubles_the_pause_up_to_a_minute() {
         let pauses: Vec<u64> = (0..8).map(|failures| restart_after(failures).as_secs()).collect();
         assert_eq!(pauses, [5, 5, 10, 20, 40, 60, 60, 60]);
+    }
+
+    /// The restart rule on the paused clock: a provider whose every start fails (an
+    /// in-process server that hangs up at once, so no real pipe keeps the runtime waiting
+    /// and the clock moves only when the test advances it) is not tried again before the
+    /// pause is over, is tried once it is, and each failure in a row doubles the pause.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_start_is_tried_again_only_after_the_pause_on_tokios_clock() {
+        use std::sync::atomic::AtomicUsize;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let opened = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&opened);
+        let serve: crate::upstream::Serve = Arc::new(move |pipe| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(pipe);
+            Box::pin(async {})
+        });
+        let transport = crate::upstream::InProcess { name: "hangs-up".to_owned(), serve };
+        let spec = ProviderSpec::with_transport("hangs-up", "hangs_up", Arc::new(transport), Duration::from_secs(30));
+        let channels = (broadcast::channel(4).0, broadcast::channel(4).0, broadcast::channel(4).0);
+        let io = Io { runtime: tokio::runtime::Handle::current(), dialer: None };
+        let provider = Provider::new(Arc::new(spec), dir.path(), dir.path(), channels, Arc::default(), io);
+        let starts = || opened.load(Ordering::SeqCst);
+
+        assert!(provider.ensure().await.is_err(), "it hangs up");
+        assert_eq!(starts(), 1);
+        tokio::time::advance(RESTART_AFTER - Duration::from_secs(1)).await;
+        assert!(provider.ensure().await.is_err());
+        assert_eq!(starts(), 1, "not tried again before the pause is over");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(provider.ensure().await.is_err());
+        assert_eq!(starts(), 2, "tried again once it is (by the caller or its restart task)");
+        // Two failures in a row: the pause is twice as long.
+        tokio::time::advance(RESTART_AFTER).await;
+        assert!(provider.ensure().await.is_err());
+        assert_eq!(starts(), 2, "the second pause is longer");
+        tokio::time::advance(RESTART_AFTER).await;
+        assert!(provider.ensure().await.is_err());
+        assert_eq!(starts(), 3);
+        provider.shutdown().await;
+    }
+    /// A transport is one impl: an in-process server (a task answering over an in-memory
+    /// pipe) is started, handshaken, listed and called as a process would be, and its end
+    /// is told as the transport says.
+    #[tokio::test]
+    async fn an_in_process_server_is_a_provider_like_any_other() {
+        use tokio::io::AsyncWriteExt;
+        let serve: crate::upstream::Serve = Arc::new(|pipe| {
+            Box::pin(async move {
+                let (read, mut write) = tokio::io::split(pipe);
+                let mut lines = LineReader::new(read, 1 << 20, 4096);
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let Ok(message) = serde_json::from_slice::<Value>(line) else { continue };
+                    let Some(id) = message.get("id").cloned() else { continue };
+                    let result = match message["method"].as_str() {
+                        Some("initialize") => json!({"protocolVersion": PROVIDER_PROTOCOL,
+                            "capabilities": {"tools": {}}, "serverInfo": {"name": "inside", "version": "1"}}),
+                        Some("tools/list") => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+                        Some("tools/call") => {
+                            json!({"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]})
+                        }
+                        _ => Value::Null,
+                    };
+                    let answer = if result.is_null() {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown"}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "id": id, "result": result})
+                    };
+                    let line = format!("{answer}\n");
+                    if write.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let dir = tempfile::tempdir().expect("temp dir");
+        let transport = crate::upstream::InProcess { name: "inside".to_owned(), serve };
+        let spec = ProviderSpec::with_transport("inside", "inside", Arc::new(transport), Duration::from_secs(30));
+        let channels = (broadcast::channel(4).0, broadcast::channel(4).0, broadcast::channel(4).0);
+        let io = Io { runtime: tokio::runtime::Handle::current(), dialer: None };
+        let provider = Provider::new(Arc::new(spec), dir.path(), dir.path(), channels, Arc::default(), io);
+        let call = ("tools/call", json!({"name": "echo", "arguments": {"text": "from inside"}}));
+        let answer = provider.call(call, None, &Asker::hub(), |_, _| {}).await.expect("answered").into_value();
+        assert_eq!(answer["content"][0]["text"], "from inside", "{answer}");
+        assert_eq!(provider.lists().tools.len(), 1, "listed at its start");
+        let status = provider.status(Vec::new(), Vec::new());
+        assert_eq!((status.state, status.url), (State::Ready, None));
+        provider.shutdown().await;
     }
 }

@@ -7,8 +7,11 @@
 //!   guarantees that nothing survives the host, grandchildren included;
 //! - [`tree`] finds a process's descendants and signals them;
 //! - [`logs`] keeps a child's output: a bounded ring, a size-capped file, live followers;
-//! - [`usage`] reads what a process tree uses: CPU time and resident memory.
+//! - [`usage`] reads what a process tree uses: CPU time and resident memory;
+//! - [`json_lines`] is the one JSON-lines conversation with a child: line cap, request ids,
+//!   the waiting map, the in-flight limit, deadlines on tokio's clock.
 
+pub mod json_lines;
 pub mod keeper;
 pub mod launch;
 pub mod logs;
