@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
-    &["pipeline", "packages", "upstream", "app_backends", "notify", "collector"],
+    &["pipeline", "packages", "upstream", "app_backends", "notify", "collector", "hub_tools"],
     &["agents"],
     &["http"],
 ];

@@ -1,4 +1,5 @@
-//! The MCP hub in-process: a [`Hub`] (with a faculty runtime that has no faculties)
+//! The MCP hub in-process: a [`Hub`] (with [`NoHostTools`] standing in for the binary's
+//! faculty tools)
 //! reconciled from scanned temp instances whose providers are `tests/providers/fake_mcp.py`,
 //! run under the real keeper and called as the HTTP layer calls them. Covered: colliding
 //! tool names are told apart by namespace, and a taken namespace is a conflict settled
@@ -16,8 +17,10 @@ use std::sync::{Arc, OnceLock};
 
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
-use butler_faculty::{FacultyRuntime, Setup};
-use butler_mcp::{Answer, Asker, HostTools, Hub, View};
+use butler_mcp::tool_source::{Scope, ToolSource};
+use butler_mcp::{Answer, Asker, Hub, View};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use butler_process::HostEnv;
 use serde_json::{Value, json};
 
@@ -78,11 +81,41 @@ fn write_providers(root: &Path, providers: &[(&str, Option<&str>)]) {
 /// `catalog`.
 async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
     let state = root.join("state");
-    let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
-        .expect("a faculty runtime without faculties");
-    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime), &state, butler_mcp::Settings::default());
+    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools::default()), &state, butler_mcp::Settings::default());
     hub.reconcile(catalog).await;
     hub
+}
+
+/// The host's own tools as a host without faculties has them: none, and no compiled
+/// context (what the binary's faculty tools are for a runtime with no faculties).
+#[derive(Default)]
+pub(crate) struct NoHostTools;
+
+impl ToolSource for NoHostTools {
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        async {}.boxed()
+    }
+
+    fn list(&self, _: Scope) -> Vec<Value> {
+        Vec::new()
+    }
+
+    fn has(&self, _: Scope, _: &str) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, _: Scope, _: &'a str, name: &'a str, _: Value) -> BoxFuture<'a, Value> {
+        async move { butler_mcp::tool_source::error_result(format!("no tool `{name}`")) }.boxed()
+    }
+
+    fn context(&self) -> BoxFuture<'_, String> {
+        async { "No faculty provides a compiled context.".to_owned() }.boxed()
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        // Nothing ever changes: the sender is gone, so a watcher stops at once.
+        tokio::sync::watch::channel(0).1
+    }
 }
 
 /// `(id, namespace)` of every provider of `catalog`, in scan order: what the hub settles.

@@ -1,8 +1,8 @@
 //! The MCP hub: one MCP server for every stdio provider the catalog declares, plus the
-//! tools the faculties offer.
+//! tools the host runs itself (the faculties', reaching it through a [`ToolSource`]).
 //!
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
-//! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
+//! - [`tool_source`]: the host's own tools (the binary's faculty tools) as a [`ToolSource`];
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
 //! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
 //!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
@@ -31,13 +31,13 @@ pub mod activity;
 pub mod answer;
 pub mod capability_sets;
 pub mod framing;
-pub mod host_tools;
 pub mod instructions;
 pub mod provider;
 pub mod quarantine;
 pub mod review;
 pub mod skills;
 pub mod templates;
+pub mod tool_source;
 pub mod upcall;
 pub mod upstream;
 pub mod view;
@@ -61,7 +61,7 @@ use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 use capability_sets::{CapabilitySet, Listed, Narrowing};
-pub use host_tools::{HostTools, Scope};
+pub use tool_source::{Scope, ToolSource};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
 pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
@@ -332,7 +332,7 @@ struct Exposed {
 /// The hub.
 pub struct Hub {
     registry: RwLock<Registry>,
-    host_tools: HostTools,
+    tools: Arc<dyn ToolSource>,
     host: HostEnv,
     cache_dir: PathBuf,
     logs_dir: PathBuf,
@@ -480,13 +480,13 @@ impl Hub {
     /// A hub with no providers yet; `state_dir` holds the list cache and provider logs, and
     /// a provider that ran `idle` without a call is stopped (see [`Self::stop_idle_providers`]).
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, settings: Settings) -> Arc<Self> {
+    pub fn new(host: HostEnv, tools: Arc<dyn ToolSource>, state_dir: &Path, settings: Settings) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
         let (logged, _) = broadcast::channel(LOGGED_QUEUE);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
-            host_tools,
+            tools,
             host,
             cache_dir: state_dir.join("mcp"),
             logs_dir: state_dir.join("logs"),
@@ -726,7 +726,7 @@ impl Hub {
     /// Tells clients whenever the faculties' tools change (from now on, for as long as the
     /// hub lives).
     pub fn relay_faculty_changes(self: &Arc<Self>) {
-        let mut faculty_tools = self.host_tools.changes();
+        let mut faculty_tools = self.tools.changes();
         let watcher = Arc::downgrade(self);
         tokio::spawn(async move {
             while faculty_tools.changed().await.is_ok() {
@@ -946,10 +946,10 @@ impl Hub {
     /// are rejected.
     fn exposed(&self, kind: ItemKind, view: &View) -> (Vec<Exposed>, HashMap<String, Vec<Rejected>>) {
         let mut seen: HashSet<String> = self
-            .host_tools
+            .tools
             .list(Scope::Main)
             .iter()
-            .chain(&self.host_tools.list(Scope::Restricted))
+            .chain(&self.tools.list(Scope::Restricted))
             .filter_map(|t| t["name"].as_str().map(str::to_owned))
             .collect();
         seen.insert(CONTEXT_NAME.to_owned());
@@ -1011,7 +1011,7 @@ impl Hub {
 
     /// Whether `view` offers the faculties' tool `name`.
     fn offers_host_tool(&self, view: &View, name: &str) -> bool {
-        view.offers_host_tool(name) && self.host_tools.has(view.scope(), name)
+        view.offers_host_tool(name) && self.tools.has(view.scope(), name)
     }
 
     /// The provider tool `view` offers as `name`, and the tool's own name.
@@ -1102,9 +1102,9 @@ impl Hub {
     /// the name `view` shows it by (a provider is started only when its lists are not known
     /// yet), but those a provider lists only to clients more capable than `asker`.
     pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
-        self.host_tools.settle().await;
+        self.tools.settle().await;
         let mut tools: Vec<Value> = self
-            .host_tools
+            .tools
             .list(view.scope())
             .into_iter()
             .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
@@ -1145,13 +1145,13 @@ impl Hub {
             target = self.tool_route(view, &name);
             if target.is_none() {
                 // Faculties still compiling may declare it.
-                self.host_tools.settle().await;
+                self.tools.settle().await;
                 host_tool = self.offers_host_tool(view, &name);
             }
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.host_tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
+            return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {
@@ -1166,7 +1166,7 @@ impl Hub {
                 match self.tool_route(view, &name) {
                     Some(target) => target,
                     None => match self.held_error(view, quarantine::Kind::Tool, &name) {
-                        Some(held) => return Ok(Answer::Read(host_tools::error_result(held.message))),
+                        Some(held) => return Ok(Answer::Read(tool_source::error_result(held.message))),
                         None => return Err(unknown()),
                     },
                 }
@@ -1195,7 +1195,7 @@ impl Hub {
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
-            Err(failure) => Ok(Answer::Read(host_tools::error_result(format!("{name}: {failure}")))),
+            Err(failure) => Ok(Answer::Read(tool_source::error_result(format!("{name}: {failure}")))),
         }
     }
 
@@ -1215,21 +1215,16 @@ impl Hub {
         }
     }
 
-    /// Waits (at most 15 s) while faculties found in the instance are still being compiled,
-    /// so what they declare is known.
+    /// Waits (within the tool source's own deadline) while the host's tools are still being
+    /// learned (faculties found in the instance still compiling), so what they declare is known.
     pub async fn settle(&self) {
-        self.host_tools.settle().await;
-    }
-
-    /// Where the faculties' `session-turns` tools hand their calls (set once, at start).
-    pub fn set_turns_door(&self, door: Arc<dyn host_tools::Door>) {
-        self.host_tools.set_turns_door(door);
+        self.tools.settle().await;
     }
 
     /// The owner's compiled context, as the faculties compile it (what the hub offers as
     /// the `butler__context` prompt).
     pub async fn compiled_context(&self) -> String {
-        self.host_tools.context().await
+        self.tools.context().await
     }
 
     /// `prompts/list` for `asker`: the compiled context, then the providers' prompts (but
@@ -1277,7 +1272,7 @@ impl Hub {
     pub async fn get_prompt(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name == CONTEXT_NAME && view.offers_context() {
-            let text = self.host_tools.context().await;
+            let text = self.tools.context().await;
             return Ok(
                 json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
             );
@@ -1409,7 +1404,7 @@ impl Hub {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI && view.offers_context() {
             return Ok(
-                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
+                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.tools.context().await}]}),
             );
         }
         if let Some(read) = self.read_skill(view, &uri, &params, asker).await {
@@ -1596,12 +1591,12 @@ impl Hub {
                 status
             })
             .collect();
-        let host: Vec<Value> = self.host_tools.list(Scope::Main).into_iter().map(|t| t["name"].clone()).collect();
+        let host: Vec<Value> = self.tools.list(Scope::Main).into_iter().map(|t| t["name"].clone()).collect();
         json!({
             "providers": providers,
             "conflicts": conflicts,
             "duplicateUris": self.resources(&View::Main).1,
-            "host": {"tools": host, "restrictedTools": self.host_tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
+            "host": {"tools": host, "restrictedTools": self.tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
             "sessions": lock(&self.sessions).by_id.len(),
         })
     }

@@ -22,7 +22,7 @@ use butler_host::instance::{HostLock, Instance, owner};
 use butler_host::packages::UiApps;
 use butler_host::pipeline::{PipelineRouter, observations};
 use butler_host::supervise::Supervisor;
-use butler_mcp::{HostTools, Hub};
+use butler_mcp::Hub;
 
 use super::settings::{self, Settings};
 
@@ -192,7 +192,10 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let supervisor = Supervisor::new(instance.host_env(&host_url), &instance.state_dir());
     observations::spawn(Arc::clone(&faculties), &supervisor, &catalog).await;
     catalog.follow(Arc::clone(&supervisor)).await;
-    let host_tools = HostTools::new(Arc::clone(&faculties));
+    // The collector takes the faculties' `session-turns` tool calls: built before the hub.
+    let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
+    let turns = Arc::clone(&collector) as Arc<dyn butler_host::hub_tools::TurnSink>;
+    let host_tools = Arc::new(butler_host::hub_tools::FacultyTools::new(Arc::clone(&faculties), Some(turns)));
     let idle = std::time::Duration::from_secs(instance.config.mcp.idle_sec);
     let profiles = instance.config.mcp.checked_profiles().map_err(|e| anyhow::anyhow!("the root config: {e}"))?;
     let settings = butler_mcp::Settings {
@@ -244,10 +247,8 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     // A run missed while the host was down runs now, once.
     automations.spawn();
     let runs = Arc::new(Runs::open(&instance.state_dir()));
-    let collector = Collector::new(&instance.state_dir(), instance.config.collector.clone(), Arc::clone(&faculties));
     // What a previous host left pending is handed over first.
     collector.spawn_delivery();
-    mcp.set_turns_door(Arc::clone(&collector) as Arc<dyn butler_mcp::host_tools::Door>);
     let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
     let local_socket = http::bind_local(&instance.state_dir());
     let sessions = Arc::new(http::session::Sessions::load(&instance.state_dir()));
