@@ -17,11 +17,12 @@ use std::sync::{Arc, OnceLock};
 
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
+use butler_mcp::quarantine::Kind;
 use butler_mcp::tool_source::{Scope, ToolSource};
 use butler_mcp::{Answer, Asker, Hub, View};
+use butler_process::HostEnv;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use butler_process::HostEnv;
 use serde_json::{Value, json};
 
 use crate::{scan, until, use_real_keeper, within, write_manifest};
@@ -80,8 +81,13 @@ fn write_providers(root: &Path, providers: &[(&str, Option<&str>)]) {
 /// A hub for the instance at `root` (state under `root/state`), reconciled with
 /// `catalog`.
 async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
+    hub_with(root, catalog, butler_mcp::Settings::default()).await
+}
+
+/// [`hub`] with `settings`.
+async fn hub_with(root: &Path, catalog: &Catalog, settings: butler_mcp::Settings) -> Arc<Hub> {
     let state = root.join("state");
-    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools::default()), &state, butler_mcp::Settings::default());
+    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools::default()), &state, settings);
     hub.reconcile(catalog).await;
     hub
 }
@@ -449,7 +455,7 @@ async fn a_list_waits_for_a_silent_provider_once_per_start_not_once_per_client()
     // Later clients' lists do not wait for it: a quarter of the wait is ample for a list
     // that waits for nothing, and far from the whole of it.
     let none = json!({});
-    for client in [Asker::legacy(&none, None), Asker::modern(&none, None), Asker::hub()] {
+    for client in [Asker::sessions_2025(&none, None), Asker::stateless_2026(&none, None), Asker::hub()] {
         let listed = tokio::time::timeout(butler_mcp::LIST_WAIT / 4, hub.list_tools(&View::Main, &client)).await;
         assert!(
             listed.is_ok_and(|tools| tools.is_empty()),
@@ -495,5 +501,37 @@ async fn a_provider_that_never_answers_does_not_hold_up_a_list() {
     assert_eq!(names.iter().filter(|n| n.starts_with("alpha__")).count(), PUBLIC_TOOLS.len(), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
     assert_eq!(provider_status(&hub, "alpha")["pending"], false);
+    hub.shutdown().await;
+}
+
+/// Reading the quarantine's queue (what `GET /mcp/quarantine`, `butler mcp held` and the
+/// console's review queue read) starts no provider: one never listed stays idle, its
+/// process never runs, and the queue holds nothing of it yet. A list then starts it, and
+/// the queue shows what it holds.
+#[tokio::test]
+async fn reading_the_quarantine_queue_starts_no_provider() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let settings = butler_mcp::Settings { quarantine: true, ..butler_mcp::Settings::default() };
+    let hub = hub_with(r, &scan(r, None), settings).await;
+    for _ in 0..3 {
+        let report = hub.quarantine();
+        assert!(report.enabled && report.held.is_empty(), "nothing is known of alpha yet");
+    }
+    // Long enough for a start the read had begun to reach the provider's log.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(provider_status(&hub, "alpha")["state"], "idle", "the queue read started alpha");
+    assert!(log_lines(r, "alpha").is_empty(), "alpha ran: {:?}", log_lines(r, "alpha"));
+    // A list starts it; its tools are held, and the queue says so.
+    assert!(tool_names(&hub).await.is_empty(), "alpha's tools are held");
+    let held_tools = |hub: &Hub| -> Vec<String> {
+        hub.quarantine().held.into_iter().filter(|h| h.kind == Kind::Tool).map(|h| h.name).collect()
+    };
+    let queue = Arc::clone(&hub);
+    until("alpha's tools in the queue", move || held_tools(&queue).len() == PUBLIC_TOOLS.len()).await;
+    let held = held_tools(&hub);
+    assert_eq!(held, PUBLIC_TOOLS, "the queue shows what the list found");
     hub.shutdown().await;
 }

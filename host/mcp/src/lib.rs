@@ -4,6 +4,7 @@
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
 //! - [`tool_source`]: the host's own tools (the binary's faculty tools) as a [`ToolSource`];
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - [`methods`]: the MCP method names, as constants in one place;
 //! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
 //!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
 //! - [`templates`]: which resource template a URI is one of;
@@ -15,7 +16,8 @@
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
 //!   included;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
-//!   client) on its way to the client that made the call;
+//!   client) on its way to the client that made the call; [`upcalls`]: those requests while
+//!   they wait for a client's answer across its requests (asked and parked);
 //! - public names and conflict settlement come from [`butler_catalog::names`].
 //!
 //! The hub knows no transport: it answers typed calls (list, call, read, cancel), keeps
@@ -32,6 +34,7 @@ pub mod answer;
 pub mod capability_sets;
 pub mod framing;
 pub mod instructions;
+pub mod methods;
 pub mod provider;
 pub mod quarantine;
 pub mod review;
@@ -39,6 +42,7 @@ pub mod skills;
 pub mod templates;
 pub mod tool_source;
 pub mod upcall;
+pub mod upcalls;
 pub mod upstream;
 pub mod view;
 
@@ -61,8 +65,8 @@ use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 use capability_sets::{CapabilitySet, Listed, Narrowing};
-pub use tool_source::{Scope, ToolSource};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+pub use tool_source::{Scope, ToolSource};
 pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
 
@@ -115,24 +119,36 @@ impl Default for Settings {
 /// The most resources one session (or one `subscriptions/listen` stream) subscribes to.
 pub const MAX_SUBSCRIPTIONS: usize = 256;
 
-/// The most providers' requests waiting for a legacy client's answer, over all sessions;
-/// beyond, the oldest is refused.
-const MAX_ASKED: usize = 1024;
-
 /// The most cancelled calls remembered for the activity log at once.
 const MAX_CANCELLED: usize = 256;
 
-/// The most calls set aside for a 2026-07-28 client's next round, and how long each waits
-/// for it: beyond either, the call is dropped (its provider is told to stop).
-const MAX_PARKED: usize = 256;
-/// See [`MAX_PARKED`].
-pub const PARKED_FOR: Duration = Duration::from_secs(300);
+pub use upcalls::PARKED_FOR;
 
 /// The longest a list waits for providers that are starting to list for the first time
-/// (and as long again for learning what they list to the client's capability set): one
+/// and for learning what they list to the client's capability set, both together: one
 /// slow or hung provider delays a client's `tools/list` by this much at most, and once per
 /// start of it: later lists answer without it at once until it has listed or starts again.
 pub const LIST_WAIT: Duration = Duration::from_secs(2);
+
+/// One list's wait for its providers: every wait it does ends by the same deadline,
+/// [`LIST_WAIT`] after it began, so a list that waits for starts and then for learning
+/// waits no longer than one that waits for either.
+struct ListWait {
+    deadline: tokio::time::Instant,
+}
+
+impl ListWait {
+    /// A wait whose deadline is [`LIST_WAIT`] from now.
+    fn start() -> Self {
+        Self { deadline: tokio::time::Instant::now() + LIST_WAIT }
+    }
+
+    /// Waits for `done` until the deadline: whether it finished in time.
+    async fn until_done(&self, done: impl std::future::Future) -> bool {
+        tokio::time::timeout_at(self.deadline, done).await.is_ok()
+    }
+}
+
 /// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
 const CONTEXT_NAME: &str = "butler__context";
@@ -272,14 +288,6 @@ type Routes = FastMap<String, (Arc<Provider>, Value)>;
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
 
-/// Providers' requests waiting for legacy clients' answers, oldest first.
-#[derive(Default)]
-struct Asked {
-    waiting: HashMap<InflightKey, upcall::Asked>,
-    order: VecDeque<InflightKey>,
-    next: u64,
-}
-
 /// A `subscriptions/listen` stream's subscription to one resource, while it lives.
 pub struct Listening {
     uri: String,
@@ -346,15 +354,14 @@ pub struct Hub {
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Mutex<Sessions>,
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
-    /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
-    asked: Mutex<Asked>,
+    /// Providers' requests waiting for clients' answers: asked of 2025-11-25 clients, and
+    /// calls parked for a 2026-07-28 client's next round.
+    upcalls: upcalls::Upcalls,
     /// The tool calls that ended cancelled by their client, until the activity log asks
     /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
     cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each provider's resource.
     listening: Arc<Mutex<HashMap<Updated, usize>>>,
-    /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
-    parked: Mutex<VecDeque<(String, std::time::Instant, upcall::Parked)>>,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
@@ -497,9 +504,8 @@ impl Hub {
             routes: Mutex::new(None),
             sessions: Mutex::new(Sessions::default()),
             inflight: Mutex::new(FastMap::default()),
-            asked: Mutex::new(Asked::default()),
+            upcalls: upcalls::Upcalls::default(),
             cancelled: Mutex::new(VecDeque::new()),
-            parked: Mutex::new(VecDeque::new()),
             listening: Arc::new(Mutex::new(HashMap::new())),
             reconciling: tokio::sync::Mutex::new(false),
             idle: settings.provider_idle,
@@ -794,13 +800,13 @@ impl Hub {
     pub fn owner_of(&self, view: &View, method: &str, name: &str) -> Option<String> {
         let host = || Some("host".to_owned());
         match method {
-            "tools/call" if self.offers_host_tool(view, name) => host(),
-            "tools/call" => self.with_tool_route(view, name, |p, _| p.spec.id.clone()),
-            "prompts/get" if name == CONTEXT_NAME && view.offers_context() => host(),
-            "resources/read" if name == CONTEXT_URI && view.offers_context() => host(),
-            "prompts/get" => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
-            "skills/get" | "resources/directory/read" => self.skill_owner(view, name),
-            "resources/read" => {
+            crate::methods::TOOLS_CALL if self.offers_host_tool(view, name) => host(),
+            crate::methods::TOOLS_CALL => self.with_tool_route(view, name, |p, _| p.spec.id.clone()),
+            crate::methods::PROMPTS_GET if name == CONTEXT_NAME && view.offers_context() => host(),
+            crate::methods::RESOURCES_READ if name == CONTEXT_URI && view.offers_context() => host(),
+            crate::methods::PROMPTS_GET => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
+            crate::methods::SKILLS_GET | "resources/directory/read" => self.skill_owner(view, name),
+            crate::methods::RESOURCES_READ => {
                 self.skill_owner(view, name).or_else(|| self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()))
             }
             _ => None,
@@ -872,7 +878,7 @@ impl Hub {
     /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
     /// lists are not known yet, and learns what those it offers list to clients of `set`
     /// where that is not known ([`capability_sets`]). The list waits [`LIST_WAIT`] at most
-    /// for the starts, then as long at most for the learning: a provider that is not ready
+    /// in all — for the starts, then for the learning, within one deadline: a provider that is not ready
     /// by then is left out of this answer (its status says `pending`), its start goes on
     /// (bounded by [`provider::START_TIMEOUT`]), and what it lists later reaches clients as
     /// a `list_changed` notification. A list waits for a provider once per start of it (and
@@ -890,10 +896,11 @@ impl Hub {
         for provider in &providers {
             provider.prepare(set);
         }
-        // First their starts, then what they list to `set`: [`LIST_WAIT`] each at most.
+        // First their starts, then what they list to `set`: [`LIST_WAIT`] for both together.
+        let wait = ListWait::start();
         let starting: Vec<&Arc<Provider>> = providers.iter().filter(|p| !p.listed() && p.awaited(set)).collect();
         let started = futures_util::future::join_all(starting.iter().map(|p| p.wait_listed()));
-        if !starting.is_empty() && tokio::time::timeout(LIST_WAIT, started).await.is_err() {
+        if !starting.is_empty() && !wait.until_done(started).await {
             Self::missed(&starting, set, "still starting");
         }
         if set == CapabilitySet::FULL {
@@ -905,7 +912,7 @@ impl Hub {
             provider.learn(set);
         }
         let learned = futures_util::future::join_all(learning.iter().map(|p| p.wait_learned(set)));
-        if !learning.is_empty() && tokio::time::timeout(LIST_WAIT, learned).await.is_err() {
+        if !learning.is_empty() && !wait.until_done(learned).await {
             Self::missed(&learning, set, "still learning what it lists to such a client");
         }
     }
@@ -1182,7 +1189,9 @@ impl Hub {
             butler_catalog::ui_apps::merge(slot, Value::clone(meta));
         }
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
-        let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
+        let reply = provider
+            .call((crate::methods::TOOLS_CALL, params), upcalls, asker, |conn, id| inflight.started(conn, id))
+            .await;
         inflight.answered = true;
         if matches!(reply, Err(CallFailure::Cancelled)) {
             let mut cancelled = lock(&self.cancelled);
@@ -1294,7 +1303,7 @@ impl Hub {
                 .unwrap_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))
         })?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-        forward(&target.provider, "prompts/get", params, asker).await
+        forward(&target.provider, crate::methods::PROMPTS_GET, params, asker).await
     }
 
     /// `resources/list`: the compiled context, then the providers' resources (names
@@ -1417,7 +1426,7 @@ impl Hub {
             self.held_error(view, quarantine::Kind::ResourceTemplate, &uri).unwrap_or_else(|| not_a_resource(&uri))
         })?;
         params["uri"] = json!(original);
-        let mut result = forward(&provider, "resources/read", params, asker).await?;
+        let mut result = forward(&provider, crate::methods::RESOURCES_READ, params, asker).await?;
         if original != uri
             && let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut)
         {
@@ -1429,7 +1438,7 @@ impl Hub {
     }
 
     /// `resources/subscribe` (and the resources a `subscriptions/listen` names): asked of
-    /// the provider that offers `uri`; a legacy `session` then gets its
+    /// the provider that offers `uri`; a 2025-11-25 `session` then gets its
     /// `notifications/resources/updated`.
     ///
     /// # Errors
@@ -1451,7 +1460,7 @@ impl Hub {
             Updated { provider: "host".to_owned(), uri: uri.to_owned() }
         } else {
             let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
-            forward(&provider, "resources/subscribe", json!({"uri": original}), &Asker::hub()).await?;
+            forward(&provider, crate::methods::RESOURCES_SUBSCRIBE, json!({"uri": original}), &Asker::hub()).await?;
             Updated { provider: provider.spec.id.clone(), uri: original }
         };
         if let Some(session) = session
@@ -1492,7 +1501,8 @@ impl Hub {
                 || lock(&self.listening).get(&resource).is_some_and(|n| *n > 0);
         let provider = self.providers().into_iter().find(|p| p.spec.id == resource.provider);
         if !still_wanted && let Some(provider) = provider {
-            forward(&provider, "resources/unsubscribe", json!({"uri": resource.uri}), &Asker::hub()).await?;
+            forward(&provider, crate::methods::RESOURCES_UNSUBSCRIBE, json!({"uri": resource.uri}), &Asker::hub())
+                .await?;
         }
         Ok(json!({}))
     }
@@ -1516,7 +1526,7 @@ impl Hub {
             None => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
             Some((provider, reference)) => {
                 params["ref"] = reference;
-                forward(&provider, "completion/complete", params, asker).await
+                forward(&provider, crate::methods::COMPLETION_COMPLETE, params, asker).await
             }
         }
     }
@@ -1601,75 +1611,32 @@ impl Hub {
         })
     }
 
-    /// Keeps a provider's request passed to the legacy client of `session` until the client
-    /// answers it; the id the request goes to the client under.
+    /// Keeps a provider's request passed to the 2025-11-25 client of `session` until the
+    /// client answers it; the id the request goes to the client under (see [`upcalls`]).
     pub fn ask(&self, session: &str, asked: upcall::Asked) -> String {
-        let mut table = lock(&self.asked);
-        table.next += 1;
-        let id = format!("butler-{}", table.next);
-        let key = (session.to_owned(), id.clone());
-        // Those whose provider stopped waiting go first; then the oldest, when too many wait.
-        let Asked { waiting, order, .. } = &mut *table;
-        order.retain(|key| waiting.get(key).is_some_and(|a| !a.abandoned()));
-        waiting.retain(|_, a| !a.abandoned());
-        if order.len() >= MAX_ASKED
-            && let Some(oldest) = order.pop_front()
-            && let Some(dropped) = waiting.remove(&oldest)
-        {
-            dropped.refuse(-32603, "too many requests wait for clients' answers; this one was dropped");
-        }
-        order.push_back(key.clone());
-        waiting.insert(key, asked);
-        id
+        self.upcalls.ask(session, asked)
     }
 
-    /// The legacy client of `session` answered request `id` the hub passed on: the answer
-    /// goes to the provider that asked. Whether anyone was waiting for it.
+    /// The 2025-11-25 client of `session` answered request `id` the hub passed on: the
+    /// answer goes to the provider that asked. Whether anyone was waiting for it.
     pub fn answered(&self, session: &str, id: &Value, reply: Result<Value, Value>) -> bool {
-        let Some(id) = id.as_str() else { return false };
-        let key = (session.to_owned(), id.to_owned());
-        let mut table = lock(&self.asked);
-        table.order.retain(|k| *k != key);
-        let Some(asked) = table.waiting.remove(&key) else { return false };
-        drop(table);
-        asked.answer(reply);
-        true
+        self.upcalls.answered(session, id, reply)
     }
 
     /// Sets `parked` aside until the client's next round (at most [`PARKED_FOR`]); the id
     /// it is taken back with.
     pub fn park(&self, parked: upcall::Parked) -> String {
-        let id = session_id();
-        let dropped = {
-            let mut table = lock(&self.parked);
-            let mut dropped = expired(&mut table);
-            if table.len() >= MAX_PARKED {
-                dropped.extend(table.pop_front().map(|(_, _, parked)| parked));
-            }
-            table.push_back((id.clone(), std::time::Instant::now() + PARKED_FOR, parked));
-            dropped
-        };
-        // Dropped outside the lock: dropping a call tells its provider to stop.
-        drop(dropped);
-        id
+        self.upcalls.park(session_id(), parked, std::time::Instant::now())
     }
 
     /// Takes back the call parked under `id`, unless it expired.
     pub fn unpark(&self, id: &str) -> Option<upcall::Parked> {
-        let (found, dropped) = {
-            let mut table = lock(&self.parked);
-            let dropped = expired(&mut table);
-            let at = table.iter().position(|(parked, ..)| parked == id);
-            (at.and_then(|at| table.remove(at)).map(|(_, _, parked)| parked), dropped)
-        };
-        drop(dropped);
-        found
+        self.upcalls.unpark(id, std::time::Instant::now())
     }
 
     /// Drops the parked calls whose client did not come back in time.
     pub fn drop_expired_parked(&self) {
-        let dropped = expired(&mut lock(&self.parked));
-        drop(dropped);
+        self.upcalls.drop_expired(std::time::Instant::now());
     }
 
     /// Opens a session for a client that declared `capabilities`; returns its id.
@@ -1739,16 +1706,6 @@ impl Hub {
             std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
     }
-}
-
-/// Takes the expired calls out of `table`, for the caller to drop once it let the lock go.
-fn expired(table: &mut VecDeque<(String, std::time::Instant, upcall::Parked)>) -> Vec<upcall::Parked> {
-    let now = std::time::Instant::now();
-    let mut gone = Vec::new();
-    while table.front().is_some_and(|(_, until, _)| *until <= now) {
-        gone.extend(table.pop_front().map(|(_, _, parked)| parked));
-    }
-    gone
 }
 
 /// A client's tool call while a provider works on it. Dropped before its answer — the
@@ -1889,5 +1846,26 @@ fn offers_prompt(view: &View, spec: &ProviderSpec, public: &str) -> bool {
 impl Follow for Hub {
     async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
         self.reconcile(&snapshot).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list whose providers take nearly the whole wait to start, and then never tell
+    /// what they list to the client's capability set, answers [`LIST_WAIT`] after it
+    /// began — not [`LIST_WAIT`] later still (the learning has no deadline of its own).
+    #[tokio::test(start_paused = true)]
+    async fn a_list_waits_list_wait_in_all_for_starts_and_learning_together() {
+        let began = tokio::time::Instant::now();
+        let wait = ListWait::start();
+        let almost = LIST_WAIT - Duration::from_millis(100);
+        assert!(wait.until_done(tokio::time::sleep(almost)).await, "the starts end within the wait");
+        assert!(!wait.until_done(std::future::pending::<()>()).await, "the learning never ends");
+        assert_eq!(began.elapsed(), LIST_WAIT, "one deadline for both waits");
+        let again = tokio::time::Instant::now();
+        assert!(!wait.until_done(std::future::pending::<()>()).await);
+        assert_eq!(again.elapsed(), Duration::ZERO, "a wait past the deadline returns at once");
     }
 }

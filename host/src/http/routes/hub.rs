@@ -130,7 +130,25 @@ pub async fn log(
 /// "name", "tool" (tools only), "public", "reason": "new"|"changed", "sha256",
 /// "definition", "approved": {"sha256", "definition", "approved"} or null}]}`.
 pub async fn quarantine(State(state): State<AppState>) -> Json<Value> {
-    Json(state.mcp.quarantine().await)
+    let report = state.mcp.quarantine();
+    let held: Vec<Value> = report.held.into_iter().map(held_item).collect();
+    Json(json!({"enabled": report.enabled, "held": held, "trusted": report.trusted}))
+}
+
+/// One held item of `GET /mcp/quarantine`.
+fn held_item(item: butler_mcp::HeldItem) -> Value {
+    let (reason, approved) = match item.held {
+        butler_mcp::quarantine::Held::New => ("new", Value::Null),
+        butler_mcp::quarantine::Held::Changed(pin) => ("changed", json!(pin)),
+    };
+    let mut shaped = json!({"provider": item.provider, "kind": item.kind.as_str(), "name": item.name,
+        "public": item.public, "reason": reason,
+        "sha256": butler_mcp::quarantine::fingerprint(&item.definition), "definition": item.definition,
+        "approved": approved});
+    if item.kind == Kind::Tool {
+        shaped["tool"] = shaped["name"].clone();
+    }
+    shaped
 }
 
 /// One tool to approve: its own name and, if the owner was shown it, its sha256.
