@@ -189,8 +189,7 @@ async fn tool_names(hub: &Hub) -> Vec<String> {
 
 /// The hub's status of provider `id`.
 fn provider_status(hub: &Hub, id: &str) -> Value {
-    let status = hub.status();
-    status["providers"].as_array().and_then(|all| all.iter().find(|p| p["id"] == id).cloned()).unwrap_or(Value::Null)
+    hub.status().providers.into_iter().find(|p| p.status.id == id).map_or(Value::Null, |p| json!(p.status))
 }
 
 /// Whether process `pid` is gone (or a zombie, dead but not yet reaped).
@@ -221,7 +220,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let (accepted, conflicts) = names::settle(&wanted(&catalog), &BTreeMap::new());
     assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
     assert_eq!(conflicts, [conflict("zeta", "my_tools", "my-tools")]);
-    assert_eq!(hub.status()["conflicts"], json!(conflicts), "the hub reports what settle decides");
+    assert_eq!(hub.status().conflicts, conflicts, "the hub reports what settle decides");
 
     let expected: Vec<String> =
         ["alpha", "beta", "my_tools"].iter().flat_map(|ns| PUBLIC_TOOLS.map(|t| format!("{ns}__{t}"))).collect();
@@ -234,14 +233,8 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let rejected: Vec<&str> =
         alpha["rejected"].as_array().expect("rejected").iter().filter_map(|t| t["tool"].as_str()).collect();
     assert_eq!(rejected, ["bad name!", "x".repeat(70).as_str()], "{alpha}");
-    let registered: BTreeMap<String, String> = hub.status()["providers"]
-        .as_array()
-        .expect("providers")
-        .iter()
-        .map(|p| {
-            (p["namespace"].as_str().unwrap_or_default().to_owned(), p["id"].as_str().unwrap_or_default().to_owned())
-        })
-        .collect();
+    let registered: BTreeMap<String, String> =
+        hub.status().providers.into_iter().map(|p| (p.status.namespace, p.status.id)).collect();
     assert_eq!(registered.len(), 3, "{registered:?}");
 
     // A newcomer that sorts first asks for `alpha`: fresh, it would win; against the
@@ -253,7 +246,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let (accepted, conflicts) = names::settle(&wanted(&next), &registered);
     assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
     assert_eq!(conflicts, [conflict("aaa", "alpha", "alpha"), conflict("zeta", "my_tools", "my-tools")]);
-    assert_eq!(hub.status()["conflicts"], json!(conflicts));
+    assert_eq!(hub.status().conflicts, conflicts);
     assert_eq!(routed_to(&hub, "alpha").await, [marker("alpha")]);
     assert!(!log_of(r, "aaa").exists(), "the newcomer left out is never started");
 
@@ -262,7 +255,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     std::fs::remove_dir_all(r.join("tools/alpha")).expect("remove alpha");
     let last = scan(r, Some(&next));
     hub.reconcile(&last).await;
-    assert_eq!(hub.status()["conflicts"], json!([conflict("zeta", "my_tools", "my-tools")]));
+    assert_eq!(hub.status().conflicts, [conflict("zeta", "my_tools", "my-tools")]);
     assert_eq!(routed_to(&hub, "alpha").await, [marker("aaa")]);
     until("the removed provider to stop", move || gone(alpha_pid)).await;
     hub.shutdown().await;

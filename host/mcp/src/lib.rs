@@ -198,6 +198,32 @@ pub struct Session {
     pub subscriptions: HashMap<String, Updated>,
 }
 
+/// What [`Hub::status`] reports.
+#[derive(Debug, Clone)]
+pub struct HubStatus {
+    /// Every provider, in registry order.
+    pub providers: Vec<ProviderStatus>,
+    /// The providers left out because their namespace was taken.
+    pub conflicts: Vec<names::Conflict>,
+    /// The resource URIs more than one provider offers on the main endpoint.
+    pub duplicate_uris: Vec<Value>,
+    /// The names of the host's own tools on `/mcp`.
+    pub host_tools: Vec<Value>,
+    /// The names of the host's own tools on `/mcp/butler`.
+    pub restricted_tools: Vec<Value>,
+    /// How many sessions are open.
+    pub sessions: usize,
+}
+
+/// One provider in [`HubStatus`].
+#[derive(Debug, Clone)]
+pub struct ProviderStatus {
+    /// Its status (`lastError` says so when it cannot start at all).
+    pub status: provider::Status,
+    /// Its items held for the owner's review, by what clients would know them by.
+    pub held: Vec<String>,
+}
+
 /// A log message a provider sent outside any call (`notifications/message`), for the
 /// clients that take those ([`Hub::provider_logs`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -805,7 +831,7 @@ impl Hub {
             crate::methods::PROMPTS_GET if name == CONTEXT_NAME && view.offers_context() => host(),
             crate::methods::RESOURCES_READ if name == CONTEXT_URI && view.offers_context() => host(),
             crate::methods::PROMPTS_GET => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
-            crate::methods::SKILLS_GET | "resources/directory/read" => self.skill_owner(view, name),
+            crate::methods::SKILLS_GET | crate::methods::RESOURCES_DIRECTORY_READ => self.skill_owner(view, name),
             crate::methods::RESOURCES_READ => {
                 self.skill_owner(view, name).or_else(|| self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()))
             }
@@ -837,11 +863,11 @@ impl Hub {
         });
     }
 
-    /// Starts, stops or restarts provider `id`; its status after.
+    /// Starts, stops or restarts provider `id`; its status after (`None`: it went meanwhile).
     ///
     /// # Errors
     /// [`ActionError`].
-    pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Value, ActionError> {
+    pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Option<ProviderStatus>, ActionError> {
         let provider = self
             .providers()
             .into_iter()
@@ -853,9 +879,7 @@ impl Hub {
         if matches!(action, ProviderAction::Start | ProviderAction::Restart) {
             provider.start().await.map_err(|why| ActionError::Failed { id: id.to_owned(), why })?;
         }
-        let status = self.status();
-        let providers = status["providers"].as_array().cloned().unwrap_or_default();
-        Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
+        Ok(self.status().providers.into_iter().find(|p| p.status.id == id))
     }
 
     /// For a call of a name no known list has: starts, concurrently, the providers `view`
@@ -1580,35 +1604,36 @@ impl Hub {
         }
     }
 
-    /// `GET /mcp/status`.
+    /// What `GET /mcp/status` reports: every provider's status with its held items, the
+    /// namespace conflicts, the resource URIs two providers offer, the host's own tools and
+    /// how many sessions are open. The host shapes it for HTTP.
     #[must_use]
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> HubStatus {
         let (tools, rejected) = self.exposed(ItemKind::Tool, &View::Main);
         let held = self.held_items(None);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
-        let providers: Vec<Value> = self
+        let providers = self
             .providers()
             .iter()
             .map(|p| {
                 let names = tools.iter().filter(|e| Arc::ptr_eq(&e.provider, p)).map(|e| e.public.clone()).collect();
-                let mut status = json!(p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default()));
-                let held: Vec<String> =
-                    held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
-                status["held"] = json!(held);
+                let mut status = p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default());
                 if let Some(why) = p.spec.cannot_start() {
-                    status["lastError"] = json!(format!("cannot start: {why}"));
+                    status.last_error = Some(format!("cannot start: {why}"));
                 }
-                status
+                let held = held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
+                ProviderStatus { status, held }
             })
             .collect();
-        let host: Vec<Value> = self.tools.list(Scope::Main).into_iter().map(|t| t["name"].clone()).collect();
-        json!({
-            "providers": providers,
-            "conflicts": conflicts,
-            "duplicateUris": self.resources(&View::Main).1,
-            "host": {"tools": host, "restrictedTools": self.tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
-            "sessions": lock(&self.sessions).by_id.len(),
-        })
+        let names = |scope| self.tools.list(scope).into_iter().map(|t| t["name"].clone()).collect();
+        HubStatus {
+            providers,
+            conflicts,
+            duplicate_uris: self.resources(&View::Main).1,
+            host_tools: names(Scope::Main),
+            restricted_tools: names(Scope::Restricted),
+            sessions: lock(&self.sessions).by_id.len(),
+        }
     }
 
     /// Keeps a provider's request passed to the 2025-11-25 client of `session` until the

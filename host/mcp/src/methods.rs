@@ -30,6 +30,12 @@ pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 /// The level of the log messages a session is sent.
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// The Skills extension's read of a skill's folder.
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
+/// 2026-07-28: what a server offers, asked instead of `initialize`.
+pub const SERVER_DISCOVER: &str = "server/discover";
+/// 2026-07-28: a stream of the notifications a client subscribes to.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 /// The Skills extension's list.
 pub const SKILLS_LIST: &str = "skills/list";
 /// The Skills extension's read of one skill.
@@ -61,7 +67,7 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 /// Every method above, for tests and checks that go over them all.
-pub const ALL: [&str; 27] = [
+pub const ALL: [&str; 30] = [
     INITIALIZE,
     PING,
     TOOLS_LIST,
@@ -77,6 +83,9 @@ pub const ALL: [&str; 27] = [
     LOGGING_SET_LEVEL,
     SKILLS_LIST,
     SKILLS_GET,
+    RESOURCES_DIRECTORY_READ,
+    SERVER_DISCOVER,
+    SUBSCRIPTIONS_LISTEN,
     SAMPLING_CREATE_MESSAGE,
     ELICITATION_CREATE,
     ROOTS_LIST,
