@@ -87,14 +87,13 @@ async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
 /// [`hub`] with `settings`.
 async fn hub_with(root: &Path, catalog: &Catalog, settings: butler_mcp::Settings) -> Arc<Hub> {
     let state = root.join("state");
-    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools::default()), &state, settings);
+    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools), &state, settings);
     hub.reconcile(catalog).await;
     hub
 }
 
 /// The host's own tools as a host without faculties has them: none, and no compiled
 /// context (what the binary's faculty tools are for a runtime with no faculties).
-#[derive(Default)]
 pub(crate) struct NoHostTools;
 
 impl ToolSource for NoHostTools {

@@ -12,6 +12,9 @@
 //!   the hub declares to it;
 //! - [`skills`]: the Skills extension — the providers' and packages' skills, their files
 //!   read and checked against their entries;
+//! - [`sessions`]: the 2025-11-25 clients' sessions, bounded and ended when idle;
+//! - [`subscriptions`]: resource subscriptions of sessions and `subscriptions/listen`
+//!   streams, and when a provider is told to stop sending updates;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
 //!   included;
@@ -38,7 +41,9 @@ pub mod methods;
 pub mod provider;
 pub mod quarantine;
 pub mod review;
+pub mod sessions;
 pub mod skills;
+pub mod subscriptions;
 pub mod templates;
 pub mod tool_source;
 pub mod upcall;
@@ -70,8 +75,7 @@ pub use tool_source::{Scope, ToolSource};
 pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
 
-/// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
-pub const MAX_SESSIONS: usize = 1024;
+pub use sessions::{MAX_SESSIONS, Session, SessionStream};
 
 /// How the hub is set up (the root config's `mcp`).
 #[derive(Debug, Clone)]
@@ -116,8 +120,7 @@ impl Default for Settings {
     }
 }
 
-/// The most resources one session (or one `subscriptions/listen` stream) subscribes to.
-pub const MAX_SUBSCRIPTIONS: usize = 256;
+pub use subscriptions::{Listening, MAX_SUBSCRIPTIONS};
 
 /// The most cancelled calls remembered for the activity log at once.
 const MAX_CANCELLED: usize = 256;
@@ -182,22 +185,6 @@ impl RpcError {
     }
 }
 
-/// One MCP session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Session {
-    /// The endpoint it came through ([`View::endpoint`]).
-    pub endpoint: String,
-    /// The protocol revision agreed at `initialize`.
-    pub version: String,
-    /// The capabilities the client declared at `initialize`.
-    pub capabilities: Value,
-    /// The least severe log level it wants (`logging/setLevel`); `None`: every level.
-    pub log_level: Option<String>,
-    /// The resources it subscribed to: the URI it knows each by, and the provider's
-    /// resource that is (URIs are per endpoint).
-    pub subscriptions: HashMap<String, Updated>,
-}
-
 /// What [`Hub::status`] reports.
 #[derive(Debug, Clone)]
 pub struct HubStatus {
@@ -249,54 +236,6 @@ pub struct Updated {
 }
 
 #[derive(Default)]
-struct Sessions {
-    /// Shared with the requests that read them; changed copy-on-write.
-    by_id: FastMap<String, Arc<Session>>,
-    order: VecDeque<String>,
-    /// When each session last sent a request, and how many notification streams it has open.
-    seen: FastMap<String, (std::time::Instant, usize)>,
-}
-
-impl Sessions {
-    fn forget(&mut self, id: &str) -> bool {
-        self.order.retain(|s| s != id);
-        self.seen.remove(id);
-        self.by_id.remove(id).is_some()
-    }
-
-    /// Ends the sessions idle longer than `idle` with no stream open; how many.
-    fn expire(&mut self, idle: Duration) -> usize {
-        let gone: Vec<String> = self
-            .seen
-            .iter()
-            .filter(|(_, (at, streams))| *streams == 0 && at.elapsed() >= idle)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &gone {
-            self.forget(id);
-        }
-        gone.len()
-    }
-}
-
-/// A session's notification stream, while it is open: the session does not expire.
-pub struct SessionStream {
-    hub: std::sync::Weak<Hub>,
-    id: String,
-}
-
-impl Drop for SessionStream {
-    fn drop(&mut self) {
-        if let Some(hub) = self.hub.upgrade()
-            && let Some((at, streams)) = lock(&hub.sessions).seen.get_mut(&self.id)
-        {
-            *streams = streams.saturating_sub(1);
-            *at = std::time::Instant::now();
-        }
-    }
-}
-
-#[derive(Default)]
 struct Registry {
     providers: Vec<Arc<Provider>>,
     conflicts: Vec<names::Conflict>,
@@ -313,39 +252,6 @@ type Routes = FastMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
-
-/// A `subscriptions/listen` stream's subscription to one resource, while it lives.
-pub struct Listening {
-    uri: String,
-    resource: Updated,
-    listening: Arc<Mutex<HashMap<Updated, usize>>>,
-}
-
-impl Listening {
-    /// The URI subscribed to.
-    #[must_use]
-    pub fn uri(&self) -> &str {
-        &self.uri
-    }
-
-    /// The URI it was subscribed by, when `updated` is the resource it subscribed to.
-    #[must_use]
-    pub fn uri_of(&self, updated: &Updated) -> Option<&str> {
-        (self.resource == *updated).then_some(self.uri.as_str())
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let mut listening = lock(&self.listening);
-        if let Some(count) = listening.get_mut(&self.resource) {
-            *count -= 1;
-            if *count == 0 {
-                listening.remove(&self.resource);
-            }
-        }
-    }
-}
 
 /// A provider's resource as clients see it.
 struct PublicResource {
@@ -378,7 +284,7 @@ pub struct Hub {
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
-    sessions: Mutex<Sessions>,
+    sessions: Arc<sessions::Sessions>,
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests waiting for clients' answers: asked of 2025-11-25 clients, and
     /// calls parked for a 2026-07-28 client's next round.
@@ -387,7 +293,7 @@ pub struct Hub {
     /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
     cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each provider's resource.
-    listening: Arc<Mutex<HashMap<Updated, usize>>>,
+    listening: subscriptions::Listeners,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
@@ -396,8 +302,6 @@ pub struct Hub {
     activity: activity::ActivityLog,
     /// The approved definitions, when `mcp.quarantine` is on.
     pins: Option<quarantine::Pins>,
-    /// A session idle this long (no stream open) ends.
-    session_idle: Duration,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: std::collections::BTreeSet<String>,
     /// Those of them that named no provider when last reconciled (`None`: not yet).
@@ -528,16 +432,15 @@ impl Hub {
             logged,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
-            sessions: Mutex::new(Sessions::default()),
+            sessions: sessions::Sessions::new(settings.session_idle),
             inflight: Mutex::new(FastMap::default()),
             upcalls: upcalls::Upcalls::default(),
             cancelled: Mutex::new(VecDeque::new()),
-            listening: Arc::new(Mutex::new(HashMap::new())),
+            listening: subscriptions::Listeners::default(),
             reconciling: tokio::sync::Mutex::new(false),
             idle: settings.provider_idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
-            session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
             unmatched_pins: Mutex::new(None),
             log_payloads: settings.log_payloads,
@@ -808,7 +711,7 @@ impl Hub {
     #[must_use]
     pub fn session_takes_log(&self, id: &str, view: &View, logged: &Logged) -> bool {
         let level = logged.params.get("level").and_then(Value::as_str).unwrap_or_default();
-        let wanted = lock(&self.sessions).by_id.get(id).and_then(|s| s.log_level.clone());
+        let wanted = self.sessions.read(id, |s| s.log_level.clone());
         wanted.is_some_and(|wanted| upcall::passes(level, Some(&wanted)))
             && self.providers().iter().any(|p| p.spec.id == logged.provider && offers(view, &p.spec))
     }
@@ -849,11 +752,11 @@ impl Hub {
                 tokio::time::sleep(every).await;
                 let Some(hub) = watcher.upgrade() else { break };
                 hub.drop_expired_parked();
-                let expired = lock(&hub.sessions).expire(hub.session_idle);
+                let expired = hub.sessions.expire();
                 if expired > 0 {
                     tracing::debug!(
                         "{expired} MCP sessions ended after {} s without a request",
-                        hub.session_idle.as_secs()
+                        hub.sessions.idle().as_secs()
                     );
                 }
                 for provider in hub.providers() {
@@ -1461,84 +1364,6 @@ impl Hub {
         Ok(result)
     }
 
-    /// `resources/subscribe` (and the resources a `subscriptions/listen` names): asked of
-    /// the provider that offers `uri`; a 2025-11-25 `session` then gets its
-    /// `notifications/resources/updated`.
-    ///
-    /// # Errors
-    /// An unknown resource (`-32002`), too many subscriptions, or the provider's error.
-    pub async fn subscribe(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Value, RpcError> {
-        if let Some(session) = session
-            && self.session(session).is_some_and(|s| s.subscriptions.len() >= MAX_SUBSCRIPTIONS)
-        {
-            return Err(RpcError::invalid_params(format!(
-                "a session subscribes to {MAX_SUBSCRIPTIONS} resources at most; unsubscribe from one first"
-            )));
-        }
-        self.subscribe_to(view, session, uri).await.map(|_| json!({}))
-    }
-
-    /// [`Self::subscribe`]: which provider's resource `uri` is on `view`.
-    async fn subscribe_to(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Updated, RpcError> {
-        let resource = if uri == CONTEXT_URI && view.offers_context() {
-            Updated { provider: "host".to_owned(), uri: uri.to_owned() }
-        } else {
-            let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
-            forward(&provider, crate::methods::RESOURCES_SUBSCRIBE, json!({"uri": original}), &Asker::hub()).await?;
-            Updated { provider: provider.spec.id.clone(), uri: original }
-        };
-        if let Some(session) = session
-            && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
-        {
-            Arc::make_mut(open).subscriptions.insert(uri.to_owned(), resource.clone());
-        }
-        Ok(resource)
-    }
-
-    /// Subscribes a `subscriptions/listen` stream to `uri` for as long as the returned
-    /// [`Listening`] lives.
-    ///
-    /// # Errors
-    /// As [`Self::subscribe`].
-    pub async fn listen_to(&self, view: &View, uri: &str) -> Result<Listening, RpcError> {
-        let resource = self.subscribe_to(view, None, uri).await?;
-        *lock(&self.listening).entry(resource.clone()).or_default() += 1;
-        Ok(Listening { uri: uri.to_owned(), resource, listening: Arc::clone(&self.listening) })
-    }
-
-    /// `resources/unsubscribe`: the session no longer gets `uri`'s updates; the provider is
-    /// told once no session or stream subscribes to it.
-    ///
-    /// # Errors
-    /// The provider's error.
-    pub async fn unsubscribe(&self, view: &View, session: &str, uri: &str) -> Result<Value, RpcError> {
-        let removed =
-            lock(&self.sessions).by_id.get_mut(session).and_then(|open| Arc::make_mut(open).subscriptions.remove(uri));
-        let resource = removed.or_else(|| {
-            self.resource_owner(view, uri)
-                .map(|(provider, original)| Updated { provider: provider.spec.id.clone(), uri: original })
-        });
-        let Some(resource) = resource.filter(|r| r.provider != "host") else { return Ok(json!({})) };
-        // Another endpoint may know the same resource by another URI.
-        let still_wanted =
-            lock(&self.sessions).by_id.values().any(|s| s.subscriptions.values().any(|r| *r == resource))
-                || lock(&self.listening).get(&resource).is_some_and(|n| *n > 0);
-        let provider = self.providers().into_iter().find(|p| p.spec.id == resource.provider);
-        if !still_wanted && let Some(provider) = provider {
-            forward(&provider, crate::methods::RESOURCES_UNSUBSCRIBE, json!({"uri": resource.uri}), &Asker::hub())
-                .await?;
-        }
-        Ok(json!({}))
-    }
-
-    /// The URI session `id` subscribed to the `updated` resource by, if it did.
-    #[must_use]
-    pub fn subscribed(&self, id: &str, updated: &Updated) -> Option<String> {
-        let sessions = lock(&self.sessions);
-        let session = sessions.by_id.get(id)?;
-        session.subscriptions.iter().find(|(_, r)| *r == updated).map(|(uri, _)| uri.clone())
-    }
-
     /// `completion/complete`: asked of the provider that owns the prompt or resource the
     /// reference names (the host's own prompt takes no arguments: nothing to complete).
     ///
@@ -1632,7 +1457,7 @@ impl Hub {
             duplicate_uris: self.resources(&View::Main).1,
             host_tools: names(Scope::Main),
             restricted_tools: names(Scope::Restricted),
-            sessions: lock(&self.sessions).by_id.len(),
+            sessions: self.sessions.count(),
         }
     }
 
@@ -1664,18 +1489,10 @@ impl Hub {
         self.upcalls.drop_expired(std::time::Instant::now());
     }
 
-    /// Opens a session for a client that declared `capabilities`; returns its id.
+    /// Opens a session for a client that declared `capabilities`; returns its id (see
+    /// [`sessions`]).
     pub fn open_session(&self, view: &View, version: String, capabilities: Value) -> String {
         let id = session_id();
-        let mut sessions = lock(&self.sessions);
-        sessions.expire(self.session_idle);
-        if sessions.order.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.order.front().cloned()
-        {
-            sessions.forget(&oldest);
-        }
-        sessions.order.push_back(id.clone());
-        sessions.seen.insert(id.clone(), (std::time::Instant::now(), 0));
         let session = Session {
             endpoint: view.endpoint(),
             version,
@@ -1683,45 +1500,32 @@ impl Hub {
             log_level: None,
             subscriptions: HashMap::new(),
         };
-        sessions.by_id.insert(id.clone(), Arc::new(session));
+        self.sessions.open(id.clone(), session);
         id
     }
 
     /// Sets the least severe log level session `id` wants; whether it is open.
     pub fn set_log_level(&self, id: &str, level: &str) -> bool {
-        let mut sessions = lock(&self.sessions);
-        let Some(session) = sessions.by_id.get_mut(id) else { return false };
-        Arc::make_mut(session).log_level = Some(level.to_owned());
-        true
+        self.sessions.update(id, |session| session.log_level = Some(level.to_owned()))
     }
 
     /// The session `id`, if it is open (and not idle past [`Settings::session_idle`]); it
     /// counts as used from now.
     #[must_use]
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        let mut sessions = lock(&self.sessions);
-        let seen = sessions.seen.get_mut(id)?;
-        if seen.1 == 0 && seen.0.elapsed() >= self.session_idle {
-            sessions.forget(id);
-            return None;
-        }
-        seen.0 = std::time::Instant::now();
-        sessions.by_id.get(id).cloned()
+        self.sessions.get(id)
     }
 
     /// Session `id` opened a notification stream: it does not expire while the returned
     /// guard lives.
     #[must_use]
-    pub fn session_stream(self: &Arc<Self>, id: &str) -> SessionStream {
-        if let Some((_, streams)) = lock(&self.sessions).seen.get_mut(id) {
-            *streams += 1;
-        }
-        SessionStream { hub: Arc::downgrade(self), id: id.to_owned() }
+    pub fn session_stream(&self, id: &str) -> SessionStream {
+        self.sessions.stream(id)
     }
 
     /// Ends session `id`; whether it was open.
     pub fn close_session(&self, id: &str) -> bool {
-        lock(&self.sessions).forget(id)
+        self.sessions.close(id)
     }
 
     /// Stops every provider (the host is shutting down).
