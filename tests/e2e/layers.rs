@@ -24,7 +24,8 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
-    &["pipeline", "packages", "upstream", "app_backends", "notify", "collector", "hub_tools"],
+    &["hub_tools"],
+    &["pipeline", "packages", "upstream", "app_backends", "notify", "collector"],
     &["agents"],
     &["http"],
 ];
