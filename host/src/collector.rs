@@ -343,7 +343,7 @@ impl Collector {
 /// `butler__report_session`: the MCP tool of the journal's `session-turns` command hands
 /// its calls to the collector, so a turn reported over MCP is redacted and stored durably
 /// like one sent to `POST /sessions/turns`.
-impl butler_mcp::host_tools::Door for Collector {
+impl crate::hub_tools::TurnSink for Collector {
     fn take(&self, arguments: Map<String, Value>) -> Result<Value, String> {
         match self.collect(arguments) {
             Ok(Collected::Queued { id, redacted }) => Ok(json!({"queued": true, "id": id, "redacted": redacted})),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use butler_faculty::{Dispatch, FacultyRuntime, Setup, Wiring};
-use butler_mcp::{HostTools, Hub};
+use butler_mcp::Hub;
 
 use crate::agents::Agents;
 use crate::agents::automations::{AutomationError, Automations};
@@ -103,8 +103,8 @@ impl Host {
         let collector = Collector::new(&state_dir, instance.config.collector.clone(), Arc::clone(&faculties));
         // What a previous host left pending is handed over first.
         collector.spawn_delivery();
-        let turns = Arc::clone(&collector) as Arc<dyn butler_mcp::host_tools::Door>;
-        let host_tools = HostTools::new(Arc::clone(&faculties), Some(turns));
+        let turns = Arc::clone(&collector) as Arc<dyn crate::hub_tools::TurnSink>;
+        let host_tools = Arc::new(crate::hub_tools::FacultyTools::new(Arc::clone(&faculties), Some(turns)));
         let profiles = instance.config.mcp.checked_profiles()?;
         let settings = butler_mcp::Settings {
             provider_idle: Duration::from_secs(instance.config.mcp.idle_sec),

@@ -19,6 +19,7 @@
 //! - [`app_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
 //! - [`notify`] — the owner's notification command, told what awaits them;
 //! - [`collector`] — the owner's session turns, redacted and stored durably for the journal;
+//! - [`hub_tools`] — the faculties' tools, one of the MCP hub's tool sources;
 //! - [`agents`] — the owner's agent, run as sessions for delegations and automations;
 //! - [`http`] — the API surface (MCP over Streamable HTTP among it), its gate and error
 //!   envelope, and the web console;
@@ -31,6 +32,7 @@ pub mod collector;
 pub mod host;
 pub use butler_catalog::{json, lock, redact, text, time, validation};
 pub mod http;
+pub mod hub_tools;
 pub mod instance;
 pub mod notify;
 pub mod packages;

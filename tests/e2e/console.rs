@@ -851,9 +851,11 @@ fn shifty(workdir: &Path, tools: &[Value]) {
     write_manifest(workdir, "tools/shifty", &manifest);
 }
 
-/// The public names of what the quarantine holds, once it holds `n` (listing it starts the
-/// providers, as the review queue does).
+/// The public names of what the quarantine holds, once it holds `n` (a client's
+/// `tools/list` starts the providers: reading the queue starts none).
 fn held_names(butler: &Butler, n: usize) -> Vec<String> {
+    let client = crate::mcp::Client::connect(butler, "/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
     let names = |report: &Value| -> Vec<String> {
         report["held"]
             .as_array()
@@ -863,6 +865,7 @@ fn held_names(butler: &Butler, n: usize) -> Vec<String> {
             .collect()
     };
     wait_until(Duration::from_secs(30), "the quarantine to hold the provider's items", || {
+        let _ = client.post(&list, &[]);
         names(&butler.get_json("/mcp/quarantine").1).len() == n
     });
     names(&butler.get_json("/mcp/quarantine").1)

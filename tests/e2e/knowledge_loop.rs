@@ -680,8 +680,11 @@ fn the_notification_command_is_told_of_a_burst_of_candidates_and_of_held_tools()
     // A provider whose tools are held: the first message (the command fails it).
     let log = out.path().join("fake.log");
     write_manifest(&butler.workdir, "tools/fake", &crate::mcp::fake("fake", &log, json!({})));
-    let lines = |butler: &Butler| -> Vec<Value> {
-        let _ = butler.get_json("/mcp/quarantine");
+    // A client's list starts the provider, whose tools are then held (reading the
+    // quarantine's queue would start nothing).
+    let client = crate::mcp::Client::connect(&butler, "/mcp");
+    let lines = |_: &Butler| -> Vec<Value> {
+        let _ = client.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}), &[]);
         std::fs::read_to_string(&received)
             .unwrap_or_default()
             .lines()

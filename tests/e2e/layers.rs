@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["instance"],
     &["supervise"],
+    &["hub_tools"],
     &["pipeline", "packages", "upstream", "app_backends", "notify", "collector"],
     &["agents"],
     &["http"],

@@ -201,9 +201,13 @@ fn an_unapproved_providers_skills_are_held_until_the_owner_approves_what_it_offe
     instance_with_skills(dir.path(), &log, true);
     let butler = Butler::start(dir.path());
 
-    // Held: shown to the owner, offered to no client, refused on get and read.
+    // Held: shown to the owner, offered to no client, refused on get and read. A client's
+    // list starts the provider (reading the queue starts none).
+    let lister = Client::connect(&butler, "/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
     let mut report = Value::Null;
     wait_until(LIMIT, "the docs provider's skills held", || {
+        let _ = lister.post(&list, &[]);
         report = butler.get_json("/mcp/quarantine").1;
         let held = report["held"].as_array().into_iter().flatten();
         held.filter(|h| h["provider"] == "docs" && h["kind"] == "skill").count() == 2

@@ -1,4 +1,5 @@
-//! The MCP hub in-process: a [`Hub`] (with a faculty runtime that has no faculties)
+//! The MCP hub in-process: a [`Hub`] (with [`NoHostTools`] standing in for the binary's
+//! faculty tools)
 //! reconciled from scanned temp instances whose providers are `tests/providers/fake_mcp.py`,
 //! run under the real keeper and called as the HTTP layer calls them. Covered: colliding
 //! tool names are told apart by namespace, and a taken namespace is a conflict settled
@@ -7,9 +8,8 @@
 //! the provider, for the right call; a crash is an `isError` result that costs only its
 //! provider, which comes back by itself.
 //!
-//! Real time: these providers are real processes, and a paused clock would advance past
-//! every timeout while the runtime waits on their pipes (the restart rule itself runs on
-//! the paused clock in `host/mcp/src/provider.rs`). Each test shuts its hub down at the end.
+//! Real time: the provider's restart is timed by `std::time::Instant` as well as by tokio,
+//! so a paused clock would not drive it. Each test shuts its hub down at the end.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,9 +17,12 @@ use std::sync::{Arc, OnceLock};
 
 use butler_catalog::Catalog;
 use butler_catalog::names::{self, Conflict};
-use butler_faculty::{FacultyRuntime, Setup};
-use butler_mcp::{Answer, Asker, HostTools, Hub, View};
+use butler_mcp::quarantine::Kind;
+use butler_mcp::tool_source::{Scope, ToolSource};
+use butler_mcp::{Answer, Asker, Hub, View};
 use butler_process::HostEnv;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::{scan, until, use_real_keeper, within, write_manifest};
@@ -78,12 +81,46 @@ fn write_providers(root: &Path, providers: &[(&str, Option<&str>)]) {
 /// A hub for the instance at `root` (state under `root/state`), reconciled with
 /// `catalog`.
 async fn hub(root: &Path, catalog: &Catalog) -> Arc<Hub> {
+    hub_with(root, catalog, butler_mcp::Settings::default()).await
+}
+
+/// [`hub`] with `settings`.
+async fn hub_with(root: &Path, catalog: &Catalog, settings: butler_mcp::Settings) -> Arc<Hub> {
     let state = root.join("state");
-    let runtime = FacultyRuntime::new(Setup { state_dir: state.clone(), ..Setup::default() })
-        .expect("a faculty runtime without faculties");
-    let hub = Hub::new(HostEnv::default(), HostTools::new(runtime, None), &state, butler_mcp::Settings::default());
+    let hub = Hub::new(HostEnv::default(), Arc::new(NoHostTools), &state, settings);
     hub.reconcile(catalog).await;
     hub
+}
+
+/// The host's own tools as a host without faculties has them: none, and no compiled
+/// context (what the binary's faculty tools are for a runtime with no faculties).
+pub(crate) struct NoHostTools;
+
+impl ToolSource for NoHostTools {
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        async {}.boxed()
+    }
+
+    fn list(&self, _: Scope) -> Vec<Value> {
+        Vec::new()
+    }
+
+    fn has(&self, _: Scope, _: &str) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, _: Scope, _: &'a str, name: &'a str, _: Value) -> BoxFuture<'a, Value> {
+        async move { butler_mcp::tool_source::error_result(format!("no tool `{name}`")) }.boxed()
+    }
+
+    fn context(&self) -> BoxFuture<'_, String> {
+        async { "No faculty provides a compiled context.".to_owned() }.boxed()
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        // Nothing ever changes: the sender is gone, so a watcher stops at once.
+        tokio::sync::watch::channel(0).1
+    }
 }
 
 /// `(id, namespace)` of every provider of `catalog`, in scan order: what the hub settles.
@@ -151,8 +188,7 @@ async fn tool_names(hub: &Hub) -> Vec<String> {
 
 /// The hub's status of provider `id`.
 fn provider_status(hub: &Hub, id: &str) -> Value {
-    let status = hub.status();
-    status["providers"].as_array().and_then(|all| all.iter().find(|p| p["id"] == id).cloned()).unwrap_or(Value::Null)
+    hub.status().providers.into_iter().find(|p| p.status.id == id).map_or(Value::Null, |p| json!(p.status))
 }
 
 /// Whether process `pid` is gone (or a zombie, dead but not yet reaped).
@@ -183,7 +219,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let (accepted, conflicts) = names::settle(&wanted(&catalog), &BTreeMap::new());
     assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
     assert_eq!(conflicts, [conflict("zeta", "my_tools", "my-tools")]);
-    assert_eq!(hub.status()["conflicts"], json!(conflicts), "the hub reports what settle decides");
+    assert_eq!(hub.status().conflicts, conflicts, "the hub reports what settle decides");
 
     let expected: Vec<String> =
         ["alpha", "beta", "my_tools"].iter().flat_map(|ns| PUBLIC_TOOLS.map(|t| format!("{ns}__{t}"))).collect();
@@ -196,14 +232,8 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let rejected: Vec<&str> =
         alpha["rejected"].as_array().expect("rejected").iter().filter_map(|t| t["tool"].as_str()).collect();
     assert_eq!(rejected, ["bad name!", "x".repeat(70).as_str()], "{alpha}");
-    let registered: BTreeMap<String, String> = hub.status()["providers"]
-        .as_array()
-        .expect("providers")
-        .iter()
-        .map(|p| {
-            (p["namespace"].as_str().unwrap_or_default().to_owned(), p["id"].as_str().unwrap_or_default().to_owned())
-        })
-        .collect();
+    let registered: BTreeMap<String, String> =
+        hub.status().providers.into_iter().map(|p| (p.status.namespace, p.status.id)).collect();
     assert_eq!(registered.len(), 3, "{registered:?}");
 
     // A newcomer that sorts first asks for `alpha`: fresh, it would win; against the
@@ -215,7 +245,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     let (accepted, conflicts) = names::settle(&wanted(&next), &registered);
     assert_eq!(accepted, ["alpha", "beta", "my-tools"]);
     assert_eq!(conflicts, [conflict("aaa", "alpha", "alpha"), conflict("zeta", "my_tools", "my-tools")]);
-    assert_eq!(hub.status()["conflicts"], json!(conflicts));
+    assert_eq!(hub.status().conflicts, conflicts);
     assert_eq!(routed_to(&hub, "alpha").await, [marker("alpha")]);
     assert!(!log_of(r, "aaa").exists(), "the newcomer left out is never started");
 
@@ -224,7 +254,7 @@ async fn colliding_names_are_namespaced_and_a_taken_namespace_is_settled_as_name
     std::fs::remove_dir_all(r.join("tools/alpha")).expect("remove alpha");
     let last = scan(r, Some(&next));
     hub.reconcile(&last).await;
-    assert_eq!(hub.status()["conflicts"], json!([conflict("zeta", "my_tools", "my-tools")]));
+    assert_eq!(hub.status().conflicts, [conflict("zeta", "my_tools", "my-tools")]);
     assert_eq!(routed_to(&hub, "alpha").await, [marker("aaa")]);
     until("the removed provider to stop", move || gone(alpha_pid)).await;
     hub.shutdown().await;
@@ -417,7 +447,7 @@ async fn a_list_waits_for_a_silent_provider_once_per_start_not_once_per_client()
     // Later clients' lists do not wait for it: a quarter of the wait is ample for a list
     // that waits for nothing, and far from the whole of it.
     let none = json!({});
-    for client in [Asker::legacy(&none, None), Asker::modern(&none, None), Asker::hub()] {
+    for client in [Asker::sessions_2025(&none, None), Asker::stateless_2026(&none, None), Asker::hub()] {
         let listed = tokio::time::timeout(butler_mcp::LIST_WAIT / 4, hub.list_tools(&View::Main, &client)).await;
         assert!(
             listed.is_ok_and(|tools| tools.is_empty()),
@@ -463,5 +493,37 @@ async fn a_provider_that_never_answers_does_not_hold_up_a_list() {
     assert_eq!(names.iter().filter(|n| n.starts_with("alpha__")).count(), PUBLIC_TOOLS.len(), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
     assert_eq!(provider_status(&hub, "alpha")["pending"], false);
+    hub.shutdown().await;
+}
+
+/// Reading the quarantine's queue (what `GET /mcp/quarantine`, `butler mcp held` and the
+/// console's review queue read) starts no provider: one never listed stays idle, its
+/// process never runs, and the queue holds nothing of it yet. A list then starts it, and
+/// the queue shows what it holds.
+#[tokio::test]
+async fn reading_the_quarantine_queue_starts_no_provider() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let settings = butler_mcp::Settings { quarantine: true, ..butler_mcp::Settings::default() };
+    let hub = hub_with(r, &scan(r, None), settings).await;
+    for _ in 0..3 {
+        let report = hub.quarantine();
+        assert!(report.enabled && report.held.is_empty(), "nothing is known of alpha yet");
+    }
+    // Long enough for a start the read had begun to reach the provider's log.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(provider_status(&hub, "alpha")["state"], "idle", "the queue read started alpha");
+    assert!(log_lines(r, "alpha").is_empty(), "alpha ran: {:?}", log_lines(r, "alpha"));
+    // A list starts it; its tools are held, and the queue says so.
+    assert!(tool_names(&hub).await.is_empty(), "alpha's tools are held");
+    let held_tools = |hub: &Hub| -> Vec<String> {
+        hub.quarantine().held.into_iter().filter(|h| h.kind == Kind::Tool).map(|h| h.name).collect()
+    };
+    let queue = Arc::clone(&hub);
+    until("alpha's tools in the queue", move || held_tools(&queue).len() == PUBLIC_TOOLS.len()).await;
+    let held = held_tools(&hub);
+    assert_eq!(held, PUBLIC_TOOLS, "the queue shows what the list found");
     hub.shutdown().await;
 }

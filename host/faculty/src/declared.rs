@@ -39,7 +39,7 @@ pub struct Offer {
     /// Arguments filled when the caller left them out.
     pub default: Map<String, Value>,
     /// What the command takes on the host's behalf, when it is one of the host's doors:
-    /// a call goes through the host's own path to it (see `butler_mcp::host_tools::Door`).
+    /// a call goes through the host's own path to it (see `TurnSink` in the binary's `hub_tools` module).
     pub takes: Option<CommandDoor>,
     /// The command takes its arguments as one JSON document (a 0.2.0 command, or one whose
     /// `stdin` argument is named `args`); otherwise each argument is one declared `args`

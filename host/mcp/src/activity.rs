@@ -66,7 +66,7 @@ pub struct Entry {
     pub token: Option<String>,
     /// The protocol revision of the request.
     pub revision: String,
-    /// The legacy session it belongs to (2026-07-28 has none).
+    /// The 2025-11-25 session it belongs to (2026-07-28 has none).
     pub session: Option<String>,
     /// The JSON-RPC method.
     pub method: String,

@@ -41,9 +41,9 @@ impl Changed {
     #[must_use]
     pub fn methods(self) -> Vec<&'static str> {
         [
-            (self.tools, "notifications/tools/list_changed"),
-            (self.prompts, "notifications/prompts/list_changed"),
-            (self.resources, "notifications/resources/list_changed"),
+            (self.tools, crate::methods::TOOLS_LIST_CHANGED),
+            (self.prompts, crate::methods::PROMPTS_LIST_CHANGED),
+            (self.resources, crate::methods::RESOURCES_LIST_CHANGED),
         ]
         .into_iter()
         .filter_map(|(changed, method)| changed.then_some(method))

@@ -1,9 +1,10 @@
 //! The MCP hub: one MCP server for every stdio provider the catalog declares, plus the
-//! tools the faculties offer.
+//! tools the host runs itself (the faculties', reaching it through a [`ToolSource`]).
 //!
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
-//! - [`host_tools`]: the faculties' tools (commands their manifests offer, behind schemas);
+//! - [`tool_source`]: the host's own tools (the binary's faculty tools) as a [`ToolSource`];
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
+//! - [`methods`]: the MCP method names, as constants in one place;
 //! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
 //!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
 //! - [`templates`]: which resource template a URI is one of;
@@ -11,11 +12,15 @@
 //!   the hub declares to it;
 //! - [`skills`]: the Skills extension — the providers' and packages' skills, their files
 //!   read and checked against their entries;
+//! - [`sessions`]: the 2025-11-25 clients' sessions, bounded and ended when idle;
+//! - [`subscriptions`]: resource subscriptions of sessions and `subscriptions/listen`
+//!   streams, and when a provider is told to stop sending updates;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
 //!   included;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
-//!   client) on its way to the client that made the call;
+//!   client) on its way to the client that made the call; [`upcalls`]: those requests while
+//!   they wait for a client's answer across its requests (asked and parked);
 //! - public names and conflict settlement come from [`butler_catalog::names`].
 //!
 //! The hub knows no transport: it answers typed calls (list, call, read, cancel), keeps
@@ -31,14 +36,18 @@ pub mod activity;
 pub mod answer;
 pub mod capability_sets;
 pub mod framing;
-pub mod host_tools;
 pub mod instructions;
+pub mod methods;
 pub mod provider;
 pub mod quarantine;
 pub mod review;
+pub mod sessions;
 pub mod skills;
+pub mod subscriptions;
 pub mod templates;
+pub mod tool_source;
 pub mod upcall;
+pub mod upcalls;
 pub mod upstream;
 pub mod view;
 
@@ -61,13 +70,12 @@ use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 use capability_sets::{CapabilitySet, Listed, Narrowing};
-pub use host_tools::{HostTools, Scope};
 use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+pub use tool_source::{Scope, ToolSource};
 pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
 
-/// The most sessions kept; the oldest is forgotten beyond (its client re-initializes on 404).
-pub const MAX_SESSIONS: usize = 1024;
+pub use sessions::{MAX_SESSIONS, Session, SessionStream};
 
 /// How the hub is set up (the root config's `mcp`).
 #[derive(Debug, Clone)]
@@ -112,27 +120,38 @@ impl Default for Settings {
     }
 }
 
-/// The most resources one session (or one `subscriptions/listen` stream) subscribes to.
-pub const MAX_SUBSCRIPTIONS: usize = 256;
-
-/// The most providers' requests waiting for a legacy client's answer, over all sessions;
-/// beyond, the oldest is refused.
-const MAX_ASKED: usize = 1024;
+pub use subscriptions::{Listening, MAX_SUBSCRIPTIONS};
 
 /// The most cancelled calls remembered for the activity log at once.
 const MAX_CANCELLED: usize = 256;
 
-/// The most calls set aside for a 2026-07-28 client's next round, and how long each waits
-/// for it: beyond either, the call is dropped (its provider is told to stop).
-const MAX_PARKED: usize = 256;
-/// See [`MAX_PARKED`].
-pub const PARKED_FOR: Duration = Duration::from_secs(300);
+pub use upcalls::PARKED_FOR;
 
 /// The longest a list waits for providers that are starting to list for the first time
-/// (and as long again for learning what they list to the client's capability set): one
+/// and for learning what they list to the client's capability set, both together: one
 /// slow or hung provider delays a client's `tools/list` by this much at most, and once per
 /// start of it: later lists answer without it at once until it has listed or starts again.
 pub const LIST_WAIT: Duration = Duration::from_secs(2);
+
+/// One list's wait for its providers: every wait it does ends by the same deadline,
+/// [`LIST_WAIT`] after it began, so a list that waits for starts and then for learning
+/// waits no longer than one that waits for either.
+struct ListWait {
+    deadline: tokio::time::Instant,
+}
+
+impl ListWait {
+    /// A wait whose deadline is [`LIST_WAIT`] from now.
+    fn start() -> Self {
+        Self { deadline: tokio::time::Instant::now() + LIST_WAIT }
+    }
+
+    /// Waits for `done` until the deadline: whether it finished in time.
+    async fn until_done(&self, done: impl std::future::Future) -> bool {
+        tokio::time::timeout_at(self.deadline, done).await.is_ok()
+    }
+}
+
 /// The compiled context, offered as a resource and a prompt.
 const CONTEXT_URI: &str = "butler://context";
 const CONTEXT_NAME: &str = "butler__context";
@@ -166,20 +185,30 @@ impl RpcError {
     }
 }
 
-/// One MCP session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Session {
-    /// The endpoint it came through ([`View::endpoint`]).
-    pub endpoint: String,
-    /// The protocol revision agreed at `initialize`.
-    pub version: String,
-    /// The capabilities the client declared at `initialize`.
-    pub capabilities: Value,
-    /// The least severe log level it wants (`logging/setLevel`); `None`: every level.
-    pub log_level: Option<String>,
-    /// The resources it subscribed to: the URI it knows each by, and the provider's
-    /// resource that is (URIs are per endpoint).
-    pub subscriptions: HashMap<String, Updated>,
+/// What [`Hub::status`] reports.
+#[derive(Debug, Clone)]
+pub struct HubStatus {
+    /// Every provider, in registry order.
+    pub providers: Vec<ProviderStatus>,
+    /// The providers left out because their namespace was taken.
+    pub conflicts: Vec<names::Conflict>,
+    /// The resource URIs more than one provider offers on the main endpoint.
+    pub duplicate_uris: Vec<Value>,
+    /// The names of the host's own tools on `/mcp`.
+    pub host_tools: Vec<Value>,
+    /// The names of the host's own tools on `/mcp/butler`.
+    pub restricted_tools: Vec<Value>,
+    /// How many sessions are open.
+    pub sessions: usize,
+}
+
+/// One provider in [`HubStatus`].
+#[derive(Debug, Clone)]
+pub struct ProviderStatus {
+    /// Its status (`lastError` says so when it cannot start at all).
+    pub status: provider::Status,
+    /// Its items held for the owner's review, by what clients would know them by.
+    pub held: Vec<String>,
 }
 
 /// A log message a provider sent outside any call (`notifications/message`), for the
@@ -207,54 +236,6 @@ pub struct Updated {
 }
 
 #[derive(Default)]
-struct Sessions {
-    /// Shared with the requests that read them; changed copy-on-write.
-    by_id: FastMap<String, Arc<Session>>,
-    order: VecDeque<String>,
-    /// When each session last sent a request, and how many notification streams it has open.
-    seen: FastMap<String, (std::time::Instant, usize)>,
-}
-
-impl Sessions {
-    fn forget(&mut self, id: &str) -> bool {
-        self.order.retain(|s| s != id);
-        self.seen.remove(id);
-        self.by_id.remove(id).is_some()
-    }
-
-    /// Ends the sessions idle longer than `idle` with no stream open; how many.
-    fn expire(&mut self, idle: Duration) -> usize {
-        let gone: Vec<String> = self
-            .seen
-            .iter()
-            .filter(|(_, (at, streams))| *streams == 0 && at.elapsed() >= idle)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &gone {
-            self.forget(id);
-        }
-        gone.len()
-    }
-}
-
-/// A session's notification stream, while it is open: the session does not expire.
-pub struct SessionStream {
-    hub: std::sync::Weak<Hub>,
-    id: String,
-}
-
-impl Drop for SessionStream {
-    fn drop(&mut self) {
-        if let Some(hub) = self.hub.upgrade()
-            && let Some((at, streams)) = lock(&hub.sessions).seen.get_mut(&self.id)
-        {
-            *streams = streams.saturating_sub(1);
-            *at = std::time::Instant::now();
-        }
-    }
-}
-
-#[derive(Default)]
 struct Registry {
     providers: Vec<Arc<Provider>>,
     conflicts: Vec<names::Conflict>,
@@ -271,47 +252,6 @@ type Routes = FastMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
-
-/// Providers' requests waiting for legacy clients' answers, oldest first.
-#[derive(Default)]
-struct Asked {
-    waiting: HashMap<InflightKey, upcall::Asked>,
-    order: VecDeque<InflightKey>,
-    next: u64,
-}
-
-/// A `subscriptions/listen` stream's subscription to one resource, while it lives.
-pub struct Listening {
-    uri: String,
-    resource: Updated,
-    listening: Arc<Mutex<HashMap<Updated, usize>>>,
-}
-
-impl Listening {
-    /// The URI subscribed to.
-    #[must_use]
-    pub fn uri(&self) -> &str {
-        &self.uri
-    }
-
-    /// The URI it was subscribed by, when `updated` is the resource it subscribed to.
-    #[must_use]
-    pub fn uri_of(&self, updated: &Updated) -> Option<&str> {
-        (self.resource == *updated).then_some(self.uri.as_str())
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let mut listening = lock(&self.listening);
-        if let Some(count) = listening.get_mut(&self.resource) {
-            *count -= 1;
-            if *count == 0 {
-                listening.remove(&self.resource);
-            }
-        }
-    }
-}
 
 /// A provider's resource as clients see it.
 struct PublicResource {
@@ -332,7 +272,7 @@ struct Exposed {
 /// The hub.
 pub struct Hub {
     registry: RwLock<Registry>,
-    host_tools: HostTools,
+    tools: Arc<dyn ToolSource>,
     host: HostEnv,
     cache_dir: PathBuf,
     logs_dir: PathBuf,
@@ -344,17 +284,16 @@ pub struct Hub {
     epoch: Arc<AtomicU64>,
     /// Public tool name → its provider and original name, for the epoch it was built at.
     routes: Mutex<Option<(u64, Arc<Routes>)>>,
-    sessions: Mutex<Sessions>,
+    sessions: Arc<sessions::Sessions>,
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
-    /// Providers' requests passed to legacy clients, by (session, the id the hub gave it).
-    asked: Mutex<Asked>,
+    /// Providers' requests waiting for clients' answers: asked of 2025-11-25 clients, and
+    /// calls parked for a 2026-07-28 client's next round.
+    upcalls: upcalls::Upcalls,
     /// The tool calls that ended cancelled by their client, until the activity log asks
     /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
     cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each provider's resource.
-    listening: Arc<Mutex<HashMap<Updated, usize>>>,
-    /// Calls waiting for a 2026-07-28 client's next round, by a random id, oldest first.
-    parked: Mutex<VecDeque<(String, std::time::Instant, upcall::Parked)>>,
+    listening: subscriptions::Listeners,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
     /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
@@ -363,8 +302,6 @@ pub struct Hub {
     activity: activity::ActivityLog,
     /// The approved definitions, when `mcp.quarantine` is on.
     pins: Option<quarantine::Pins>,
-    /// A session idle this long (no stream open) ends.
-    session_idle: Duration,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: std::collections::BTreeSet<String>,
     /// Those of them that named no provider when last reconciled (`None`: not yet).
@@ -480,13 +417,13 @@ impl Hub {
     /// A hub with no providers yet; `state_dir` holds the list cache and provider logs, and
     /// a provider that ran `idle` without a call is stopped (see [`Self::stop_idle_providers`]).
     #[must_use]
-    pub fn new(host: HostEnv, host_tools: HostTools, state_dir: &Path, settings: Settings) -> Arc<Self> {
+    pub fn new(host: HostEnv, tools: Arc<dyn ToolSource>, state_dir: &Path, settings: Settings) -> Arc<Self> {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
         let (logged, _) = broadcast::channel(LOGGED_QUEUE);
         Arc::new(Self {
             registry: RwLock::new(Registry::default()),
-            host_tools,
+            tools,
             host,
             cache_dir: state_dir.join("mcp"),
             logs_dir: state_dir.join("logs"),
@@ -495,17 +432,15 @@ impl Hub {
             logged,
             epoch: Arc::new(AtomicU64::new(0)),
             routes: Mutex::new(None),
-            sessions: Mutex::new(Sessions::default()),
+            sessions: sessions::Sessions::new(settings.session_idle),
             inflight: Mutex::new(FastMap::default()),
-            asked: Mutex::new(Asked::default()),
+            upcalls: upcalls::Upcalls::default(),
             cancelled: Mutex::new(VecDeque::new()),
-            parked: Mutex::new(VecDeque::new()),
-            listening: Arc::new(Mutex::new(HashMap::new())),
+            listening: subscriptions::Listeners::default(),
             reconciling: tokio::sync::Mutex::new(false),
             idle: settings.provider_idle,
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
             pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
-            session_idle: settings.session_idle,
             legacy_providers: settings.legacy_providers,
             unmatched_pins: Mutex::new(None),
             log_payloads: settings.log_payloads,
@@ -726,7 +661,7 @@ impl Hub {
     /// Tells clients whenever the faculties' tools change (from now on, for as long as the
     /// hub lives).
     pub fn relay_faculty_changes(self: &Arc<Self>) {
-        let mut faculty_tools = self.host_tools.changes();
+        let mut faculty_tools = self.tools.changes();
         let watcher = Arc::downgrade(self);
         tokio::spawn(async move {
             while faculty_tools.changed().await.is_ok() {
@@ -776,7 +711,7 @@ impl Hub {
     #[must_use]
     pub fn session_takes_log(&self, id: &str, view: &View, logged: &Logged) -> bool {
         let level = logged.params.get("level").and_then(Value::as_str).unwrap_or_default();
-        let wanted = lock(&self.sessions).by_id.get(id).and_then(|s| s.log_level.clone());
+        let wanted = self.sessions.read(id, |s| s.log_level.clone());
         wanted.is_some_and(|wanted| upcall::passes(level, Some(&wanted)))
             && self.providers().iter().any(|p| p.spec.id == logged.provider && offers(view, &p.spec))
     }
@@ -794,13 +729,13 @@ impl Hub {
     pub fn owner_of(&self, view: &View, method: &str, name: &str) -> Option<String> {
         let host = || Some("host".to_owned());
         match method {
-            "tools/call" if self.offers_host_tool(view, name) => host(),
-            "tools/call" => self.with_tool_route(view, name, |p, _| p.spec.id.clone()),
-            "prompts/get" if name == CONTEXT_NAME && view.offers_context() => host(),
-            "resources/read" if name == CONTEXT_URI && view.offers_context() => host(),
-            "prompts/get" => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
-            "skills/get" | "resources/directory/read" => self.skill_owner(view, name),
-            "resources/read" => {
+            crate::methods::TOOLS_CALL if self.offers_host_tool(view, name) => host(),
+            crate::methods::TOOLS_CALL => self.with_tool_route(view, name, |p, _| p.spec.id.clone()),
+            crate::methods::PROMPTS_GET if name == CONTEXT_NAME && view.offers_context() => host(),
+            crate::methods::RESOURCES_READ if name == CONTEXT_URI && view.offers_context() => host(),
+            crate::methods::PROMPTS_GET => self.prompt_in(view, name).map(|e| e.provider.spec.id.clone()),
+            crate::methods::SKILLS_GET | crate::methods::RESOURCES_DIRECTORY_READ => self.skill_owner(view, name),
+            crate::methods::RESOURCES_READ => {
                 self.skill_owner(view, name).or_else(|| self.resource_owner(view, name).map(|(p, _)| p.spec.id.clone()))
             }
             _ => None,
@@ -817,11 +752,11 @@ impl Hub {
                 tokio::time::sleep(every).await;
                 let Some(hub) = watcher.upgrade() else { break };
                 hub.drop_expired_parked();
-                let expired = lock(&hub.sessions).expire(hub.session_idle);
+                let expired = hub.sessions.expire();
                 if expired > 0 {
                     tracing::debug!(
                         "{expired} MCP sessions ended after {} s without a request",
-                        hub.session_idle.as_secs()
+                        hub.sessions.idle().as_secs()
                     );
                 }
                 for provider in hub.providers() {
@@ -831,11 +766,11 @@ impl Hub {
         });
     }
 
-    /// Starts, stops or restarts provider `id`; its status after.
+    /// Starts, stops or restarts provider `id`; its status after (`None`: it went meanwhile).
     ///
     /// # Errors
     /// [`ActionError`].
-    pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Value, ActionError> {
+    pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Option<ProviderStatus>, ActionError> {
         let provider = self
             .providers()
             .into_iter()
@@ -847,9 +782,7 @@ impl Hub {
         if matches!(action, ProviderAction::Start | ProviderAction::Restart) {
             provider.start().await.map_err(|why| ActionError::Failed { id: id.to_owned(), why })?;
         }
-        let status = self.status();
-        let providers = status["providers"].as_array().cloned().unwrap_or_default();
-        Ok(providers.into_iter().find(|p| p["id"] == id).unwrap_or(Value::Null))
+        Ok(self.status().providers.into_iter().find(|p| p.status.id == id))
     }
 
     /// For a call of a name no known list has: starts, concurrently, the providers `view`
@@ -872,7 +805,7 @@ impl Hub {
     /// Starts, concurrently, the providers `view` offers (`None`: every provider) whose
     /// lists are not known yet, and learns what those it offers list to clients of `set`
     /// where that is not known ([`capability_sets`]). The list waits [`LIST_WAIT`] at most
-    /// for the starts, then as long at most for the learning: a provider that is not ready
+    /// in all — for the starts, then for the learning, within one deadline: a provider that is not ready
     /// by then is left out of this answer (its status says `pending`), its start goes on
     /// (bounded by [`provider::START_TIMEOUT`]), and what it lists later reaches clients as
     /// a `list_changed` notification. A list waits for a provider once per start of it (and
@@ -890,10 +823,11 @@ impl Hub {
         for provider in &providers {
             provider.prepare(set);
         }
-        // First their starts, then what they list to `set`: [`LIST_WAIT`] each at most.
+        // First their starts, then what they list to `set`: [`LIST_WAIT`] for both together.
+        let wait = ListWait::start();
         let starting: Vec<&Arc<Provider>> = providers.iter().filter(|p| !p.listed() && p.awaited(set)).collect();
         let started = futures_util::future::join_all(starting.iter().map(|p| p.wait_listed()));
-        if !starting.is_empty() && tokio::time::timeout(LIST_WAIT, started).await.is_err() {
+        if !starting.is_empty() && !wait.until_done(started).await {
             Self::missed(&starting, set, "still starting");
         }
         if set == CapabilitySet::FULL {
@@ -905,7 +839,7 @@ impl Hub {
             provider.learn(set);
         }
         let learned = futures_util::future::join_all(learning.iter().map(|p| p.wait_learned(set)));
-        if !learning.is_empty() && tokio::time::timeout(LIST_WAIT, learned).await.is_err() {
+        if !learning.is_empty() && !wait.until_done(learned).await {
             Self::missed(&learning, set, "still learning what it lists to such a client");
         }
     }
@@ -946,10 +880,10 @@ impl Hub {
     /// are rejected.
     fn exposed(&self, kind: ItemKind, view: &View) -> (Vec<Exposed>, HashMap<String, Vec<Rejected>>) {
         let mut seen: HashSet<String> = self
-            .host_tools
+            .tools
             .list(Scope::Main)
             .iter()
-            .chain(&self.host_tools.list(Scope::Restricted))
+            .chain(&self.tools.list(Scope::Restricted))
             .filter_map(|t| t["name"].as_str().map(str::to_owned))
             .collect();
         seen.insert(CONTEXT_NAME.to_owned());
@@ -1012,7 +946,7 @@ impl Hub {
 
     /// Whether `view` offers the faculties' tool `name`.
     fn offers_host_tool(&self, view: &View, name: &str) -> bool {
-        view.offers_host_tool(name) && self.host_tools.has(view.scope(), name)
+        view.offers_host_tool(name) && self.tools.has(view.scope(), name)
     }
 
     /// The provider tool `view` offers as `name`, and the tool's own name.
@@ -1103,9 +1037,9 @@ impl Hub {
     /// the name `view` shows it by (a provider is started only when its lists are not known
     /// yet), but those a provider lists only to clients more capable than `asker`.
     pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
-        self.host_tools.settle().await;
+        self.tools.settle().await;
         let mut tools: Vec<Value> = self
-            .host_tools
+            .tools
             .list(view.scope())
             .into_iter()
             .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
@@ -1146,13 +1080,13 @@ impl Hub {
             target = self.tool_route(view, &name);
             if target.is_none() {
                 // Faculties still compiling may declare it.
-                self.host_tools.settle().await;
+                self.tools.settle().await;
                 host_tool = self.offers_host_tool(view, &name);
             }
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.host_tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
+            return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {
@@ -1167,7 +1101,7 @@ impl Hub {
                 match self.tool_route(view, &name) {
                     Some(target) => target,
                     None => match self.held_error(view, quarantine::Kind::Tool, &name) {
-                        Some(held) => return Ok(Answer::Read(host_tools::error_result(held.message))),
+                        Some(held) => return Ok(Answer::Read(tool_source::error_result(held.message))),
                         None => return Err(unknown()),
                     },
                 }
@@ -1183,7 +1117,9 @@ impl Hub {
             butler_catalog::ui_apps::merge(slot, Value::clone(meta));
         }
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
-        let reply = provider.call(("tools/call", params), upcalls, asker, |conn, id| inflight.started(conn, id)).await;
+        let reply = provider
+            .call((crate::methods::TOOLS_CALL, params), upcalls, asker, |conn, id| inflight.started(conn, id))
+            .await;
         inflight.answered = true;
         if matches!(reply, Err(CallFailure::Cancelled)) {
             let mut cancelled = lock(&self.cancelled);
@@ -1196,7 +1132,7 @@ impl Hub {
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
-            Err(failure) => Ok(Answer::Read(host_tools::error_result(format!("{name}: {failure}")))),
+            Err(failure) => Ok(Answer::Read(tool_source::error_result(format!("{name}: {failure}")))),
         }
     }
 
@@ -1216,16 +1152,16 @@ impl Hub {
         }
     }
 
-    /// Waits (at most 15 s) while faculties found in the instance are still being compiled,
-    /// so what they declare is known.
+    /// Waits (within the tool source's own deadline) while the host's tools are still being
+    /// learned (faculties found in the instance still compiling), so what they declare is known.
     pub async fn settle(&self) {
-        self.host_tools.settle().await;
+        self.tools.settle().await;
     }
 
     /// The owner's compiled context, as the faculties compile it (what the hub offers as
     /// the `butler__context` prompt).
     pub async fn compiled_context(&self) -> String {
-        self.host_tools.context().await
+        self.tools.context().await
     }
 
     /// `prompts/list` for `asker`: the compiled context, then the providers' prompts (but
@@ -1273,7 +1209,7 @@ impl Hub {
     pub async fn get_prompt(&self, view: &View, mut params: Value, asker: &Asker<'_>) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name == CONTEXT_NAME && view.offers_context() {
-            let text = self.host_tools.context().await;
+            let text = self.tools.context().await;
             return Ok(
                 json!({"description": "The owner's compiled context", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}),
             );
@@ -1295,7 +1231,7 @@ impl Hub {
                 .unwrap_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))
         })?;
         params["name"] = target.item.get("name").cloned().unwrap_or(Value::Null);
-        forward(&target.provider, "prompts/get", params, asker).await
+        forward(&target.provider, crate::methods::PROMPTS_GET, params, asker).await
     }
 
     /// `resources/list`: the compiled context, then the providers' resources (names
@@ -1405,7 +1341,7 @@ impl Hub {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
         if uri == CONTEXT_URI && view.offers_context() {
             return Ok(
-                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.host_tools.context().await}]}),
+                json!({"contents": [{"uri": CONTEXT_URI, "mimeType": "text/markdown", "text": self.tools.context().await}]}),
             );
         }
         if let Some(read) = self.read_skill(view, &uri, &params, asker).await {
@@ -1418,7 +1354,7 @@ impl Hub {
             self.held_error(view, quarantine::Kind::ResourceTemplate, &uri).unwrap_or_else(|| not_a_resource(&uri))
         })?;
         params["uri"] = json!(original);
-        let mut result = forward(&provider, "resources/read", params, asker).await?;
+        let mut result = forward(&provider, crate::methods::RESOURCES_READ, params, asker).await?;
         if original != uri
             && let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut)
         {
@@ -1427,83 +1363,6 @@ impl Hub {
             }
         }
         Ok(result)
-    }
-
-    /// `resources/subscribe` (and the resources a `subscriptions/listen` names): asked of
-    /// the provider that offers `uri`; a legacy `session` then gets its
-    /// `notifications/resources/updated`.
-    ///
-    /// # Errors
-    /// An unknown resource (`-32002`), too many subscriptions, or the provider's error.
-    pub async fn subscribe(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Value, RpcError> {
-        if let Some(session) = session
-            && self.session(session).is_some_and(|s| s.subscriptions.len() >= MAX_SUBSCRIPTIONS)
-        {
-            return Err(RpcError::invalid_params(format!(
-                "a session subscribes to {MAX_SUBSCRIPTIONS} resources at most; unsubscribe from one first"
-            )));
-        }
-        self.subscribe_to(view, session, uri).await.map(|_| json!({}))
-    }
-
-    /// [`Self::subscribe`]: which provider's resource `uri` is on `view`.
-    async fn subscribe_to(&self, view: &View, session: Option<&str>, uri: &str) -> Result<Updated, RpcError> {
-        let resource = if uri == CONTEXT_URI && view.offers_context() {
-            Updated { provider: "host".to_owned(), uri: uri.to_owned() }
-        } else {
-            let (provider, original) = self.resource_owner(view, uri).ok_or_else(|| not_a_resource(uri))?;
-            forward(&provider, "resources/subscribe", json!({"uri": original}), &Asker::hub()).await?;
-            Updated { provider: provider.spec.id.clone(), uri: original }
-        };
-        if let Some(session) = session
-            && let Some(open) = lock(&self.sessions).by_id.get_mut(session)
-        {
-            Arc::make_mut(open).subscriptions.insert(uri.to_owned(), resource.clone());
-        }
-        Ok(resource)
-    }
-
-    /// Subscribes a `subscriptions/listen` stream to `uri` for as long as the returned
-    /// [`Listening`] lives.
-    ///
-    /// # Errors
-    /// As [`Self::subscribe`].
-    pub async fn listen_to(&self, view: &View, uri: &str) -> Result<Listening, RpcError> {
-        let resource = self.subscribe_to(view, None, uri).await?;
-        *lock(&self.listening).entry(resource.clone()).or_default() += 1;
-        Ok(Listening { uri: uri.to_owned(), resource, listening: Arc::clone(&self.listening) })
-    }
-
-    /// `resources/unsubscribe`: the session no longer gets `uri`'s updates; the provider is
-    /// told once no session or stream subscribes to it.
-    ///
-    /// # Errors
-    /// The provider's error.
-    pub async fn unsubscribe(&self, view: &View, session: &str, uri: &str) -> Result<Value, RpcError> {
-        let removed =
-            lock(&self.sessions).by_id.get_mut(session).and_then(|open| Arc::make_mut(open).subscriptions.remove(uri));
-        let resource = removed.or_else(|| {
-            self.resource_owner(view, uri)
-                .map(|(provider, original)| Updated { provider: provider.spec.id.clone(), uri: original })
-        });
-        let Some(resource) = resource.filter(|r| r.provider != "host") else { return Ok(json!({})) };
-        // Another endpoint may know the same resource by another URI.
-        let still_wanted =
-            lock(&self.sessions).by_id.values().any(|s| s.subscriptions.values().any(|r| *r == resource))
-                || lock(&self.listening).get(&resource).is_some_and(|n| *n > 0);
-        let provider = self.providers().into_iter().find(|p| p.spec.id == resource.provider);
-        if !still_wanted && let Some(provider) = provider {
-            forward(&provider, "resources/unsubscribe", json!({"uri": resource.uri}), &Asker::hub()).await?;
-        }
-        Ok(json!({}))
-    }
-
-    /// The URI session `id` subscribed to the `updated` resource by, if it did.
-    #[must_use]
-    pub fn subscribed(&self, id: &str, updated: &Updated) -> Option<String> {
-        let sessions = lock(&self.sessions);
-        let session = sessions.by_id.get(id)?;
-        session.subscriptions.iter().find(|(_, r)| *r == updated).map(|(uri, _)| uri.clone())
     }
 
     /// `completion/complete`: asked of the provider that owns the prompt or resource the
@@ -1517,7 +1376,7 @@ impl Hub {
             None => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
             Some((provider, reference)) => {
                 params["ref"] = reference;
-                forward(&provider, "completion/complete", params, asker).await
+                forward(&provider, crate::methods::COMPLETION_COMPLETE, params, asker).await
             }
         }
     }
@@ -1571,120 +1430,70 @@ impl Hub {
         }
     }
 
-    /// `GET /mcp/status`.
+    /// What `GET /mcp/status` reports: every provider's status with its held items, the
+    /// namespace conflicts, the resource URIs two providers offer, the host's own tools and
+    /// how many sessions are open. The host shapes it for HTTP.
     #[must_use]
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> HubStatus {
         let (tools, rejected) = self.exposed(ItemKind::Tool, &View::Main);
         let held = self.held_items(None);
         let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
-        let providers: Vec<Value> = self
+        let providers = self
             .providers()
             .iter()
             .map(|p| {
                 let names = tools.iter().filter(|e| Arc::ptr_eq(&e.provider, p)).map(|e| e.public.clone()).collect();
-                let mut status = json!(p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default()));
-                let held: Vec<String> =
-                    held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
-                status["held"] = json!(held);
+                let mut status = p.status(names, rejected.get(&p.spec.id).cloned().unwrap_or_default());
                 if let Some(why) = p.spec.cannot_start() {
-                    status["lastError"] = json!(format!("cannot start: {why}"));
+                    status.last_error = Some(format!("cannot start: {why}"));
                 }
-                status
+                let held = held.iter().filter(|h| h.provider == p.spec.id).map(|h| h.public.clone()).collect();
+                ProviderStatus { status, held }
             })
             .collect();
-        let host: Vec<Value> = self.host_tools.list(Scope::Main).into_iter().map(|t| t["name"].clone()).collect();
-        json!({
-            "providers": providers,
-            "conflicts": conflicts,
-            "duplicateUris": self.resources(&View::Main).1,
-            "host": {"tools": host, "restrictedTools": self.host_tools.list(Scope::Restricted).into_iter().map(|t| t["name"].clone()).collect::<Vec<_>>()},
-            "sessions": lock(&self.sessions).by_id.len(),
-        })
-    }
-
-    /// Keeps a provider's request passed to the legacy client of `session` until the client
-    /// answers it; the id the request goes to the client under.
-    pub fn ask(&self, session: &str, asked: upcall::Asked) -> String {
-        let mut table = lock(&self.asked);
-        table.next += 1;
-        let id = format!("butler-{}", table.next);
-        let key = (session.to_owned(), id.clone());
-        // Those whose provider stopped waiting go first; then the oldest, when too many wait.
-        let Asked { waiting, order, .. } = &mut *table;
-        order.retain(|key| waiting.get(key).is_some_and(|a| !a.abandoned()));
-        waiting.retain(|_, a| !a.abandoned());
-        if order.len() >= MAX_ASKED
-            && let Some(oldest) = order.pop_front()
-            && let Some(dropped) = waiting.remove(&oldest)
-        {
-            dropped.refuse(-32603, "too many requests wait for clients' answers; this one was dropped");
+        let names = |scope| self.tools.list(scope).into_iter().map(|t| t["name"].clone()).collect();
+        HubStatus {
+            providers,
+            conflicts,
+            duplicate_uris: self.resources(&View::Main).1,
+            host_tools: names(Scope::Main),
+            restricted_tools: names(Scope::Restricted),
+            sessions: self.sessions.count(),
         }
-        order.push_back(key.clone());
-        waiting.insert(key, asked);
-        id
     }
 
-    /// The legacy client of `session` answered request `id` the hub passed on: the answer
-    /// goes to the provider that asked. Whether anyone was waiting for it.
+    /// Keeps a provider's request passed to the 2025-11-25 client of `session` until the
+    /// client answers it; the id the request goes to the client under (see [`upcalls`]).
+    pub fn ask(&self, session: &str, asked: upcall::Asked) -> String {
+        self.upcalls.ask(session, asked)
+    }
+
+    /// The 2025-11-25 client of `session` answered request `id` the hub passed on: the
+    /// answer goes to the provider that asked. Whether anyone was waiting for it.
     pub fn answered(&self, session: &str, id: &Value, reply: Result<Value, Value>) -> bool {
-        let Some(id) = id.as_str() else { return false };
-        let key = (session.to_owned(), id.to_owned());
-        let mut table = lock(&self.asked);
-        table.order.retain(|k| *k != key);
-        let Some(asked) = table.waiting.remove(&key) else { return false };
-        drop(table);
-        asked.answer(reply);
-        true
+        self.upcalls.answered(session, id, reply)
     }
 
     /// Sets `parked` aside until the client's next round (at most [`PARKED_FOR`]); the id
     /// it is taken back with.
     pub fn park(&self, parked: upcall::Parked) -> String {
-        let id = session_id();
-        let dropped = {
-            let mut table = lock(&self.parked);
-            let mut dropped = expired(&mut table);
-            if table.len() >= MAX_PARKED {
-                dropped.extend(table.pop_front().map(|(_, _, parked)| parked));
-            }
-            table.push_back((id.clone(), std::time::Instant::now() + PARKED_FOR, parked));
-            dropped
-        };
-        // Dropped outside the lock: dropping a call tells its provider to stop.
-        drop(dropped);
-        id
+        self.upcalls.park(session_id(), parked, std::time::Instant::now())
     }
 
     /// Takes back the call parked under `id`, unless it expired.
     pub fn unpark(&self, id: &str) -> Option<upcall::Parked> {
-        let (found, dropped) = {
-            let mut table = lock(&self.parked);
-            let dropped = expired(&mut table);
-            let at = table.iter().position(|(parked, ..)| parked == id);
-            (at.and_then(|at| table.remove(at)).map(|(_, _, parked)| parked), dropped)
-        };
-        drop(dropped);
-        found
+        self.upcalls.unpark(id, std::time::Instant::now())
     }
 
     /// Drops the parked calls whose client did not come back in time.
     pub fn drop_expired_parked(&self) {
-        let dropped = expired(&mut lock(&self.parked));
-        drop(dropped);
+        self.upcalls.drop_expired(std::time::Instant::now());
     }
 
-    /// Opens a session for a client that declared `capabilities`; returns its id.
+    /// Opens a session for a client that declared `capabilities`; returns its id (see
+    /// [`sessions`]).
     pub fn open_session(&self, view: &View, version: String, capabilities: Value) -> String {
         let id = session_id();
-        let mut sessions = lock(&self.sessions);
-        sessions.expire(self.session_idle);
-        if sessions.order.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.order.front().cloned()
-        {
-            sessions.forget(&oldest);
-        }
-        sessions.order.push_back(id.clone());
-        sessions.seen.insert(id.clone(), (std::time::Instant::now(), 0));
         let session = Session {
             endpoint: view.endpoint(),
             version,
@@ -1692,45 +1501,32 @@ impl Hub {
             log_level: None,
             subscriptions: HashMap::new(),
         };
-        sessions.by_id.insert(id.clone(), Arc::new(session));
+        self.sessions.open(id.clone(), session);
         id
     }
 
     /// Sets the least severe log level session `id` wants; whether it is open.
     pub fn set_log_level(&self, id: &str, level: &str) -> bool {
-        let mut sessions = lock(&self.sessions);
-        let Some(session) = sessions.by_id.get_mut(id) else { return false };
-        Arc::make_mut(session).log_level = Some(level.to_owned());
-        true
+        self.sessions.update(id, |session| session.log_level = Some(level.to_owned()))
     }
 
     /// The session `id`, if it is open (and not idle past [`Settings::session_idle`]); it
     /// counts as used from now.
     #[must_use]
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        let mut sessions = lock(&self.sessions);
-        let seen = sessions.seen.get_mut(id)?;
-        if seen.1 == 0 && seen.0.elapsed() >= self.session_idle {
-            sessions.forget(id);
-            return None;
-        }
-        seen.0 = std::time::Instant::now();
-        sessions.by_id.get(id).cloned()
+        self.sessions.get(id)
     }
 
     /// Session `id` opened a notification stream: it does not expire while the returned
     /// guard lives.
     #[must_use]
-    pub fn session_stream(self: &Arc<Self>, id: &str) -> SessionStream {
-        if let Some((_, streams)) = lock(&self.sessions).seen.get_mut(id) {
-            *streams += 1;
-        }
-        SessionStream { hub: Arc::downgrade(self), id: id.to_owned() }
+    pub fn session_stream(&self, id: &str) -> SessionStream {
+        self.sessions.stream(id)
     }
 
     /// Ends session `id`; whether it was open.
     pub fn close_session(&self, id: &str) -> bool {
-        lock(&self.sessions).forget(id)
+        self.sessions.close(id)
     }
 
     /// Stops every provider (the host is shutting down).
@@ -1740,16 +1536,6 @@ impl Hub {
             std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
     }
-}
-
-/// Takes the expired calls out of `table`, for the caller to drop once it let the lock go.
-fn expired(table: &mut VecDeque<(String, std::time::Instant, upcall::Parked)>) -> Vec<upcall::Parked> {
-    let now = std::time::Instant::now();
-    let mut gone = Vec::new();
-    while table.front().is_some_and(|(_, until, _)| *until <= now) {
-        gone.extend(table.pop_front().map(|(_, _, parked)| parked));
-    }
-    gone
 }
 
 /// A client's tool call while a provider works on it. Dropped before its answer — the
@@ -1890,5 +1676,26 @@ fn offers_prompt(view: &View, spec: &ProviderSpec, public: &str) -> bool {
 impl Follow for Hub {
     async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
         self.reconcile(&snapshot).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list whose providers take nearly the whole wait to start, and then never tell
+    /// what they list to the client's capability set, answers [`LIST_WAIT`] after it
+    /// began — not [`LIST_WAIT`] later still (the learning has no deadline of its own).
+    #[tokio::test(start_paused = true)]
+    async fn a_list_waits_list_wait_in_all_for_starts_and_learning_together() {
+        let began = tokio::time::Instant::now();
+        let wait = ListWait::start();
+        let almost = LIST_WAIT - Duration::from_millis(100);
+        assert!(wait.until_done(tokio::time::sleep(almost)).await, "the starts end within the wait");
+        assert!(!wait.until_done(std::future::pending::<()>()).await, "the learning never ends");
+        assert_eq!(began.elapsed(), LIST_WAIT, "one deadline for both waits");
+        let again = tokio::time::Instant::now();
+        assert!(!wait.until_done(std::future::pending::<()>()).await);
+        assert_eq!(again.elapsed(), Duration::ZERO, "a wait past the deadline returns at once");
     }
 }

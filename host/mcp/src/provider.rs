@@ -608,7 +608,7 @@ fn for_the_client(answer: Answer, asker: &Asker<'_>) -> Answer {
     // Cache hints are the hub's to give (its lists and endpoints have their own).
     fields.remove("ttlMs");
     fields.remove("cacheScope");
-    if !asker.modern && fields.get("resultType").and_then(Value::as_str) == Some("complete") {
+    if !asker.stateless_2026 && fields.get("resultType").and_then(Value::as_str) == Some("complete") {
         fields.remove("resultType");
     }
     Answer::Read(answer)
@@ -1035,7 +1035,7 @@ impl Provider {
         let listed = if conn.modern() {
             let declared = conn.declared.get().cloned().unwrap_or_default();
             let capabilities = set.declared();
-            let asker = Asker::modern(&capabilities, None);
+            let asker = Asker::stateless_2026(&capabilities, None);
             tokio::time::timeout(START_TIMEOUT, list_all(&conn, &declared, &asker))
                 .await
                 .unwrap_or_else(|e| Err(late(e)))
@@ -1531,8 +1531,8 @@ impl Provider {
         let _active = Active::begin(self);
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
-        let settles = conn.modern() && !asker.modern;
-        if !(conn.modern() && asker.modern)
+        let settles = conn.modern() && !asker.stateless_2026;
+        if !(conn.modern() && asker.stateless_2026)
             && let Some(fields) = params.as_object_mut()
         {
             // A round's fields come only from a 2026-07-28 client (whose state the hub

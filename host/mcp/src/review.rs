@@ -32,6 +32,16 @@ pub struct HeldItem {
     pub held: quarantine::Held,
 }
 
+/// What [`Hub::quarantine`] reports; the host shapes it for HTTP.
+pub struct QuarantineReport {
+    /// Whether the quarantine is on.
+    pub enabled: bool,
+    /// Every provider's items held now, under their public names on the main endpoint.
+    pub held: Vec<HeldItem>,
+    /// The providers trusted wholesale.
+    pub trusted: Vec<String>,
+}
+
 /// An item to approve: its kind, its own key and, when the owner was shown it, its sha256.
 pub type Chosen = (Kind, String, Option<String>);
 
@@ -128,36 +138,17 @@ impl Hub {
         })
     }
 
-    /// `GET /mcp/quarantine`: whether it is on, the providers trusted wholesale, and every
-    /// held item with its definition now and, when it changed, the one approved (providers
-    /// never listed are started first, so their items can be seen before they are approved).
-    pub async fn quarantine(&self) -> Value {
-        if self.pins.is_some() {
-            self.start_unlisted(None).await;
-        }
-        let held: Vec<Value> = self
-            .held_items(None)
-            .into_iter()
-            .map(|h| {
-                let (reason, approved) = match h.held {
-                    quarantine::Held::New => ("new", Value::Null),
-                    quarantine::Held::Changed(pin) => ("changed", json!(pin)),
-                };
-                let mut item = json!({"provider": h.provider, "kind": h.kind.as_str(), "name": h.name,
-                       "public": h.public, "reason": reason,
-                       "sha256": quarantine::fingerprint(&h.definition), "definition": h.definition,
-                       "approved": approved});
-                if h.kind == Kind::Tool {
-                    item["tool"] = item["name"].clone();
-                }
-                item
-            })
-            .collect();
+    /// What the quarantine holds, for the owner's review queue (`GET /mcp/quarantine`,
+    /// `butler mcp held`, the console): whether it is on, the providers trusted wholesale,
+    /// and every held item of the providers' lists known now (listed since they started, or
+    /// cached). A read starts nothing: a provider that never listed holds nothing yet.
+    #[must_use]
+    pub fn quarantine(&self) -> QuarantineReport {
         let trusted: Vec<String> = match &self.pins {
             Some(pins) => self.providers().iter().map(|p| p.spec.id.clone()).filter(|id| pins.trusted(id)).collect(),
             None => Vec::new(),
         };
-        json!({"enabled": self.pins.is_some(), "held": held, "trusted": trusted})
+        QuarantineReport { enabled: self.pins.is_some(), held: self.held_items(None), trusted }
     }
 
     /// The owner approves provider `id`'s held items — `items` (each by its kind and own

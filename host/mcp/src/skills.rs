@@ -412,7 +412,7 @@ impl Hub {
         };
         let mut params = params.clone();
         params["uri"] = json!(original_uri);
-        let mut result = match forward(&provider, "resources/read", params, asker).await {
+        let mut result = match forward(&provider, crate::methods::RESOURCES_READ, params, asker).await {
             Ok(result) => result,
             Err(error) => return Some(Err(error)),
         };

@@ -27,9 +27,9 @@ pub const QUEUE: usize = 64;
 #[must_use]
 pub fn capability_of(method: &str) -> Option<&'static str> {
     match method {
-        "sampling/createMessage" => Some("sampling"),
-        "elicitation/create" => Some("elicitation"),
-        "roots/list" => Some("roots"),
+        crate::methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        crate::methods::ELICITATION_CREATE => Some("elicitation"),
+        crate::methods::ROOTS_LIST => Some("roots"),
         _ => None,
     }
 }
@@ -54,32 +54,32 @@ pub struct Asker<'a> {
     /// The least severe log level the client wants (`None`: the provider sends no log
     /// messages).
     pub log_level: Option<&'a str>,
-    /// Whether the client speaks 2026-07-28 itself: then a provider's
+    /// Whether the client speaks 2026-07-28 itself (stateless, no session): then a provider's
     /// `InputRequiredResult` goes to it as it is, and its retry back; otherwise the hub
     /// asks it each input request as the provider's own request (see [`Upcall::Request`])
     /// and retries the call with the answers.
-    pub modern: bool,
+    pub stateless_2026: bool,
 }
 
 impl Asker<'static> {
     /// The hub itself (its own lists): every capability it routes, no log messages.
     #[must_use]
     pub fn hub() -> Self {
-        Self { declared: Cow::Owned(routed_capabilities()), log_level: None, modern: false }
+        Self { declared: Cow::Owned(routed_capabilities()), log_level: None, stateless_2026: false }
     }
 }
 
 impl<'a> Asker<'a> {
     /// A client of 2026-07-28 that declared `capabilities` in its request.
     #[must_use]
-    pub fn modern(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
-        Self { declared: Cow::Borrowed(capabilities), log_level, modern: true }
+    pub fn stateless_2026(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
+        Self { declared: Cow::Borrowed(capabilities), log_level, stateless_2026: true }
     }
 
     /// A client of the 2025 revisions that declared `capabilities` at `initialize`.
     #[must_use]
-    pub fn legacy(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
-        Self { declared: Cow::Borrowed(capabilities), log_level, modern: false }
+    pub fn sessions_2025(capabilities: &'a Value, log_level: Option<&'a str>) -> Self {
+        Self { declared: Cow::Borrowed(capabilities), log_level, stateless_2026: false }
     }
 
     /// The client capabilities a provider is told of: a 2026-07-28 client's as it declared
@@ -88,7 +88,7 @@ impl<'a> Asker<'a> {
     /// every call.
     #[must_use]
     pub fn capabilities(&self) -> Value {
-        if self.modern {
+        if self.stateless_2026 {
             return Value::clone(&self.declared);
         }
         let routed = |name: &str| ROUTED.contains(&name);
@@ -358,18 +358,18 @@ mod tests {
     }
 
     #[test]
-    fn a_legacy_client_is_described_by_what_the_hub_can_route_to_it() {
+    fn a_2025_client_is_described_by_what_the_hub_can_route_to_it() {
         let declared =
             json!({"sampling": {}, "roots": {"listChanged": true}, "experimental": {"x": {}}, "elicitation": true});
-        let asker = Asker::legacy(&declared, Some("info"));
+        let asker = Asker::sessions_2025(&declared, Some("info"));
         assert_eq!(asker.capabilities(), json!({"sampling": {}, "roots": {"listChanged": true}}));
-        assert!(!asker.modern);
-        assert_eq!(Asker::legacy(&json!(null), None).capabilities(), json!({}));
+        assert!(!asker.stateless_2026);
+        assert_eq!(Asker::sessions_2025(&json!(null), None).capabilities(), json!({}));
         // A 2026-07-28 client's are passed on as it declared them.
-        assert_eq!(Asker::modern(&declared, None).capabilities(), declared);
+        assert_eq!(Asker::stateless_2026(&declared, None).capabilities(), declared);
         // Every capability the hub routes is kept, and only those.
         let routed = routed_capabilities();
-        assert_eq!(Asker::legacy(&routed, None).capabilities(), routed);
+        assert_eq!(Asker::sessions_2025(&routed, None).capabilities(), routed);
         assert_eq!(Asker::hub().capabilities(), routed);
         let names: Vec<&str> = routed.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
         assert_eq!(names, ROUTED);

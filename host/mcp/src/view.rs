@@ -6,11 +6,15 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use butler_faculty::failure_limits::ANONYMOUS;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use crate::host_tools::Scope;
+use crate::tool_source::Scope;
+
+/// The failure-budget key every caller that proves nothing shares (see
+/// [`View::budget_key`]); the faculty runtime counts the HTTP routes' anonymous callers
+/// under the same key (the binary's `hub_tools` tests hold the two equal).
+pub const ANONYMOUS: &str = "anonymous";
 
 /// A profile as the root config declares it (`mcp.profiles.<name>`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use butler_host::instance::{HostFile, Instance, owner};
+use butler_mcp::methods;
 use serde_json::{Value, json};
 
 use super::settings::{self, Settings};
@@ -86,7 +87,7 @@ pub fn run(workdir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 }
             },
         };
-        if message["method"] == "initialize" {
+        if message["method"] == methods::INITIALIZE {
             // Everything after it needs its session: answer it before reading on.
             *lock(&bridge.initialize) = Some(message.clone());
             bridge.forward(&message);
@@ -97,7 +98,7 @@ pub fn run(workdir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             }
             continue;
         }
-        if message["method"] == "notifications/cancelled" && bridge.cancel(&message["params"]["requestId"]) {
+        if message["method"] == methods::CANCELLED && bridge.cancel(&message["params"]["requestId"]) {
             continue;
         }
         let _ = slots.recv();
@@ -212,7 +213,7 @@ impl Bridge {
                     }
                 }
                 Outcome::Answered { status, session: named, body } => {
-                    if message["method"] == "initialize"
+                    if message["method"] == methods::INITIALIZE
                         && let Some(named) = named
                     {
                         *lock(&self.session) = Some(named);
@@ -273,7 +274,7 @@ impl Bridge {
         else {
             return false;
         };
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let initialized = json!({"jsonrpc": "2.0", "method": methods::INITIALIZED}).to_string();
         let _ = self.exchange("POST", Some(&session), Some(&initialized), &mut |_| {});
         *lock(&self.session) = Some(session);
         true

@@ -232,9 +232,9 @@ impl Context {
     /// Who the providers are told the client is, for a request of this context.
     fn asker(&self) -> Asker<'_> {
         match self.era {
-            Era::Modern => Asker::modern(&self.capabilities, self.log_level.as_deref()),
+            Era::Modern => Asker::stateless_2026(&self.capabilities, self.log_level.as_deref()),
             // A session that set no level takes every level.
-            Era::Legacy => Asker::legacy(&self.capabilities, Some(self.log_level.as_deref().unwrap_or("debug"))),
+            Era::Legacy => Asker::sessions_2025(&self.capabilities, Some(self.log_level.as_deref().unwrap_or("debug"))),
         }
     }
 

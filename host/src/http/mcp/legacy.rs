@@ -145,7 +145,7 @@ async fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Respon
     let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = REVISIONS.iter().find(|v| **v == requested).unwrap_or(&REVISIONS[0]);
     let capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}));
-    let instructions = super::instructions(hub, view, &butler_mcp::Asker::legacy(&capabilities, None)).await;
+    let instructions = super::instructions(hub, view, &butler_mcp::Asker::sessions_2025(&capabilities, None)).await;
     let session_id = hub.open_session(view, (*version).to_owned(), capabilities);
     let result = json!({
         "protocolVersion": version,

@@ -242,11 +242,6 @@ pub async fn delete_profile(
     }
 }
 
-/// `GET /mcp/status`.
-pub async fn status(State(state): State<AppState>) -> Json<Value> {
-    Json(state.mcp.status())
-}
-
 /// The endpoint a request came through, and the profile token it sent.
 pub struct Endpoint {
     /// What the endpoint offers.

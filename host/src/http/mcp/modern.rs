@@ -113,7 +113,7 @@ async fn request(
         "server/discover" => {
             let declared = params.get("_meta").and_then(|meta| meta.get(META_CAPABILITIES));
             let none = Value::Object(serde_json::Map::new());
-            let asker = butler_mcp::Asker::modern(declared.unwrap_or(&none), None);
+            let asker = butler_mcp::Asker::stateless_2026(declared.unwrap_or(&none), None);
             let instructions = super::instructions(hub, view, &asker).await;
             let capabilities = super::capabilities(hub, view);
             return Json(answer::envelope(id, Ok(discover(instructions, capabilities)))).into_response();

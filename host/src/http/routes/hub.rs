@@ -1,4 +1,4 @@
-//! The MCP hub, on request: its providers started, stopped or restarted (`POST
+//! The MCP hub, on request: its status (`GET /mcp/status`), its providers started, stopped or restarted (`POST
 //! /mcp/providers/{id}/{start|stop|restart}`), its activity log (`GET /mcp/activity`), and
 //! the quarantine of what providers give models to read (`GET /mcp/quarantine`, and the
 //! owner's `POST /mcp/quarantine/approve`).
@@ -35,7 +35,10 @@ pub async fn action(
         }
     };
     match state.mcp.act(&id, action).await {
-        Ok(status) => Ok(Json(json!({"ok": true, "data": {"id": id, "status": status}}))),
+        Ok(status) => {
+            let status = status.map_or(Value::Null, provider_json);
+            Ok(Json(json!({"ok": true, "data": {"id": id, "status": status}})))
+        }
         Err(error @ ActionError::Unknown(_)) => Err(ApiError::not_found("unknown_provider", error.to_string())),
         Err(error @ ActionError::Failed { .. }) => {
             Err(ApiError::new(StatusCode::BAD_GATEWAY, "provider_failed", error.to_string()))
@@ -126,11 +129,54 @@ pub async fn log(
     Ok(super::supervise::log_events(&log).into_response())
 }
 
+/// `GET /mcp/status`: `{"providers": [each provider's status, with its "held" items],
+/// "conflicts", "duplicateUris", "host": {"tools", "restrictedTools"}, "sessions"}`.
+pub async fn status(State(state): State<AppState>) -> Json<Value> {
+    Json(status_json(state.mcp.status()))
+}
+
+/// The JSON of `GET /mcp/status`.
+fn status_json(status: butler_mcp::HubStatus) -> Value {
+    let providers: Vec<Value> = status.providers.into_iter().map(provider_json).collect();
+    json!({
+        "providers": providers,
+        "conflicts": status.conflicts,
+        "duplicateUris": status.duplicate_uris,
+        "host": {"tools": status.host_tools, "restrictedTools": status.restricted_tools},
+        "sessions": status.sessions,
+    })
+}
+
+/// One provider's status, as `GET /mcp/status` and the provider actions show it.
+fn provider_json(provider: butler_mcp::ProviderStatus) -> Value {
+    let mut shaped = json!(provider.status);
+    shaped["held"] = json!(provider.held);
+    shaped
+}
+
 /// `GET /mcp/quarantine`: `{"enabled", "trusted": [ids], "held": [{"provider", "kind",
 /// "name", "tool" (tools only), "public", "reason": "new"|"changed", "sha256",
 /// "definition", "approved": {"sha256", "definition", "approved"} or null}]}`.
 pub async fn quarantine(State(state): State<AppState>) -> Json<Value> {
-    Json(state.mcp.quarantine().await)
+    let report = state.mcp.quarantine();
+    let held: Vec<Value> = report.held.into_iter().map(held_item).collect();
+    Json(json!({"enabled": report.enabled, "held": held, "trusted": report.trusted}))
+}
+
+/// One held item of `GET /mcp/quarantine`.
+fn held_item(item: butler_mcp::HeldItem) -> Value {
+    let (reason, approved) = match item.held {
+        butler_mcp::quarantine::Held::New => ("new", Value::Null),
+        butler_mcp::quarantine::Held::Changed(pin) => ("changed", json!(pin)),
+    };
+    let mut shaped = json!({"provider": item.provider, "kind": item.kind.as_str(), "name": item.name,
+        "public": item.public, "reason": reason,
+        "sha256": butler_mcp::quarantine::fingerprint(&item.definition), "definition": item.definition,
+        "approved": approved});
+    if item.kind == Kind::Tool {
+        shaped["tool"] = shaped["name"].clone();
+    }
+    shaped
 }
 
 /// One tool to approve: its own name and, if the owner was shown it, its sha256.

@@ -105,7 +105,7 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/mcp/s/{session}", mcp::post_session),
         op(M::GET, "/mcp/s/{session}", mcp::get_session),
         op(M::DELETE, "/mcp/s/{session}", mcp::delete_session),
-        op(M::GET, "/mcp/status", mcp::status),
+        op(M::GET, "/mcp/status", hub::status),
         op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
         op(M::GET, "/mcp/providers/{id}/log", hub::log),
         op(M::GET, "/mcp/activity", hub::activity),

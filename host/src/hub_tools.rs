@@ -1,0 +1,174 @@
+//! The faculties' tools as one of the hub's tool sources: the commands faculties offer to
+//! the hub's clients (`commands[].mcp` in their manifests), each checked against the input
+//! schema it declares before it runs. The built-in faculties offer theirs in the reserved
+//! `butler` namespace — the consumer tools on both endpoints, the distilling agent's on
+//! `/mcp/butler` only. No manifest can offer a tool to the owner: nothing arriving over MCP
+//! is the owner, so a command that needs the owner fails with `owner_required` whatever
+//! offers it. [`FacultyTools`] implements `butler_mcp`'s `ToolSource` over the faculty
+//! runtime, so the hub itself never needs one.
+
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+
+use butler_faculty::declared::Offer;
+use butler_faculty::{CallContext, FacultyRuntime};
+use butler_mcp::tool_source::{Scope, ToolSource, data_result, error_result};
+
+/// The longest a list or call waits for faculties still being compiled.
+pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Where a tool of a `takes: "session-turns"` command hands its arguments instead of
+/// running the command: the session collector, which redacts and stores the turn before
+/// the command sees it.
+pub trait TurnSink: Send + Sync {
+    /// Takes one call's arguments: what to answer, or why not.
+    ///
+    /// # Errors
+    /// Why the arguments were not taken, for the model.
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String>;
+}
+
+/// The faculties' tools and how to run them.
+pub struct FacultyTools {
+    runtime: Arc<FacultyRuntime>,
+    turns: Option<Arc<dyn TurnSink>>,
+}
+
+impl FacultyTools {
+    /// The tools the faculties of `runtime` offer, as they come and go; `turns` takes the
+    /// calls of `session-turns` tools (without one, such a call says no turns are
+    /// collected).
+    #[must_use]
+    pub fn new(runtime: Arc<FacultyRuntime>, turns: Option<Arc<dyn TurnSink>>) -> Self {
+        Self { runtime, turns }
+    }
+
+    /// Waits (at most [`SETTLE_LIMIT`]) while faculties are still being compiled.
+    async fn settled(&self) {
+        let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
+        let mut reconciles = self.runtime.reconciles();
+        while !self.runtime.readiness().ready {
+            // Woken by the next reconcile; the deadline bounds the wait either way.
+            match tokio::time::timeout_at(deadline, reconciles.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
+    }
+
+    /// The owner's compiled context: the `markdown` of the report that `provides` it.
+    async fn compiled(&self) -> String {
+        self.settled().await;
+        let Some((faculty, report)) = self.runtime.declared().context.clone() else {
+            return "No faculty provides a compiled context.".to_owned();
+        };
+        let runtime = Arc::clone(&self.runtime);
+        let context = CallContext::top(false).until(runtime.deadline_for(&faculty));
+        let deadline = context.deadline();
+        match self.runtime.blocking(deadline, move || runtime.report(&faculty, &report, &context)).await {
+            Ok(data) => data["markdown"].as_str().unwrap_or_default().to_owned(),
+            Err(e) => format!("The compiled context could not be read ({}): {e}", e.code()),
+        }
+    }
+
+    async fn run_tool(&self, scope: Scope, caller: &str, name: &str, arguments: Value) -> Value {
+        let declared = self.runtime.declared();
+        let Some(offer) = scope.endpoints().iter().find_map(|endpoint| declared.offer(*endpoint, name)).cloned() else {
+            return error_result(format!("no tool `{name}`"));
+        };
+        let arguments = if arguments.is_null() { json!({}) } else { arguments };
+        if let Some(problems) = offer.validator.describe_errors(&arguments) {
+            return error_result(format!("invalid_args: {problems}"));
+        }
+        let Value::Object(mut args) = arguments else { return error_result("arguments must be an object".to_owned()) };
+        for (key, value) in &offer.default {
+            args.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        args.extend(offer.set.clone());
+        if offer.takes == Some(butler_catalog::manifest::CommandDoor::SessionTurns) {
+            let Some(sink) = self.turns.clone() else {
+                return error_result(format!("{name}: this host collects no session turns"));
+            };
+            return match tokio::task::spawn_blocking(move || sink.take(args)).await {
+                Ok(Ok(data)) => data_result(&data),
+                Ok(Err(why)) => error_result(format!("{name}: {why}")),
+                Err(e) => error_result(format!("{name}: {e}")),
+            };
+        }
+        let runtime = Arc::clone(&self.runtime);
+        let context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
+        let deadline = context.deadline();
+        match self.runtime.blocking(deadline, move || run(&runtime, &offer, args, &context)).await {
+            Ok(data) => data_result(&data),
+            Err(e) => error_result(format!("{}: {e}", e.code())),
+        }
+    }
+}
+
+impl ToolSource for FacultyTools {
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        self.settled().boxed()
+    }
+
+    fn list(&self, scope: Scope) -> Vec<Value> {
+        let endpoints = scope.endpoints();
+        self.runtime
+            .declared()
+            .offers
+            .iter()
+            .filter(|o| o.endpoints.iter().any(|e| endpoints.contains(e)))
+            .map(|o| json!({"name": o.public, "description": o.description, "inputSchema": o.schema}))
+            .collect()
+    }
+
+    fn has(&self, scope: Scope, name: &str) -> bool {
+        let declared = self.runtime.declared();
+        scope.endpoints().iter().any(|endpoint| declared.offer(*endpoint, name).is_some())
+    }
+
+    fn call<'a>(&'a self, scope: Scope, caller: &'a str, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
+        self.run_tool(scope, caller, name, arguments).boxed()
+    }
+
+    fn context(&self) -> BoxFuture<'_, String> {
+        self.compiled().boxed()
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.runtime.declared_changes()
+    }
+}
+
+/// Runs the offered command with `args`: as one JSON document, or as its declared text
+/// arguments.
+fn run(
+    runtime: &FacultyRuntime,
+    offer: &Offer,
+    args: Map<String, Value>,
+    context: &CallContext,
+) -> Result<Value, butler_faculty::CallError> {
+    if offer.json_input {
+        return runtime.invoke_json(&offer.faculty, &offer.command, &Value::Object(args), context);
+    }
+    let text: Map<String, Value> = args
+        .into_iter()
+        .map(|(key, value)| match value {
+            Value::String(_) => (key, value),
+            other => (key, Value::String(other.to_string())),
+        })
+        .collect();
+    runtime.invoke(&offer.faculty, &offer.command, &text, context)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The hub's callers that prove nothing and the HTTP routes' anonymous callers share
+    /// one failure budget only while both crates name it alike.
+    #[test]
+    fn the_hub_and_the_faculty_runtime_count_anonymous_callers_under_one_key() {
+        assert_eq!(butler_mcp::view::ANONYMOUS, butler_faculty::failure_limits::ANONYMOUS);
+    }
+}
