@@ -1,26 +1,26 @@
-//! MCP over Streamable HTTP for the hub: both protocol eras on the same endpoints, chosen
-//! per request.
+//! MCP over Streamable HTTP for the hub: both protocol revision families on the same
+//! endpoints, chosen per request.
 //!
-//! - [`modern`]: revision 2026-07-28 — stateless, every request carrying its revision and
+//! - [`stateless_2026`]: revision 2026-07-28 — stateless, every request carrying its revision and
 //!   the client's capabilities in `_meta` (and the `MCP-Protocol-Version` header),
 //!   `server/discover`, `resultType`, `subscriptions/listen` for change notifications;
-//! - [`legacy`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
+//! - [`sessions_2025`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
 //!   session (`Mcp-Session-Id`), `GET` streams its notifications, `DELETE` ends it;
-//! - [`answer`]: the methods both eras share, and a call carried through to its answer with
+//! - [`dispatch`]: the methods both revision families share, and a call carried through to its answer with
 //!   what its provider sends back meanwhile (progress, its requests for the client);
 //! - [`rounds`]: 2026-07-28's multi-round-trip requests for providers of the 2025 revisions;
-//! - [`resume`]: the legacy revisions' resumable SSE streams (event ids, `Last-Event-ID`).
+//! - [`resume`]: the 2025 revisions' resumable SSE streams (event ids, `Last-Event-ID`).
 //!
-//! A request is of the 2026-07-28 era when its `MCP-Protocol-Version` header names a
-//! revision other than the legacy ones, or its `_meta` names a protocol version; every other
-//! request is legacy. The request gate (loopback `Host`, own `Origin`) and the credential
+//! A request is of 2026-07-28 when its `MCP-Protocol-Version` header names a revision
+//! other than the 2025 ones, or its `_meta` names a protocol version; every other request
+//! is of the 2025 revisions. The request gate (loopback `Host`, own `Origin`) and the credential
 //! check run before any of this.
 
-pub mod answer;
-pub mod legacy;
-pub mod modern;
+pub mod dispatch;
 pub mod resume;
 pub mod rounds;
+pub mod sessions_2025;
+pub mod stateless_2026;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -92,7 +92,7 @@ pub async fn get_session(
 ) -> Response {
     match session(&state, id, &headers) {
         Ok(endpoint) => {
-            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
+            session_only(&headers, "GET").unwrap_or_else(|| sessions_2025::listen(&state.mcp, &endpoint.view, &headers))
         }
         Err(refusal) => *refusal,
     }
@@ -106,7 +106,7 @@ pub async fn delete_session(
 ) -> Response {
     match session(&state, id, &headers) {
         Ok(endpoint) => {
-            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
+            session_only(&headers, "DELETE").unwrap_or_else(|| sessions_2025::end(&state.mcp, &endpoint.view, &headers))
         }
         Err(refusal) => *refusal,
     }
@@ -194,14 +194,14 @@ impl From<BytesRejection> for Unread {
     }
 }
 
-/// `GET /mcp`: a legacy session's notification stream.
+/// `GET /mcp`: a 2025 session's notification stream.
 pub async fn get_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Main, &headers))
+    session_only(&headers, "GET").unwrap_or_else(|| sessions_2025::listen(&state.mcp, &View::Main, &headers))
 }
 
 /// `GET /mcp/butler`.
 pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Restricted, &headers))
+    session_only(&headers, "GET").unwrap_or_else(|| sessions_2025::listen(&state.mcp, &View::Restricted, &headers))
 }
 
 /// `GET /mcp/p/{name}`.
@@ -212,20 +212,20 @@ pub async fn get_profile(
 ) -> Response {
     match profile(&state, name, &headers) {
         Ok(endpoint) => {
-            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
+            session_only(&headers, "GET").unwrap_or_else(|| sessions_2025::listen(&state.mcp, &endpoint.view, &headers))
         }
         Err(refusal) => *refusal,
     }
 }
 
-/// `DELETE /mcp`: ends a legacy session.
+/// `DELETE /mcp`: ends a 2025 session.
 pub async fn delete_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Main, &headers))
+    session_only(&headers, "DELETE").unwrap_or_else(|| sessions_2025::end(&state.mcp, &View::Main, &headers))
 }
 
 /// `DELETE /mcp/butler`.
 pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Restricted, &headers))
+    session_only(&headers, "DELETE").unwrap_or_else(|| sessions_2025::end(&state.mcp, &View::Restricted, &headers))
 }
 
 /// `DELETE /mcp/p/{name}`.
@@ -236,7 +236,7 @@ pub async fn delete_profile(
 ) -> Response {
     match profile(&state, name, &headers) {
         Ok(endpoint) => {
-            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
+            session_only(&headers, "DELETE").unwrap_or_else(|| sessions_2025::end(&state.mcp, &endpoint.view, &headers))
         }
         Err(refusal) => *refusal,
     }
@@ -328,17 +328,17 @@ async fn post(hub: &Arc<Hub>, endpoint: &Endpoint, headers: &HeaderMap, body: Re
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
     let body_bytes = raw.len();
-    if modern::speaks(headers, &body.messages) {
-        modern::post(hub, endpoint, headers, body, body_bytes).await
+    if stateless_2026::speaks(headers, &body.messages) {
+        stateless_2026::post(hub, endpoint, headers, body, body_bytes).await
     } else {
-        legacy::post(hub, endpoint, headers, body, body_bytes).await
+        sessions_2025::post(hub, endpoint, headers, body, body_bytes).await
     }
 }
 
-/// `GET` and `DELETE` exist only for legacy sessions: without `Mcp-Session-Id` they are
+/// `GET` and `DELETE` exist only for 2025 sessions: without `Mcp-Session-Id` they are
 /// 405 (2026-07-28 has neither).
 fn session_only(headers: &HeaderMap, method: &str) -> Option<Response> {
-    if header(headers, legacy::SESSION_HEADER).is_some() {
+    if header(headers, sessions_2025::SESSION_HEADER).is_some() {
         return None;
     }
     let mut response = rpc_error(
