@@ -828,7 +828,7 @@ pub fn change_notes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use butler_mcp::dispatch::Written;
+    use butler_mcp::answer::Written;
     use serde_json::value::RawValue;
 
     /// The response to `id` carrying `result` kept as written, for a client of each revision.
