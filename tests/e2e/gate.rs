@@ -68,19 +68,35 @@ fn the_gate_refuses_foreign_hosts_origins_and_cross_site_fetches() {
     assert_error(status, &body, 403, "origin_not_allowed");
 }
 
-/// A `POST` to an MCP endpoint is served on the hub's own path, not through the router:
-/// every gate rule, the body limit and a malformed body are tried there too, on each
-/// endpoint and under both prefixes, as the first request of a fresh connection (which is
-/// what sends a connection to the hub).
+/// An MCP request is served on the hub's own path when it is the first request of a
+/// connection (the listener sends that connection to the hub's runtime), and through the
+/// router when an earlier request on the same kept-alive connection was not MCP's. Every
+/// gate rule, the body limit and a malformed body are tried on both paths, on each endpoint
+/// and under both prefixes, and on a route that is not MCP's: the same refusal each time,
+/// as a JSON-RPC error on the MCP routes and as the envelope elsewhere.
 #[test]
-fn the_gate_and_the_body_rules_hold_on_the_hubs_own_path() {
+fn the_gate_and_the_body_rules_hold_on_both_mcp_paths_and_the_api() {
     let (butler, _dir) = Butler::start_fresh();
     let authority = butler.origin.trim_start_matches("http://").to_owned();
     let own = butler.origin.clone();
     let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}})
     .to_string();
-    for path in ["/myspace-butler/api/mcp", "/myspace-butler/mcp", "/myspace-butler/api/mcp/butler"] {
+    let refusals = [
+        (format!("Host: attacker.example:{}\r\n", butler.port), 403, "host_not_allowed"),
+        (String::new(), 403, "host_not_allowed"),
+        (format!("Host: {authority}\r\nHost: {authority}\r\n"), 400, "duplicate_header"),
+        (format!("Host: {authority}\r\nOrigin: http://attacker.example\r\n"), 403, "origin_not_allowed"),
+        (format!("Host: {authority}\r\nOrigin: {own}\r\nSec-Fetch-Site: cross-site\r\n"), 403, "cross_site_request"),
+    ];
+    let big = " ".repeat(1024 * 1024 + 10);
+    for path in [
+        "/myspace-butler/api/mcp",
+        "/myspace-butler/mcp",
+        "/myspace-butler/api/mcp/butler",
+        "/myspace-butler/api/pipeline",
+    ] {
+        let mcp = path.contains("/mcp");
         let post = |headers: &str, body: &str| {
             format!(
                 "POST {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\n\
@@ -88,35 +104,101 @@ fn the_gate_and_the_body_rules_hold_on_the_hubs_own_path() {
                 body.len()
             )
         };
-        let refusals = [
-            (format!("Host: attacker.example:{}\r\n", butler.port), 403, "host_not_allowed"),
-            (String::new(), 403, "host_not_allowed"),
-            (format!("Host: {authority}\r\nHost: {authority}\r\n"), 400, "duplicate_header"),
-            (format!("Host: {authority}\r\nOrigin: http://attacker.example\r\n"), 403, "origin_not_allowed"),
-            (
-                format!("Host: {authority}\r\nOrigin: {own}\r\nSec-Fetch-Site: cross-site\r\n"),
-                403,
-                "cross_site_request",
-            ),
-        ];
-        for (headers, status, code) in refusals {
-            let (got, body) = raw_exchange(&butler, post(&headers, &initialize).as_bytes());
-            assert_eq!((got, &body["error"]["data"]["code"]), (status, &serde_json::json!(code)), "{path}: {body}");
-            assert_eq!((body["jsonrpc"].as_str(), body["error"]["code"].as_i64()), (Some("2.0"), Some(-32600)));
+        let code_of = |body: &serde_json::Value| {
+            if mcp {
+                assert_eq!(
+                    (body["jsonrpc"].as_str(), body["error"]["code"].as_i64()),
+                    (Some("2.0"), Some(-32600)),
+                    "{path}: {body}"
+                );
+                body["error"]["data"]["code"].clone()
+            } else {
+                body["error"]["code"].clone()
+            }
+        };
+        for after_health in [false, true] {
+            let on = |request: String| {
+                if after_health {
+                    exchange_after_health(&butler, request.as_bytes())
+                } else {
+                    raw_exchange(&butler, request.as_bytes())
+                }
+            };
+            let which = if after_health { "the router" } else { "a fresh connection" };
+            for (headers, status, code) in &refusals {
+                let (got, body) = on(post(headers, &initialize));
+                assert_eq!((got, code_of(&body)), (*status, serde_json::json!(code)), "{path} on {which}: {body}");
+            }
+            // Too large, and a chunked body whose chunk size is not hex.
+            let (got, body) = on(post(&format!("Host: {authority}\r\n"), &big));
+            assert_eq!(got, 413, "{path} on {which}: {body}");
+            if mcp {
+                code_of(&body);
+            } else {
+                assert_eq!(body["error"]["code"], "payload_too_large", "{body}");
+            }
+            let chunked = format!(
+                "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+                 Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
+            );
+            let (got, body) = on(chunked);
+            assert_eq!(got, 400, "{path} on {which}: {body}");
+            if mcp {
+                code_of(&body);
+                // The owner's own request passes the same path.
+                let (got, body) = on(post(&format!("Host: {authority}\r\n"), &initialize));
+                assert_eq!(
+                    (got, body["result"]["serverInfo"]["name"].as_str()),
+                    (200, Some("butler")),
+                    "{path}: {body}"
+                );
+            }
         }
-        // The owner's own request passes the same path.
-        let (got, body) = raw_exchange(&butler, post(&format!("Host: {authority}\r\n"), &initialize).as_bytes());
-        assert_eq!((got, body["result"]["serverInfo"]["name"].as_str()), (200, Some("butler")), "{path}: {body}");
-        // Too large, and a chunked body whose chunk size is not hex: JSON-RPC errors.
-        let big = " ".repeat(1024 * 1024 + 10);
-        let (got, body) = raw_exchange(&butler, post(&format!("Host: {authority}\r\n"), &big).as_bytes());
-        assert_eq!((got, body["error"]["code"].as_i64()), (413, Some(-32600)), "{path}: {body}");
-        let chunked = format!(
-            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-             Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
-        );
-        let (got, body) = raw_exchange(&butler, chunked.as_bytes());
-        assert_eq!((got, body["error"]["code"].as_i64()), (400, Some(-32600)), "{path}: {body}");
+    }
+}
+
+/// With `"mcp": {"auth": "token"}`, a request without the owner's credential, or with a
+/// wrong one, is refused on both MCP paths (see above) and on the API alike; the owner
+/// token opens all three.
+#[test]
+fn the_credential_check_holds_on_both_mcp_paths_and_the_api() {
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["auth"] = serde_json::json!("token"));
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let token = butler.owner_token();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    for path in [
+        "/myspace-butler/api/mcp",
+        "/myspace-butler/mcp/butler",
+        "/myspace-butler/api/mcp/p/nobody",
+        "/myspace-butler/api/pipeline",
+    ] {
+        let mcp = path.contains("/mcp");
+        for after_health in [false, true] {
+            let on = |credential: &str| {
+                let request = format!(
+                    "POST {path} HTTP/1.1\r\nHost: {authority}\r\n{credential}Content-Type: application/json\r\n\
+                     Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+                     Connection: close\r\nContent-Length: {}\r\n\r\n{ping}",
+                    ping.len()
+                );
+                if after_health {
+                    exchange_after_health_with(&butler, &token, request.as_bytes())
+                } else {
+                    raw_exchange(&butler, request.as_bytes())
+                }
+            };
+            for credential in [String::new(), "Authorization: Bearer not-the-token\r\n".to_owned()] {
+                let (got, body) = on(&credential);
+                let code = if mcp { &body["error"]["data"]["code"] } else { &body["error"]["code"] };
+                assert_eq!(
+                    (got, code),
+                    (401, &serde_json::json!("token_required")),
+                    "{path} {credential:?} after /health: {after_health}: {body}"
+                );
+            }
+            let (got, body) = on(&format!("Authorization: Bearer {token}\r\n"));
+            assert_ne!(got, 401, "{path} with the owner token: {body}");
+        }
     }
 }
 
@@ -366,6 +448,46 @@ fn oversized_and_malformed_bodies_get_the_envelope() {
     assert_eq!(body["error"]["code"], "invalid_body", "{body}");
 }
 
+/// Sends `request` on a connection whose first request was `GET /health` (kept alive), so
+/// that it is served through the router, and returns its status and parsed body.
+fn exchange_after_health(butler: &Butler, request: &[u8]) -> (u16, serde_json::Value) {
+    exchange_after_health_with(butler, "", request)
+}
+
+/// [`exchange_after_health`], the `GET /health` carrying `token` (when not empty).
+fn exchange_after_health_with(butler: &Butler, token: &str, request: &[u8]) -> (u16, serde_json::Value) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let authority = butler.origin.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let credential = if token.is_empty() { String::new() } else { format!("Authorization: Bearer {token}\r\n") };
+    let health = format!("GET /myspace-butler/api/health HTTP/1.1\r\nHost: {authority}\r\n{credential}\r\n");
+    stream.write_all(health.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("head");
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse::<usize>().ok();
+        }
+    }
+    let mut first = vec![0; length.expect("GET /health has a length")];
+    reader.read_exact(&mut first).expect("the health answer");
+    assert!(
+        String::from_utf8_lossy(&first).contains("\"ok\":true"),
+        "GET /health: {}",
+        String::from_utf8_lossy(&first)
+    );
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = reader.read_to_end(&mut answer);
+    parse_answer(&String::from_utf8_lossy(&answer))
+}
+
 /// Sends raw bytes on a fresh connection and returns the status and the parsed body.
 fn raw_exchange(butler: &Butler, request: &[u8]) -> (u16, serde_json::Value) {
     use std::io::{Read, Write};
@@ -375,7 +497,11 @@ fn raw_exchange(butler: &Butler, request: &[u8]) -> (u16, serde_json::Value) {
     let _ = stream.write_all(request);
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer).into_owned();
+    parse_answer(&String::from_utf8_lossy(&answer))
+}
+
+/// The status and the parsed JSON body of a whole HTTP answer.
+fn parse_answer(answer: &str) -> (u16, serde_json::Value) {
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response: {answer:?}"));
     let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
     assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");

@@ -28,10 +28,11 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::AppState;
 use super::error::ApiError;
+use super::mcp::McpUrl;
 use super::owner::{PROOF_HEADER, has_token, session_with_proof};
 
 pub use crate::instance::config::AuthMode;
@@ -65,8 +66,7 @@ pub fn refusal(state: &AppState, verified: bool, method: &Method, uri: &Uri, hea
             "the host could not verify which user this connection belongs to, so it asks for a credential: send the owner token as `Authorization: Bearer <token>` (it is in the state directory's `owner-token`), or use `butler mcp stdio`"
         },
     );
-    let mut response =
-        if super::framing::is_mcp(path) { super::framing::json_rpc_error(&refusal) } else { refusal.into_response() };
+    let mut response = super::framing::refusal_for(path, refusal);
     response
         .headers_mut()
         .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(r#"Bearer realm="butler""#));
@@ -75,20 +75,18 @@ pub fn refusal(state: &AppState, verified: bool, method: &Method, uri: &Uri, hea
 
 /// The profile whose endpoint `path` is (`…/mcp/p/<name>`), if it is one.
 fn profile_of(path: &str) -> Option<&str> {
-    endpoint_of(path, "/mcp/p/")
+    match McpUrl::of(path)? {
+        McpUrl::Profile(name) => Some(name),
+        _ => None,
+    }
 }
 
 /// The agent session whose endpoint `path` is (`…/mcp/s/<id>`), if it is one.
 fn session_of(path: &str) -> Option<&str> {
-    endpoint_of(path, "/mcp/s/")
-}
-
-fn endpoint_of<'a>(path: &'a str, under: &str) -> Option<&'a str> {
-    [super::API_PREFIX, super::LEGACY_PREFIX]
-        .iter()
-        .find_map(|prefix| path.strip_prefix(prefix))
-        .and_then(|rest| rest.strip_prefix(under))
-        .filter(|name| !name.is_empty() && !name.contains('/'))
+    match McpUrl::of(path)? {
+        McpUrl::AgentSession(id) => Some(id),
+        _ => None,
+    }
 }
 
 /// Whether a request for `path` must carry a credential.

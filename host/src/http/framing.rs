@@ -8,7 +8,8 @@
 //! The wrapper recognises hyper's answers by their form: an error status, `content-length: 0`
 //! and no `content-type`. The routes never answer an error that way (every one of theirs
 //! carries the envelope), so nothing else is rewritten. Whether the request was for an MCP
-//! route, or was a `HEAD`, is read off the first bytes of the request the answer is for.
+//! route ([`McpUrl::of_request_start`]), or was a `HEAD`, is read off the first bytes of the
+//! request the answer is for.
 
 use std::io::IoSlice;
 use std::pin::Pin;
@@ -16,6 +17,8 @@ use std::task::{Context, Poll};
 
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::mcp::McpUrl;
 
 /// Largest request head accepted (request line and headers).
 pub const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -138,12 +141,12 @@ fn rewrite(head: &[u8], total: usize, request_start: &[u8]) -> Option<Vec<u8>> {
     if status < 400 || !bodiless || lines.iter().any(|l| l.starts_with("content-type:")) {
         return None;
     }
-    let (method, target) = request_line(request_start);
+    let (method, mcp) = McpUrl::of_request_start(request_start);
     if method == "HEAD" {
         return None; // a HEAD answer must stay bodiless
     }
     let (code, message) = describe(status);
-    let body = if is_mcp(target) {
+    let body = if mcp.is_some() {
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message, "data": {"code": code}}})
     } else {
         json!({"ok": false, "error": {"code": code, "message": message}})
@@ -159,29 +162,14 @@ fn rewrite(head: &[u8], total: usize, request_start: &[u8]) -> Option<Vec<u8>> {
     )
 }
 
-/// The method and target of a request line's start (either may be cut short or empty).
-fn request_line(start: &[u8]) -> (&str, &str) {
-    let line = start.split(|b| *b == b'\r' || *b == b'\n').next().unwrap_or_default();
-    let text =
-        std::str::from_utf8(line).unwrap_or_else(|e| std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default());
-    let mut parts = text.splitn(3, ' ');
-    (parts.next().unwrap_or_default(), parts.next().unwrap_or_default())
-}
-
-/// Whether a request target is one of the MCP routes (which answer JSON-RPC errors).
-pub(crate) fn is_mcp(target: &str) -> bool {
-    [super::API_PREFIX, super::LEGACY_PREFIX].iter().any(|prefix| {
-        target
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.strip_prefix("/mcp"))
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']))
-    })
-}
-
-/// An error refused before a route ran, as the MCP routes answer it: a JSON-RPC error
-/// (`-32600`, the envelope's code in `data`) with the same HTTP status.
-pub(crate) fn json_rpc_error(refusal: &super::error::ApiError) -> axum::response::Response {
+/// An error refused before a route ran, for a request for `path`: as the MCP routes
+/// answer it ([`McpUrl`] reads the path) — a JSON-RPC error (`-32600`, the envelope's code
+/// in `data`) with the same HTTP status — or as the envelope elsewhere.
+pub(crate) fn refusal_for(path: &str, refusal: super::error::ApiError) -> axum::response::Response {
     use axum::response::IntoResponse;
+    if McpUrl::of(path).is_none() {
+        return refusal.into_response();
+    }
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,

@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::{HeaderMap, HeaderName, Uri};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::error::ApiError;
 use crate::text::clip;
@@ -49,11 +49,7 @@ pub async fn gate(State(config): State<GateConfig>, request: Request, next: Next
 #[must_use]
 pub fn refusal(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Option<Response> {
     let refusal = admit(config, uri, headers).err()?;
-    Some(if super::framing::is_mcp(uri.path()) {
-        super::framing::json_rpc_error(&refusal)
-    } else {
-        refusal.into_response()
-    })
+    Some(super::framing::refusal_for(uri.path(), refusal))
 }
 
 fn admit(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {

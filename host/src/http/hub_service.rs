@@ -1,23 +1,21 @@
-//! How a connection on the hub's runtime is served (see [`super::listen`]): a `POST` to an
-//! MCP endpoint goes straight to the hub's handler, every other request through the
-//! router. The straight way runs the same checks the router's layers run, as the same
-//! functions — the gate ([`super::gate::refusal`]), the credential check
-//! ([`super::credential::refusal`]) and the body limit ([`super::error::MAX_BODY_BYTES`]) —
-//! and skips only the router's general machinery (route matching, two middlewares, the
+//! How a connection on the hub's runtime is served (see [`super::listen`]): a request for
+//! an MCP endpoint (as [`McpUrl`] reads its path) goes straight to the handler every MCP
+//! request ends in, [`super::mcp::serve`]; every other request through the router. The
+//! straight way runs the checks the router's layers run as the same functions — the gate
+//! ([`super::gate::refusal`]) and the credential check ([`super::credential::refusal`]);
+//! the body limit is [`super::mcp::read_body`], which `serve` calls on either path — and
+//! skips only the router's general machinery (route matching, two middlewares, the
 //! extractors, a clone of each layer's service per request), which was a tenth of the hub
 //! thread's work per call.
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, Request};
 use axum::response::Response;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 
 use super::AppState;
-use super::error::MAX_BODY_BYTES;
-use super::mcp::{Door, Unread};
+use super::mcp::McpUrl;
 
 /// The service for one hub connection: `app` is the router as this connection's requests
 /// see it (its transport and peer marks layered on), `verified` whether the connection's
@@ -39,15 +37,14 @@ impl HubService {
 
     /// Answers one request.
     pub async fn answer(&self, request: Request<Incoming>) -> Response {
-        let (parts, body) = request.into_parts();
-        let door = (parts.method == Method::POST).then(|| Door::of(parts.uri.path())).flatten();
-        let Some(door) = door else {
+        if !is_for_an_endpoint(request.method(), request.uri().path()) {
             let router = TowerToHyperService::new(self.app.clone());
-            return match hyper::service::Service::call(&router, Request::from_parts(parts, body)).await {
+            return match hyper::service::Service::call(&router, request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-        };
+        }
+        let (parts, body) = request.into_parts();
         if let Some(refusal) = super::gate::refusal(self.state.gate, &parts.uri, &parts.headers) {
             return refusal;
         }
@@ -56,18 +53,13 @@ impl HubService {
         {
             return refusal;
         }
-        let body = read(body).await;
-        super::mcp::post_to(&self.state, door, &parts.headers, body).await
+        super::mcp::serve(&self.state, &parts.method, parts.uri.path(), &parts.headers, body).await
     }
 }
 
-/// A request's whole body, at most [`MAX_BODY_BYTES`].
-async fn read(body: Incoming) -> Result<Bytes, Unread> {
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => {
-            Err(Unread { status: StatusCode::PAYLOAD_TOO_LARGE, why: "length limit exceeded".to_owned() })
-        }
-        Err(e) => Err(Unread { status: StatusCode::BAD_REQUEST, why: e.to_string() }),
-    }
+/// Whether a `method` request for `path` is one the router would hand to
+/// [`super::mcp::endpoint`] (a `HEAD`, or a path under `…/mcp/` that is not an endpoint,
+/// goes through the router).
+fn is_for_an_endpoint(method: &Method, path: &str) -> bool {
+    matches!(*method, Method::POST | Method::GET | Method::DELETE) && McpUrl::of(path).is_some_and(McpUrl::is_endpoint)
 }

@@ -17,8 +17,9 @@
 //!   large) is answered with the error envelope ([`super::framing`]).
 //!
 //! - **The hub's connections on the hub's thread.** With a hub runtime (`serve`'s
-//!   `hub_io`), a TCP connection whose first request is for the MCP endpoints
-//!   ([`is_for_the_hub`], read with `peek` before anything is consumed) is served there
+//!   `hub_io`), a TCP connection whose first request is for the MCP routes under either
+//!   prefix ([`is_for_the_hub`], read with `peek` before anything is consumed, by
+//!   [`McpUrl`] as every MCP URL is) is served there
 //!   by [`HubService`], where the providers' pipes are read too: a call and its provider's
 //!   answer then never cross a thread, which on a small machine is most of what one extra
 //!   hop costs. The peek waits [`HEADER_TIMEOUT`] at most, like any request head.
@@ -44,6 +45,7 @@ use super::AppState;
 pub use super::connection::{PeerVerified, Transport};
 use super::framing::Enveloped;
 use super::hub_service::HubService;
+use super::mcp::McpUrl;
 use super::peer;
 
 /// Connections served at once (both listeners together), at most. Each costs a file
@@ -202,13 +204,11 @@ fn admit_tcp(
 /// How much of a connection's first bytes [`is_for_the_hub`] looks at.
 const HUB_REQUEST_START: usize = 64;
 
-/// Whether a request starting with `start` is for the MCP endpoints (`…/mcp`, `…/mcp/…`).
+/// Whether a request starting with `start` is for the MCP routes (`…/mcp`, `…/mcp/…`,
+/// under either prefix).
 fn is_for_the_hub(start: &[u8]) -> bool {
-    let Some(space) = start.iter().position(|b| *b == b' ') else { return false };
-    let (method, rest) = start.split_at(space);
-    let target = rest[1..].strip_prefix(super::API_PREFIX.as_bytes()).and_then(|t| t.strip_prefix(b"/mcp"));
-    matches!(method, b"POST" | b"GET" | b"DELETE")
-        && target.is_some_and(|t| matches!(t.first(), Some(b' ' | b'/' | b'?')))
+    let (method, url) = McpUrl::of_request_start(start);
+    matches!(method, "POST" | "GET" | "DELETE") && url.is_some()
 }
 
 /// Serves `stream` with `app` until it closes (or the graceful shutdown ends it), holding
@@ -268,4 +268,36 @@ where
         })
         .await;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The listener sends to the hub what the router and the error framing take for MCP's,
+    /// under both prefixes: the same parser reads all three.
+    #[test]
+    fn the_hubs_connections_are_those_of_the_mcp_routes_under_either_prefix() {
+        for prefix in [super::super::API_PREFIX, super::super::LEGACY_PREFIX] {
+            for (method, rest, hub) in [
+                ("POST", "/mcp", true),
+                ("GET", "/mcp/butler", true),
+                ("DELETE", "/mcp/p/fs?x", true),
+                ("POST", "/mcp/s/abc", true),
+                ("GET", "/mcp/status", true),
+                ("PUT", "/mcp", false),
+                ("POST", "/mcpx", false),
+                ("GET", "/health", false),
+            ] {
+                let start = format!("{method} {prefix}{rest} HTTP/1.1\r\nHost: x\r\n");
+                assert_eq!(is_for_the_hub(start.as_bytes()), hub, "{start}");
+                let path = rest.split('?').next().unwrap_or_default();
+                assert_eq!(
+                    McpUrl::of(&format!("{prefix}{path}")).is_some(),
+                    rest.starts_with("/mcp/") || rest == "/mcp"
+                );
+            }
+        }
+        assert!(!is_for_the_hub(b"POST /myspace-butler/api/mcp"), "cut short: may be /mcpx");
+    }
 }

@@ -1,114 +1,131 @@
-//! MCP over Streamable HTTP for the hub: both protocol eras on the same endpoints, chosen
-//! per request.
+//! MCP over Streamable HTTP for the hub: both protocol revision families on the same
+//! endpoints, chosen per request.
 //!
-//! - [`modern`]: revision 2026-07-28 — stateless, every request carrying its revision and
+//! - [`stateless_2026`]: revision 2026-07-28 — stateless, every request carrying its revision and
 //!   the client's capabilities in `_meta` (and the `MCP-Protocol-Version` header),
 //!   `server/discover`, `resultType`, `subscriptions/listen` for change notifications;
-//! - [`legacy`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
+//! - [`sessions_2025`]: revisions 2025-11-25, 2025-06-18 and 2025-03-26 — `initialize` opens a
 //!   session (`Mcp-Session-Id`), `GET` streams its notifications, `DELETE` ends it;
-//! - [`answer`]: the methods both eras share, and a call carried through to its answer with
+//! - [`dispatch`]: the methods both revision families share, and a call carried through to its answer with
 //!   what its provider sends back meanwhile (progress, its requests for the client);
 //! - [`rounds`]: 2026-07-28's multi-round-trip requests for providers of the 2025 revisions;
-//! - [`resume`]: the legacy revisions' resumable SSE streams (event ids, `Last-Event-ID`).
+//! - [`resume`]: the 2025 revisions' resumable SSE streams (event ids, `Last-Event-ID`).
 //!
-//! A request is of the 2026-07-28 era when its `MCP-Protocol-Version` header names a
-//! revision other than the legacy ones, or its `_meta` names a protocol version; every other
-//! request is legacy. The request gate (loopback `Host`, own `Origin`) and the credential
+//! A request is of 2026-07-28 when its `MCP-Protocol-Version` header names a revision
+//! other than the 2025 ones, or its `_meta` names a protocol version; every other request
+//! is of the 2025 revisions. The request gate (loopback `Host`, own `Origin`) and the credential
 //! check run before any of this.
+//!
+//! Which endpoint a request is for is read by [`url::McpUrl`], the one parser of MCP URLs.
+//! Every request for an endpoint, whichever way it came (the router's [`endpoint`], or the
+//! hub's own path, [`crate::http::hub_service`]), is answered by [`serve`], which also reads
+//! a `POST`'s body within the limit ([`read_body`]).
 
-pub mod answer;
-pub mod legacy;
-pub mod modern;
+pub mod dispatch;
 pub mod resume;
 pub mod rounds;
+pub mod sessions_2025;
+pub mod stateless_2026;
+pub mod url;
 
 use axum::Json;
 use axum::body::Bytes;
 use std::sync::Arc;
 
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::{Request, State};
 use axum::http::header::{ALLOW, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
+use crate::http::error::MAX_BODY_BYTES;
 use butler_mcp::framing;
 use butler_mcp::{Hub, View};
+pub use url::McpUrl;
 
 /// The header that names a request's protocol revision.
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// `POST /mcp`.
-pub async fn post_main(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    post(&state.mcp, &Endpoint::of(View::Main), &headers, body.map_err(Unread::from)).await
+/// Every request the router routes to an MCP endpoint (`POST`, `GET` and `DELETE` on
+/// `…/mcp`, `…/mcp/butler`, `…/mcp/p/{name}` and `…/mcp/s/{session}`).
+pub async fn endpoint(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    serve(&state, &parts.method, parts.uri.path(), &parts.headers, body).await
 }
 
-/// `POST /mcp/butler` (the distilling agent's endpoint).
-pub async fn post_restricted(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    post(&state.mcp, &Endpoint::of(View::Restricted), &headers, body.map_err(Unread::from)).await
-}
-
-/// `POST /mcp/p/{name}`: a profile's endpoint.
-pub async fn post_profile(
-    State(state): State<AppState>,
-    name: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match profile(&state, name, &headers) {
-        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body.map_err(Unread::from)).await,
-        Err(refusal) => *refusal,
-    }
-}
-
-/// `POST /mcp/s/{session}`: a running agent session's endpoint (its bearer token only).
-pub async fn post_session(
-    State(state): State<AppState>,
-    id: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match session(&state, id, &headers) {
-        Ok(endpoint) => post(&state.mcp, &endpoint, &headers, body.map_err(Unread::from)).await,
-        Err(refusal) => *refusal,
-    }
-}
-
-/// `GET /mcp/s/{session}`.
-pub async fn get_session(
-    State(state): State<AppState>,
-    id: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
-    match session(&state, id, &headers) {
-        Ok(endpoint) => {
-            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
+/// A `method` request for the MCP endpoint `path` names, on either request path: the
+/// router's [`endpoint`] and the hub's own path call it alike, after the gate and the
+/// credential check. A `POST`'s body is read here ([`read_body`]).
+pub async fn serve<B>(state: &AppState, method: &Method, path: &str, headers: &HeaderMap, body: B) -> Response
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let body = if method == Method::POST { Some(read_body(body).await) } else { None };
+    let endpoint = match McpUrl::of(path).map(|url| endpoint_at(state, url, headers)) {
+        Some(Ok(endpoint)) => endpoint,
+        Some(Err(refusal)) => return *refusal,
+        None => return rpc_error(StatusCode::NOT_FOUND, Value::Null, -32600, "no such MCP endpoint"),
+    };
+    match (method.as_str(), body) {
+        ("POST", Some(body)) => post(&state.mcp, &endpoint, headers, body).await,
+        // The router answers `HEAD` with what `GET` does.
+        ("GET" | "HEAD", _) => {
+            session_only(headers, "GET").unwrap_or_else(|| sessions_2025::listen(&state.mcp, &endpoint.view, headers))
         }
-        Err(refusal) => *refusal,
+        ("DELETE", _) => {
+            session_only(headers, "DELETE").unwrap_or_else(|| sessions_2025::end(&state.mcp, &endpoint.view, headers))
+        }
+        _ => {
+            let mut response = rpc_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                Value::Null,
+                -32600,
+                format!("Method Not Allowed: an MCP endpoint takes POST, GET and DELETE, not {method}"),
+            );
+            response.headers_mut().insert(ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
+            response
+        }
     }
 }
 
-/// `DELETE /mcp/s/{session}`.
-pub async fn delete_session(
-    State(state): State<AppState>,
-    id: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
-    match session(&state, id, &headers) {
-        Ok(endpoint) => {
-            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
+/// The endpoint `url` names, for a request with `headers`: a profile's or an agent
+/// session's only when it exists and the request may use it (see [`profile_named`],
+/// [`session`]); names are percent-decoded, as the router decodes a path's parameters.
+fn endpoint_at(state: &AppState, url: McpUrl<'_>, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
+    match url {
+        McpUrl::Main => Ok(Endpoint::of(View::Main)),
+        McpUrl::Restricted => Ok(Endpoint::of(View::Restricted)),
+        McpUrl::Profile(name) => match percent_decode_str(name).decode_utf8() {
+            Ok(name) => profile_named(state, &name, headers),
+            Err(_) => Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                -32600,
+                "Invalid Request: the profile's name does not read (not UTF-8)",
+            ))),
+        },
+        McpUrl::AgentSession(id) => session(state, percent_decode_str(id).decode_utf8().ok().as_deref(), headers),
+        McpUrl::Other => Err(Box::new(rpc_error(StatusCode::NOT_FOUND, Value::Null, -32600, "no such MCP endpoint"))),
+    }
+}
+
+/// A request's whole body, at most [`MAX_BODY_BYTES`]: the one body limit of the MCP
+/// endpoints, on both request paths.
+pub async fn read_body<B>(body: B) -> Result<Bytes, Unread>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => {
+            Err(Unread { status: StatusCode::PAYLOAD_TOO_LARGE, why: "length limit exceeded".to_owned() })
         }
-        Err(refusal) => *refusal,
+        Err(e) => Err(Unread { status: StatusCode::BAD_REQUEST, why: e.to_string() }),
     }
 }
 
@@ -116,12 +133,8 @@ pub async fn delete_session(
 /// own token, whoever sends it (the owner's credential does not open it). An unknown or
 /// ended session, and a wrong token, are the same 404, so the endpoint tells nothing about
 /// which sessions run.
-fn session(
-    state: &AppState,
-    id: Result<Path<String>, PathRejection>,
-    headers: &HeaderMap,
-) -> Result<Endpoint, Box<Response>> {
-    let found = id.ok().and_then(|Path(id)| state.agents.session(&id));
+fn session(state: &AppState, id: Option<&str>, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
+    let found = id.and_then(|id| state.agents.session(id));
     match found {
         Some(session) if bearer(headers).is_some_and(|given| session.accepts(given)) => {
             Ok(Endpoint { view: session.view.clone(), token: None, agent: Some(session) })
@@ -135,111 +148,12 @@ fn session(
     }
 }
 
-/// An MCP endpoint a `POST` can be for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Door<'a> {
-    /// `…/mcp`.
-    Main,
-    /// `…/mcp/butler`.
-    Restricted,
-    /// `…/mcp/p/<name>`.
-    Profile(&'a str),
-}
-
-impl<'a> Door<'a> {
-    /// The endpoint `path` names, when it names one exactly as the router routes it, under
-    /// either prefix; `None` for any other path, and for a profile's name that would need
-    /// percent-decoding (the router serves those).
-    #[must_use]
-    pub fn of(path: &'a str) -> Option<Self> {
-        let rest = [crate::http::API_PREFIX, crate::http::LEGACY_PREFIX]
-            .iter()
-            .find_map(|prefix| path.strip_prefix(prefix).and_then(|rest| rest.strip_prefix("/mcp")))?;
-        match rest {
-            "" => Some(Self::Main),
-            "/butler" => Some(Self::Restricted),
-            _ => rest
-                .strip_prefix("/p/")
-                .filter(|name| !name.is_empty() && !name.contains(['/', '%']))
-                .map(Self::Profile),
-        }
-    }
-}
-
-/// A `POST` to `door`, served without the router (for the hub's own connections: the
-/// gate and the credential check have run).
-pub async fn post_to(state: &AppState, door: Door<'_>, headers: &HeaderMap, body: Result<Bytes, Unread>) -> Response {
-    let endpoint = match door {
-        Door::Main => Endpoint::of(View::Main),
-        Door::Restricted => Endpoint::of(View::Restricted),
-        Door::Profile(name) => match profile_named(state, name, headers) {
-            Ok(endpoint) => endpoint,
-            Err(refusal) => return *refusal,
-        },
-    };
-    post(&state.mcp, &endpoint, headers, body).await
-}
-
 /// Why a request's body could not be read: too large, a malformed chunked encoding.
 pub struct Unread {
     /// The HTTP status that says why.
     pub status: StatusCode,
     /// What went wrong, for the client.
     pub why: String,
-}
-
-impl From<BytesRejection> for Unread {
-    fn from(rejection: BytesRejection) -> Self {
-        Self { status: rejection.status(), why: rejection.body_text() }
-    }
-}
-
-/// `GET /mcp`: a legacy session's notification stream.
-pub async fn get_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Main, &headers))
-}
-
-/// `GET /mcp/butler`.
-pub async fn get_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &View::Restricted, &headers))
-}
-
-/// `GET /mcp/p/{name}`.
-pub async fn get_profile(
-    State(state): State<AppState>,
-    name: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
-    match profile(&state, name, &headers) {
-        Ok(endpoint) => {
-            session_only(&headers, "GET").unwrap_or_else(|| legacy::listen(&state.mcp, &endpoint.view, &headers))
-        }
-        Err(refusal) => *refusal,
-    }
-}
-
-/// `DELETE /mcp`: ends a legacy session.
-pub async fn delete_main(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Main, &headers))
-}
-
-/// `DELETE /mcp/butler`.
-pub async fn delete_restricted(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &View::Restricted, &headers))
-}
-
-/// `DELETE /mcp/p/{name}`.
-pub async fn delete_profile(
-    State(state): State<AppState>,
-    name: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
-    match profile(&state, name, &headers) {
-        Ok(endpoint) => {
-            session_only(&headers, "DELETE").unwrap_or_else(|| legacy::end(&state.mcp, &endpoint.view, &headers))
-        }
-        Err(refusal) => *refusal,
-    }
 }
 
 /// The endpoint a request came through, and the profile token it sent.
@@ -261,23 +175,6 @@ impl Endpoint {
 /// Profile `name`'s endpoint for a request with `headers`: 404 when the root config
 /// declares no such profile; 401 with `WWW-Authenticate` when it requires a token and the
 /// request carries none made for it.
-fn profile(
-    state: &AppState,
-    name: Result<Path<String>, PathRejection>,
-    headers: &HeaderMap,
-) -> Result<Endpoint, Box<Response>> {
-    let Ok(Path(name)) = name else {
-        return Err(Box::new(rpc_error(
-            StatusCode::BAD_REQUEST,
-            Value::Null,
-            -32600,
-            "Invalid Request: the profile's name does not read (not UTF-8)",
-        )));
-    };
-    profile_named(state, &name, headers)
-}
-
-/// [`profile`] for a name already read.
 fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
     let Some(profile) = state.profiles.get(name).cloned().or_else(|| state.mcp.package_profile(name)) else {
         return Err(Box::new(rpc_error(
@@ -323,17 +220,17 @@ async fn post(hub: &Arc<Hub>, endpoint: &Endpoint, headers: &HeaderMap, body: Re
         Err(refusal) => return rpc_error(StatusCode::BAD_REQUEST, refusal.id, refusal.code, refusal.message),
     };
     let body_bytes = raw.len();
-    if modern::speaks(headers, &body.messages) {
-        modern::post(hub, endpoint, headers, body, body_bytes).await
+    if stateless_2026::speaks(headers, &body.messages) {
+        stateless_2026::post(hub, endpoint, headers, body, body_bytes).await
     } else {
-        legacy::post(hub, endpoint, headers, body, body_bytes).await
+        sessions_2025::post(hub, endpoint, headers, body, body_bytes).await
     }
 }
 
-/// `GET` and `DELETE` exist only for legacy sessions: without `Mcp-Session-Id` they are
+/// `GET` and `DELETE` exist only for 2025 sessions: without `Mcp-Session-Id` they are
 /// 405 (2026-07-28 has neither).
 fn session_only(headers: &HeaderMap, method: &str) -> Option<Response> {
-    if header(headers, legacy::SESSION_HEADER).is_some() {
+    if header(headers, sessions_2025::SESSION_HEADER).is_some() {
         return None;
     }
     let mut response = rpc_error(

@@ -1,4 +1,4 @@
-//! Resumable SSE streams of the legacy revisions (2025-03-26 to 2025-11-25): every event of
+//! Resumable SSE streams of the 2025 revisions (2025-03-26 to 2025-11-25): every event of
 //! a session's `GET` stream and of a `POST`'s streamed answer gets an id, the events are
 //! kept in a bounded replay window, and a client that lost the connection resumes the stream
 //! with a `GET` carrying `Last-Event-ID`, getting what it missed once and in order.

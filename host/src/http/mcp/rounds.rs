@@ -1,4 +1,4 @@
-//! The multi-round-trip requests of 2026-07-28, for a stateless client, whichever era its
+//! The multi-round-trip requests of 2026-07-28, for a stateless client, whichever revision its
 //! provider speaks:
 //!
 //! - a provider of the 2025 revisions asks the client something (sampling, elicitation,

@@ -1,4 +1,4 @@
-//! The legacy protocol revisions (2025-11-25, 2025-06-18, 2025-03-26) over Streamable HTTP:
+//! The 2025 revisions (2025-11-25, 2025-06-18, 2025-03-26) over Streamable HTTP:
 //! `POST` one JSON-RPC message (or a batch) and get JSON back — or, for a `tools/call` from
 //! a client that accepts `text/event-stream` and whose provider sends something first, an
 //! SSE stream of its progress and of the provider's requests for the client (sampling,
@@ -18,16 +18,16 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::answer::{self, Context, Era};
+use super::dispatch::{self, Context, Family};
 use super::resume;
 use super::{accepts_sse, header, rpc_error};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
 use butler_mcp::{Hub, Session, View};
 
-/// The legacy revisions this endpoint speaks, newest first.
+/// the 2025 revisions this endpoint speaks, newest first.
 pub const REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// The header that names a legacy session.
+/// The header that names a 2025 session.
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The header a client resumes a stream with: the id of the last event it got.
@@ -70,7 +70,7 @@ fn session_of(
     Ok((session_id.to_owned(), session))
 }
 
-/// `POST` of a legacy client.
+/// `POST` of a client of the 2025 revisions.
 pub async fn post(
     hub: &Arc<Hub>,
     endpoint: &super::Endpoint,
@@ -123,12 +123,12 @@ pub async fn post(
         session: Some(session_id),
         revision: session.version.clone(),
         body_bytes,
-        era: Era::Legacy,
+        family: Family::Sessions2025,
         capabilities: session.capabilities.clone(),
         log_level: session.log_level.clone(),
     });
     if !array && let Some(request) = requests.pop() {
-        return answer::single(context, accepts_sse(headers), request, |_| StatusCode::OK).await;
+        return dispatch::single(context, accepts_sse(headers), request, |_| StatusCode::OK).await;
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
@@ -184,15 +184,15 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     if let Some(last) = header(headers, LAST_EVENT_ID) {
         return resume::resume(&session_id, last, open);
     }
-    let notes = answer::change_notes(
+    let notes = dispatch::change_notes(
         hub.changes(),
         butler_mcp::Changed::ALL,
         |method| json!({"jsonrpc": "2.0", "method": method}),
     );
-    let logs = answer::log_notes(Arc::clone(hub), view.clone(), session_id.clone());
+    let logs = dispatch::log_notes(Arc::clone(hub), view.clone(), session_id.clone());
     let subscriber = Arc::clone(hub);
     let session = session_id.clone();
-    let updates = answer::resource_notes(
+    let updates = dispatch::resource_notes(
         hub,
         move |updated| subscriber.subscribed(&session, updated),
         |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),

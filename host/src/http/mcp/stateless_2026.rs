@@ -24,8 +24,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::answer::{self, Context, Era, completed};
-use super::{VERSION_HEADER, accepts_sse, header, legacy};
+use super::dispatch::{self, Context, Family, completed};
+use super::{VERSION_HEADER, accepts_sse, header, sessions_2025};
 use butler_mcp::framing::{ClientBody, ClientMessage as Message};
 use butler_mcp::{Changed, Hub, RpcError, View};
 
@@ -38,17 +38,17 @@ const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
-/// Methods of the legacy revisions that 2026-07-28 removed.
+/// Methods of the 2025 revisions that 2026-07-28 removed.
 const REMOVED: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// Names each stateless request for cancellation (a closed stream cancels its call).
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
 
 /// Whether a `POST` is of this revision: its `MCP-Protocol-Version` header names a revision
-/// other than the legacy ones, or a message's `_meta` names a protocol version.
+/// other than the 2025 ones, or a message's `_meta` names a protocol version.
 pub fn speaks(headers: &HeaderMap, messages: &[Message]) -> bool {
     let named_in_meta = |params: &Value| params.get("_meta").and_then(|m| m.get(META_VERSION)).is_some();
-    header(headers, VERSION_HEADER).is_some_and(|v| !legacy::REVISIONS.contains(&v))
+    header(headers, VERSION_HEADER).is_some_and(|v| !sessions_2025::REVISIONS.contains(&v))
         || messages.iter().any(|m| match m {
             Message::Request { params, .. } | Message::Notification { params, .. } => named_in_meta(params),
             Message::Response { .. } => false,
@@ -67,7 +67,7 @@ impl Refused {
     }
 
     fn answer(self, id: Value) -> Response {
-        (self.status, Json(answer::envelope(id, Err(self.error)))).into_response()
+        (self.status, Json(dispatch::envelope(id, Err(self.error)))).into_response()
     }
 }
 
@@ -116,7 +116,7 @@ async fn request(
             let asker = butler_mcp::Asker::stateless_2026(declared.unwrap_or(&none), None);
             let instructions = super::instructions(hub, view, &asker).await;
             let capabilities = super::capabilities(hub, view);
-            return Json(answer::envelope(id, Ok(discover(instructions, capabilities)))).into_response();
+            return Json(dispatch::envelope(id, Ok(discover(instructions, capabilities)))).into_response();
         }
         "subscriptions/listen" => return listen(hub, view, id, &params).await,
         removed if REMOVED.contains(&removed) => {
@@ -125,7 +125,7 @@ async fn request(
                 message: format!("Method not found: {removed} (removed in {REVISION})"),
                 data: None,
             };
-            return (StatusCode::NOT_FOUND, Json(answer::envelope(id, Err(error)))).into_response();
+            return (StatusCode::NOT_FOUND, Json(dispatch::envelope(id, Err(error)))).into_response();
         }
         _ => {}
     }
@@ -141,7 +141,7 @@ async fn request(
         session: None,
         revision: REVISION.to_owned(),
         body_bytes,
-        era: Era::Modern,
+        family: Family::Stateless2026,
         capabilities,
         log_level,
     };
@@ -152,7 +152,7 @@ async fn request(
         Some(-32021) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    answer::single(Arc::new(context), accepts_sse(headers), (id, method, params), status).await
+    dispatch::single(Arc::new(context), accepts_sse(headers), (id, method, params), status).await
 }
 
 /// The request's `_meta` and headers, checked in the order the module doc gives.
@@ -188,7 +188,7 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), Refuse
     }
     if version != REVISION {
         let mut supported = vec![REVISION];
-        supported.extend(legacy::REVISIONS);
+        supported.extend(sessions_2025::REVISIONS);
         return Err(Refused {
             status: StatusCode::BAD_REQUEST,
             error: RpcError {
@@ -243,7 +243,7 @@ fn decoded(value: &str) -> Result<Cow<'_, str>, String> {
 /// tells its clients of itself.
 fn discover(instructions: String, capabilities: Value) -> Value {
     let mut supported = vec![REVISION];
-    supported.extend(legacy::REVISIONS);
+    supported.extend(sessions_2025::REVISIONS);
     completed(
         "server/discover",
         json!({
@@ -262,7 +262,7 @@ fn discover(instructions: String, capabilities: Value) -> Value {
 async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Response {
     let Some(asked) = params.get("notifications").filter(|n| n.is_object()) else {
         let error = RpcError::invalid_params("Invalid params: subscriptions/listen needs `notifications` (an object)");
-        return Json(answer::envelope(id, Err(error))).into_response();
+        return Json(dispatch::envelope(id, Err(error))).into_response();
     };
     let flag = |key: &str| asked.get(key).and_then(Value::as_bool) == Some(true);
     let wanted = Changed {
@@ -292,7 +292,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
                 "Invalid params: `resourceSubscriptions` must be an array of at most {} URIs",
                 butler_mcp::MAX_SUBSCRIPTIONS
             ));
-            return Json(answer::envelope(id, Err(error))).into_response();
+            return Json(dispatch::envelope(id, Err(error))).into_response();
         }
     };
     let mut subscribed = Vec::new();
@@ -310,12 +310,12 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
                      "params": {"_meta": tag, "notifications": honoured}});
     let changes = hub.changes();
     let list_tag = tag.clone();
-    let notes = answer::change_notes(
+    let notes = dispatch::change_notes(
         changes,
         wanted,
         move |method| json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": list_tag.clone()}}),
     );
-    let updates = answer::resource_notes(
+    let updates = dispatch::resource_notes(
         hub,
         // The stream holds its subscriptions: they end when it does.
         move |updated| subscribed.iter().find_map(|s| s.uri_of(updated)).map(str::to_owned),
@@ -326,7 +326,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
     );
     let events = futures_util::StreamExt::map(
         futures_util::StreamExt::chain(futures_util::stream::iter([ack]), futures_util::stream::select(notes, updates)),
-        |note| Ok::<_, Infallible>(answer::message_event(&note)),
+        |note| Ok::<_, Infallible>(dispatch::message_event(&note)),
     );
     let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
@@ -336,7 +336,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::mcp::answer::{DISCOVER_TTL_MS, LIST_TTL_MS};
+    use crate::http::mcp::dispatch::{DISCOVER_TTL_MS, LIST_TTL_MS};
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -406,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn legacy_and_modern_requests_are_told_apart() {
+    fn requests_of_2025_and_2026_revisions_are_told_apart() {
         let request = |params: Value| vec![Message::Request { id: json!(1), method: "tools/list".into(), params }];
         assert!(!speaks(&HeaderMap::new(), &request(json!({}))));
         assert!(!speaks(&headers(&[(VERSION_HEADER, "2025-06-18")]), &request(json!({}))));

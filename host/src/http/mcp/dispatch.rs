@@ -1,7 +1,7 @@
-//! What both protocol eras share: the methods the hub answers; a `tools/call` carried
+//! Serving a request of either revision family: the methods the hub answers; a `tools/call` carried
 //! through to its answer with what its provider sends back meanwhile — progress under the
 //! client's own token, and the provider's requests for the client (on the call's SSE stream
-//! for a legacy session, as an `InputRequiredResult` and its retry for 2026-07-28, see
+//! for a 2025 session, as an `InputRequiredResult` and its retry for 2026-07-28, see
 //! [`super::rounds`]); and the hub's list changes as notifications.
 
 use std::collections::VecDeque;
@@ -34,16 +34,16 @@ pub struct Context {
     pub token: Option<String>,
     /// The agent session whose endpoint it came through: its own tools join the hub's.
     pub agent: Option<Arc<crate::agents::Session>>,
-    /// Whose request it is, for cancellation: a legacy session, or one stateless request.
+    /// Whose request it is, for cancellation: a 2025 session, or one stateless request.
     pub caller: String,
-    /// The legacy session, for the activity log.
+    /// The 2025 session, for the activity log.
     pub session: Option<String>,
     /// The protocol revision the request is of.
     pub revision: String,
     /// The size of the `POST` body it came in.
     pub body_bytes: usize,
-    /// The era the request is of.
-    pub era: Era,
+    /// Which family of revisions the request is of.
+    pub family: Family,
     /// The capabilities the client declared (at `initialize`, or in this request's `_meta`).
     pub capabilities: Value,
     /// The least severe log level the client wants: its session's (`logging/setLevel`), or
@@ -51,13 +51,13 @@ pub struct Context {
     pub log_level: Option<String>,
 }
 
-/// The protocol era of a request.
+/// The protocol revision family of a request: sessions (2025) or stateless (2026-07-28).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
+pub enum Family {
     /// 2025-11-25, 2025-06-18, 2025-03-26: sessions.
-    Legacy,
+    Sessions2025,
     /// 2026-07-28: stateless.
-    Modern,
+    Stateless2026,
 }
 
 /// What the activity log keeps of a request, taken before it is answered: its entry but
@@ -126,7 +126,7 @@ impl Context {
     }
 
     /// Records a request answered with `answer`, `response_bytes` long: `cancelled` when it
-    /// is a tool call its client cancelled (a legacy `notifications/cancelled`).
+    /// is a tool call its client cancelled (a 2025 `notifications/cancelled`).
     pub fn record(&self, mut noted: Noted, answer: &Message, response_bytes: usize) {
         let Some(mut entry) = noted.entry.take() else { return };
         let (outcome, code) = match answer {
@@ -231,17 +231,19 @@ impl Message {
 impl Context {
     /// Who the providers are told the client is, for a request of this context.
     fn asker(&self) -> Asker<'_> {
-        match self.era {
-            Era::Modern => Asker::stateless_2026(&self.capabilities, self.log_level.as_deref()),
+        match self.family {
+            Family::Stateless2026 => Asker::stateless_2026(&self.capabilities, self.log_level.as_deref()),
             // A session that set no level takes every level.
-            Era::Legacy => Asker::sessions_2025(&self.capabilities, Some(self.log_level.as_deref().unwrap_or("debug"))),
+            Family::Sessions2025 => {
+                Asker::sessions_2025(&self.capabilities, Some(self.log_level.as_deref().unwrap_or("debug")))
+            }
         }
     }
 
-    /// The result of one request of this context's era. For 2026-07-28, a provider's
+    /// The result of one request of this context's family. For 2026-07-28, a provider's
     /// `InputRequiredResult` gets its state sealed ([`sealed`]).
     pub async fn result(&self, id: &Value, method: String, params: Value) -> Result<Answer, RpcError> {
-        if self.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) {
+        if self.family == Family::Stateless2026 && rounds::ROUND_METHODS.contains(&method.as_str()) {
             let name = rounds::subject(&method, &params);
             let arguments = params.get("arguments").cloned();
             let result = self.unsealed(id, &method, params, None).await?;
@@ -266,7 +268,7 @@ impl Context {
         params: Value,
         upcalls: Option<Upcalls>,
     ) -> Result<Answer, RpcError> {
-        if self.era == Era::Legacy {
+        if self.family == Family::Sessions2025 {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
             let answered = match (method, &self.session) {
                 ("ping", _) => Ok(json!({})),
@@ -296,19 +298,19 @@ impl Context {
         Ok(json!({}))
     }
 
-    /// The JSON-RPC response carrying `result`, as this context's era has it.
+    /// The JSON-RPC response carrying `result`, as this context's family has it.
     pub fn envelope(&self, id: Value, method: &str, result: Result<Answer, RpcError>) -> Message {
         let result = match result {
             Ok(Answer::Verbatim(result)) => {
-                return Message::Relayed { id, result, complete: self.era == Era::Modern };
+                return Message::Relayed { id, result, complete: self.family == Family::Stateless2026 };
             }
             Ok(Answer::Read(result)) => Ok(result),
             Err(error) => Err(error),
         };
-        Message::Built(match self.era {
-            Era::Legacy => envelope(id, result),
+        Message::Built(match self.family {
+            Family::Sessions2025 => envelope(id, result),
             // 2026-07-28 names an unknown resource `-32602` (the 2025 revisions: `-32002`).
-            Era::Modern => envelope(
+            Family::Stateless2026 => envelope(
                 id,
                 result.map(|result| completed(method, result)).map_err(|error| match error.code {
                     -32002 => RpcError { code: -32602, ..error },
@@ -419,7 +421,7 @@ pub fn envelope(id: Value, result: Result<Value, RpcError>) -> Value {
 /// One request (not in a batch), answered and recorded in the activity log: as JSON with
 /// the HTTP status `status` gives the answer's error code — or, when a `tools/call`'s provider sends
 /// something for the client before its answer (progress the client asked for, a request of
-/// a legacy session's, and the client accepts SSE: `sse`), as SSE ending with the answer.
+/// a 2025 session's, and the client accepts SSE: `sse`), as SSE ending with the answer.
 /// A 2026-07-28 client's call whose provider asks the client something is set aside and
 /// answered with an `InputRequiredResult`; the client's retry takes it up again.
 pub async fn single(
@@ -433,7 +435,10 @@ pub async fn single(
     // A 2026-07-28 retry: of a call the hub parked (taken up below), or of one whose
     // provider asked itself (it goes to the provider with the provider's state again).
     let mut resumed = None;
-    if context.era == Era::Modern && rounds::ROUND_METHODS.contains(&method.as_str()) && rounds::is_retry(&params) {
+    if context.family == Family::Stateless2026
+        && rounds::ROUND_METHODS.contains(&method.as_str())
+        && rounds::is_retry(&params)
+    {
         match rounds::retry_of(&context.view.endpoint(), &method, &params) {
             Ok((rounds::State { held: rounds::Held::Relayed(provider), .. }, _)) => {
                 params = rounds::unsealed(params, provider);
@@ -458,7 +463,7 @@ pub async fn single(
     let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
     // Only a 2026-07-28 call is ever parked, its request state bound to this digest.
-    let arguments = if context.era == Era::Modern { params.get("arguments").cloned() } else { None };
+    let arguments = if context.family == Family::Stateless2026 { params.get("arguments").cloned() } else { None };
     let mut drive =
         Drive { context, call: None, id, method, name, arguments, keys: 0, token, sse, queued: VecDeque::new() };
     if let Some(resumed) = resumed {
@@ -477,10 +482,10 @@ pub async fn single(
         drive.context.record(noted, &first, size);
         return response;
     }
-    // A legacy session's stream is resumable: the call goes on when the connection drops
+    // A 2025 session's stream is resumable: the call goes on when the connection drops
     // (only `notifications/cancelled` cancels it), and a `GET` with `Last-Event-ID` takes the
     // stream up again. 2026-07-28 has no resuming: closing the stream cancels the call.
-    let session = drive.context.session.clone().filter(|_| drive.context.era == Era::Legacy);
+    let session = drive.context.session.clone().filter(|_| drive.context.family == Family::Sessions2025);
     let start = (Some(first), drive, Some(noted));
     let messages = futures_util::stream::unfold(start, |(first, mut drive, mut noted)| async move {
         let next = match first {
@@ -562,11 +567,11 @@ impl Drive {
                             Upcall::Request(asked) => asked.refuse(-32603, "the call already ended"),
                         }
                     }
-                    let result = match self.context.era {
-                        Era::Modern => {
+                    let result = match self.context.family {
+                        Family::Stateless2026 => {
                             result.and_then(|answer| sealed(answer, || self.state(rounds::Held::Relayed(None))))
                         }
-                        Era::Legacy => result,
+                        Family::Sessions2025 => result,
                     };
                     let answer = self.context.envelope(self.id.clone(), &self.method, result);
                     if self.queued.is_empty() {
@@ -601,14 +606,14 @@ impl Drive {
     }
 
     /// What one upcall becomes: progress for the client, or a request of the provider's —
-    /// refused when the client did not declare what it needs, else passed on as the era
-    /// has it (on this stream for a legacy session, in an `InputRequiredResult` for
+    /// refused when the client did not declare what it needs, else passed on as the revision
+    /// has it (on this stream for a 2025 session, in an `InputRequiredResult` for
     /// 2026-07-28).
     /// A provider's log message for the client, if it takes SSE and the message's level
     /// is one it wants (a 2026-07-28 request gets none unless it named a level).
     fn log(&self, message: Value) -> Option<Value> {
         let wanted = self.context.log_level.as_deref();
-        if !self.sse || (self.context.era == Era::Modern && wanted.is_none()) {
+        if !self.sse || (self.context.family == Family::Stateless2026 && wanted.is_none()) {
             return None;
         }
         let level = message.get("level").and_then(Value::as_str).unwrap_or_default();
@@ -627,18 +632,18 @@ impl Drive {
             asked.refuse(-32601, why);
             return Step::Skip;
         }
-        match (self.context.era, &self.context.session) {
-            (Era::Modern, _) if rounds::available() => Step::Park(asked),
-            (Era::Modern, _) => {
+        match (self.context.family, &self.context.session) {
+            (Family::Stateless2026, _) if rounds::available() => Step::Park(asked),
+            (Family::Stateless2026, _) => {
                 asked.refuse(-32603, "the hub has no key to seal a request state with");
                 Step::Skip
             }
-            (Era::Legacy, Some(session)) if self.sse => {
+            (Family::Sessions2025, Some(session)) if self.sse => {
                 let (method, params) = (asked.method.clone(), asked.params.clone());
                 let id = self.context.hub.ask(session, asked);
                 Step::Send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             }
-            (Era::Legacy, _) => {
+            (Family::Sessions2025, _) => {
                 asked.refuse(
                     -32603,
                     "the client made this call without accepting text/event-stream, so no request can reach it",
@@ -748,7 +753,7 @@ pub fn message_event(message: &Value) -> Event {
 }
 
 /// `notifications/message` for each log message a provider sends outside any call that
-/// legacy session `session` takes on `view`, its endpoint ([`Hub::session_takes_log`]: a
+/// 2025 session `session` takes on `view`, its endpoint ([`Hub::session_takes_log`]: a
 /// level set, and met). A listener that fell behind misses the ones it could not keep.
 pub fn log_notes(hub: Arc<Hub>, view: View, session: String) -> impl Stream<Item = Value> + Send + 'static {
     let logs = hub.provider_logs();
@@ -826,7 +831,7 @@ mod tests {
     use butler_mcp::answer::Written;
     use serde_json::value::RawValue;
 
-    /// The response to `id` carrying `result` kept as written, for a client of each era.
+    /// The response to `id` carrying `result` kept as written, for a client of each revision.
     fn relayed(id: Value, result: &str) -> [Value; 2] {
         [false, true].map(|complete| {
             let raw: &RawValue = serde_json::from_str(result).unwrap_or_else(|e| panic!("{result}: {e}"));
@@ -850,10 +855,10 @@ mod tests {
             (json!(-1), r#"{"isError":true,"content":[]}"#),
         ] {
             let expected: Value = serde_json::from_str(result).unwrap_or_default();
-            let [legacy, modern] = relayed(id.clone(), result);
-            assert_eq!(legacy, envelope(id.clone(), Ok(expected.clone())));
-            assert_eq!(modern, envelope(id, Ok(completed("tools/call", expected))));
-            assert_eq!(modern["result"]["resultType"], "complete");
+            let [sessions, stateless] = relayed(id.clone(), result);
+            assert_eq!(sessions, envelope(id.clone(), Ok(expected.clone())));
+            assert_eq!(stateless, envelope(id, Ok(completed("tools/call", expected))));
+            assert_eq!(stateless["result"]["resultType"], "complete");
         }
     }
 }
