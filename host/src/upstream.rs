@@ -21,6 +21,7 @@
 //! errors and notes name the URL without user, query or fragment, and no redirect is
 //! followed (it could carry them to another origin).
 
+use butler_mcp::methods;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -284,13 +285,13 @@ impl Bridge {
 
     /// Sends one message of the hub's, on a task of its own.
     fn dispatch(self: &Arc<Self>, message: Value, permit: tokio::sync::OwnedSemaphorePermit) {
-        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+        if message.get("method").and_then(Value::as_str) == Some(methods::CANCELLED)
             && let Some(id) = message.get("params").and_then(|p| p.get("requestId"))
             && let Some(task) = lock(&self.in_flight).remove(&id.to_string())
         {
             task.abort();
         }
-        if message.get("method").and_then(Value::as_str) == Some("notifications/initialized") {
+        if message.get("method").and_then(Value::as_str) == Some(methods::INITIALIZED) {
             Arc::clone(self).listen();
         }
         let request_id = message.get("method").and(message.get("id")).map(Value::to_string);
@@ -367,7 +368,7 @@ impl Bridge {
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return;
         }
-        let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        let initialize = message.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE);
         if is_event_stream(&answer) && status.is_success() {
             let request = is_request(message).then_some(message);
             let (_, answered) = self.relay_events(answer, request).await;
@@ -449,7 +450,7 @@ impl Bridge {
     /// id (for the next `GET`), and whether the answer to `request` was among them (the
     /// revision it settles, when it is `initialize`'s).
     async fn relay_events(&self, answer: reqwest::Response, request: Option<&Value>) -> (Option<String>, bool) {
-        let initialize = request.and_then(|r| r.get("method")).and_then(Value::as_str) == Some("initialize");
+        let initialize = request.and_then(|r| r.get("method")).and_then(Value::as_str) == Some(methods::INITIALIZE);
         let awaited = request.and_then(|r| r.get("id"));
         let (mut last, mut answered) = (None, false);
         let mut events = std::pin::pin!(events(answer));
@@ -726,8 +727,8 @@ pub fn stateless_headers(message: &Value) -> Vec<(&'static str, String)> {
         headers.push(("Mcp-Method", method.to_owned()));
     }
     let name = match method {
-        "tools/call" | "prompts/get" => params["name"].as_str(),
-        "resources/read" => params["uri"].as_str(),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => params["name"].as_str(),
+        methods::RESOURCES_READ => params["uri"].as_str(),
         _ => None,
     };
     if let Some(name) = name {

@@ -98,7 +98,7 @@ pub(crate) fn raw_post(butler: &Butler, message: &Value) -> std::net::TcpStream 
 }
 
 #[test]
-fn the_stateless_revision_is_served_beside_the_legacy_ones() {
+fn the_stateless_revision_is_served_beside_the_2025_ones() {
     tools();
     // A new instance (the skeleton, with the built-in faculties) plus the fake provider.
     let dir = tempfile::tempdir().expect("temp");

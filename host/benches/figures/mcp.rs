@@ -630,20 +630,27 @@ pub fn b4_hub_call() {
         5 => session.health(),
         _ => session.ping(),
     });
-    let [(base50, base99), (relay50, _), (loop50, _), (hub50, hub99), (modern50, modern99), (health50, _), (ping50, _)] =
-        samples.map(percentiles);
+    let [
+        (base50, base99),
+        (relay50, _),
+        (loop50, _),
+        (hub50, hub99),
+        (stateless50, stateless99),
+        (health50, _),
+        (ping50, _),
+    ] = samples.map(percentiles);
     line_us("B4 tools/call echo through the hub, 1 session (p50; baseline = direct stdio)", hub50, base50);
     line_us("B4 tools/call echo through the hub, 1 session (p99; baseline = direct stdio)", hub99, base99);
-    line_us("B4 tools/call echo through the hub, 2026-07-28 (p50; baseline = direct stdio)", modern50, base50);
-    line_us("B4 tools/call echo through the hub, 2026-07-28 (p99; baseline = direct stdio)", modern99, base99);
+    line_us("B4 tools/call echo through the hub, 2026-07-28 (p50; baseline = direct stdio)", stateless50, base50);
+    line_us("B4 tools/call echo through the hub, 2026-07-28 (p99; baseline = direct stdio)", stateless99, base99);
     line_us("B4 tools/call echo through a minimal blocking relay (p50; baseline = direct stdio)", relay50, base50);
     line_us("B4 tools/call echo through a minimal event-loop relay (p50; baseline = direct stdio)", loop50, base50);
     let added = |p50: Duration| p50.saturating_sub(base50);
-    let (hub_added, modern_added, relay_added, loop_added) =
-        (added(hub50), added(modern50), added(relay50), added(loop50));
+    let (hub_added, stateless_added, relay_added, loop_added) =
+        (added(hub50), added(stateless50), added(relay50), added(loop50));
     let floor = "baseline = the minimal blocking relay's added p50, same run";
     line_us(&format!("B4 added p50, 1 session ({floor})"), hub_added, relay_added);
-    line_us(&format!("B4 added p50, 2026-07-28 ({floor})"), modern_added, relay_added);
+    line_us(&format!("B4 added p50, 2026-07-28 ({floor})"), stateless_added, relay_added);
     line_us(&format!("B4 added p50, the minimal event-loop relay ({floor})"), loop_added, relay_added);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     // The hub's own record of the provider's answers (from its write to the pipe to the
@@ -656,7 +663,7 @@ pub fn b4_hub_call() {
          MCP ping {:.0} µs; inside the hub the provider answered in {inside:.0} µs (p50)",
         us(base50),
         us(hub_added),
-        us(modern_added),
+        us(stateless_added),
         us(relay_added),
         us(loop_added),
         us(health50),
@@ -677,7 +684,7 @@ pub fn b4_hub_call() {
     if inside.is_finite() && inside >= 0.0 {
         let hub_inside = Duration::from_secs_f64(inside / 1e6);
         line_us(&format!("B4 the hop alone, 1 session ({own_hop})"), hop(hub50, hub_inside), relay_hop);
-        line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(modern50, hub_inside), relay_hop);
+        line_us(&format!("B4 the hop alone, 2026-07-28 ({own_hop})"), hop(stateless50, hub_inside), relay_hop);
         note(&format!(
             "B4: the provider's answer p50 inside each hop: the hub {inside:.0} µs, the blocking relay {:.0} µs, the event-loop relay {:.0} µs",
             us(relay.inside_p50()),
@@ -695,10 +702,10 @@ pub fn b4_hub_call() {
     let relay_thread = loop_relay.thread.clone();
     let relay_cpu = cpu_per_call(&relay_thread, runs, || loop_relay.call());
     let hub_cpu = cpu_per_call(&hub_thread, runs, || session.echo());
-    let modern_cpu = cpu_per_call(&hub_thread, runs, || stateless.echo());
+    let stateless_cpu = cpu_per_call(&hub_thread, runs, || stateless.echo());
     let own = "baseline = the minimal event-loop relay's thread, same run";
     line_us(&format!("B4 CPU per call on the relaying thread, the hub, 1 session ({own})"), hub_cpu, relay_cpu);
-    line_us(&format!("B4 CPU per call on the relaying thread, the hub, 2026-07-28 ({own})"), modern_cpu, relay_cpu);
+    line_us(&format!("B4 CPU per call on the relaying thread, the hub, 2026-07-28 ({own})"), stateless_cpu, relay_cpu);
 
     for callers in [8usize, 32] {
         let authority = host.authority().to_owned();
@@ -869,7 +876,7 @@ impl Session {
         }
     }
 
-    /// One sampling round trip of a legacy session (declared `sampling`): `tools/call` of
+    /// One sampling round trip of a 2025-11-25 session (declared `sampling`): `tools/call` of
     /// `tool` answered as SSE, whose first event is the provider's `sampling/createMessage`
     /// under the hub's id; the answer `POST`ed on `answering` (another connection of the
     /// session: this one is busy with the stream), then the result, the stream's last event.
@@ -948,49 +955,58 @@ pub fn b15_sampling() {
     let (host, _dir) = hub_with("sampler", "Sampler", &argv);
     let mut direct = DirectSampler::start(&argv);
 
-    let mut legacy = Session::open_declaring(host.authority(), "/myspace-butler/api/mcp", r#"{"sampling":{}}"#);
-    let mut answering = legacy.second_connection();
+    let mut session_2025 = Session::open_declaring(host.authority(), "/myspace-butler/api/mcp", r#"{"sampling":{}}"#);
+    let mut answering = session_2025.second_connection();
     // The host starts its providers in the background: until the tool is listed.
     let listed = super::poll(Duration::from_secs(30), Duration::from_millis(20), || {
-        legacy.next += 1;
-        let list = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list"}}"#, legacy.next);
-        let (_, tools, _) = legacy.post(&list);
+        session_2025.next += 1;
+        let list = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list"}}"#, session_2025.next);
+        let (_, tools, _) = session_2025.post(&list);
         String::from_utf8_lossy(&tools).contains(TOOL).then_some(())
     });
     listed.expect("the sampling provider's tool is listed by the hub");
-    let mut modern = Session::stateless(host.authority());
+    let mut stateless = Session::stateless(host.authority());
 
     // In turns: direct stdio, a 2025-11-25 session (SSE + an answering POST on a second
     // connection), a 2026-07-28 client (input_required + retry), and the HTTP floor of two
     // requests: `GET /health` twice on one connection.
     let samples = in_turns::<4>(RUNS, WARM_UP, |kind| match kind {
         0 => direct.sample(),
-        1 => legacy.sample_on_stream(&mut answering, TOOL),
-        2 => modern.sample_in_rounds(TOOL),
+        1 => session_2025.sample_on_stream(&mut answering, TOOL),
+        2 => stateless.sample_in_rounds(TOOL),
         _ => {
-            legacy.health();
-            legacy.health();
+            session_2025.health();
+            session_2025.health();
         }
     });
-    let [(base50, base99), (legacy50, legacy99), (modern50, modern99), (floor50, _)] = samples.map(percentiles);
+    let [(base50, base99), (sessions50, sessions99), (stateless50, stateless99), (floor50, _)] =
+        samples.map(percentiles);
     let label = "B15 sampling round trip through the hub";
-    line_us(&format!("{label}, 2025-11-25 session, SSE (p50; baseline = direct stdio)"), legacy50, base50);
-    line_us(&format!("{label}, 2025-11-25 session, SSE (p99; baseline = direct stdio)"), legacy99, base99);
-    line_us(&format!("{label}, 2026-07-28, input_required + retry (p50; baseline = direct stdio)"), modern50, base50);
-    line_us(&format!("{label}, 2026-07-28, input_required + retry (p99; baseline = direct stdio)"), modern99, base99);
-    let (legacy_added, modern_added) = (legacy50.saturating_sub(base50), modern50.saturating_sub(base50));
+    line_us(&format!("{label}, 2025-11-25 session, SSE (p50; baseline = direct stdio)"), sessions50, base50);
+    line_us(&format!("{label}, 2025-11-25 session, SSE (p99; baseline = direct stdio)"), sessions99, base99);
+    line_us(
+        &format!("{label}, 2026-07-28, input_required + retry (p50; baseline = direct stdio)"),
+        stateless50,
+        base50,
+    );
+    line_us(
+        &format!("{label}, 2026-07-28, input_required + retry (p99; baseline = direct stdio)"),
+        stateless99,
+        base99,
+    );
+    let (sessions_added, stateless_added) = (sessions50.saturating_sub(base50), stateless50.saturating_sub(base50));
     let floor = "baseline = two HTTP round trips to the host, GET /health twice";
-    line_us(&format!("B15 added p50, 2025-11-25 session ({floor})"), legacy_added, floor50);
-    line_us(&format!("B15 added p50, 2026-07-28 ({floor})"), modern_added, floor50);
+    line_us(&format!("B15 added p50, 2025-11-25 session ({floor})"), sessions_added, floor50);
+    line_us(&format!("B15 added p50, 2026-07-28 ({floor})"), stateless_added, floor50);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     note(&format!(
         "B15: direct stdio p50 {:.0} µs / p99 {:.0} µs; the hub adds {:.0} µs at p50 to a 2025-11-25 session's round \
          trip and {:.0} µs to a 2026-07-28 one's ({:.2}x the session's); two GET /health {:.0} µs",
         us(base50),
         us(base99),
-        us(legacy_added),
-        us(modern_added),
-        us(modern_added) / us(legacy_added),
+        us(sessions_added),
+        us(stateless_added),
+        us(stateless_added) / us(sessions_added),
         us(floor50)
     ));
 }

@@ -15,6 +15,7 @@
 //! Messages are assembled with [`object`], which moves its values in: `json!` copies each
 //! value it is given through a serializer, a whole result or tool list included.
 
+use crate::methods;
 use serde_json::{Value, json};
 
 use crate::answer::Written;
@@ -245,7 +246,7 @@ pub fn tool_call_params(params: Value, original: Value) -> Value {
 }
 
 /// The protocol revision of the stateless era, as the hub speaks it to providers.
-pub const MODERN_REVISION: &str = "2026-07-28";
+pub const STATELESS_REVISION: &str = "2026-07-28";
 
 /// The `_meta` envelope of a 2026-07-28 request the hub sends a provider: the revision, the
 /// client capabilities it may rely on, the hub as the client, and the log level wanted
@@ -253,7 +254,7 @@ pub const MODERN_REVISION: &str = "2026-07-28";
 #[must_use]
 pub fn envelope(capabilities: &Value, log_level: Option<&str>) -> serde_json::Map<String, Value> {
     let mut meta = serde_json::Map::new();
-    meta.insert(ENVELOPE_KEYS[0].into(), json!(MODERN_REVISION));
+    meta.insert(ENVELOPE_KEYS[0].into(), json!(STATELESS_REVISION));
     meta.insert(ENVELOPE_KEYS[1].into(), capabilities.clone());
     meta.insert(ENVELOPE_KEYS[2].into(), json!({"name": "butler", "version": env!("CARGO_PKG_VERSION")}));
     if let Some(level) = log_level {
@@ -442,7 +443,7 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             };
             ProviderRoute::Reply { id, reply }
         }
-        (Some(id), Some(method)) if method == "ping" => {
+        (Some(id), Some(method)) if method == methods::PING => {
             ProviderRoute::Answer(object([("jsonrpc", "2.0".into()), ("id", id), ("result", json!({}))]))
         }
         (Some(id), Some(method)) => {
@@ -450,21 +451,21 @@ pub fn provider_route(mut message: Value) -> ProviderRoute {
             ProviderRoute::Request { id, method, params }
         }
         (None, Some(method)) => match method.as_str() {
-            "notifications/progress" => {
+            methods::PROGRESS => {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
                 match params.get("progressToken").and_then(Value::as_u64) {
                     Some(token) => ProviderRoute::Progress { token, params },
                     None => ProviderRoute::Ignored,
                 }
             }
-            "notifications/tools/list_changed"
-            | "notifications/prompts/list_changed"
-            | "notifications/resources/list_changed" => ProviderRoute::ListChanged,
-            "notifications/resources/updated" => match message.pointer("/params/uri").and_then(Value::as_str) {
+            methods::TOOLS_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED | methods::RESOURCES_LIST_CHANGED => {
+                ProviderRoute::ListChanged
+            }
+            methods::RESOURCES_UPDATED => match message.pointer("/params/uri").and_then(Value::as_str) {
                 Some(uri) => ProviderRoute::ResourceUpdated(uri.to_owned()),
                 None => ProviderRoute::Ignored,
             },
-            "notifications/message" => match message.get_mut("params").map(Value::take) {
+            methods::MESSAGE => match message.get_mut("params").map(Value::take) {
                 Some(params) if params.is_object() => ProviderRoute::Log(params),
                 _ => ProviderRoute::Ignored,
             },
@@ -550,7 +551,7 @@ mod tests {
             panic!("a message")
         };
         let sent = &sent["params"]["_meta"];
-        assert_eq!(sent[ENVELOPE_KEYS[0]], MODERN_REVISION);
+        assert_eq!(sent[ENVELOPE_KEYS[0]], STATELESS_REVISION);
         assert_eq!(sent[ENVELOPE_KEYS[1]], json!({"sampling": {}}));
         assert_eq!(sent[ENVELOPE_KEYS[2]]["name"], "butler");
         assert_eq!(sent[ENVELOPE_KEYS[3]], "info");

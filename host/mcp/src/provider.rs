@@ -22,6 +22,7 @@
 //! each input request and retrying the call. Any other answer, or none within
 //! [`PROBE_TIMEOUT`], and the hub falls back to `initialize` (the 2025 revisions).
 
+use crate::methods;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -311,7 +312,7 @@ pub struct Conn {
     /// Its keeper's process group (none for a remote server).
     group: Option<u32>,
     /// Whether it speaks 2026-07-28 (set while it is asked `server/discover`).
-    modern: AtomicBool,
+    speaks_2026: AtomicBool,
     /// Its `subscriptions/listen` request (2026-07-28).
     listen: Mutex<Listen>,
     /// What it said of itself (at `initialize`, or in its `server/discover` answer).
@@ -366,7 +367,7 @@ impl Conn {
         limit: Duration,
         started: impl FnOnce(u64),
     ) -> Reply {
-        let call = self.calls.begin(method == "tools/call").map_err(|e| CallFailure::Crashed(e.to_string()))?;
+        let call = self.calls.begin(method == methods::TOOLS_CALL).map_err(|e| CallFailure::Crashed(e.to_string()))?;
         let id = call.id();
         // The request's id is its progress token, when its client takes progress.
         let token = upcalls.and_then(|sink| {
@@ -375,7 +376,7 @@ impl Conn {
             progress.then_some(id)
         });
         started(id);
-        let envelope = self.modern().then(|| super::framing::envelope(&asker.capabilities(), asker.log_level));
+        let envelope = self.speaks_2026().then(|| super::framing::envelope(&asker.capabilities(), asker.log_level));
         let line = super::framing::provider_request(id, method, params, token, envelope.as_ref());
         let began = tokio::time::Instant::now();
         if let Err(e) = self.write_line(line, limit).await {
@@ -393,7 +394,7 @@ impl Conn {
             Err(RpcError::Busy { .. }) => Err(CallFailure::Crashed("its pipe closed".to_owned())),
             Err(RpcError::Timeout) => {
                 let reason = format!("timed out after {} s", limit.as_secs());
-                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                let cancel = json!({"jsonrpc": "2.0", "method": methods::CANCELLED,
                                     "params": {"requestId": id, "reason": reason}});
                 // Told at once or not at all: a provider that reads nothing holds no caller.
                 let _ = self.write_line(format!("{cancel}\n").into_bytes(), Duration::from_secs(1)).await;
@@ -407,8 +408,8 @@ impl Conn {
     }
 
     /// Whether it speaks 2026-07-28.
-    fn modern(&self) -> bool {
-        self.modern.load(Ordering::Acquire)
+    fn speaks_2026(&self) -> bool {
+        self.speaks_2026.load(Ordering::Acquire)
     }
 
     /// Sends its `subscriptions/listen` request again with what [`Listen`] holds now (none
@@ -430,12 +431,13 @@ impl Conn {
             (open, fresh)
         };
         if let Some(open) = open {
-            let _ = self.notify("notifications/cancelled", json!({"requestId": open})).await;
+            let _ = self.notify(methods::CANCELLED, json!({"requestId": open})).await;
         }
         if let Some((id, params)) = fresh {
             // Open for as long as the provider runs: nobody waits for its answer.
             let envelope = super::framing::envelope(&upcall::routed_capabilities(), None);
-            let line = super::framing::provider_request(id, "subscriptions/listen", params, None, Some(&envelope));
+            let line =
+                super::framing::provider_request(id, methods::SUBSCRIPTIONS_LISTEN, params, None, Some(&envelope));
             let _ = self.write_line(line, WRITE_TIMEOUT).await;
         }
     }
@@ -451,10 +453,13 @@ impl Conn {
                     json!({"code": -32601, "message": "this provider does not offer resource subscriptions"}),
                 ));
             }
-            if method == "resources/subscribe" && listen.uris.len() >= MAX_LISTENED && !listen.uris.contains(&uri) {
+            if method == methods::RESOURCES_SUBSCRIBE
+                && listen.uris.len() >= MAX_LISTENED
+                && !listen.uris.contains(&uri)
+            {
                 return Err(refused(format!("this provider already follows {MAX_LISTENED} resources for clients")));
             }
-            if method == "resources/subscribe" { listen.uris.insert(uri) } else { listen.uris.remove(&uri) }
+            if method == methods::RESOURCES_SUBSCRIBE { listen.uris.insert(uri) } else { listen.uris.remove(&uri) }
         };
         if changed {
             self.relisten().await;
@@ -469,7 +474,7 @@ impl Conn {
         if let Some(reason) = reason {
             params["reason"] = json!(reason);
         }
-        let _ = self.notify("notifications/cancelled", params).await;
+        let _ = self.notify(methods::CANCELLED, params).await;
     }
 
     /// The answer to the hub's request `id` (its result, or its error), to whoever waits for
@@ -628,11 +633,11 @@ async fn initialize(conn: &Conn, capabilities: Value) -> Result<Value, String> {
         "clientInfo": {"name": "butler", "version": env!("CARGO_PKG_VERSION")},
     });
     let answer = conn
-        .request(("initialize", init), None, &Asker::hub(), START_TIMEOUT, |_| {})
+        .request((methods::INITIALIZE, init), None, &Asker::hub(), START_TIMEOUT, |_| {})
         .await
         .map(Answer::into_value)
         .map_err(|e| format!("initialize failed: {e}"))?;
-    conn.notify("notifications/initialized", json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
+    conn.notify(methods::INITIALIZED, json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
     Ok(answer)
 }
 
@@ -1032,7 +1037,7 @@ impl Provider {
     async fn lists_for(self: &Arc<Self>, set: CapabilitySet) -> Result<Lists, Unlearned> {
         let conn = self.ensure().await.map_err(|_| Unlearned::Unavailable)?;
         let late = |_| format!("it did not list within {} s", START_TIMEOUT.as_secs());
-        let listed = if conn.modern() {
+        let listed = if conn.speaks_2026() {
             let declared = conn.declared.get().cloned().unwrap_or_default();
             let capabilities = set.declared();
             let asker = Asker::stateless_2026(&capabilities, None);
@@ -1206,7 +1211,7 @@ impl Provider {
             namespace: self.spec.namespace.clone(),
             peer: tokio::sync::Mutex::new(peer),
             group,
-            modern: AtomicBool::new(false),
+            speaks_2026: AtomicBool::new(false),
             listen: Mutex::new(Listen::default()),
             declared: std::sync::OnceLock::new(),
             started_at: butler_catalog::time::now_ms(),
@@ -1226,7 +1231,7 @@ impl Provider {
         let declared = conn.declared.get_or_init(|| Declared::of(&answer));
         let capabilities = &declared.capabilities;
         let lists = list_all(&conn, declared, &Asker::hub()).await?;
-        if conn.modern() {
+        if conn.speaks_2026() {
             let offers =
                 |kind: &str, what: &str| capabilities.get(kind).and_then(|c| c.get(what)) == Some(&json!(true));
             {
@@ -1264,11 +1269,11 @@ impl Provider {
     /// # Errors
     /// Neither succeeded; it exited on being asked (then the next start skips the question).
     async fn handshake(&self, conn: &Conn) -> Result<Value, String> {
-        conn.modern.store(true, Ordering::Release);
+        conn.speaks_2026.store(true, Ordering::Release);
         let asked = std::sync::atomic::AtomicU64::new(0);
         let hub = Asker::hub();
         let discover = async {
-            let asking = conn.request(("server/discover", json!({})), None, &hub, START_TIMEOUT, |id| {
+            let asking = conn.request((methods::SERVER_DISCOVER, json!({})), None, &hub, START_TIMEOUT, |id| {
                 asked.store(id, Ordering::Relaxed);
             });
             asking.await.map(Answer::into_value)
@@ -1278,18 +1283,18 @@ impl Provider {
             answer = &mut discover => Some(answer),
             () = tokio::time::sleep(PROBE_TIMEOUT) => None,
         };
-        let modern = |answer: &Value| {
+        let speaks_2026 = |answer: &Value| {
             answer
                 .get("supportedVersions")
                 .and_then(Value::as_array)
-                .is_some_and(|versions| versions.iter().any(|v| v.as_str() == Some(super::framing::MODERN_REVISION)))
+                .is_some_and(|versions| versions.iter().any(|v| v.as_str() == Some(super::framing::STATELESS_REVISION)))
         };
         let discovered = |answer: Value| {
-            self.log.note(format!("speaks {} (it answered server/discover)", super::framing::MODERN_REVISION));
+            self.log.note(format!("speaks {} (it answered server/discover)", super::framing::STATELESS_REVISION));
             answer
         };
         match first {
-            Some(Ok(answer)) if modern(&answer) => return Ok(discovered(answer)),
+            Some(Ok(answer)) if speaks_2026(&answer) => return Ok(discovered(answer)),
             // A remote server's connection failed: that is all there is to say.
             Some(Err(CallFailure::Crashed(why))) if self.spec.transport.fails_by_itself() => {
                 return Err(why);
@@ -1299,18 +1304,18 @@ impl Provider {
                 return Err(format!("it stopped when asked server/discover ({why}); the next start uses initialize"));
             }
             Some(_) => {
-                conn.modern.store(false, Ordering::Release);
+                conn.speaks_2026.store(false, Ordering::Release);
                 return initialize(conn, upcall::routed_capabilities()).await;
             }
-            None => conn.modern.store(false, Ordering::Release),
+            None => conn.speaks_2026.store(false, Ordering::Release),
         }
         let initialized = initialize(conn, upcall::routed_capabilities());
         tokio::pin!(initialized);
-        let legacy = tokio::select! {
+        let answered_2025 = tokio::select! {
             biased;
             answer = &mut discover => match answer {
-                Ok(answer) if modern(&answer) => {
-                    conn.modern.store(true, Ordering::Release);
+                Ok(answer) if speaks_2026(&answer) => {
+                    conn.speaks_2026.store(true, Ordering::Release);
                     return Ok(discovered(answer));
                 }
                 // Refused late: the handshake decides.
@@ -1320,7 +1325,7 @@ impl Provider {
         };
         // The question nobody answered waits no longer.
         conn.calls.forget(asked.load(Ordering::Relaxed));
-        legacy
+        answered_2025
     }
 
     /// Writes the lists' cache on the blocking pool: the write ends with an fsync, which
@@ -1531,8 +1536,8 @@ impl Provider {
         let _active = Active::begin(self);
         let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
         let began = Instant::now();
-        let settles = conn.modern() && !asker.stateless_2026;
-        if !(conn.modern() && asker.stateless_2026)
+        let settles = conn.speaks_2026() && !asker.stateless_2026;
+        if !(conn.speaks_2026() && asker.stateless_2026)
             && let Some(fields) = params.as_object_mut()
         {
             // A round's fields come only from a 2026-07-28 client (whose state the hub
@@ -1540,7 +1545,7 @@ impl Provider {
             fields.remove("inputResponses");
             fields.remove("requestState");
         }
-        if conn.modern() && matches!(method, "resources/subscribe" | "resources/unsubscribe") {
+        if conn.speaks_2026() && matches!(method, methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE) {
             return conn.subscription(method, &params).await;
         }
         let mut rounds = 0;
@@ -1560,7 +1565,7 @@ impl Provider {
                 Err(CallFailure::Timeout(_)) => Err(CallFailure::Timeout(self.spec.timeout)),
                 other => other,
             };
-            let reply = if conn.modern() { reply.map(|answer| for_the_client(answer, asker)) } else { reply };
+            let reply = if conn.speaks_2026() { reply.map(|answer| for_the_client(answer, asker)) } else { reply };
             // A verbatim answer has no `resultType`: it asks for nothing.
             let (Ok(Answer::Read(answer)), Some(mut again)) = (&reply, again) else { break reply };
             if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
@@ -1734,7 +1739,7 @@ impl Provider {
             protocol: inner
                 .conn
                 .as_ref()
-                .map(|c| if c.modern() { super::framing::MODERN_REVISION } else { PROVIDER_PROTOCOL }),
+                .map(|c| if c.speaks_2026() { super::framing::STATELESS_REVISION } else { PROVIDER_PROTOCOL }),
             url: self.spec.transport.shown_url(),
             tools,
             rejected,
@@ -1801,23 +1806,24 @@ async fn list_all(conn: &Conn, declared: &Declared, asker: &Asker<'_>) -> Result
     let declares = |kind: &str| declared.capabilities.get(kind).is_some_and(|c| !c.is_null());
     let mut lists = Lists { instructions: declared.instructions.clone(), ..Lists::default() };
     if declares("tools") {
-        lists.tools = paged(conn, asker, "tools/list", "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
+        lists.tools =
+            paged(conn, asker, methods::TOOLS_LIST, "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
     } else if !declares("prompts") && !declares("resources") {
-        lists.tools = match paged(conn, asker, "tools/list", "tools").await {
+        lists.tools = match paged(conn, asker, methods::TOOLS_LIST, "tools").await {
             Err(CallFailure::Error(error)) if error.get("code").and_then(Value::as_i64) == Some(-32601) => Vec::new(),
             listed => listed.map_err(|e| format!("tools/list failed: {e}"))?,
         };
     }
     if declares("prompts") {
-        lists.prompts = paged(conn, asker, "prompts/list", "prompts").await.unwrap_or_default();
+        lists.prompts = paged(conn, asker, methods::PROMPTS_LIST, "prompts").await.unwrap_or_default();
     }
     if declares("resources") {
-        lists.resources = paged(conn, asker, "resources/list", "resources").await.unwrap_or_default();
+        lists.resources = paged(conn, asker, methods::RESOURCES_LIST, "resources").await.unwrap_or_default();
         lists.resource_templates =
-            paged(conn, asker, "resources/templates/list", "resourceTemplates").await.unwrap_or_default();
+            paged(conn, asker, methods::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await.unwrap_or_default();
     }
     if declares_skills(&declared.capabilities) {
-        lists.skills = paged(conn, asker, "skills/list", "skills").await.unwrap_or_default();
+        lists.skills = paged(conn, asker, methods::SKILLS_LIST, "skills").await.unwrap_or_default();
     }
     Ok(lists)
 }

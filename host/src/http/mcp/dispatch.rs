@@ -4,6 +4,7 @@
 //! for a 2025 session, as an `InputRequiredResult` and its retry for 2026-07-28, see
 //! [`super::rounds`]); and the hub's list changes as notifications.
 
+use butler_mcp::methods;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -86,15 +87,17 @@ impl Context {
     /// Notes request `id` about to be answered.
     pub fn note(&self, id: &Value, method: &str, params: &Value) -> Noted {
         let name = match method {
-            "tools/call" | "prompts/get" => params.get("name"),
-            "resources/read" | "skills/get" | "resources/directory/read" => params.get("uri"),
-            "completion/complete" => params.get("ref").and_then(|r| r.get("name").or_else(|| r.get("uri"))),
+            methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name"),
+            methods::RESOURCES_READ | methods::SKILLS_GET | methods::RESOURCES_DIRECTORY_READ => params.get("uri"),
+            methods::COMPLETION_COMPLETE => params.get("ref").and_then(|r| r.get("name").or_else(|| r.get("uri"))),
             _ => None,
         }
         .and_then(Value::as_str)
         .map(str::to_owned);
         let provider = match method {
-            "completion/complete" => self.hub.completion_owner(&self.view, params.get("ref").unwrap_or(&Value::Null)),
+            methods::COMPLETION_COMPLETE => {
+                self.hub.completion_owner(&self.view, params.get("ref").unwrap_or(&Value::Null))
+            }
             _ => name.as_deref().and_then(|name| self.hub.owner_of(&self.view, method, name)),
         };
         let params = self.hub.log_payloads().then(|| butler_mcp::activity::payload(params));
@@ -140,7 +143,7 @@ impl Context {
             },
         };
         let (caller, id) = &noted.call;
-        let cancelled = entry.method == "tools/call" && self.hub.was_cancelled(caller, id);
+        let cancelled = entry.method == methods::TOOLS_CALL && self.hub.was_cancelled(caller, id);
         entry.ms = noted.began.elapsed().as_secs_f64() * 1000.0;
         entry.outcome = if cancelled { "cancelled" } else { outcome }.to_owned();
         entry.code = code;
@@ -213,7 +216,7 @@ impl Message {
             Self::Built(message) => message,
             Self::Relayed { id, result, complete } => {
                 let result = result.to_value();
-                let result = if complete { completed("tools/call", result) } else { result };
+                let result = if complete { completed(methods::TOOLS_CALL, result) } else { result };
                 envelope(id, Ok(result))
             }
         }
@@ -271,10 +274,14 @@ impl Context {
         if self.family == Family::Sessions2025 {
             let uri = || params.get("uri").and_then(Value::as_str).unwrap_or_default();
             let answered = match (method, &self.session) {
-                ("ping", _) => Ok(json!({})),
-                ("logging/setLevel", _) => self.set_log_level(&params),
-                ("resources/subscribe", session) => self.hub.subscribe(&self.view, session.as_deref(), uri()).await,
-                ("resources/unsubscribe", Some(session)) => self.hub.unsubscribe(&self.view, session, uri()).await,
+                (methods::PING, _) => Ok(json!({})),
+                (methods::LOGGING_SET_LEVEL, _) => self.set_log_level(&params),
+                (methods::RESOURCES_SUBSCRIBE, session) => {
+                    self.hub.subscribe(&self.view, session.as_deref(), uri()).await
+                }
+                (methods::RESOURCES_UNSUBSCRIBE, Some(session)) => {
+                    self.hub.unsubscribe(&self.view, session, uri()).await
+                }
                 _ => return self.shared(id, method, params, upcalls).await.unwrap_or_else(|| Err(not_found(method))),
             };
             return answered.map(Answer::Read);
@@ -332,30 +339,30 @@ impl Context {
         let view = &self.view;
         let asker = self.asker();
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-        let agent_tool = self.agent.as_ref().filter(|agent| method == "tools/call" && agent.owns_tool(name));
+        let agent_tool = self.agent.as_ref().filter(|agent| method == methods::TOOLS_CALL && agent.owns_tool(name));
         if let Some(agent) = agent_tool {
             return Some(Ok(agent.call(params.get("arguments").cloned().unwrap_or(Value::Null)).into()));
         }
-        if method == "tools/call" {
+        if method == methods::TOOLS_CALL {
             return Some(hub.call_tool(view, &self.caller, id, params, upcalls, &asker).await);
         }
         let result = match method {
-            "tools/list" => {
+            methods::TOOLS_LIST => {
                 let mut tools = hub.list_tools(view, &asker).await;
                 tools.extend(self.agent.iter().flat_map(|agent| agent.tools()));
                 Ok(object([("tools", tools.into())]))
             }
-            "prompts/list" => Ok(object([("prompts", hub.list_prompts(view, &asker).await.into())])),
-            "prompts/get" => hub.get_prompt(view, params, &asker).await,
-            "resources/list" => Ok(object([("resources", hub.list_resources(view, &asker).await.into())])),
-            "resources/templates/list" => {
+            methods::PROMPTS_LIST => Ok(object([("prompts", hub.list_prompts(view, &asker).await.into())])),
+            methods::PROMPTS_GET => hub.get_prompt(view, params, &asker).await,
+            methods::RESOURCES_LIST => Ok(object([("resources", hub.list_resources(view, &asker).await.into())])),
+            methods::RESOURCES_TEMPLATES_LIST => {
                 Ok(object([("resourceTemplates", hub.list_resource_templates(view, &asker).await.into())]))
             }
-            "resources/read" => hub.read_resource(view, params, &asker).await,
-            "completion/complete" => hub.complete(view, params, &asker).await,
-            "skills/list" => hub.list_skills(view, &params).await,
-            "skills/get" => hub.get_skill(view, &params).await,
-            "resources/directory/read" => hub.read_directory(view, &params).await,
+            methods::RESOURCES_READ => hub.read_resource(view, params, &asker).await,
+            methods::COMPLETION_COMPLETE => hub.complete(view, params, &asker).await,
+            methods::SKILLS_LIST => hub.list_skills(view, &params).await,
+            methods::SKILLS_GET => hub.get_skill(view, &params).await,
+            methods::RESOURCES_DIRECTORY_READ => hub.read_directory(view, &params).await,
             _ => return None,
         };
         Some(result.map(Answer::Read))
@@ -374,14 +381,14 @@ fn sealed(result: Answer, state: impl FnOnce() -> rounds::State) -> Result<Answe
 
 /// Results a 2026-07-28 client may cache, for `ttlMs` under `cacheScope`.
 const CACHEABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "server/discover",
-    "skills/list",
-    "skills/get",
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
+    methods::SERVER_DISCOVER,
+    methods::SKILLS_LIST,
+    methods::SKILLS_GET,
 ];
 
 /// How long a 2026-07-28 client may keep the hub's lists: not at all (they change with the
@@ -396,7 +403,7 @@ pub fn completed(method: &str, mut result: Value) -> Value {
     if let Some(fields) = result.as_object_mut() {
         let kind = fields.entry("resultType").or_insert_with(|| json!("complete")).clone();
         if kind == "complete" && CACHEABLE.contains(&method) {
-            let ttl = if method == "server/discover" { DISCOVER_TTL_MS } else { LIST_TTL_MS };
+            let ttl = if method == methods::SERVER_DISCOVER { DISCOVER_TTL_MS } else { LIST_TTL_MS };
             fields.entry("ttlMs").or_insert_with(|| json!(ttl));
             // The lists depend on the endpoint (and, with profiles, on who asks).
             fields.entry("cacheScope").or_insert_with(|| json!("private"));
@@ -449,7 +456,7 @@ pub async fn single(
             Err(error) => resumed = Some(Err(error)),
         }
     }
-    if method != "tools/call" {
+    if method != methods::TOOLS_CALL {
         let result = match resumed {
             Some(Err(error)) => Err(error),
             Some(Ok(_)) => Err(RpcError::invalid_params("Invalid params: this `requestState` belongs to a tool call")),
@@ -473,7 +480,7 @@ pub async fn single(
     } else {
         let (sink, upcalls) = upcall::channel(drive.takes_progress());
         let (context, id) = (Arc::clone(&drive.context), drive.id.clone());
-        let calling = async move { context.unsealed(&id, "tools/call", params, Some(sink)).await };
+        let calling = async move { context.unsealed(&id, methods::TOOLS_CALL, params, Some(sink)).await };
         drive.call = Some(Call { calling: Box::pin(calling), upcalls });
     }
     let first = drive.advance().await.unwrap_or(Message::Built(Value::Null));
@@ -602,7 +609,7 @@ impl Drive {
     fn progress(&self, mut progress: Value) -> Option<Value> {
         let token = self.token.as_ref().filter(|_| self.takes_progress())?;
         progress["progressToken"] = token.clone();
-        Some(object([("jsonrpc", "2.0".into()), ("method", "notifications/progress".into()), ("params", progress)]))
+        Some(object([("jsonrpc", "2.0".into()), ("method", methods::PROGRESS.into()), ("params", progress)]))
     }
 
     /// What one upcall becomes: progress for the client, or a request of the provider's —
@@ -617,9 +624,8 @@ impl Drive {
             return None;
         }
         let level = message.get("level").and_then(Value::as_str).unwrap_or_default();
-        upcall::passes(level, wanted).then(|| {
-            object([("jsonrpc", "2.0".into()), ("method", "notifications/message".into()), ("params", message)])
-        })
+        upcall::passes(level, wanted)
+            .then(|| object([("jsonrpc", "2.0".into()), ("method", methods::MESSAGE.into()), ("params", message)]))
     }
 
     fn step(&self, upcall: Upcall) -> Step {
@@ -763,7 +769,7 @@ pub fn log_notes(hub: Arc<Hub>, view: View, session: String) -> impl Stream<Item
                 Ok(logged) if hub.session_takes_log(&session, &view, &logged) => {
                     let note = object([
                         ("jsonrpc", "2.0".into()),
-                        ("method", "notifications/message".into()),
+                        ("method", methods::MESSAGE.into()),
                         ("params", logged.params),
                     ]);
                     return Some((note, (hub, logs, view, session)));

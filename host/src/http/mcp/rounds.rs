@@ -18,6 +18,7 @@
 //! of another tool, or with other arguments.
 //! A call is parked at most [`butler_mcp::PARKED_FOR`], once: the retry takes it back.
 
+use butler_mcp::methods;
 use std::sync::LazyLock;
 
 use base64::Engine as _;
@@ -67,7 +68,7 @@ pub fn arguments_digest(arguments: Option<&Value>) -> String {
 
 /// What a request of `method` is made for: its tool or prompt name, or the URI it reads.
 pub fn subject(method: &str, params: &Value) -> String {
-    let key = if method == "resources/read" { "uri" } else { "name" };
+    let key = if method == methods::RESOURCES_READ { "uri" } else { "name" };
     params.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
@@ -76,7 +77,7 @@ pub fn subject(method: &str, params: &Value) -> String {
 pub const MAX_RELAYED_STATE: usize = 256 * 1024;
 
 /// The methods whose result may be an `InputRequiredResult`.
-pub const ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+pub const ROUND_METHODS: &[&str] = &[methods::TOOLS_CALL, methods::PROMPTS_GET, methods::RESOURCES_READ];
 
 fn mac(key: &str, text: &str) -> Hmac<Sha256> {
     // HMAC takes a key of any length.

@@ -11,6 +11,7 @@
 //! Sessions: `initialize` opens one (`Mcp-Session-Id` in the answer); every later request
 //! must carry it — missing → 400, unknown or ended → 404, so a client re-initializes.
 
+use butler_mcp::methods;
 use std::sync::Arc;
 
 use axum::Json;
@@ -81,7 +82,7 @@ pub async fn post(
     let view = &endpoint.view;
     let ClientBody { array, messages } = body;
     if let Some(Message::Request { id, params, .. }) =
-        messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == "initialize"))
+        messages.iter().find(|m| matches!(m, Message::Request { method, .. } if method == methods::INITIALIZE))
     {
         if array {
             return rpc_error(
@@ -161,7 +162,7 @@ async fn initialize(hub: &Hub, view: &View, id: Value, params: &Value) -> Respon
 }
 
 async fn notified(hub: &Hub, session_id: &str, method: &str, params: &Value) {
-    if method == "notifications/cancelled"
+    if method == methods::CANCELLED
         && let Some(request) = params.get("requestId")
     {
         let reason = params.get("reason").and_then(Value::as_str).map(str::to_owned);
@@ -195,7 +196,7 @@ pub fn listen(hub: &Arc<Hub>, view: &View, headers: &HeaderMap) -> Response {
     let updates = dispatch::resource_notes(
         hub,
         move |updated| subscriber.subscribed(&session, updated),
-        |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
+        |uri| json!({"jsonrpc": "2.0", "method": methods::RESOURCES_UPDATED, "params": {"uri": uri}}),
     );
     let notes = futures_util::stream::select(futures_util::stream::select(notes, updates), logs);
     let messages = futures_util::StreamExt::map(notes, |note| note.to_string());

@@ -12,6 +12,7 @@
 //! lists, `resources/read`, `server/discover`) `ttlMs` and `cacheScope`. List changes reach
 //! a client only on its `subscriptions/listen` stream.
 
+use butler_mcp::methods;
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -39,7 +40,13 @@ const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Methods of the 2025 revisions that 2026-07-28 removed.
-const REMOVED: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+const REMOVED: &[&str] = &[
+    methods::INITIALIZE,
+    methods::PING,
+    methods::LOGGING_SET_LEVEL,
+    methods::RESOURCES_SUBSCRIBE,
+    methods::RESOURCES_UNSUBSCRIBE,
+];
 
 /// Names each stateless request for cancellation (a closed stream cancels its call).
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
@@ -110,7 +117,7 @@ async fn request(
         return refused.answer(id);
     }
     match method.as_str() {
-        "server/discover" => {
+        methods::SERVER_DISCOVER => {
             let declared = params.get("_meta").and_then(|meta| meta.get(META_CAPABILITIES));
             let none = Value::Object(serde_json::Map::new());
             let asker = butler_mcp::Asker::stateless_2026(declared.unwrap_or(&none), None);
@@ -118,7 +125,7 @@ async fn request(
             let capabilities = super::capabilities(hub, view);
             return Json(dispatch::envelope(id, Ok(discover(instructions, capabilities)))).into_response();
         }
-        "subscriptions/listen" => return listen(hub, view, id, &params).await,
+        methods::SUBSCRIPTIONS_LISTEN => return listen(hub, view, id, &params).await,
         removed if REMOVED.contains(&removed) => {
             let error = RpcError {
                 code: -32601,
@@ -206,8 +213,8 @@ fn check(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), Refuse
         Some(_) => {}
     }
     let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
+        methods::RESOURCES_READ => Some("uri"),
         _ => None,
     };
     if let Some(field) = name_field {
@@ -245,7 +252,7 @@ fn discover(instructions: String, capabilities: Value) -> Value {
     let mut supported = vec![REVISION];
     supported.extend(sessions_2025::REVISIONS);
     completed(
-        "server/discover",
+        methods::SERVER_DISCOVER,
         json!({
             "supportedVersions": supported,
             "capabilities": capabilities,
@@ -306,7 +313,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
         honoured.insert("resourceSubscriptions".to_owned(), json!(uris));
     }
     let tag = json!({META_SUBSCRIPTION: id});
-    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+    let ack = json!({"jsonrpc": "2.0", "method": methods::SUBSCRIPTIONS_ACKNOWLEDGED,
                      "params": {"_meta": tag, "notifications": honoured}});
     let changes = hub.changes();
     let list_tag = tag.clone();
@@ -320,7 +327,7 @@ async fn listen(hub: &Arc<Hub>, view: &View, id: Value, params: &Value) -> Respo
         // The stream holds its subscriptions: they end when it does.
         move |updated| subscribed.iter().find_map(|s| s.uri_of(updated)).map(str::to_owned),
         move |uri| {
-            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            json!({"jsonrpc": "2.0", "method": methods::RESOURCES_UPDATED,
                    "params": {"uri": uri, "_meta": tag.clone()}})
         },
     );
