@@ -62,7 +62,7 @@ pub struct GuestFailure {
     pub kind: FailureKind,
     /// Its stable code (`snake_case`, such as `unknown_command`), for programs to match on.
     pub code: String,
-    /// For people.
+    /// What went wrong, for people (programs match on `code`).
     pub message: String,
     /// More, for programs (0.2.0; boxed, so that errors stay small).
     pub details: Option<Box<serde_json::Value>>,

@@ -79,7 +79,7 @@ pub struct Exit {
 /// The last probe's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HealthView {
-    /// Healthy?
+    /// Whether the probe passed (a 2xx answer, exit 0, or the port taking a connection).
     pub ok: bool,
     /// What the probe saw (`HTTP 200`, `exit 1: …`, the probe command's last output line).
     pub detail: String,
