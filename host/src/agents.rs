@@ -59,11 +59,11 @@ pub enum Purpose {
 /// What an agent session is asked to do.
 #[derive(Debug, Clone)]
 pub struct Task {
-    /// What for.
+    /// Why it runs: for a delegation or an automation.
     pub purpose: Purpose,
     /// Who asked, for the log (`<extension>/<delegation>`, an automation's title).
     pub label: String,
-    /// What to do.
+    /// What the agent is told to do.
     pub instructions: String,
     /// The data to do it on (never mixed into the instructions).
     pub input: Value,
@@ -101,7 +101,7 @@ pub enum AgentError {
     /// The agent could not be started.
     #[error("the agent could not be started: {0}")]
     Start(String),
-    /// The deadline passed.
+    /// The session ran past its task's `timeout` (the field: the limit in seconds).
     #[error("the agent did not submit a result within {0} s; its processes were stopped")]
     Timeout(u64),
     /// The agent exited first.
@@ -136,7 +136,8 @@ pub struct Ended {
     pub outcome: Result<Value, AgentError>,
 }
 
-/// The agent backend.
+/// Runs the owner's agent (`agent.command`) for delegations and automations, at most
+/// [`MAX_SESSIONS`] at a time, and keeps the sessions that are running.
 pub struct Agents {
     command: Option<CommandLine>,
     host: HostEnv,

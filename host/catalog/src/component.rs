@@ -82,7 +82,7 @@ pub fn is_wasm(name: &str) -> bool {
 /// relative paths are accepted: no absolute paths and no `..`.
 ///
 /// # Errors
-/// A readable reason.
+/// [`OutsideFolder`] when `exec0` is absolute or holds `..`.
 pub fn resolve_exec(dir: &Path, exec0: &str) -> Result<PathBuf, OutsideFolder> {
     let relative = Path::new(exec0);
     let plain =

@@ -23,7 +23,7 @@ const IMAGE_EXTENSIONS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "webp", "svg",
 pub enum ImageSource {
     /// Relative to the manifest directory; read through a capability handle on it.
     Relative {
-        /// The manifest directory.
+        /// The manifest directory; the path may not leave it.
         dir: PathBuf,
         /// The path inside it, as written.
         path: PathBuf,
@@ -39,7 +39,7 @@ pub enum Icon {
     Image {
         /// Where the bytes are.
         source: ImageSource,
-        /// Its media type.
+        /// The `Content-Type` it is served with, from the file's extension.
         media_type: &'static str,
     },
     /// An `http(s)://` or `data:image/` URL the console loads itself.

@@ -49,7 +49,7 @@ pub struct Record {
     pub id: String,
     /// Its name, shown to the owner.
     pub name: String,
-    /// Its version.
+    /// The manifest's `version`, as imported.
     pub version: String,
     /// Its description, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,9 +179,9 @@ pub struct Skill {
     pub description: Option<String>,
     /// `SKILL.md` after its front matter.
     pub body: String,
-    /// The managed copy.
+    /// The folder of the managed copy the skill is served from.
     pub copy: PathBuf,
-    /// Its files.
+    /// The copy's files, as recorded at import.
     pub files: Vec<SkillFile>,
     /// `SKILL.md`'s whole YAML front matter as JSON, when it has one that parses to a
     /// mapping with a `name` that follows the Agent Skills naming rules ([`is_skill_name`])
@@ -396,7 +396,7 @@ pub fn expand(text: &str, var: impl Fn(&str) -> Option<String>) -> String {
 pub struct CopiedFile {
     /// Its path below the skill's root, with `/`.
     pub path: String,
-    /// Its size.
+    /// Its size in bytes.
     pub bytes: u64,
     /// The SHA-256 of its bytes, in lower-case hex.
     pub sha256: String,
@@ -435,7 +435,7 @@ pub enum ImportError {
     /// The id is imported already and this was no update.
     #[error("`{id}` is imported already; {}", if differences.is_empty() { "the source has not changed".to_owned() } else { format!("import it again as an update to take its {} change(s)", differences.len()) })]
     Exists {
-        /// The id.
+        /// The package id asked for.
         id: String,
         /// What the source changes.
         differences: Vec<String>,
@@ -443,7 +443,7 @@ pub enum ImportError {
     /// An update changes an enabled package's kind of adapter.
     #[error("`{id}` is enabled and the update changes its {what}: disable it first, then update")]
     DisableFirst {
-        /// The id.
+        /// The package id asked for.
         id: String,
         /// What changes, in words.
         what: String,

@@ -63,10 +63,10 @@ pub trait Follow: Send + Sync + 'static {
     fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) -> impl Future<Output = ()> + Send;
 }
 
-/// A registered extension.
+/// An extension the scan registered: its manifest and what the host derived from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Extension {
-    /// The validated manifest.
+    /// The manifest, as it passed the schema and the catalog's rules.
     pub manifest: Manifest,
     /// The extension directory (absolute).
     pub dir: PathBuf,
@@ -112,13 +112,13 @@ impl Extension {
         }
     }
 
-    /// The extension id.
+    /// The manifest's `id`, unique in the catalog.
     #[must_use]
     pub fn id(&self) -> &str {
         &self.manifest.id
     }
 
-    /// The extension kind.
+    /// The manifest's `kind`.
     #[must_use]
     pub fn kind(&self) -> Kind {
         self.manifest.kind

@@ -32,7 +32,7 @@ impl Kind {
     }
 }
 
-/// A whole manifest.
+/// A whole `butler.json` as read and validated against `spec/butler.schema.json`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
@@ -42,35 +42,39 @@ pub struct Manifest {
     pub kind: Kind,
     /// Stable, globally unique id.
     pub id: String,
-    /// Display name.
+    /// `name`: shown in the console and lists (not empty).
     pub name: String,
-    /// Optional description.
+    /// `description`: what it is, for people, if any.
     pub description: Option<String>,
     /// Icon spec as written (see [`super::icon`]).
     pub icon: Option<String>,
-    /// Capability version.
+    /// `version`: raised when the extension's interface or meaning changes (at least 1,
+    /// default 1).
     #[serde(default = "one")]
     pub version: u32,
     /// `low` folds the item into the low-frequency area.
     pub frequency: Option<String>,
     /// The hosted-process block.
     pub hosted: Option<Hosted>,
-    /// Health probe.
+    /// `health`: how the supervisor probes it (without one, a port check when `hosted.port`
+    /// is set).
     pub health: Option<Health>,
-    /// Tool panel page.
+    /// `panelUrl` (tools only): the page the console's panel embeds in an iframe; the host
+    /// does not proxy it.
     pub panel_url: Option<String>,
-    /// Tool panel size.
+    /// `panelSize` (tools only): the panel's preferred size; the console shrinks it to fit.
     pub panel_size: Option<PanelSize>,
-    /// Tool action buttons.
+    /// `actions` (tools only): the buttons on the tool's console row.
     #[serde(default)]
     pub actions: Vec<Action>,
-    /// Faculty reports.
+    /// `reports` (faculties only): what the Butler view shows.
     #[serde(default)]
     pub reports: Vec<Report>,
-    /// Faculty commands.
+    /// `commands` (faculties only): what the host, automations and clients may run.
     #[serde(default)]
     pub commands: Vec<Command>,
-    /// Delegated judgement steps.
+    /// `delegations` (tools and services): judgement steps handed to an agent session, which
+    /// only proposes; the caller adopts the result.
     #[serde(default)]
     pub delegations: Vec<Delegation>,
     /// stdio MCP provider block.
@@ -142,7 +146,7 @@ pub struct Hosted {
     pub url: Option<String>,
     /// Local path the console's open button points at.
     pub open_path: Option<String>,
-    /// Console group.
+    /// The console group it is listed under.
     pub group: Option<String>,
     /// Start with the host.
     #[serde(default)]
@@ -151,7 +155,7 @@ pub struct Hosted {
     pub restart: Option<RestartPolicy>,
 }
 
-/// Health probe.
+/// `health`: how the supervisor checks a hosted process (one of `url` or `exec`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
@@ -190,14 +194,14 @@ pub enum ActionMode {
 /// A tool action button.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Action {
-    /// Button label.
+    /// The text on the button.
     pub label: String,
     /// Panel title (default: the label).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Target URL.
+    /// The panel page, the POST target or the external link, by `mode`.
     pub url: String,
-    /// How it opens.
+    /// How it opens (default: a panel).
     #[serde(default)]
     pub mode: ActionMode,
 }
@@ -215,19 +219,19 @@ pub enum ReportShape {
     Markdown,
 }
 
-/// A faculty report.
+/// `reports[]`: what a faculty's report runs and how its output is shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Report {
-    /// Report id.
+    /// Its id within the faculty (`[a-z0-9][a-z0-9-]*`).
     pub id: String,
-    /// Display name.
+    /// Shown as the report's title.
     pub name: String,
-    /// What produces it.
+    /// What produces it: prints JSON of `shape` on stdout.
     pub exec: Vec<String>,
-    /// Output shape.
+    /// The shape its output must have (default `status`).
     #[serde(default)]
     pub shape: ReportShape,
-    /// Advisory cron expression.
+    /// An advisory cron expression (the schedule may be kept from outside the host).
     pub schedule: Option<String>,
     /// What the host offers through this report (`context`, `review-queue`).
     #[serde(default)]
@@ -251,14 +255,14 @@ pub enum Effect {
     External,
 }
 
-/// A faculty command.
+/// `commands[]`: what a faculty command runs, who may run it and with what arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Command {
-    /// Command id.
+    /// Its id within the faculty (`[a-z0-9][a-z0-9-]*`).
     pub id: String,
-    /// What it does.
+    /// What it does, for people (and the MCP tool's default description).
     pub description: Option<String>,
-    /// What runs.
+    /// What runs: the argv the declared arguments are appended to.
     pub exec: Vec<String>,
     /// What it may touch.
     #[serde(default)]
@@ -407,11 +411,11 @@ pub struct CommandFailureLimit {
 /// One declared command argument.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandArg {
-    /// Argument name.
+    /// The key in the call's `args` object (`[a-z][a-z0-9-]*`); also the `--<name>` flag.
     pub name: String,
     /// Full-match pattern for its value.
     pub pattern: String,
-    /// Must be given.
+    /// A call without it is refused.
     #[serde(default)]
     pub required: bool,
     /// Appended as a value rather than `--name value`.
@@ -449,15 +453,15 @@ pub enum Risk {
 pub struct Delegation {
     /// Id, unique within the extension.
     pub id: String,
-    /// Task instructions.
+    /// What the session is told to do; the caller's input follows as data, not instructions.
     pub instructions: String,
-    /// Adoption rule.
+    /// Whether the result is adopted at once or waits for the owner.
     pub risk: Risk,
-    /// Result schema subset.
+    /// The JSON Schema subset the session's submitted result is checked against.
     pub result: Value,
     /// Tools the session may use.
     pub tools: Option<Vec<String>>,
-    /// Time limit.
+    /// Seconds the session may take (10–1800, default 300).
     #[serde(default = "default_delegation_timeout")]
     pub timeout_sec: u32,
 }

@@ -17,7 +17,7 @@ pub const API_PREFIX: &str = "/myspace-butler/api";
 pub struct PublicCatalog<'a> {
     /// Registered extensions in scan order.
     pub extensions: Vec<PublicExtension<'a>>,
-    /// Problems with manifests.
+    /// What is wrong with each manifest that was rejected or registered with a warning.
     pub diagnostics: &'a [Diagnostic],
     /// The apps of the ChatOS UI Apps plugins found, in scan order.
     pub apps: Vec<PublicApp<'a>>,
@@ -31,9 +31,9 @@ pub struct PublicApp<'a> {
     pub plugin_id: &'a str,
     /// The app's id.
     pub app_id: &'a str,
-    /// Its name.
+    /// The app's name, as its plugin declares it.
     pub name: &'a str,
-    /// Its description.
+    /// The app's description, as its plugin declares it (may be empty).
     pub description: &'a str,
 }
 
@@ -76,12 +76,12 @@ pub struct PublicExtension<'a> {
     /// Icon (tools and services).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<PublicIcon<'a>>,
-    /// Capability version.
+    /// The manifest's `version` (default 1).
     pub version: u32,
-    /// `low` when folded.
+    /// The manifest's `frequency`: `low` puts it in the console's folded low-frequency area.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frequency: Option<&'a str>,
-    /// Console group.
+    /// `hosted.group`: the console group it is listed under.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<&'a str>,
     /// Extension directory relative to the instance root.
@@ -99,13 +99,13 @@ pub struct PublicExtension<'a> {
     /// Local path for the open button.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_path: Option<&'a str>,
-    /// Tool panel page.
+    /// The manifest's `panelUrl`: the page the console's panel embeds (tools only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub panel_url: Option<&'a str>,
-    /// Tool panel size.
+    /// The manifest's `panelSize` (tools only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub panel_size: Option<PanelSize>,
-    /// Tool actions.
+    /// The manifest's `actions`: buttons on the tool's console row (tools only).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub actions: &'a [Action],
     /// Faculty commands (without what they run).
@@ -222,7 +222,7 @@ pub struct PublicCommand<'a> {
     pub description: Option<&'a str>,
     /// `read`, `write` or `external`.
     pub effect: Effect,
-    /// Declared arguments.
+    /// The manifest's `args`: the arguments callers may pass, with their patterns.
     pub args: &'a [CommandArg],
     /// Its input schema, when declared.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,11 +241,11 @@ pub struct PublicCommand<'a> {
 /// A faculty report without what it runs.
 #[derive(Debug, Serialize)]
 pub struct PublicReport<'a> {
-    /// Report id.
+    /// Its `id`, unique in the faculty.
     pub id: &'a str,
-    /// Display name.
+    /// Its `name`, shown as the report's title.
     pub name: &'a str,
-    /// Output shape.
+    /// The shape its output has.
     pub shape: ReportShape,
     /// What the host offers through it (`context`, `review-queue`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,10 +256,10 @@ pub struct PublicReport<'a> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublicDelegation<'a> {
-    /// Delegation id.
+    /// Its `id`, unique in the extension (called as `<extensionId>/<id>`).
     pub id: &'a str,
-    /// Adoption rule.
+    /// Whether its result is adopted at once or waits for the owner.
     pub risk: Risk,
-    /// Time limit.
+    /// Seconds a session may take on it.
     pub timeout_sec: u32,
 }

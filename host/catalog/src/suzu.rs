@@ -109,11 +109,11 @@ pub struct Problem {
 /// What a package's manifest says it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Package {
-    /// Its id.
+    /// The manifest's `id`.
     pub id: String,
-    /// Its name.
+    /// The manifest's `name`.
     pub name: String,
-    /// Its version.
+    /// The manifest's `version`, as written.
     pub version: String,
     /// Its description, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,7 +141,7 @@ pub struct Skill {
 /// The result of the static checks.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// The manifest checked.
+    /// The path of the manifest checked, as given.
     pub manifest: PathBuf,
     /// What it says, when its `id`, `name` and `version` could be read.
     pub package: Option<Package>,

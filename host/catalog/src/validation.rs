@@ -19,7 +19,7 @@ pub struct SchemaError {
     pub message: String,
 }
 
-/// A compiled schema.
+/// One of the host's schemas, compiled once; checks documents and explains what fails.
 pub struct SchemaValidator {
     validator: jsonschema::Validator,
     schema: Value,

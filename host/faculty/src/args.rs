@@ -35,7 +35,7 @@ pub struct BadPattern {
     pub reason: String,
 }
 
-/// The validated arguments.
+/// A call's arguments, each checked against its declared pattern, laid out for the command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Argv {
     /// Positional values and `--name value` pairs.

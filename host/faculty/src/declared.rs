@@ -24,7 +24,7 @@ pub struct Offer {
     pub public: String,
     /// The faculty and command it runs.
     pub faculty: String,
-    /// The command.
+    /// The command's id within that faculty.
     pub command: String,
     /// For the model.
     pub description: String,

@@ -58,11 +58,11 @@ impl FailureKind {
 /// A faculty's failure, whatever its WIT version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuestFailure {
-    /// Its kind.
+    /// Its kind: as a 0.2.0 faculty said it, else [`FailureKind::of_code`] of `code`.
     pub kind: FailureKind,
-    /// Its stable code.
+    /// Its stable code (`snake_case`, such as `unknown_command`), for programs to match on.
     pub code: String,
-    /// For people.
+    /// What went wrong, for people (programs match on `code`).
     pub message: String,
     /// More, for programs (0.2.0; boxed, so that errors stay small).
     pub details: Option<Box<serde_json::Value>>,

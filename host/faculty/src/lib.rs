@@ -249,7 +249,7 @@ pub enum CallError {
         /// What it said.
         failure: wit::GuestFailure,
     },
-    /// The deadline passed.
+    /// The call ran past the faculty's deadline and was interrupted.
     #[error("faculty `{faculty}` did not finish within {ms} ms")]
     Timeout {
         /// Faculty id.
@@ -440,7 +440,7 @@ pub enum Runtime {
 enum Request<'a> {
     /// A command with its checked input.
     Command { id: &'a str, input: Input },
-    /// A report.
+    /// A report, by id.
     Report(&'a str),
 }
 
@@ -619,9 +619,9 @@ pub struct FacultyStatus {
     /// The WIT version of a component faculty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wit: Option<String>,
-    /// Its deadline.
+    /// Its deadline per call, in ms (its settings' `timeoutMs`, or the default).
     pub timeout_ms: u64,
-    /// Its memory cap.
+    /// Its memory cap per call, in MiB (its settings' `memoryMb`, or the default).
     pub memory_mb: u64,
     /// Guest paths it sees.
     pub preopens: Vec<String>,

@@ -155,7 +155,7 @@ impl ResourceLimiter for Limits {
 pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
-    /// The memory cap.
+    /// The call's memory and table caps; `hit` says whether a growth was refused.
     pub limits: Limits,
     faculty: String,
     dispatch: Option<Arc<dyn Dispatch>>,

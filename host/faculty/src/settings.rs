@@ -7,9 +7,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FacultySettings {
-    /// Deadline of one call (default 30000).
+    /// `timeoutMs`: the deadline of one call, in ms (default 30000).
     pub timeout_ms: Option<u64>,
-    /// Memory cap of one call's instance (default 64).
+    /// `memoryMb`: the memory cap of one call's instance, in MiB (default 64).
     pub memory_mb: Option<u64>,
     /// Directories preopened for the faculty besides its own `/data`.
     #[serde(default)]

@@ -119,7 +119,7 @@ pub struct CallSummary {
 }
 
 impl CallStats {
-    /// A call started.
+    /// Counts a call that started: one more in all and in flight.
     pub fn started(&mut self) {
         self.total += 1;
         self.in_flight += 1;

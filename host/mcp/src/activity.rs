@@ -167,7 +167,7 @@ impl Query {
     }
 }
 
-/// The log.
+/// The activity log: takes records without waiting and hands them to its writer task.
 pub struct ActivityLog {
     shared: Arc<Shared>,
     queue: mpsc::Sender<Entry>,

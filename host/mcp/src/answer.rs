@@ -41,7 +41,7 @@ impl PartialEq for Verbatim {
 }
 
 impl Verbatim {
-    /// Its text.
+    /// The object's JSON text, byte for byte as the provider wrote it.
     #[must_use]
     pub fn text(&self) -> &str {
         self.text.get()

@@ -182,13 +182,13 @@ pub struct Withheld {
 /// A provider's four lists, borrowed (the provider's `Lists::listing`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Listing<'a> {
-    /// Its tools.
+    /// Its `tools/list` entries, as the provider sent them.
     pub tools: &'a [Value],
-    /// Its prompts.
+    /// Its `prompts/list` entries, as the provider sent them.
     pub prompts: &'a [Value],
-    /// Its resources.
+    /// Its `resources/list` entries, as the provider sent them.
     pub resources: &'a [Value],
-    /// Its resource templates.
+    /// Its `resources/templates/list` entries, as the provider sent them.
     pub resource_templates: &'a [Value],
 }
 

@@ -63,7 +63,7 @@ impl Open {
     }
 }
 
-/// The open sessions.
+/// The hub's open MCP sessions, each ended once idle past `idle` with no stream open.
 pub(crate) struct Sessions {
     open: Mutex<Open>,
     /// How long a session without a request or an open stream lives.

@@ -160,7 +160,7 @@ pub enum Upcall {
 /// A provider's request for the client, and where its answer goes.
 #[derive(Debug)]
 pub struct Asked {
-    /// The method.
+    /// The MCP method asked ([`crate::methods::SAMPLING_CREATE_MESSAGE`], …).
     pub method: String,
     /// Its params, as the provider sent them.
     pub params: Value,
@@ -226,7 +226,7 @@ impl Upcalls {
     /// Sends `upcall`, waiting for room in the call's queue.
     ///
     /// # Errors
-    /// The call ended.
+    /// The call ended and nobody reads its upcalls: `upcall` comes back in the error.
     pub async fn send(&self, upcall: Upcall) -> Result<(), mpsc::error::SendError<Upcall>> {
         self.sender.send(Box::new(upcall)).await.map_err(|refused| mpsc::error::SendError(*refused.0))
     }
@@ -285,9 +285,10 @@ pub type Calling = Pin<Box<dyn Future<Output = Result<crate::Answer, RpcError>> 
 
 /// A call in flight, and what its provider sends back meanwhile.
 pub struct Call {
-    /// Its result.
+    /// Its result, once the provider answers (or the call fails).
     pub calling: Calling,
-    /// Its upcalls.
+    /// The requests its provider sends for the client meanwhile (sampling, elicitation,
+    /// roots).
     pub upcalls: Inbox,
 }
 

@@ -74,7 +74,7 @@ pub struct Profile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("mcp.profiles.{name}: {why}")]
 pub struct ProfileError {
-    /// The profile.
+    /// The profile's name, its key under `mcp.profiles`.
     pub name: String,
     /// What is wrong.
     pub why: String,

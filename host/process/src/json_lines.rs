@@ -53,10 +53,10 @@ pub enum ReadError {
     /// The line is longer than the reader's cap (its newline included).
     #[error("a line longer than {limit} bytes")]
     TooLong {
-        /// The cap.
+        /// The reader's cap, in bytes.
         limit: usize,
     },
-    /// The pipe failed.
+    /// Reading from the pipe failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

@@ -71,7 +71,7 @@ pub struct LogLine {
     pub seq: u64,
     /// When it was read, ms since the Unix epoch.
     pub at: u64,
-    /// Its stream.
+    /// Where it came from: the program's stdout or stderr, or the host about the program.
     pub stream: Stream,
     /// The text, without the line break (invalid UTF-8 replaced).
     pub text: String,

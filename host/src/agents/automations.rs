@@ -73,7 +73,7 @@ pub struct Job {
     pub instructions: String,
     /// When it was registered (or last replaced).
     pub registered_at: String,
-    /// Its last run.
+    /// How its last run went (none before it first runs).
     #[serde(default)]
     pub last: Option<LastRun>,
 }

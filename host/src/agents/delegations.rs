@@ -62,9 +62,9 @@ pub enum DelegationError {
 /// A delegation's result, and the run that records it.
 #[derive(Debug, Clone)]
 pub struct Delegated {
-    /// The run.
+    /// The id of the run that records it.
     pub run: String,
-    /// The result.
+    /// The session's result, adopted (after the owner confirmed, for a `confirm` delegation).
     pub result: Value,
 }
 

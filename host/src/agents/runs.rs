@@ -60,7 +60,7 @@ pub struct Step {
     pub status: Status,
     /// The agent session that ran it (its log: `logs/agent-<session>.log`).
     pub session: Option<String>,
-    /// The submitted result.
+    /// What the session submitted, checked against the delegation's result schema.
     pub result: Option<Value>,
     /// Why there is no result: `{code, message}`.
     pub error: Option<Value>,
@@ -79,7 +79,7 @@ pub struct Step {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
-    /// Its id.
+    /// Its id: the file name under `<stateDir>/runs/`, without `.json`.
     pub id: String,
     /// The extension that delegated.
     pub extension: String,
@@ -112,14 +112,8 @@ pub enum RunError {
     Unknown(String),
     /// The step does not await a decision.
     #[error("step {step} of run `{run}` is {status:?}, not awaiting confirmation")]
-    NotPending {
-        /// The run.
-        run: String,
-        /// The step.
-        step: usize,
-        /// Where it stands.
-        status: Status,
-    },
+    #[allow(missing_docs)] // the fields are the parts of the message
+    NotPending { run: String, step: usize, status: Status },
     /// The file could not be written.
     #[error("the run could not be saved: {0}")]
     Io(#[from] std::io::Error),

@@ -71,7 +71,7 @@ pub struct CatalogHandle {
 }
 
 impl CatalogHandle {
-    /// The latest snapshot.
+    /// The snapshot the loader published last (cheap: a shared pointer).
     #[must_use]
     pub fn current(&self) -> Arc<Catalog> {
         self.snapshots.borrow().clone()

@@ -49,7 +49,8 @@ pub struct RootConfig {
     /// path), the configured value or the schema's default.
     #[serde(skip)]
     pub folders: BTreeMap<String, String>,
-    /// Host state.
+    /// `stateDir`: the folder, relative to the instance root, where the host keeps its own
+    /// state (default `.butler`).
     #[serde(default = "default_state_dir")]
     pub state_dir: String,
     /// Interpreter for commands whose `argv[0]` is `python`.
@@ -59,7 +60,7 @@ pub struct RootConfig {
     /// Per-faculty sandbox settings, by faculty id.
     #[serde(default)]
     pub faculties: BTreeMap<String, FacultySettings>,
-    /// Pipeline routing.
+    /// `pipeline`: which faculty serves each action prefix, over what the faculties declare.
     #[serde(default)]
     pub pipeline: PipelineConfig,
     /// The MCP hub and API access.

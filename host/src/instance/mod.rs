@@ -55,7 +55,7 @@ fn list(errors: &[SchemaError]) -> String {
         .collect()
 }
 
-/// An opened instance.
+/// An instance that exists on disk, with its root config loaded and validated.
 #[derive(Debug, Clone)]
 pub struct Instance {
     /// The instance root (absolute, canonical).

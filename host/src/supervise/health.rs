@@ -27,7 +27,7 @@ pub enum Probe {
 /// One probe's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    /// Healthy?
+    /// Whether the probe passed (a 2xx answer, exit 0, or the port taking a connection).
     pub ok: bool,
     /// What was seen (`HTTP 200`, `exit 1: …`, `connection refused`).
     pub detail: String,

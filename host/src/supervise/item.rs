@@ -79,9 +79,9 @@ pub struct Exit {
 /// The last probe's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HealthView {
-    /// Healthy?
+    /// Whether the probe passed (a 2xx answer, exit 0, or the port taking a connection).
     pub ok: bool,
-    /// What was seen.
+    /// What the probe saw (`HTTP 200`, `exit 1: …`, the probe command's last output line).
     pub detail: String,
     /// When, ms since the epoch.
     pub at: u64,
@@ -104,7 +104,7 @@ pub const HISTORY: usize = 20;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
-    /// Run state.
+    /// Where it is in its run (`stopped`, `starting`, `running`, …).
     pub state: State,
     /// The program's pid while it runs.
     pub pid: Option<u32>,
@@ -165,7 +165,8 @@ pub struct Item {
     record: Arc<Mutex<Record>>,
     /// The last reading of what the running program uses, for the next CPU share.
     usage: Mutex<Option<Reading>>,
-    /// Its log.
+    /// Its process's output and the supervisor's notes on it, as the API and console read
+    /// them.
     pub log: Arc<Log>,
     tx: mpsc::Sender<Msg>,
 }

@@ -30,7 +30,7 @@ pub use item::{Item, Run, State, Status};
 pub struct Spec {
     /// Its kind (tool or service).
     pub kind: Kind,
-    /// Its id.
+    /// The manifest's `id`, which the supervisor keys the item by.
     pub id: String,
     /// What to execute.
     pub launch: Result<Launch, LaunchError>,
@@ -79,10 +79,9 @@ impl Spec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// An item exited with a failure without being asked to stop.
+    #[allow(missing_docs)] // `kind` and `id` are the item's, as in its manifest
     Failed {
-        /// Its kind.
         kind: Kind,
-        /// Its id.
         id: String,
         /// Its exit code (`128 + N` for signal N).
         code: i32,
@@ -90,10 +89,9 @@ pub enum Event {
         restart_in: Option<Duration>,
     },
     /// An item was started again by its restart policy (after its restart delay).
+    #[allow(missing_docs)] // `kind` and `id` are the item's, as in its manifest
     Restarted {
-        /// Its kind.
         kind: Kind,
-        /// Its id.
         id: String,
         /// How many times it was restarted since it was last started by hand.
         restarts: u32,

@@ -121,7 +121,7 @@ pub enum Op {
         command: String,
         /// Validated argv.
         args: Vec<String>,
-        /// The stdin argument.
+        /// The value of the command's `stdin: true` argument, if it declares one.
         stdin: Option<String>,
     },
     /// `invoke(command, input)` (0.2.0).

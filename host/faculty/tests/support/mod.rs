@@ -57,7 +57,7 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// An empty instance.
+    /// A fresh instance in a temporary folder, with empty `faculties` and `self` folders.
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let root = std::fs::canonicalize(dir.path()).expect("a canonical root");
