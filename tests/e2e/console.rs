@@ -460,8 +460,9 @@ fn an_mcp_provider_is_started_watched_and_stopped_from_the_console() {
         let (_, status) = butler.get_json("/mcp/status");
         status["providers"].as_array().is_some_and(|p| p.iter().any(|p| p["id"] == "fake"))
     });
-    // Listing what the quarantine holds starts it (as the review queue, the first view, does).
-    let (status, _) = butler.get_json("/mcp/quarantine");
+    // A client's first list starts it (reading the quarantine queue starts nothing).
+    let client = crate::mcp::Client::connect(&butler, "/mcp");
+    let (status, _, _) = client.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}), &[]);
     assert_eq!(status, 200);
     wait_until(Duration::from_secs(30), "the provider to run", || {
         crate::mcp::provider_status(&butler, "fake")["state"] == "ready"
