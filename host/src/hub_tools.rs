@@ -28,7 +28,7 @@ pub trait TurnSink: Send + Sync {
     ///
     /// # Errors
     /// Why the arguments were not taken, for the model.
-    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String>;
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, crate::collector::CollectError>;
 }
 
 /// The faculties' tools and how to run them.
