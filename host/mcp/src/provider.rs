@@ -1900,6 +1900,37 @@ async fn paged(conn: &Conn, asker: &Asker<'_>, method: &str, key: &str) -> Resul
 mod tests {
     use super::*;
 
+    /// `/mcp/status`, the logs and `butler mcp` show these texts: the typed errors keep them.
+    #[test]
+    fn start_errors_say_what_they_said_as_strings() {
+        let said = |e: StartError| e.to_string();
+        assert_eq!(said(StartError::Removed), "the provider was removed");
+        assert_eq!(
+            said(StartError::Held { id: "p".into() }),
+            "it was stopped on request; start it with `butler mcp start p` or POST /mcp/providers/p/start"
+        );
+        assert_eq!(said(StartError::Pausing { last: "it broke".into() }), "it broke");
+        assert_eq!(
+            said(StartError::Timeout(Duration::from_secs(30))),
+            "it did not start and list its tools within 30 s"
+        );
+        assert_eq!(said(StartError::ListTimeout(Duration::from_secs(30))), "it did not list within 30 s");
+        assert_eq!(
+            said(StartError::ExitedOnDiscover("exit 1".into())),
+            "it stopped when asked server/discover (exit 1); the next start uses initialize"
+        );
+        assert_eq!(
+            said(StartError::Initialize(CallFailure::Timeout(Duration::from_secs(5)))),
+            "initialize failed: the provider did not answer within 5 s"
+        );
+        assert_eq!(said(StartError::ToolsList(CallFailure::Cancelled)), "tools/list failed: the call was cancelled");
+        let dial = super::super::upstream::DialError::OwnAddress("http://127.0.0.1:1/mcp".into());
+        assert_eq!(
+            said(StartError::Open(super::super::upstream::OpenError::Dial(dial))),
+            "`http://127.0.0.1:1/mcp` is this host's own address: an MCP server cannot be the hub itself"
+        );
+    }
+
     #[test]
     fn each_failed_start_in_a_row_doubles_the_pause_up_to_a_minute() {
         let pauses: Vec<u64> = (0..8).map(|failures| restart_after(failures).as_secs()).collect();
