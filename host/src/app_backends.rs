@@ -60,8 +60,18 @@ pub enum CallError {
     Failed(String),
 }
 
-/// What the backend's method answered: its data, or the message of what it threw.
-pub type Answer = Result<Value, String>;
+/// What the backend's method answered: its data, or what it threw.
+pub type Answer = Result<Value, Thrown>;
+
+/// What a backend's method threw: its message, as the app is shown it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Thrown(pub String);
+
+/// Why app backends cannot run on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("Node.js is not installed (no `node` on PATH): app backends need it")]
+pub struct NoNode;
 
 /// Every plugin's backend process.
 pub struct Backends {
@@ -105,13 +115,13 @@ impl Backends {
         match &plugin.backend {
             None => Some(format!("Plugin backend not configured: {}", plugin.id)),
             Some(Err(why)) => Some(why.to_string()),
-            Some(Ok(_)) => self.node().err(),
+            Some(Ok(_)) => self.node().err().map(|e| e.to_string()),
         }
     }
 
     /// Node, as the host would run it: the root config's interpreter for `node`, else the
     /// first `node` on `PATH`.
-    fn node(&self) -> Result<PathBuf, String> {
+    fn node(&self) -> Result<PathBuf, NoNode> {
         if let Some(configured) = self.host.interpreter("node") {
             return Ok(PathBuf::from(configured));
         }
@@ -122,7 +132,7 @@ impl Backends {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
             })
-            .ok_or_else(|| "Node.js is not installed (no `node` on PATH): app backends need it".to_owned())
+            .ok_or(NoNode)
     }
 
     /// The plugins of the current snapshot.
@@ -180,7 +190,7 @@ impl Backends {
         let Some(Ok(entry)) = &plugin.backend else {
             return Err(CallError::Unavailable(format!("Plugin backend not configured: {}", plugin.id)));
         };
-        let node = self.node().map_err(CallError::Unavailable)?;
+        let node = self.node().map_err(|e| CallError::Unavailable(e.to_string()))?;
         let bridge_file = self.state_dir.join("ui_apps").join("bridge.mjs");
         butler_catalog::files::write_private(&bridge_file, BRIDGE.as_bytes())
             .map_err(|e| failed("cannot write the backend bridge", &e))?;
@@ -286,7 +296,7 @@ async fn read_answers(
         let reply = if answer.get("ok") == Some(&Value::Bool(true)) {
             Ok(answer.get("data").cloned().unwrap_or(Value::Null))
         } else {
-            Err(answer.get("message").and_then(Value::as_str).unwrap_or("the backend failed").to_owned())
+            Err(Thrown(answer.get("message").and_then(Value::as_str).unwrap_or("the backend failed").to_owned()))
         };
         calls.answer(id, |()| reply);
     }

@@ -344,11 +344,10 @@ impl Collector {
 /// its calls to the collector, so a turn reported over MCP is redacted and stored durably
 /// like one sent to `POST /sessions/turns`.
 impl crate::hub_tools::TurnSink for Collector {
-    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String> {
-        match self.collect(arguments) {
-            Ok(Collected::Queued { id, redacted }) => Ok(json!({"queued": true, "id": id, "redacted": redacted})),
-            Ok(Collected::Skipped(why)) => Ok(json!({"queued": false, "skipped": why})),
-            Err(e) => Err(e.to_string()),
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, crate::hub_tools::NotTaken> {
+        match self.collect(arguments).map_err(|e| crate::hub_tools::NotTaken(Box::new(e)))? {
+            Collected::Queued { id, redacted } => Ok(json!({"queued": true, "id": id, "redacted": redacted})),
+            Collected::Skipped(why) => Ok(json!({"queued": false, "skipped": why})),
         }
     }
 }

@@ -28,8 +28,14 @@ pub trait TurnSink: Send + Sync {
     ///
     /// # Errors
     /// Why the arguments were not taken, for the model.
-    fn take(&self, arguments: Map<String, Value>) -> Result<Value, String>;
+    fn take(&self, arguments: Map<String, Value>) -> Result<Value, NotTaken>;
 }
+
+/// Why a [`TurnSink`] did not take a call's arguments (the sink's own error); its text is
+/// for the model.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct NotTaken(pub Box<dyn std::error::Error + Send + Sync>);
 
 /// The faculties' tools and how to run them.
 pub struct FacultyTools {

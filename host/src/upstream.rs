@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use butler_catalog::lock;
-use butler_mcp::upstream::{Dialer, Link, Remote, shown_url};
+use butler_mcp::upstream::{DialError, Dialer, Link, Remote, shown_url};
 use butler_process::logs::Log;
 use futures_util::{Stream, StreamExt};
 use reqwest::StatusCode;
@@ -63,7 +63,7 @@ const REVISION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 /// machine's trusted roots costs a host with no remote server start-up time and memory.
 #[derive(Debug, Default)]
 pub struct HttpDialer {
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: std::sync::OnceLock<Result<reqwest::Client, DialError>>,
     /// The host's own listener: a URL that names it is refused.
     own: Option<std::net::SocketAddr>,
 }
@@ -102,7 +102,7 @@ impl HttpDialer {
     }
 
     /// The client, set up now if this is the first dial.
-    fn client(&self) -> Result<reqwest::Client, String> {
+    fn client(&self) -> Result<reqwest::Client, DialError> {
         self.client
             .get_or_init(|| {
                 // reqwest is built without a crypto provider; ring is the process's. An
@@ -114,27 +114,26 @@ impl HttpDialer {
                     .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
                     .tcp_nodelay(true)
                     .build()
-                    .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+                    .map_err(|e| DialError::Client(e.to_string()))
             })
             .clone()
     }
 }
 
 impl Dialer for HttpDialer {
-    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, String> {
+    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, DialError> {
         let shown = remote.shown();
-        let url = reqwest::Url::parse(&remote.url).map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
+        let url = reqwest::Url::parse(&remote.url)
+            .map_err(|e| DialError::BadUrl { shown: shown.clone(), why: e.to_string() })?;
         if self.own.is_some_and(|own| butler_catalog::listeners::names_own_listener(&remote.url, &[own])) {
-            return Err(format!("`{shown}` is this host's own address: an MCP server cannot be the hub itself"));
+            return Err(DialError::OwnAddress(shown));
         }
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static(HOP_HEADER), HeaderValue::from_static(hop_mark()));
         for (name, value) in &remote.headers {
-            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                format!("the header name `{}` is not one HTTP allows", butler_catalog::text::clip(name, 60))
-            })?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| format!("the value of the header `{header}` is not one HTTP allows"))?;
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| DialError::HeaderName(butler_catalog::text::clip(name, 60).to_string()))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| DialError::HeaderValue(header.to_string()))?;
             value.set_sensitive(true);
             headers.append(header, value);
         }
@@ -206,6 +205,56 @@ struct Bridge {
     permits: Arc<Semaphore>,
 }
 
+/// Why the transport to a remote server could not be settled on its first message (the
+/// connection ends with this text).
+#[derive(Debug, thiserror::Error)]
+enum Unsettled {
+    /// A `POST` could not be sent or answered (its text says why).
+    #[error("{0}")]
+    Post(String),
+    /// The older transport's event stream could not be reached.
+    #[error("cannot reach {shown}: {why}")]
+    Connect {
+        /// The server, as shown.
+        shown: String,
+        /// Why.
+        why: String,
+    },
+    /// It did not answer the event stream's `GET` in time.
+    #[error("{0} did not answer within {secs} s", secs = HEADERS_TIMEOUT.as_secs())]
+    NoAnswer(String),
+    /// Neither transport: the `GET` answered this status or no event stream.
+    #[error("{shown} speaks neither Streamable HTTP nor HTTP+SSE (a GET answered HTTP {status})")]
+    Neither {
+        /// The server, as shown.
+        shown: String,
+        /// The status of the `GET`.
+        status: StatusCode,
+    },
+    /// The first message was refused with this status over HTTP+SSE.
+    #[error("{shown} answered HTTP {status} to the first message")]
+    Status {
+        /// The server, as shown.
+        shown: String,
+        /// The status.
+        status: StatusCode,
+    },
+    /// The event stream named no endpoint.
+    #[error("{0}'s event stream named no endpoint for messages")]
+    NoEndpoint(String),
+    /// The endpoint named is not a URL.
+    #[error("{0} named an endpoint that is not a URL")]
+    BadEndpoint(String),
+    /// The endpoint named is on another origin.
+    #[error("{shown} named an endpoint on another origin ({endpoint}): refused, it would get the adapter's headers")]
+    OtherOrigin {
+        /// The server, as shown.
+        shown: String,
+        /// The endpoint, as shown.
+        endpoint: String,
+    },
+}
+
 /// How a `POST` went.
 enum Posted {
     /// The server answered with this status and these headers.
@@ -240,7 +289,7 @@ impl Bridge {
             let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
             if std::mem::take(&mut first) {
                 if let Err(why) = Arc::clone(&self).first(message).await {
-                    break why;
+                    break why.to_string();
                 }
                 continue;
             }
@@ -252,10 +301,10 @@ impl Bridge {
     }
 
     /// Sends the first message, and settles the transport on its answer.
-    async fn first(self: Arc<Self>, message: Value) -> Result<(), String> {
+    async fn first(self: Arc<Self>, message: Value) -> Result<(), Unsettled> {
         let answer = match self.post(&self.url, &message, message.to_string().into_bytes()).await {
             Posted::Answer(answer) => answer,
-            Posted::Failed(why) => return Err(why),
+            Posted::Failed(why) => return Err(Unsettled::Post(why)),
         };
         let status = answer.status();
         let older = matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED)
@@ -276,10 +325,8 @@ impl Bridge {
         self.log.note(format!("speaks HTTP+SSE; messages go to {}", shown_url(endpoint.as_str())));
         match self.post(&endpoint, &message, message.to_string().into_bytes()).await {
             Posted::Answer(answer) if answer.status().is_success() => Ok(()),
-            Posted::Answer(answer) => {
-                Err(format!("{} answered HTTP {} to the first message", self.shown, answer.status()))
-            }
-            Posted::Failed(why) => Err(why),
+            Posted::Answer(answer) => Err(Unsettled::Status { shown: self.shown.clone(), status: answer.status() }),
+            Posted::Failed(why) => Err(Unsettled::Post(why)),
         }
     }
 
@@ -529,20 +576,16 @@ impl Bridge {
 
     /// Opens the older transport's event stream, and relays its messages on a task of its
     /// own; where messages are to be sent (its `endpoint` event, on the same origin).
-    async fn open_event_stream(self: Arc<Self>) -> Result<reqwest::Url, String> {
+    async fn open_event_stream(self: Arc<Self>) -> Result<reqwest::Url, Unsettled> {
         let request =
             self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
         let answer = match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => return Err(format!("cannot reach {}: {}", self.shown, cause(e))),
-            Err(_) => return Err(format!("{} did not answer within {} s", self.shown, HEADERS_TIMEOUT.as_secs())),
+            Ok(Err(e)) => return Err(Unsettled::Connect { shown: self.shown.clone(), why: cause(e) }),
+            Err(_) => return Err(Unsettled::NoAnswer(self.shown.clone())),
         };
         if !answer.status().is_success() || !is_event_stream(&answer) {
-            return Err(format!(
-                "{} speaks neither Streamable HTTP nor HTTP+SSE (a GET answered HTTP {})",
-                self.shown,
-                answer.status()
-            ));
+            return Err(Unsettled::Neither { shown: self.shown.clone(), status: answer.status() });
         }
         let mut events = Box::pin(events(answer));
         let endpoint = tokio::time::timeout(HEADERS_TIMEOUT, async {
@@ -558,17 +601,10 @@ impl Bridge {
         .await
         .ok()
         .flatten()
-        .ok_or_else(|| format!("{}'s event stream named no endpoint for messages", self.shown))?;
-        let endpoint = self
-            .url
-            .join(endpoint.trim())
-            .map_err(|_| format!("{} named an endpoint that is not a URL", self.shown))?;
+        .ok_or_else(|| Unsettled::NoEndpoint(self.shown.clone()))?;
+        let endpoint = self.url.join(endpoint.trim()).map_err(|_| Unsettled::BadEndpoint(self.shown.clone()))?;
         if endpoint.origin() != self.url.origin() {
-            return Err(format!(
-                "{} named an endpoint on another origin ({}): refused, it would get the adapter's headers",
-                self.shown,
-                shown_url(endpoint.as_str())
-            ));
+            return Err(Unsettled::OtherOrigin { shown: self.shown.clone(), endpoint: shown_url(endpoint.as_str()) });
         }
         lock(&self.state).endpoint = Some(endpoint.clone());
         let bridge = Arc::downgrade(&self);
@@ -695,7 +731,7 @@ async fn read_bounded(answer: reqwest::Response) -> Result<Vec<u8>, String> {
 
 /// The events of `answer`'s stream; one that grows past [`MAX_MESSAGE`] ends it with an
 /// error (the decoder would otherwise hold it all).
-fn events(answer: reqwest::Response) -> impl Stream<Item = Result<Sse, String>> + Send {
+fn events(answer: reqwest::Response) -> impl Stream<Item = Result<Sse, sse_stream::Error>> + Send {
     let pending = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&pending);
     let bytes = answer.bytes_stream().map(move |chunk| {
@@ -707,7 +743,7 @@ fn events(answer: reqwest::Response) -> impl Stream<Item = Result<Sse, String>> 
     });
     SseByteStream::new(bytes).map(move |event| {
         pending.store(0, Ordering::Relaxed);
-        event.map_err(|e| e.to_string())
+        event
     })
 }
 

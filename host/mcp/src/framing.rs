@@ -183,11 +183,26 @@ fn single_request(body: &[u8]) -> Option<ClientMessage> {
     }
 }
 
+/// Why a client message is not a JSON-RPC message (answered `-32600 Invalid Request: …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum Malformed {
+    #[error("a JSON-RPC message must be an object")]
+    NotAnObject,
+    #[error("`jsonrpc` must be \"2.0\"")]
+    NotJsonRpc2,
+    #[error("`id` must be a string or an integer")]
+    BadId,
+    #[error("`method` must be a string")]
+    BadMethod,
+    #[error("a request needs a `method`")]
+    NoMethod,
+}
+
 /// What one client message is; its `params` are taken out of it.
-fn classify(message: &mut Value) -> Result<ClientMessage, String> {
-    let object = message.as_object_mut().ok_or("a JSON-RPC message must be an object")?;
+fn classify(message: &mut Value) -> Result<ClientMessage, Malformed> {
+    let object = message.as_object_mut().ok_or(Malformed::NotAnObject)?;
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err("`jsonrpc` must be \"2.0\"".to_owned());
+        return Err(Malformed::NotJsonRpc2);
     }
     // Taken out, not cloned: tool arguments can be large.
     let params = object.remove("params").unwrap_or_else(|| json!({}));
@@ -195,9 +210,9 @@ fn classify(message: &mut Value) -> Result<ClientMessage, String> {
         (Some(Value::String(method)), Some(id)) if id.is_string() || id.is_i64() || id.is_u64() => {
             Ok(ClientMessage::Request { id: id.clone(), method: method.clone(), params })
         }
-        (Some(Value::String(_)), Some(_)) => Err("`id` must be a string or an integer".to_owned()),
+        (Some(Value::String(_)), Some(_)) => Err(Malformed::BadId),
         (Some(Value::String(method)), None) => Ok(ClientMessage::Notification { method: method.clone(), params }),
-        (Some(_), _) => Err("`method` must be a string".to_owned()),
+        (Some(_), _) => Err(Malformed::BadMethod),
         (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
             let id = id.clone();
             let reply = match object.remove("error") {
@@ -206,7 +221,7 @@ fn classify(message: &mut Value) -> Result<ClientMessage, String> {
             };
             Ok(ClientMessage::Response { id, reply })
         }
-        (None, _) => Err("a request needs a `method`".to_owned()),
+        (None, _) => Err(Malformed::NoMethod),
     }
 }
 

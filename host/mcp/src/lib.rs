@@ -780,7 +780,7 @@ impl Hub {
             provider.stop().await;
         }
         if matches!(action, ProviderAction::Start | ProviderAction::Restart) {
-            provider.start().await.map_err(|why| ActionError::Failed { id: id.to_owned(), why })?;
+            provider.start().await.map_err(|why| ActionError::Failed { id: id.to_owned(), why: why.to_string() })?;
         }
         Ok(self.status().providers.into_iter().find(|p| p.status.id == id))
     }

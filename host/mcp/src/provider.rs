@@ -255,6 +255,53 @@ pub enum State {
     Stopped,
 }
 
+/// Why a provider could not be started; its text is the `last_error` of `/mcp/status`.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// It was removed from the catalog (or replaced).
+    #[error("the provider was removed")]
+    Removed,
+    /// It was stopped on request and stays stopped until started.
+    #[error("it was stopped on request; start it with `butler mcp start {id}` or POST /mcp/providers/{id}/start")]
+    Held {
+        /// The provider.
+        id: String,
+    },
+    /// It failed recently and is not retried yet: the last failure, as it was said.
+    #[error("{last}")]
+    Pausing {
+        /// The last failure.
+        last: String,
+    },
+    /// The start, handshake and lists together took too long.
+    #[error("it did not start and list its tools within {} s", .0.as_secs())]
+    Timeout(Duration),
+    /// The task that started it panicked or was cancelled.
+    #[error("its start failed: {0}")]
+    Aborted(tokio::task::JoinError),
+    /// Its transport could not open a connection (spawn, dial).
+    #[error(transparent)]
+    Open(#[from] super::upstream::OpenError),
+    /// A remote server's connection closed during the handshake.
+    #[error("{0}")]
+    Closed(String),
+    /// It exited on being asked `server/discover`.
+    #[error("it stopped when asked server/discover ({0}); the next start uses initialize")]
+    ExitedOnDiscover(String),
+    /// `initialize` was refused or not answered.
+    #[error("initialize failed: {0}")]
+    Initialize(CallFailure),
+    /// `notifications/initialized` could not be sent.
+    #[error("initialized failed: {0}")]
+    Initialized(WriteError),
+    /// `tools/list` was refused or not answered.
+    #[error("tools/list failed: {0}")]
+    ToolsList(CallFailure),
+    /// It did not give its lists in time.
+    #[error("it did not list within {} s", .0.as_secs())]
+    ListTimeout(Duration),
+}
+
 /// Why a call did not get the provider's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallFailure {
@@ -626,7 +673,7 @@ fn refused(why: impl Into<String>) -> CallFailure {
 
 /// The 2025 revisions' handshake with a starting provider, declaring `capabilities` (the
 /// hub's own: [`upcall::routed_capabilities`]; a probe's: its set's); its answer.
-async fn initialize(conn: &Conn, capabilities: Value) -> Result<Value, String> {
+async fn initialize(conn: &Conn, capabilities: Value) -> Result<Value, StartError> {
     let init = json!({
         "protocolVersion": PROVIDER_PROTOCOL,
         "capabilities": capabilities,
@@ -636,8 +683,8 @@ async fn initialize(conn: &Conn, capabilities: Value) -> Result<Value, String> {
         .request((methods::INITIALIZE, init), None, &Asker::hub(), START_TIMEOUT, |_| {})
         .await
         .map(Answer::into_value)
-        .map_err(|e| format!("initialize failed: {e}"))?;
-    conn.notify(methods::INITIALIZED, json!({})).await.map_err(|e| format!("initialized failed: {e}"))?;
+        .map_err(StartError::Initialize)?;
+    conn.notify(methods::INITIALIZED, json!({})).await.map_err(StartError::Initialized)?;
     Ok(answer)
 }
 
@@ -667,15 +714,13 @@ fn refusal(id: &Value, why: String) -> Value {
 /// A provider's start, run as a task of the hub's runtime and awaited from anywhere:
 /// dropped unfinished (a timeout, a caller gone), it is cancelled, as an awaited future
 /// would be.
-struct Launching(tokio::task::JoinHandle<Result<Arc<Conn>, String>>);
+struct Launching(tokio::task::JoinHandle<Result<Arc<Conn>, StartError>>);
 
 impl std::future::Future for Launching {
-    type Output = Result<Arc<Conn>, String>;
+    type Output = Result<Arc<Conn>, StartError>;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0)
-            .poll(cx)
-            .map(|joined| joined.unwrap_or_else(|e| Err(format!("its start failed: {e}"))))
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| joined.unwrap_or_else(|e| Err(StartError::Aborted(e))))
     }
 }
 
@@ -827,7 +872,7 @@ enum Unlearned {
     /// It does not run (stopped, failing to start): nothing is known of it.
     Unavailable,
     /// It runs, and its lists for the set could not be had.
-    Failed(String),
+    Failed(StartError),
 }
 
 /// The capability sets a provider's lists are learned for ([`Provider::learn`]).
@@ -1036,7 +1081,7 @@ impl Provider {
     /// Its lists as it gives them to clients of `set`, within [`START_TIMEOUT`] once it runs.
     async fn lists_for(self: &Arc<Self>, set: CapabilitySet) -> Result<Lists, Unlearned> {
         let conn = self.ensure().await.map_err(|_| Unlearned::Unavailable)?;
-        let late = |_| format!("it did not list within {} s", START_TIMEOUT.as_secs());
+        let late = |_| StartError::ListTimeout(START_TIMEOUT);
         let listed = if conn.speaks_2026() {
             let declared = conn.declared.get().cloned().unwrap_or_default();
             let capabilities = set.declared();
@@ -1054,9 +1099,9 @@ impl Provider {
     /// of it (another process, another session of a remote server), initialized declaring
     /// `set`'s capabilities, asked its lists and closed. It answers nothing the provider
     /// asks meanwhile.
-    async fn probe(&self, set: CapabilitySet) -> Result<Lists, String> {
+    async fn probe(&self, set: CapabilitySet) -> Result<Lists, StartError> {
         self.log.note(format!("probing what it lists to clients that declare {}", set.key()));
-        let Connection { writer, reader, end, group } = self.open(true).map_err(|e| e.to_string())?;
+        let Connection { writer, reader, end, group } = self.open(true)?;
         let conn = Arc::new(self.conn(writer, end, group));
         let reader = tokio::spawn(replies_only(Arc::clone(&conn), reader));
         let listed = async {
@@ -1066,7 +1111,7 @@ impl Provider {
         // Bounded here, so that the probe is always stopped.
         let listed = tokio::time::timeout(START_TIMEOUT, listed)
             .await
-            .unwrap_or_else(|_| Err(format!("it did not list within {} s", START_TIMEOUT.as_secs())));
+            .unwrap_or_else(|_| Err(StartError::ListTimeout(START_TIMEOUT)));
         conn.peer.lock().await.stop().await;
         reader.abort();
         listed
@@ -1121,7 +1166,7 @@ impl Provider {
     ///
     /// # Errors
     /// Why it cannot run.
-    pub async fn ensure(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
+    pub async fn ensure(self: &Arc<Self>) -> Result<Arc<Conn>, StartError> {
         if let Some(conn) = self.ready() {
             return Ok(conn);
         }
@@ -1130,20 +1175,17 @@ impl Provider {
             return Ok(conn);
         }
         if self.removed.load(Ordering::Relaxed) {
-            return Err("the provider was removed".to_owned());
+            return Err(StartError::Removed);
         }
         {
             let inner = lock(&self.inner);
             if inner.held {
-                return Err(format!(
-                    "it was stopped on request; start it with `butler mcp start {id}` or POST /mcp/providers/{id}/start",
-                    id = self.spec.id
-                ));
+                return Err(StartError::Held { id: self.spec.id.clone() });
             }
             if let (Some(at), Some(error)) = (inner.failed_at, inner.last_error.as_ref())
                 && at.elapsed() < restart_after(inner.failures)
             {
-                return Err(error.clone());
+                return Err(StartError::Pausing { last: error.clone() });
             }
         }
         lock(&self.inner).state = State::Starting;
@@ -1153,7 +1195,7 @@ impl Provider {
         let launch = Launching(self.io.runtime.spawn(async move { launching.launch(tx).await }));
         let result = match tokio::time::timeout(START_TIMEOUT, launch).await {
             Ok(result) => result,
-            Err(_) => Err(format!("it did not start and list its tools within {} s", START_TIMEOUT.as_secs())),
+            Err(_) => Err(StartError::Timeout(START_TIMEOUT)),
         };
         match result {
             Ok(conn) => Ok(conn),
@@ -1167,7 +1209,7 @@ impl Provider {
                 inner.failures = inner.failures.saturating_add(1);
                 inner.state = State::Crashed;
                 inner.conn = None;
-                inner.last_error = Some(error.clone());
+                inner.last_error = Some(error.to_string());
                 inner.failed_at = Some(Instant::now());
                 Err(error)
             }
@@ -1187,7 +1229,7 @@ impl Provider {
     fn launch(
         self: &Arc<Self>,
         spawned: oneshot::Sender<Arc<Conn>>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Conn>, String>> + Send + '_>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Conn>, StartError>> + Send + '_>> {
         Box::pin(self.launch_inner(spawned))
     }
 
@@ -1219,8 +1261,8 @@ impl Provider {
         }
     }
 
-    async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, String> {
-        let Connection { writer, reader, end, group } = self.open(false).map_err(|e| e.to_string())?;
+    async fn launch_inner(self: &Arc<Self>, spawned: oneshot::Sender<Arc<Conn>>) -> Result<Arc<Conn>, StartError> {
+        let Connection { writer, reader, end, group } = self.open(false)?;
         let conn = Arc::new(self.conn(writer, end, group));
         let _ = spawned.send(Arc::clone(&conn));
         tokio::spawn(Arc::clone(self).read(Arc::clone(&conn), reader));
@@ -1268,7 +1310,7 @@ impl Provider {
     ///
     /// # Errors
     /// Neither succeeded; it exited on being asked (then the next start skips the question).
-    async fn handshake(&self, conn: &Conn) -> Result<Value, String> {
+    async fn handshake(&self, conn: &Conn) -> Result<Value, StartError> {
         conn.speaks_2026.store(true, Ordering::Release);
         let asked = std::sync::atomic::AtomicU64::new(0);
         let hub = Asker::hub();
@@ -1297,11 +1339,11 @@ impl Provider {
             Some(Ok(answer)) if speaks_2026(&answer) => return Ok(discovered(answer)),
             // A remote server's connection failed: that is all there is to say.
             Some(Err(CallFailure::Crashed(why))) if self.spec.transport.fails_by_itself() => {
-                return Err(why);
+                return Err(StartError::Closed(why));
             }
             Some(Err(CallFailure::Crashed(why))) => {
                 lock(&self.inner).skip_probe = true;
-                return Err(format!("it stopped when asked server/discover ({why}); the next start uses initialize"));
+                return Err(StartError::ExitedOnDiscover(why));
             }
             Some(_) => {
                 conn.speaks_2026.store(false, Ordering::Release);
@@ -1534,7 +1576,7 @@ impl Provider {
         mut started: impl FnMut(Arc<Conn>, u64),
     ) -> Reply {
         let _active = Active::begin(self);
-        let conn = self.ensure().await.map_err(CallFailure::Unavailable)?;
+        let conn = self.ensure().await.map_err(|e| CallFailure::Unavailable(e.to_string()))?;
         let began = Instant::now();
         let settles = conn.speaks_2026() && !asker.stateless_2026;
         if !(conn.speaks_2026() && asker.stateless_2026)
@@ -1692,7 +1734,7 @@ impl Provider {
     ///
     /// # Errors
     /// Why it cannot run.
-    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn start(self: &Arc<Self>) -> Result<(), StartError> {
         {
             let mut inner = lock(&self.inner);
             inner.held = false;
@@ -1802,16 +1844,15 @@ impl Drop for Active<'_> {
 ///
 /// # Errors
 /// The tools it declares (or, declaring nothing, may have) could not be listed.
-async fn list_all(conn: &Conn, declared: &Declared, asker: &Asker<'_>) -> Result<Lists, String> {
+async fn list_all(conn: &Conn, declared: &Declared, asker: &Asker<'_>) -> Result<Lists, StartError> {
     let declares = |kind: &str| declared.capabilities.get(kind).is_some_and(|c| !c.is_null());
     let mut lists = Lists { instructions: declared.instructions.clone(), ..Lists::default() };
     if declares("tools") {
-        lists.tools =
-            paged(conn, asker, methods::TOOLS_LIST, "tools").await.map_err(|e| format!("tools/list failed: {e}"))?;
+        lists.tools = paged(conn, asker, methods::TOOLS_LIST, "tools").await.map_err(StartError::ToolsList)?;
     } else if !declares("prompts") && !declares("resources") {
         lists.tools = match paged(conn, asker, methods::TOOLS_LIST, "tools").await {
             Err(CallFailure::Error(error)) if error.get("code").and_then(Value::as_i64) == Some(-32601) => Vec::new(),
-            listed => listed.map_err(|e| format!("tools/list failed: {e}"))?,
+            listed => listed.map_err(StartError::ToolsList)?,
         };
     }
     if declares("prompts") {
@@ -1858,6 +1899,37 @@ async fn paged(conn: &Conn, asker: &Asker<'_>, method: &str, key: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/mcp/status`, the logs and `butler mcp` show these texts: the typed errors keep them.
+    #[test]
+    fn start_errors_say_what_they_said_as_strings() {
+        let said = |e: StartError| e.to_string();
+        assert_eq!(said(StartError::Removed), "the provider was removed");
+        assert_eq!(
+            said(StartError::Held { id: "p".into() }),
+            "it was stopped on request; start it with `butler mcp start p` or POST /mcp/providers/p/start"
+        );
+        assert_eq!(said(StartError::Pausing { last: "it broke".into() }), "it broke");
+        assert_eq!(
+            said(StartError::Timeout(Duration::from_secs(30))),
+            "it did not start and list its tools within 30 s"
+        );
+        assert_eq!(said(StartError::ListTimeout(Duration::from_secs(30))), "it did not list within 30 s");
+        assert_eq!(
+            said(StartError::ExitedOnDiscover("exit 1".into())),
+            "it stopped when asked server/discover (exit 1); the next start uses initialize"
+        );
+        assert_eq!(
+            said(StartError::Initialize(CallFailure::Timeout(Duration::from_secs(5)))),
+            "initialize failed: the provider did not answer within 5 s"
+        );
+        assert_eq!(said(StartError::ToolsList(CallFailure::Cancelled)), "tools/list failed: the call was cancelled");
+        let dial = super::super::upstream::DialError::OwnAddress("http://127.0.0.1:1/mcp".into());
+        assert_eq!(
+            said(StartError::Open(super::super::upstream::OpenError::Dial(dial))),
+            "`http://127.0.0.1:1/mcp` is this host's own address: an MCP server cannot be the hub itself"
+        );
+    }
 
     #[test]
     fn each_failed_start_in_a_row_doubles_the_pause_up_to_a_minute() {

@@ -107,25 +107,39 @@ impl<'a> Asker<'a> {
     }
 }
 
+/// Why a client cannot take a provider's request; its text goes to the provider.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CannotTake {
+    /// The method is none the hub passes to clients.
+    #[error("`{0}` is not a request the hub passes to clients")]
+    NotPassed(String),
+    /// The client did not declare the capability the method needs.
+    #[error("the client that made this call did not declare the `{0}` capability")]
+    Undeclared(&'static str),
+    /// The client takes elicitation, but not in this mode.
+    #[error("the client that made this call does not take elicitation in `{0}` mode")]
+    ElicitationMode(String),
+}
+
 /// Whether a client that declared `capabilities` can take `method` with `params` (for
 /// elicitation, its mode: `elicitation: {}` means form only); `Err` says why not.
 ///
 /// # Errors
 /// The reason, for the provider.
-pub fn client_can_take(capabilities: &Value, method: &str, params: &Value) -> Result<(), String> {
+pub fn client_can_take(capabilities: &Value, method: &str, params: &Value) -> Result<(), CannotTake> {
     let Some(capability) = capability_of(method) else {
-        return Err(format!("`{method}` is not a request the hub passes to clients"));
+        return Err(CannotTake::NotPassed(method.to_owned()));
     };
     let declared = capabilities.get(capability).filter(|c| c.is_object());
     let Some(declared) = declared else {
-        return Err(format!("the client that made this call did not declare the `{capability}` capability"));
+        return Err(CannotTake::Undeclared(capability));
     };
     if capability == "elicitation" {
         let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
         let modes: Vec<&str> = ["form", "url"].into_iter().filter(|m| declared.get(*m).is_some()).collect();
         let allowed = if modes.is_empty() { mode == "form" } else { modes.contains(&mode) };
         if !allowed {
-            return Err(format!("the client that made this call does not take elicitation in `{mode}` mode"));
+            return Err(CannotTake::ElicitationMode(mode.to_owned()));
         }
     }
     Ok(())

@@ -90,7 +90,33 @@ pub trait Dialer: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     /// Why it cannot even be tried (a header that is not one).
-    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, String>;
+    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, DialError>;
+}
+
+/// Why a [`Dialer`] could not even try to connect (what fails once it tries ends the
+/// connection's task instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DialError {
+    /// The URL cannot be parsed.
+    #[error("`{shown}` is not a URL: {why}")]
+    BadUrl {
+        /// The URL as shown (without credentials).
+        shown: String,
+        /// What the parser said.
+        why: String,
+    },
+    /// The URL names the host's own listener.
+    #[error("`{0}` is this host's own address: an MCP server cannot be the hub itself")]
+    OwnAddress(String),
+    /// A header name HTTP does not allow (clipped).
+    #[error("the header name `{0}` is not one HTTP allows")]
+    HeaderName(String),
+    /// A header value HTTP does not allow (its name only).
+    #[error("the value of the header `{0}` is not one HTTP allows")]
+    HeaderValue(String),
+    /// The HTTP client could not be set up.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
 }
 
 /// Why a transport could not open a connection.
@@ -114,8 +140,8 @@ pub enum OpenError {
     #[error("this hub cannot connect to remote servers")]
     NoDialer,
     /// The dialer could not even try (a header that is not one).
-    #[error("{0}")]
-    Dial(String),
+    #[error(transparent)]
+    Dial(DialError),
 }
 
 /// What a transport is given to open a connection.

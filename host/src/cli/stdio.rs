@@ -171,6 +171,17 @@ enum Outcome {
     Unreachable(String),
 }
 
+/// Why no host could be reached.
+#[derive(Debug, thiserror::Error)]
+enum NoHost {
+    /// The owner token could not be read.
+    #[error("cannot read the owner token: {0}")]
+    Token(std::io::Error),
+    /// No host runs for the instance (named here).
+    #[error("no Butler host is running for the instance {0} (start it with `butler serve`)")]
+    NotRunning(String),
+}
+
 impl Bridge {
     fn write(&self, message: &Value) {
         self.write_raw(message.to_string().as_bytes());
@@ -322,7 +333,7 @@ impl Bridge {
     ) -> Outcome {
         let (mut stream, token) = match self.connect() {
             Ok(found) => found,
-            Err(why) => return Outcome::Unreachable(why),
+            Err(why) => return Outcome::Unreachable(why.to_string()),
         };
         let _kept = cancellable.and_then(|id| {
             let clone = stream.try_clone().ok()?;
@@ -344,7 +355,7 @@ impl Bridge {
         head.push_str(headers);
         head.push_str("\r\n");
         if stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).is_err() {
-            return Outcome::Unreachable(self.not_running());
+            return Outcome::Unreachable(self.not_running().to_string());
         }
         let mut reader = BufReader::new(stream);
         match read_answer(&mut reader, on_event) {
@@ -353,13 +364,13 @@ impl Bridge {
         }
     }
 
-    fn not_running(&self) -> String {
-        format!("no Butler host is running for the instance {} (start it with `butler serve`)", self.instance)
+    fn not_running(&self) -> NoHost {
+        NoHost::NotRunning(self.instance.to_string())
     }
 
     /// A connection to the host that runs now, and its owner token.
-    fn connect(&self) -> Result<(Stream, String), String> {
-        let token = owner::read(&self.state_dir).map_err(|e| format!("cannot read the owner token: {e}"))?;
+    fn connect(&self) -> Result<(Stream, String), NoHost> {
+        let token = owner::read(&self.state_dir).map_err(NoHost::Token)?;
         let socket = self.state_dir.join(butler_host::http::LOCAL_SOCKET);
         if let Ok(stream) = UnixStream::connect(&socket) {
             return Ok((Stream::Local(stream), token));

@@ -635,7 +635,7 @@ impl Drive {
             Upcall::Request(asked) => asked,
         };
         if let Err(why) = upcall::client_can_take(&self.context.capabilities, &asked.method, &asked.params) {
-            asked.refuse(-32601, why);
+            asked.refuse(-32601, why.to_string());
             return Step::Skip;
         }
         match (self.context.family, &self.context.session) {

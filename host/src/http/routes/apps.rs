@@ -80,7 +80,7 @@ pub async fn call(
     }
     match state.backends.call(&plugin, &app, &method, params).await {
         Ok(Ok(data)) => Ok(Json(json!({"ok": true, "data": data}))),
-        Ok(Err(message)) => Ok(Json(json!({"ok": false, "message": message}))),
+        Ok(Err(thrown)) => Ok(Json(json!({"ok": false, "message": thrown.0}))),
         Err(error) => {
             let (status, code) = match &error {
                 CallError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_app"),
