@@ -9,7 +9,7 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use butler_faculty::args::{ArgSpec, Argv};
+use butler_faculty::args::{ArgSpec, Argv, BadPattern};
 use butler_host::catalog::manifest::CommandArg;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
@@ -137,9 +137,9 @@ fuzz_target!(|data: &[u8]| {
 
 /// `ArgSpec::compile`, remembered per declaration list: compiling patterns is most of the
 /// time a case takes, and the checker is what is fuzzed here.
-fn compiled_spec(declared: &[CommandArg]) -> Result<ArgSpec, String> {
+fn compiled_spec(declared: &[CommandArg]) -> Result<ArgSpec, BadPattern> {
     thread_local! {
-        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, Result<ArgSpec, String>>> =
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, Result<ArgSpec, BadPattern>>> =
             Default::default();
     }
     let key = serde_json::to_string(declared).expect("declarations serialize");
