@@ -8,8 +8,9 @@
 //! the provider, for the right call; a crash is an `isError` result that costs only its
 //! provider, which comes back by itself.
 //!
-//! Real time: the provider's restart is timed by `std::time::Instant` as well as by tokio,
-//! so a paused clock would not drive it. Each test shuts its hub down at the end.
+//! Real time: these providers are real processes, whose pipes a paused clock would not
+//! wait for (the restart rule itself runs on the paused clock in `butler-mcp`'s provider
+//! tests). Each test shuts its hub down at the end.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

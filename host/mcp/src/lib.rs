@@ -12,6 +12,8 @@
 //!   the hub declares to it;
 //! - [`skills`]: the Skills extension — the providers' and packages' skills, their files
 //!   read and checked against their entries;
+//! - `registry`: the providers the hub has now, the namespaces refused, and the table
+//!   public tool names route by, rebuilt when the routing epoch moves;
 //! - [`sessions`]: the 2025-11-25 clients' sessions, bounded and ended when idle;
 //! - [`subscriptions`]: resource subscriptions of sessions and `subscriptions/listen`
 //!   streams, and when a provider is told to stop sending updates;
@@ -28,8 +30,8 @@
 //! Streamable HTTP live in the host above it, so the hub runs the same behind HTTP, the
 //! local socket and in-process tests.
 //!
-//! The hub keeps no registry of its own: [`Hub::reconcile`] derives the providers from each
-//! catalog snapshot. It forwards providers' JSON as it is, only renaming what it namespaces
+//! The registry is derived, never edited: [`Hub::reconcile`] settles it on the providers of
+//! each catalog snapshot and the packages. The hub forwards providers' JSON as it is, only renaming what it namespaces
 //! and mapping ids and progress tokens.
 
 pub mod activity;
@@ -40,6 +42,7 @@ pub mod instructions;
 pub mod methods;
 pub mod provider;
 pub mod quarantine;
+mod registry;
 pub mod review;
 pub mod sessions;
 pub mod skills;
@@ -59,8 +62,7 @@ pub use review::HeldItem;
 use butler_catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -235,20 +237,11 @@ pub struct Updated {
     pub uri: String,
 }
 
-#[derive(Default)]
-struct Registry {
-    providers: Vec<Arc<Provider>>,
-    conflicts: Vec<names::Conflict>,
-}
-
 /// The maps looked up on every call (routes, sessions, calls in flight, a provider's
 /// pending answers): hashed with foldhash, seeded at random, instead of SipHash — their
 /// keys are the hub's own or bounded in number, and the hashing was a measurable share of
 /// a call's work.
 pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
-
-/// Public tool name → (provider, the tool's own name).
-type Routes = FastMap<String, (Arc<Provider>, Value)>;
 
 /// A client's request: (session, its id as JSON text).
 type InflightKey = (String, String);
@@ -271,7 +264,8 @@ struct Exposed {
 
 /// The hub.
 pub struct Hub {
-    registry: RwLock<Registry>,
+    /// The providers, the namespaces refused, the routing epoch and table.
+    registry: registry::Registry,
     tools: Arc<dyn ToolSource>,
     host: HostEnv,
     cache_dir: PathBuf,
@@ -280,10 +274,6 @@ pub struct Hub {
     updated: broadcast::Sender<Updated>,
     /// Providers' log messages sent outside any call.
     logged: broadcast::Sender<Logged>,
-    /// Bumped by every change to the providers or their lists.
-    epoch: Arc<AtomicU64>,
-    /// Public tool name → its provider and original name, for the epoch it was built at.
-    routes: Mutex<Option<(u64, Arc<Routes>)>>,
     sessions: Arc<sessions::Sessions>,
     inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
     /// Providers' requests waiting for clients' answers: asked of 2025-11-25 clients, and
@@ -422,7 +412,7 @@ impl Hub {
         let (updated, _) = broadcast::channel(64);
         let (logged, _) = broadcast::channel(LOGGED_QUEUE);
         Arc::new(Self {
-            registry: RwLock::new(Registry::default()),
+            registry: registry::Registry::default(),
             tools,
             host,
             cache_dir: state_dir.join("mcp"),
@@ -430,8 +420,6 @@ impl Hub {
             changed,
             updated,
             logged,
-            epoch: Arc::new(AtomicU64::new(0)),
-            routes: Mutex::new(None),
             sessions: sessions::Sessions::new(settings.session_idle),
             inflight: Mutex::new(FastMap::default()),
             upcalls: upcalls::Upcalls::default(),
@@ -467,7 +455,7 @@ impl Hub {
             changed
         };
         if changed {
-            self.epoch.fetch_add(1, Ordering::Release);
+            self.registry.bump();
             let _ = self.changed.send(Changed::ALL);
         }
         changed
@@ -484,7 +472,7 @@ impl Hub {
             changed
         };
         if changed {
-            self.epoch.fetch_add(1, Ordering::Release);
+            self.registry.bump();
             let _ = self.changed.send(Changed::ALL);
         }
     }
@@ -542,7 +530,7 @@ impl Hub {
     }
 
     fn providers(&self) -> Vec<Arc<Provider>> {
-        self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).providers.clone()
+        self.registry.providers()
     }
 
     /// Derives the providers from `catalog`: new ones are registered (idle until needed),
@@ -577,60 +565,16 @@ impl Hub {
             spec.probe = !self.legacy_providers.contains(&spec.id);
         }
         self.warn_of_unmatched_pins(&specs);
-        let current = self.providers();
-        let registered: BTreeMap<String, String> =
-            current.iter().map(|p| (p.spec.namespace.clone(), p.spec.id.clone())).collect();
-        let wanted: Vec<(String, String)> = specs.iter().map(|s| (s.id.clone(), s.namespace.clone())).collect();
-        let (accepted, conflicts) = names::settle(&wanted, &registered);
-
-        let mut next = Vec::new();
-        let mut retired = Vec::new();
-        let mut changed = false;
-        for spec in specs.into_iter().filter(|s| accepted.contains(&s.id)) {
-            match current.iter().find(|p| p.spec.id == spec.id) {
-                Some(existing) if existing.spec.same_source(&spec) => next.push(Arc::clone(existing)),
-                existing => {
-                    if let Some(old) = existing {
-                        retired.push(Arc::clone(old));
-                    }
-                    next.push(Provider::new(
-                        Arc::new(spec),
-                        &self.cache_dir,
-                        &self.logs_dir,
-                        (self.changed.clone(), self.updated.clone(), self.logged.clone()),
-                        Arc::clone(&self.epoch),
-                        self.io.clone(),
-                    ));
-                    changed = true;
-                }
-            }
-        }
-        for old in &current {
-            if !next.iter().any(|p| Arc::ptr_eq(p, old)) && !retired.iter().any(|r| Arc::ptr_eq(r, old)) {
-                let old = Arc::clone(old);
-                changed = true;
-                tokio::spawn(async move { old.shutdown().await });
-            }
-        }
-        for old in retired {
-            // Restart when idle: calls in flight finish on the old process.
-            tokio::spawn(async move {
-                let limit = old.spec.timeout;
-                let _ = tokio::time::timeout(limit, async {
-                    while !old.idle() {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                })
-                .await;
-                old.shutdown().await;
-            });
-        }
-        {
-            let mut registry = self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            registry.providers = next;
-            registry.conflicts = conflicts;
-        }
-        self.epoch.fetch_add(1, Ordering::Release);
+        let changed = self.registry.settle(specs, |spec| {
+            Provider::new(
+                Arc::new(spec),
+                &self.cache_dir,
+                &self.logs_dir,
+                (self.changed.clone(), self.updated.clone(), self.logged.clone()),
+                self.registry.epoch_counter(),
+                self.io.clone(),
+            )
+        });
         if changed {
             let _ = self.changed.send(Changed::ALL);
         }
@@ -666,7 +610,7 @@ impl Hub {
         tokio::spawn(async move {
             while faculty_tools.changed().await.is_ok() {
                 let Some(hub) = watcher.upgrade() else { break };
-                hub.epoch.fetch_add(1, Ordering::Release);
+                hub.registry.bump();
                 let _ = hub.changed.send(Changed::TOOLS);
             }
         });
@@ -675,7 +619,7 @@ impl Hub {
     /// Provider `id`'s log (its stderr and the hub's notes about it).
     #[must_use]
     pub fn provider_log(&self, id: &str) -> Option<Arc<butler_process::logs::Log>> {
-        self.providers().into_iter().find(|p| p.spec.id == id).map(|p| Arc::clone(&p.log))
+        self.registry.find(id).map(|p| Arc::clone(&p.log))
     }
 
     /// Changes whenever what the console shows of the hub may have: a provider's state,
@@ -684,7 +628,7 @@ impl Hub {
     pub fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
-        self.epoch.load(Ordering::Acquire).hash(&mut hasher);
+        self.registry.epoch().hash(&mut hasher);
         for provider in self.providers() {
             let status = provider.status(Vec::new(), Vec::new());
             (status.id, serde_json::to_string(&status.state).unwrap_or_default(), status.pid, status.last_error)
@@ -771,11 +715,7 @@ impl Hub {
     /// # Errors
     /// [`ActionError`].
     pub async fn act(&self, id: &str, action: ProviderAction) -> Result<Option<ProviderStatus>, ActionError> {
-        let provider = self
-            .providers()
-            .into_iter()
-            .find(|p| p.spec.id == id)
-            .ok_or_else(|| ActionError::Unknown(id.to_owned()))?;
+        let provider = self.registry.find(id).ok_or_else(|| ActionError::Unknown(id.to_owned()))?;
         if matches!(action, ProviderAction::Stop | ProviderAction::Restart) {
             provider.stop().await;
         }
@@ -923,14 +863,8 @@ impl Hub {
     }
 
     /// The tool routing table, rebuilt only when providers or their lists changed.
-    fn routes(&self) -> Arc<Routes> {
-        let epoch = self.epoch.load(Ordering::Acquire);
-        if let Some((built, routes)) = lock(&self.routes).as_ref()
-            && *built == epoch
-        {
-            return Arc::clone(routes);
-        }
-        let routes: Arc<Routes> = Arc::new(
+    fn routes(&self) -> Arc<registry::Routes> {
+        self.registry.routes(|| {
             self.exposed(ItemKind::Tool, &View::Main)
                 .0
                 .into_iter()
@@ -938,10 +872,8 @@ impl Hub {
                     let original = e.item.get("name").cloned().unwrap_or(Value::Null);
                     (e.public, (e.provider, original))
                 })
-                .collect(),
-        );
-        *lock(&self.routes) = Some((epoch, Arc::clone(&routes)));
-        routes
+                .collect()
+        })
     }
 
     /// Whether `view` offers the faculties' tool `name`.
@@ -1437,7 +1369,7 @@ impl Hub {
     pub fn status(&self) -> HubStatus {
         let (tools, rejected) = self.exposed(ItemKind::Tool, &View::Main);
         let held = self.held_items(None);
-        let conflicts = self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner).conflicts.clone();
+        let conflicts = self.registry.conflicts();
         let providers = self
             .providers()
             .iter()
@@ -1532,8 +1464,7 @@ impl Hub {
     /// Stops every provider (the host is shutting down).
     pub async fn shutdown(&self) {
         *self.reconciling.lock().await = true;
-        let providers =
-            std::mem::take(&mut self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner).providers);
+        let providers = self.registry.take_all();
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
     }
 }

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use butler_catalog::names;
 use serde_json::{Value, json};
@@ -207,7 +206,7 @@ impl Hub {
             }
         };
         pins.approve(id, &chosen, trust).map_err(|e| ApprovalError::Failed(e.to_string()))?;
-        self.epoch.fetch_add(1, Ordering::Release);
+        self.registry.bump();
         let _ = self.changed.send(Changed::ALL);
         let approved: Vec<&str> = chosen.iter().map(|(_, name, _)| name.as_str()).collect();
         let by_kind: Vec<Value> =
