@@ -16,10 +16,10 @@
 //! Without `agent.command` every session fails with [`AgentError::Unavailable`] (the
 //! routes answer 503 `agent_unavailable`) and nothing else changes.
 
+pub mod agent_session;
 pub mod automations;
 pub mod delegations;
 pub mod runs;
-pub mod session;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ use butler_process::logs::Log;
 use serde_json::{Value, json};
 
 use crate::instance::config::InjectConfig;
-pub use session::{SUBMIT_TOOL, Session};
+pub use agent_session::{AgentSession, SUBMIT_TOOL};
 
 /// The most agent sessions running at once; one more is refused ([`AgentError::Busy`]).
 pub const MAX_SESSIONS: usize = 4;
@@ -148,7 +148,7 @@ pub struct Agents {
     api_url: String,
     inject: InjectConfig,
     hub: Arc<Hub>,
-    running: Mutex<HashMap<String, Arc<Session>>>,
+    running: Mutex<HashMap<String, Arc<AgentSession>>>,
     /// Set when the host stops: every session ends.
     stopping: tokio::sync::watch::Sender<bool>,
 }
@@ -188,7 +188,7 @@ impl Agents {
 
     /// The running session `id`.
     #[must_use]
-    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
+    pub fn session(&self, id: &str) -> Option<Arc<AgentSession>> {
         lock(&self.running).get(id).cloned()
     }
 
@@ -210,7 +210,7 @@ impl Agents {
         }
         let token = crate::instance::owner::random_secret().map_err(|e| AgentError::Start(e.to_string()))?;
         let view = session_view(id, &task.tools)?;
-        let (session, submitted) = Session::new(id.to_owned(), token.clone(), view, task.result.clone());
+        let (session, submitted) = AgentSession::new(id.to_owned(), token.clone(), view, task.result.clone());
         let _registered = self.register(&session)?;
         let log = Arc::new(Log::redacting(self.logs.join(format!("agent-{id}.log"))));
         log.note(format!("session {id} ({:?}: {}) starting", task.purpose, task.label));
@@ -259,7 +259,7 @@ impl Agents {
     }
 
     /// Registers `session` while the returned guard lives.
-    fn register(&self, session: &Arc<Session>) -> Result<Registered<'_>, AgentError> {
+    fn register(&self, session: &Arc<AgentSession>) -> Result<Registered<'_>, AgentError> {
         let mut running = lock(&self.running);
         if running.len() >= MAX_SESSIONS {
             return Err(AgentError::Busy);

@@ -25,9 +25,9 @@ use crate::agents::Agents;
 use crate::agents::automations::{AutomationError, Automations};
 use crate::agents::delegations::Delegations;
 use crate::agents::runs::Runs;
-use crate::app_backends::Backends;
 use crate::catalog::loader::LoaderError;
 use crate::catalog::{Rescan, rescan_channel, spawn_loader_with};
+use crate::chatos_backends::Backends;
 use crate::collector::Collector;
 use crate::http::{self, API_PREFIX, AppState, GateConfig, Services};
 use crate::instance::{Instance, owner};
@@ -119,8 +119,9 @@ impl Host {
         mcp.relay_faculty_changes();
         mcp.report_held();
         mcp.stop_idle_providers();
-        let imports =
-            Arc::new(butler_catalog::imports::Imports::open(state_dir.join(butler_catalog::imports::IMPORTS_DIR)));
+        let imports = Arc::new(butler_catalog::suzu::imports::Imports::open(
+            state_dir.join(butler_catalog::suzu::imports::IMPORTS_DIR),
+        ));
         // Before the first snapshot is followed: the enabled packages' servers join with it.
         mcp.set_packages(crate::packages::CAPABILITIES, crate::packages::enabled(&imports));
         catalog.follow(Arc::new(UiApps::new(Arc::clone(&mcp), &state_dir, &instance.root))).await;
@@ -164,7 +165,7 @@ impl Host {
             profiles: Arc::new(profiles),
             tokens: Arc::new(crate::instance::tokens::Tokens::new(&state_dir)),
             owner_token: owner_token.into(),
-            sessions: Arc::new(http::session::Sessions::load(&state_dir)),
+            console_sessions: Arc::new(http::console_session::ConsoleSessions::load(&state_dir)),
             imports,
             backends,
             agents,

@@ -16,7 +16,7 @@
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
 //! - [`packages`] — the enabled capability packages and the ChatOS apps, handed to the hub;
 //! - [`upstream`] — the hub's connections to remote MCP servers over HTTP;
-//! - [`app_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
+//! - [`chatos_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
 //! - [`notify`] — the owner's notification command, told what awaits them;
 //! - [`collector`] — the owner's session turns, redacted and stored durably for the journal;
 //! - [`hub_tools`] — the faculties' tools, one of the MCP hub's tool sources;
@@ -26,8 +26,8 @@
 //! - [`host`] — the composition root: every part above assembled into one host.
 
 pub mod agents;
-pub mod app_backends;
 pub mod catalog;
+pub mod chatos_backends;
 pub mod collector;
 pub mod host;
 pub use butler_catalog::{json, lock, redact, text, time, validation};

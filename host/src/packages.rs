@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use butler_catalog::imports::Imports;
+use butler_catalog::chatos::{self, APP_PROVIDER, AppNames, Exposure, Plugin, Target};
 use butler_catalog::manifest::Mcp;
-use butler_catalog::ui_apps::{self, APP_PROVIDER, AppNames, Exposure, Plugin, Target};
+use butler_catalog::suzu::imports::Imports;
 use butler_catalog::{Catalog, Follow};
 use butler_mcp::upstream::Remote;
 use butler_mcp::{Hub, Package, Profile, ProfileSpec, Prompts, Server};
@@ -82,12 +82,12 @@ pub struct AppPlaces {
 
 impl AppPlaces {
     /// `plugin`'s places, its data folder created when it is missing.
-    fn of(&self, plugin: &Plugin) -> ui_apps::Places {
+    fn of(&self, plugin: &Plugin) -> chatos::Places {
         let data_dir = self.state_dir.join("ui_apps").join("data").join(&plugin.id);
         if let Err(e) = butler_catalog::files::create_private_dir(&data_dir) {
             tracing::warn!(plugin = %plugin.id, "cannot create the plugin's data folder {}: {e}", data_dir.display());
         }
-        ui_apps::Places {
+        chatos::Places {
             data_dir,
             state_dir: self.state_dir.clone(),
             session_root: self.instance_root.clone(),
@@ -99,7 +99,7 @@ impl AppPlaces {
 /// The apps of the plugins in `catalog`, as the hub offers them, and each app's profile by
 /// name (creates the plugins' data folders: call it off the async runtime's threads).
 #[must_use]
-pub fn ui_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap<String, Arc<Profile>>) {
+pub fn chatos_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap<String, Arc<Profile>>) {
     let mut packages = Vec::new();
     let mut profiles = BTreeMap::new();
     for plugin in &catalog.plugins {
@@ -119,7 +119,7 @@ pub fn ui_apps(catalog: &Catalog, places: &AppPlaces) -> (Vec<Package>, BTreeMap
             }
             packages.push(Package {
                 prompts: app.prompts.clone(),
-                call_meta: app.server.as_ref().map(|_| ui_apps::call_meta(plugin, app, &plugin_places)),
+                call_meta: app.server.as_ref().map(|_| chatos::call_meta(plugin, app, &plugin_places)),
                 on_main: app.server.as_ref().is_none_or(|s| s.allow_main),
                 ..Package::new(id, namespace, server)
             });
@@ -144,7 +144,7 @@ fn stdio(argv: &[String], namespace: &str) -> Mcp {
 /// the servers its `ai.mcpServers` selects (a name is a provider id: an extension's id,
 /// `suzu:<id>`, or another app's `<pluginId>.<appId>`), the prompts its `ai.prompts`
 /// selects and its own. `None` when the name cannot be a profile's.
-fn app_profile(name: &str, id: &str, namespace: &str, own_server: bool, app: &ui_apps::App) -> Option<Arc<Profile>> {
+fn app_profile(name: &str, id: &str, namespace: &str, own_server: bool, app: &chatos::App) -> Option<Arc<Profile>> {
     let own = || own_server.then(|| id.to_owned());
     let (providers, exclude) = match &app.servers_exposed {
         Exposure::All => (None, if own_server { Vec::new() } else { vec![format!("{namespace}__*")] }),
@@ -191,7 +191,7 @@ impl UiApps {
 impl Follow for UiApps {
     async fn on_snapshot(self: Arc<Self>, snapshot: Arc<Catalog>) {
         let (catalog, places) = (Arc::clone(&snapshot), self.places.clone());
-        match tokio::task::spawn_blocking(move || ui_apps(&catalog, &places)).await {
+        match tokio::task::spawn_blocking(move || chatos_apps(&catalog, &places)).await {
             Ok((packages, profiles)) => {
                 self.hub.set_packages(UI_APPS, packages);
                 self.hub.set_package_profiles(profiles);

@@ -994,7 +994,7 @@ mod tests {
                 ("Mcp-Name", "=?base64?aMOpbGxv?=".to_owned()),
             ]
         );
-        let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}});
-        assert!(stateless_headers(&legacy).is_empty());
+        let of_2025 = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}});
+        assert!(stateless_headers(&of_2025).is_empty());
     }
 }

@@ -4,9 +4,10 @@
 //! Synchronous and free of any async runtime: the host's loader task runs [`scan`] and
 //! publishes the immutable [`Catalog`] snapshots it makes. [`public`] is the only view of
 //! a snapshot that leaves the host. [`Follow`] is what every subsystem that follows the
-//! snapshots implements. [`suzu`] checks the neighbouring format of Suzu Lives capability
-//! packages, and [`imports`] keeps those imported into the instance; [`ui_apps`] reads
-//! ChatOS UI Apps plugins, which the scan finds beside the extensions; [`result_schema`]
+//! snapshots implements. The two neighbouring formats have one module each: [`suzu`] for Suzu
+//! Lives capability packages (their checks, and [`suzu::imports`] keeps those imported into
+//! the instance), [`chatos`] for ChatOS UI Apps plugins, which the scan finds beside the
+//! extensions; [`result_schema`]
 //! checks what a delegated agent session submits; [`listeners`] tells a URL that names the
 //! host itself.
 //!
@@ -17,10 +18,10 @@
 //! credential redactor: whatever the host stores of what clients send goes through it —
 //! the session collector's turns, the MCP activity log's payloads).
 
+pub mod chatos;
 pub mod component;
 pub mod files;
 pub mod icon;
-pub mod imports;
 pub mod json;
 pub mod listeners;
 pub mod manifest;
@@ -33,7 +34,6 @@ pub mod scan;
 pub mod suzu;
 pub mod text;
 pub mod time;
-pub mod ui_apps;
 pub mod validation;
 
 use std::path::PathBuf;
@@ -181,7 +181,7 @@ pub struct Catalog {
     /// Problems, in scan order.
     pub diagnostics: Vec<Diagnostic>,
     /// The ChatOS UI Apps plugins found beside the extensions, in scan order.
-    pub plugins: Vec<Arc<ui_apps::Plugin>>,
+    pub plugins: Vec<Arc<chatos::Plugin>>,
 }
 
 impl Catalog {

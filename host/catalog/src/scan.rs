@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 use serde_json::Value;
 
 use super::component::{self, ComponentInspector, ComponentRef, InspectError};
-use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, icon, rules, ui_apps};
+use super::{Catalog, Diagnostic, Extension, Manifest, Severity, Source, chatos, icon, rules};
 use crate::json;
 use crate::validation::{SchemaError, SchemaValidator};
 
@@ -134,7 +134,7 @@ pub fn scan_confirming(
     let mut loaded: Vec<Extension> = Vec::new();
     let mut diagnostics = Vec::new();
     let incumbent = |path: &str| previous.and_then(|p| p.extensions.iter().find(|e| e.display_path() == path));
-    let mut plugins: Vec<Arc<ui_apps::Plugin>> = Vec::new();
+    let mut plugins: Vec<Arc<chatos::Plugin>> = Vec::new();
     let (dirs, unreadable_roots) = config.listed();
     for dir in dirs {
         match load_dir(config, &dir) {
@@ -208,7 +208,7 @@ pub fn scan_confirming(
 fn namespace_collisions(
     config: &ScanConfig,
     extensions: &[Arc<Extension>],
-    plugins: &[Arc<ui_apps::Plugin>],
+    plugins: &[Arc<chatos::Plugin>],
 ) -> Vec<Diagnostic> {
     let mut taken: HashMap<String, String> =
         [(crate::names::RESERVED.to_owned(), "the host's own tools".to_owned())].into_iter().collect();
@@ -231,10 +231,10 @@ fn namespace_collisions(
     }
     for plugin in plugins {
         for app in plugin.apps.iter().filter(|a| a.server.is_some()) {
-            let names = ui_apps::AppNames::of(plugin, app);
+            let names = chatos::AppNames::of(plugin, app);
             match taken.get(&names.namespace) {
                 Some(holder) => found.push(Diagnostic::single(
-                    config.display(&plugin.dir.join(ui_apps::MANIFEST_FILE)),
+                    config.display(&plugin.dir.join(chatos::MANIFEST_FILE)),
                     Some(plugin.id.clone()),
                     Severity::Warning,
                     "",
@@ -258,15 +258,15 @@ fn namespace_collisions(
 fn load_plugin(
     config: &ScanConfig,
     dir: &Path,
-    earlier: &[Arc<ui_apps::Plugin>],
+    earlier: &[Arc<chatos::Plugin>],
     diagnostics: &mut Vec<Diagnostic>,
-) -> Option<ui_apps::Plugin> {
-    let manifest = dir.join(ui_apps::MANIFEST_FILE);
+) -> Option<chatos::Plugin> {
+    let manifest = dir.join(chatos::MANIFEST_FILE);
     if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) || !manifest.is_file() {
         return None;
     }
     let display = config.display(&manifest);
-    match ui_apps::read(dir) {
+    match chatos::read(dir) {
         Err(refused) => {
             diagnostics.push(Diagnostic { path: display, id: None, severity: Severity::Error, errors: vec![refused] });
             None
@@ -289,9 +289,9 @@ fn load_plugin(
 
 /// Leaves out of the hub each app server of `plugin` whose URL names one of the host's own
 /// listeners, with a problem saying why (the hub would list and call itself).
-fn refuse_own_endpoints(config: &ScanConfig, plugin: &mut ui_apps::Plugin) {
+fn refuse_own_endpoints(config: &ScanConfig, plugin: &mut chatos::Plugin) {
     for (i, app) in plugin.apps.iter_mut().enumerate() {
-        let Some(ui_apps::Target::Url(url, _)) = app.server.as_ref().map(|s| &s.target) else { continue };
+        let Some(chatos::Target::Url(url, _)) = app.server.as_ref().map(|s| &s.target) else { continue };
         if crate::listeners::names_own_listener(url, &config.own_listeners) {
             plugin.problems.push(crate::validation::SchemaError {
                 pointer: format!("/apps/{i}/ai/mcp/url"),

@@ -13,6 +13,8 @@
 //! the manifest, `SKILL.md`, and the metadata of the other files the manifest names, never
 //! following a link.
 
+pub mod imports;
+
 use std::fs::Metadata;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -319,9 +319,9 @@ pub struct Package {
     /// Its MCP server.
     pub server: Option<Server>,
     /// Its skill.
-    pub skill: Option<butler_catalog::imports::Skill>,
+    pub skill: Option<butler_catalog::suzu::imports::Skill>,
     /// Prompts it offers under their own names, whichever endpoint offers its server.
-    pub prompts: Vec<butler_catalog::ui_apps::AppPrompt>,
+    pub prompts: Vec<butler_catalog::chatos::AppPrompt>,
     /// What every `tools/call` to its server carries in `_meta`, merged over the caller's.
     pub call_meta: Option<Value>,
     /// Whether its server is on the main endpoint (else only on profiles).
@@ -489,7 +489,7 @@ impl Hub {
     }
 
     /// The packages' own prompts `view` offers.
-    fn package_prompts(&self, view: &View) -> Vec<butler_catalog::ui_apps::AppPrompt> {
+    fn package_prompts(&self, view: &View) -> Vec<butler_catalog::chatos::AppPrompt> {
         self.all_packages()
             .iter()
             .flat_map(|p| p.prompts.iter().filter(|prompt| view.offers_prompt(&p.id, &prompt.name)).cloned())
@@ -497,7 +497,7 @@ impl Hub {
     }
 
     /// The enabled packages' skills `view` offers.
-    fn skills(&self, view: &View) -> Vec<(String, butler_catalog::imports::Skill)> {
+    fn skills(&self, view: &View) -> Vec<(String, butler_catalog::suzu::imports::Skill)> {
         if matches!(view, View::Restricted) {
             return Vec::new();
         }
@@ -509,7 +509,7 @@ impl Hub {
     }
 
     /// A skill's prompt, as `prompts/list` shows it on `view`.
-    fn skill_prompt(view: &View, namespace: &str, skill: &butler_catalog::imports::Skill) -> Value {
+    fn skill_prompt(view: &View, namespace: &str, skill: &butler_catalog::suzu::imports::Skill) -> Value {
         let mut item = json!({"name": namespace, "title": skill.title});
         if let Some(description) = &skill.description {
             item["description"] = json!(description);
@@ -1046,7 +1046,7 @@ impl Hub {
             if !slot.is_object() {
                 *slot = json!({});
             }
-            butler_catalog::ui_apps::merge(slot, Value::clone(meta));
+            butler_catalog::chatos::merge(slot, Value::clone(meta));
         }
         let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
         let reply = provider

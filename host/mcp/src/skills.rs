@@ -4,7 +4,7 @@
 //!
 //! An endpoint offers the skills of the providers it offers that declare the extension, and
 //! the skill of every enabled package it offers whose `SKILL.md` names and describes it
-//! ([`butler_catalog::imports::Skill::frontmatter`]). A provider's skills are namespaced in
+//! ([`butler_catalog::suzu::imports::Skill::frontmatter`]). A provider's skills are namespaced in
 //! their URIs, which must end in the skill's name: its `skill://<path>` is
 //! `skill://<namespace>/<path>` on the main endpoint and on a prefixed profile, and its own
 //! URI on a profile with `"prefix": false` (a URI of another scheme stays as it is; where two
@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use butler_catalog::imports::Skill as PackageSkill;
+use butler_catalog::suzu::imports::Skill as PackageSkill;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -141,7 +141,7 @@ pub fn valid(entry: &Value) -> bool {
     let text_of = |key: &str| front.and_then(|f| f.get(key)).and_then(Value::as_str);
     if !uri.contains("://")
         || text_of("name") != Some(name)
-        || !butler_catalog::imports::is_skill_name(name)
+        || !butler_catalog::suzu::imports::is_skill_name(name)
         || text_of("description").is_none_or(str::is_empty)
     {
         return false;
@@ -251,7 +251,7 @@ fn verify(public: &str, result: &Value, listed: &Value, frontmatter: Option<&Val
     }
     if let Some(frontmatter) = frontmatter {
         let text = String::from_utf8_lossy(&bytes);
-        if butler_catalog::imports::front_matter_json(&text).as_ref() != Some(frontmatter) {
+        if butler_catalog::suzu::imports::front_matter_json(&text).as_ref() != Some(frontmatter) {
             return Err(unverified(public, "frontmatter", "its front matter differs from the entry's".to_owned()));
         }
     }

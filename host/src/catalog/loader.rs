@@ -323,7 +323,7 @@ fn fingerprint(config: &ScanConfig) -> (Fingerprint, Vec<PathBuf>) {
     for dir in config.extension_dirs() {
         if dir.is_dir() {
             print.push((dir.join(MANIFEST_FILE), stamp(&dir.join(MANIFEST_FILE))));
-            let plugin = dir.join(butler_catalog::ui_apps::MANIFEST_FILE);
+            let plugin = dir.join(butler_catalog::chatos::MANIFEST_FILE);
             print.push((plugin.clone(), stamp(&plugin)));
             dirs.push(dir);
         } else {
@@ -350,7 +350,7 @@ impl Relevance {
     fn matters(&self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == MANIFEST_FILE
-            || name == butler_catalog::ui_apps::MANIFEST_FILE
+            || name == butler_catalog::chatos::MANIFEST_FILE
             || self.parents.iter().any(|p| p == path)
         {
             return true;

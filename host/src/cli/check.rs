@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use butler_faculty::FacultyRuntime;
 use butler_host::catalog::scan::MANIFEST_FILE;
-use butler_host::catalog::{Diagnostic, Severity, check_extension, scan, suzu, ui_apps};
+use butler_host::catalog::{Diagnostic, Severity, chatos, check_extension, scan, suzu};
 use butler_host::instance::Instance;
 use serde_json::{Value, json};
 
@@ -181,16 +181,16 @@ fn is_extension(path: &Path) -> bool {
 /// The folder of the ChatOS UI Apps plugin `path` is (its `plugin.json`, or a folder with
 /// one and no `butler.json`), if it is one.
 fn ui_apps_plugin(path: &Path) -> Option<PathBuf> {
-    if path.file_name().is_some_and(|n| n == ui_apps::MANIFEST_FILE) && path.is_file() {
+    if path.file_name().is_some_and(|n| n == chatos::MANIFEST_FILE) && path.is_file() {
         return Some(path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned));
     }
-    (path.join(ui_apps::MANIFEST_FILE).is_file() && !path.join(MANIFEST_FILE).exists()).then(|| path.to_owned())
+    (path.join(chatos::MANIFEST_FILE).is_file() && !path.join(MANIFEST_FILE).exists()).then(|| path.to_owned())
 }
 
 /// Reads a ChatOS plugin as the scan does: what it offers, and its problems.
 fn check_plugin(dir: &Path) -> Outcome {
-    let display = dir.join(ui_apps::MANIFEST_FILE).to_string_lossy().into_owned();
-    match ui_apps::read(dir) {
+    let display = dir.join(chatos::MANIFEST_FILE).to_string_lossy().into_owned();
+    match chatos::read(dir) {
         Err(refused) => Outcome {
             registered: Vec::new(),
             diagnostics: vec![Diagnostic { path: display, id: None, severity: Severity::Error, errors: vec![refused] }],
@@ -264,8 +264,9 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
     if let Err(wrong) = instance.config.mcp.checked_profiles() {
         diagnostics.push(root(Severity::Error, format!("/mcp/profiles/{}", wrong.name), wrong.why));
     }
-    let imports =
-        butler_catalog::imports::Imports::read_only(instance.state_dir().join(butler_catalog::imports::IMPORTS_DIR));
+    let imports = butler_catalog::suzu::imports::Imports::read_only(
+        instance.state_dir().join(butler_catalog::suzu::imports::IMPORTS_DIR),
+    );
     let mut providers: Vec<String> =
         catalog.extensions.iter().filter(|e| e.manifest.mcp.is_some()).map(|e| e.id().to_owned()).collect();
     providers.extend(butler_host::packages::provider_ids(&catalog, &imports));

@@ -168,7 +168,7 @@ async fn serve(args: Args, settings: Settings, hub_io: tokio::runtime::Handle) -
     let host = Host::new(instance, Options { listening: local, hub_io: Some(hub_io.clone()), started }).await?;
     let state = host.state().clone();
     let local_socket = http::bind_local(&state.instance.state_dir());
-    let login = state.sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
+    let login = state.console_sessions.new_link().map(|t| http::routes::login::login_url(&host_url, &t));
     let host_file = host_lock.publish(&host_url)?;
 
     let shutdown = shutdown_signal()?;

@@ -149,14 +149,14 @@ fn has_credential(state: &AppState, method: &Method, uri: &Uri, headers: &Header
     has_token(headers, &state.owner_token)
         || profile_token()
         || session_token()
-        || console_credential(&state.sessions, state.gate.port, method, uri, headers)
+        || console_credential(&state.console_sessions, state.gate.port, method, uri, headers)
 }
 
 /// Whether the request carries a console session's cookie together with its proof (the
 /// header, or on [`takes_proof_in_query`] routes the query parameter).
 #[must_use]
 pub fn console_credential(
-    sessions: &super::session::Sessions,
+    sessions: &super::console_session::ConsoleSessions,
     port: u16,
     method: &Method,
     uri: &Uri,

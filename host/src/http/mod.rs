@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod console;
+pub mod console_session;
 pub mod credential;
 pub mod error;
 pub mod framing;
@@ -13,7 +14,6 @@ pub mod mcp;
 pub mod owner;
 pub mod peer;
 pub mod routes;
-pub mod session;
 #[cfg(test)]
 mod test_support;
 
@@ -84,11 +84,11 @@ pub struct Services {
     /// The local owner token.
     pub owner_token: Arc<str>,
     /// The console's login links and sessions.
-    pub sessions: Arc<session::Sessions>,
+    pub console_sessions: Arc<console_session::ConsoleSessions>,
     /// The Suzu Lives capability packages imported into the instance.
-    pub imports: Arc<butler_catalog::imports::Imports>,
+    pub imports: Arc<butler_catalog::suzu::imports::Imports>,
     /// The ChatOS plugins' backends.
-    pub backends: Arc<crate::app_backends::Backends>,
+    pub backends: Arc<crate::chatos_backends::Backends>,
     /// The agent backend: the sessions it runs.
     pub agents: Arc<crate::agents::Agents>,
     /// The scheduled jobs.

@@ -18,8 +18,8 @@ use axum::http::request::Parts;
 
 use super::AppState;
 use super::connection::Transport;
+use super::console_session::{ConsoleSessions, session_from_cookies};
 use super::gate::{GateConfig, is_own_origin};
-use super::session::{Sessions, session_from_cookies};
 use crate::instance::owner::same_secret;
 
 /// The header the console sets on owner actions.
@@ -55,13 +55,13 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let local = parts.extensions.get::<Transport>() == Some(&Transport::Local);
-        Ok(caller(&parts.headers, local, state.gate, &state.owner_token, &state.sessions))
+        Ok(caller(&parts.headers, local, state.gate, &state.owner_token, &state.console_sessions))
     }
 }
 
 /// The caller these headers (over this transport) prove.
 #[must_use]
-pub fn caller(headers: &HeaderMap, local: bool, gate: GateConfig, token: &str, sessions: &Sessions) -> Caller {
+pub fn caller(headers: &HeaderMap, local: bool, gate: GateConfig, token: &str, sessions: &ConsoleSessions) -> Caller {
     if has_token(headers, token) {
         return Caller { owner: true, operator: local };
     }
@@ -72,7 +72,7 @@ pub fn caller(headers: &HeaderMap, local: bool, gate: GateConfig, token: &str, s
 /// console's: our own `Origin`, `Sec-Fetch-Site: same-origin`, `X-Butler-Review: 1`, and
 /// this host's session cookie with that session's proof.
 #[must_use]
-pub fn console_session(headers: &HeaderMap, gate: GateConfig, sessions: &Sessions) -> Option<String> {
+pub fn console_session(headers: &HeaderMap, gate: GateConfig, sessions: &ConsoleSessions) -> Option<String> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let same_origin = header(ORIGIN.as_str()).is_some_and(|o| is_own_origin(gate, o))
         && header("sec-fetch-site") == Some("same-origin")
@@ -86,7 +86,7 @@ pub fn console_session(headers: &HeaderMap, gate: GateConfig, sessions: &Session
 /// The public id of the live session whose cookie (on `port`) is among `headers` and
 /// whose proof is `proof`.
 #[must_use]
-pub fn session_with_proof(headers: &HeaderMap, port: u16, proof: &str, sessions: &Sessions) -> Option<String> {
+pub fn session_with_proof(headers: &HeaderMap, port: u16, proof: &str, sessions: &ConsoleSessions) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn the_token_makes_the_owner_and_over_the_local_socket_the_operator() {
         let dir = tempfile::tempdir().expect("temp");
-        let sessions = Sessions::load(dir.path());
+        let sessions = ConsoleSessions::load(dir.path());
         let bearer = format!("Bearer {TOKEN}");
         let with_token = headers(&[("authorization", &bearer)]);
         assert_eq!(caller(&with_token, false, GATE, TOKEN, &sessions), Caller { owner: true, operator: false });

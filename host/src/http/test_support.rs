@@ -2,7 +2,7 @@
 
 use axum::http::HeaderMap;
 
-use super::session::Sessions;
+use super::console_session::ConsoleSessions;
 
 /// A header map of `pairs`, a name repeated when it is given twice.
 pub fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -15,9 +15,9 @@ pub fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
 
 /// Sessions kept in a temp folder with one login: the folder, the sessions, the `Cookie`
 /// header value for port 19387 and the session's proof.
-pub fn logged_in() -> (tempfile::TempDir, Sessions, String, String) {
+pub fn logged_in() -> (tempfile::TempDir, ConsoleSessions, String, String) {
     let dir = tempfile::tempdir().expect("temp");
-    let sessions = Sessions::load(dir.path());
+    let sessions = ConsoleSessions::load(dir.path());
     let link = sessions.new_link().expect("randomness");
     let login = sessions.redeem(&link, "test").expect("session");
     (dir, sessions, format!("butler_session_19387={}", login.session), login.proof)

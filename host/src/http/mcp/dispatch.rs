@@ -34,7 +34,7 @@ pub struct Context {
     /// The name of the profile token it carried.
     pub token: Option<String>,
     /// The agent session whose endpoint it came through: its own tools join the hub's.
-    pub agent: Option<Arc<crate::agents::Session>>,
+    pub agent: Option<Arc<crate::agents::AgentSession>>,
     /// Whose request it is, for cancellation: a 2025 session, or one stateless request.
     pub caller: String,
     /// The 2025 session, for the activity log.

@@ -163,7 +163,7 @@ pub struct Endpoint {
     /// The name of the profile token the request carried, if any.
     pub token: Option<String>,
     /// The agent session whose endpoint it is.
-    pub agent: Option<Arc<crate::agents::Session>>,
+    pub agent: Option<Arc<crate::agents::AgentSession>>,
 }
 
 impl Endpoint {

@@ -1,15 +1,15 @@
 //! `GET /apps` and `POST /apps/{plugin}/{app}/backend/{method}`: the ChatOS UI Apps plugins
 //! the catalog found, with what each app offers agents, and calls to a plugin's backend
-//! ([`crate::app_backends`]). A backend runs the plugin's code with the owner's rights, so
+//! ([`crate::chatos_backends`]). A backend runs the plugin's code with the owner's rights, so
 //! calling it is the owner's alone.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use butler_catalog::ui_apps::{AppNames, Target};
+use butler_catalog::chatos::{AppNames, Target};
 use serde_json::{Value, json};
 
-use crate::app_backends::CallError;
+use crate::chatos_backends::CallError;
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
 

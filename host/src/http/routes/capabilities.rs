@@ -1,5 +1,5 @@
 //! `GET /capabilities`, `POST /imports`, `POST /capabilities/{id}/{action}`: the Suzu Lives
-//! capability packages imported into the instance ([`butler_catalog::imports`]). Importing
+//! capability packages imported into the instance ([`butler_catalog::suzu::imports`]). Importing
 //! reads files the owner names, and enabling decides what agents get: both are the owner's
 //! alone. The file work runs on the blocking pool, within [`STEP_TIMEOUT`]. After each step
 //! the hub is handed the enabled packages' MCP servers ([`crate::packages`]).
@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use butler_catalog::imports::{ImportError, Imports, Record};
+use butler_catalog::suzu::imports::{ImportError, Imports, Record};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! The console's login and its sessions ([`crate::http::session`]): `GET /login?t=…`
+//! The console's login and its sessions ([`crate::http::console_session`]): `GET /login?t=…`
 //! spends a one-time link, sets the session cookie and hands the page its proof;
 //! `POST /console/links` (owner token) makes a new link, for `butler console`. The owner
 //! lists the open sessions (`POST /console/sessions`) and ends one
@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 use super::extract::{ApiPath, ApiQuery};
 use crate::http::owner::{Caller, console_session};
-use crate::http::session;
 use crate::http::{ApiError, AppState};
 
 /// The query of a login link.
@@ -49,7 +48,7 @@ pub async fn login(
     ApiQuery(query): ApiQuery<LoginQuery>,
 ) -> Result<Response, ApiError> {
     let agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let Some(login) = query.t.as_deref().and_then(|t| state.sessions.redeem(t, agent)) else {
+    let Some(login) = query.t.as_deref().and_then(|t| state.console_sessions.redeem(t, agent)) else {
         if crate::http::console::wants_page(&headers) {
             return Ok(crate::http::console::refused_login_page(StatusCode::FORBIDDEN, &headers));
         }
@@ -58,7 +57,7 @@ pub async fn login(
             "this login link was already used, has expired or is not one; run `butler console` for a new one",
         ));
     };
-    let cookie = HeaderValue::from_str(&session::set_cookie(state.gate.port, &login.session))
+    let cookie = HeaderValue::from_str(&crate::http::console_session::set_cookie(state.gate.port, &login.session))
         .map_err(|e| ApiError::internal(format!("cannot set the session cookie: {e}")))?;
     let to = format!("{}#proof={}", crate::http::console::PAGE_PATH, login.proof);
     let location = HeaderValue::from_str(&to).map_err(|e| ApiError::internal(format!("cannot redirect: {e}")))?;
@@ -78,10 +77,14 @@ pub async fn new_link(State(state): State<AppState>, caller: Caller) -> Result<J
     if !caller.owner {
         return Err(ApiError::forbidden("owner_required", "a login link is given to the owner only (the CLI's token)"));
     }
-    let token =
-        state.sessions.new_link().ok_or_else(|| ApiError::internal("cannot read randomness for a login link"))?;
+    let token = state
+        .console_sessions
+        .new_link()
+        .ok_or_else(|| ApiError::internal("cannot read randomness for a login link"))?;
     let url = login_url(&state.origin, &token);
-    Ok(Json(json!({"ok": true, "data": {"url": url, "expiresInSec": session::LINK_TTL.as_secs()}})))
+    Ok(Json(
+        json!({"ok": true, "data": {"url": url, "expiresInSec": crate::http::console_session::LINK_TTL.as_secs()}}),
+    ))
 }
 
 /// 403 `owner_required` unless `caller` is the owner.
@@ -109,10 +112,10 @@ pub async fn list_sessions(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     owner_only(caller, "the list of console sessions")?;
-    let current = console_session(&headers, state.gate, &state.sessions);
+    let current = console_session(&headers, state.gate, &state.console_sessions);
     let at = |secs: u64| crate::time::rfc3339(secs.saturating_mul(1000));
     let sessions: Vec<Value> = state
-        .sessions
+        .console_sessions
         .list()
         .into_iter()
         .map(|s| {
@@ -134,7 +137,7 @@ pub async fn end_session(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     owner_only(caller, "ending a console session")?;
-    if !state.sessions.end(&id) {
+    if !state.console_sessions.end(&id) {
         return Err(ApiError::not_found(
             "unknown_session",
             format!("no open console session `{}`", crate::text::clip(&id, 40)),
@@ -149,11 +152,11 @@ pub async fn end_session(
 /// # Errors
 /// 403 `owner_required` unless the request is the logged-in console's.
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let id = console_session(&headers, state.gate, &state.sessions).ok_or_else(|| {
+    let id = console_session(&headers, state.gate, &state.console_sessions).ok_or_else(|| {
         ApiError::forbidden("owner_required", "logging out ends the console's own session: send its cookie and proof")
     })?;
-    let ended = state.sessions.end(&id);
-    let cookie = HeaderValue::from_str(&session::clear_cookie(state.gate.port))
+    let ended = state.console_sessions.end(&id);
+    let cookie = HeaderValue::from_str(&crate::http::console_session::clear_cookie(state.gate.port))
         .map_err(|e| ApiError::internal(format!("cannot clear the session cookie: {e}")))?;
     let mut response = Json(json!({"ok": true, "data": {"ended": ended}})).into_response();
     response.headers_mut().insert(SET_COOKIE, cookie);
@@ -167,6 +170,6 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 /// 403 `owner_required`.
 pub async fn logout_all(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     owner_only(caller, "ending every console session")?;
-    let ended = state.sessions.end_all();
+    let ended = state.console_sessions.end_all();
     Ok(Json(json!({"ok": true, "data": {"ended": ended}})))
 }

@@ -19,8 +19,8 @@ mod hub;
 mod layout;
 pub mod login;
 mod pipeline;
-mod sessions;
 mod supervise;
+mod turns;
 
 use axum::handler::Handler;
 use axum::http::Method;
@@ -91,8 +91,8 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/runs/{id}/steps/{index}/{decision}", agents::decide),
         op(M::POST, "/pipeline", pipeline::pipeline),
         op(M::POST, "/observe", pipeline::observe),
-        op(M::POST, "/sessions/turns", sessions::turns),
-        op(M::POST, "/sessions/flush", sessions::flush),
+        op(M::POST, "/sessions/turns", turns::turns),
+        op(M::POST, "/sessions/flush", turns::flush),
         op(M::POST, "/mcp", mcp::endpoint),
         op(M::GET, "/mcp", mcp::endpoint),
         op(M::DELETE, "/mcp", mcp::endpoint),
@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(schemes["consoleSession"]["in"], "cookie");
         assert_eq!(
             schemes["consoleSession"]["name"],
-            crate::http::session::cookie_name(crate::http::DEFAULT_PORT).as_str()
+            crate::http::console_session::cookie_name(crate::http::DEFAULT_PORT).as_str()
         );
         assert_eq!(schemes["consoleReview"]["in"], "header");
         let review = schemes["consoleReview"]["name"].as_str().expect("a header name");

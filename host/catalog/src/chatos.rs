@@ -177,7 +177,7 @@ pub struct AppNames {
     /// Its server's provider id, `uiapp:<pluginId>.<appId>`.
     pub provider: String,
     /// Its server's namespace: `normalize(<pluginId>.<appId>)` fitted to the hub's rules —
-    /// at most [`crate::imports::MAX_NAMESPACE`] characters, not ending in `_`, `app` when
+    /// at most [`crate::suzu::imports::MAX_NAMESPACE`] characters, not ending in `_`, `app` when
     /// nothing is left.
     pub namespace: String,
     /// Its profile's name, `normalize(<pluginId>.<appId>)`.
@@ -190,7 +190,7 @@ impl AppNames {
     pub fn of(plugin: &Plugin, app: &App) -> Self {
         let server_name = plugin.server_name(app);
         let profile = normalize(&server_name);
-        let fitted: String = profile.chars().take(crate::imports::MAX_NAMESPACE).collect();
+        let fitted: String = profile.chars().take(crate::suzu::imports::MAX_NAMESPACE).collect();
         let fitted = fitted.trim_end_matches('_');
         let namespace = if fitted.is_empty() { "app".to_owned() } else { fitted.to_owned() };
         Self { provider: format!("{APP_PROVIDER}{server_name}"), namespace, profile }

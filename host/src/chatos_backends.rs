@@ -1,6 +1,6 @@
 //! The backends of ChatOS UI Apps plugins: a plugin's `backend.entry` (an ES module
 //! exporting `createUiAppsBackend(ctx)`) run by the host in a Node process of its own,
-//! through the bridge the host ships (`app_backends/bridge.mjs`), and called one method at
+//! through the bridge the host ships (`chatos_backends/bridge.mjs`), and called one method at
 //! a time.
 //!
 //! One process per plugin, started on its first call under a keeper (its own process
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use butler_catalog::ui_apps::Plugin;
+use butler_catalog::chatos::Plugin;
 use butler_catalog::{Catalog, Follow, lock};
 use butler_process::HostEnv;
 use butler_process::json_lines::{Calls, LineReader, LineWriter, RpcError, WriteError};
@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 /// The bridge the host ships, written to `<stateDir>/ui_apps/bridge.mjs` before a backend
 /// first starts.
-pub const BRIDGE: &str = include_str!("app_backends/bridge.mjs");
+pub const BRIDGE: &str = include_str!("chatos_backends/bridge.mjs");
 /// How long one call may take, the module's (re)load included.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most calls waiting on one plugin's backend; one more is refused (429).

@@ -19,7 +19,7 @@ pub const SUBMIT_TOOL: &str = "butler_delegation_submit";
 const MAX_VIOLATIONS: usize = 20;
 
 /// An agent session, from its start until it ends.
-pub struct Session {
+pub struct AgentSession {
     /// Its id (the endpoint is `/mcp/s/<id>`).
     pub id: String,
     token: String,
@@ -30,7 +30,7 @@ pub struct Session {
     submitted: Mutex<Option<oneshot::Sender<Value>>>,
 }
 
-impl Session {
+impl AgentSession {
     /// A session with its secret `token`, offering `view`; the receiver gets its accepted
     /// submission.
     #[must_use]
@@ -45,7 +45,7 @@ impl Session {
         same_secret(given, &self.token)
     }
 
-    /// Whether `name` is the session's own tool (answered by [`Session::call`], not the hub).
+    /// Whether `name` is the session's own tool (answered by [`AgentSession::call`], not the hub).
     #[must_use]
     pub fn owns_tool(&self, name: &str) -> bool {
         self.result.is_some() && name == SUBMIT_TOOL
@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn a_valid_submission_is_taken_once() {
         let schema = json!({"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}});
-        let (session, mut taken) = Session::new("s".into(), "t".repeat(64), View::Main, Some(schema));
+        let (session, mut taken) = AgentSession::new("s".into(), "t".repeat(64), View::Main, Some(schema));
         let refused = session.call(json!({"ok": "yes"}));
         assert_eq!(refused["isError"], true);
         assert!(refused.to_string().contains("/ok: must be of type boolean, not string"), "{refused}");
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn a_result_that_is_not_an_object_is_submitted_as_result() {
         let schema = json!({"type": "string", "enum": ["a", "b"]});
-        let (session, mut taken) = Session::new("s".into(), "t".into(), View::Main, Some(schema));
+        let (session, mut taken) = AgentSession::new("s".into(), "t".into(), View::Main, Some(schema));
         assert_eq!(session.tools()[0]["inputSchema"]["required"], json!(["result"]));
         assert_eq!(session.call(json!({"result": "c"}))["isError"], true);
         assert!(session.call(json!({"result": "a"}))["isError"].is_null());

@@ -109,7 +109,7 @@ pub struct SessionInfo {
 }
 
 /// Login links and sessions of one host.
-pub struct Sessions {
+pub struct ConsoleSessions {
     path: PathBuf,
     /// Hash of each unspent link token → when it expires (unix seconds).
     links: Mutex<HashMap<String, u64>>,
@@ -121,7 +121,7 @@ pub struct Sessions {
     written: Mutex<u64>,
 }
 
-impl Sessions {
+impl ConsoleSessions {
     /// The sessions kept under `state_dir` (none if the file is missing, unreadable or of
     /// an older shape).
     #[must_use]
@@ -376,9 +376,9 @@ mod tests {
     const CHROME: &str =
         "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 
-    fn logged_in() -> (tempfile::TempDir, Sessions, Login) {
+    fn logged_in() -> (tempfile::TempDir, ConsoleSessions, Login) {
         let dir = tempfile::tempdir().expect("temp");
-        let sessions = Sessions::load(dir.path());
+        let sessions = ConsoleSessions::load(dir.path());
         let link = sessions.new_link().expect("randomness");
         let login = sessions.redeem(&link, CHROME).expect("a fresh link logs in");
         (dir, sessions, login)
@@ -393,7 +393,7 @@ mod tests {
         assert!(sessions.redeem(&link, "").is_none(), "a spent link does not work again");
         assert!(sessions.redeem("not-a-link", "").is_none());
         assert!(sessions.check(&link, &login.proof).is_none(), "a link is not a session");
-        let restarted = Sessions::load(dir.path());
+        let restarted = ConsoleSessions::load(dir.path());
         assert!(restarted.check(&login.session, &login.proof).is_some(), "kept across a restart");
         let kept = std::fs::read_to_string(dir.path().join(FILE)).expect("file");
         assert!(!kept.contains(&login.session) && !kept.contains(&login.proof), "kept hashed, never as is");
@@ -430,7 +430,7 @@ mod tests {
         }
         assert!(sessions.check_at(&login.session, &login.proof, start + SESSION_TTL.as_secs()).is_none());
         // The last use is kept: a restart still knows when the session was last used.
-        let restarted = Sessions::load(dir.path());
+        let restarted = ConsoleSessions::load(dir.path());
         assert_eq!(lock(&restarted.sessions).0.values().next().map(|s| s.last_used), Some(at));
     }
 
@@ -451,10 +451,10 @@ mod tests {
         assert!(!sessions.end(&theirs), "already ended");
         assert!(sessions.check(&other.session, &other.proof).is_none());
         assert!(sessions.check(&login.session, &login.proof).is_some(), "the other one stays");
-        assert!(Sessions::load(dir.path()).check(&other.session, &other.proof).is_none(), "ended on disk too");
+        assert!(ConsoleSessions::load(dir.path()).check(&other.session, &other.proof).is_none(), "ended on disk too");
         assert_eq!(sessions.end_all(), 1);
         assert!(sessions.check(&login.session, &login.proof).is_none());
-        assert!(Sessions::load(dir.path()).list().is_empty(), "ended on disk too");
+        assert!(ConsoleSessions::load(dir.path()).list().is_empty(), "ended on disk too");
     }
 
     #[test]
@@ -462,13 +462,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp");
         let old = format!("{{\"{}\": {}}}", hash("old-session"), now() + 3600);
         std::fs::write(dir.path().join(FILE), old).expect("write");
-        assert!(Sessions::load(dir.path()).list().is_empty());
+        assert!(ConsoleSessions::load(dir.path()).list().is_empty());
     }
 
     #[test]
     fn links_and_sessions_are_bounded() {
         let dir = tempfile::tempdir().expect("temp");
-        let sessions = Sessions::load(dir.path());
+        let sessions = ConsoleSessions::load(dir.path());
         let links: Vec<String> = (0..MAX_LINKS + 5).map(|_| sessions.new_link().expect("randomness")).collect();
         assert_eq!(lock(&sessions.links).len(), MAX_LINKS);
         for _ in 0..3 {
