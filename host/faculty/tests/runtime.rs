@@ -938,6 +938,34 @@ mod shutdown {
         assert_eq!(runtime.stats().in_flight, 0, "the panicked call gave its slot back");
     }
 
+    /// A call answers from either kind of tokio runtime the host runs: a multi-thread one
+    /// (the HTTP routes') and a current-thread one (the hub's), awaited from a spawned
+    /// task and from the runtime's own `block_on`; a panic is `internal` and gives its
+    /// slot back.
+    #[test]
+    fn a_call_answers_from_either_kind_of_runtime() {
+        let runtime = FacultyRuntime::for_check(Setup::default()).expect("runtime");
+        for mut builder in [tokio::runtime::Builder::new_multi_thread(), tokio::runtime::Builder::new_current_thread()]
+        {
+            let tokio = builder.enable_all().build().expect("tokio runtime");
+            let flavor = tokio.handle().runtime_flavor();
+            let (answer, panicked) = tokio.block_on(async {
+                let spawned = tokio::spawn({
+                    let runtime = Arc::clone(&runtime);
+                    async move { runtime.blocking(None, || Ok(json!("answered"))).await }
+                });
+                let answer = spawned.await.expect("joined");
+                (answer, runtime.blocking(None, || panic!("a host defect")).await)
+            });
+            assert_eq!(answer, Ok(json!("answered")), "{flavor:?}");
+            assert!(
+                matches!(&panicked, Err(CallError::Internal(why)) if why.contains("panicked")),
+                "{flavor:?}: {panicked:?}"
+            );
+            assert_eq!(runtime.stats().in_flight, 0, "{flavor:?}: the slots are given back");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn drain_lets_calls_in_flight_finish_then_refuses_new_ones() {
         let (instance, runtime) = journal_only();
