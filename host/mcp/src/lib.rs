@@ -2,9 +2,13 @@
 //! tools the host runs itself (the faculties', reaching it through a [`ToolSource`]).
 //!
 //! - [`provider`]: one stdio provider — lazy start, id mapping, timeouts, crash restart;
+//! - `tool_calls`: the provider tool calls in flight, so a client's cancellation reaches
+//!   its provider, and those that ended cancelled;
 //! - [`tool_source`]: the host's own tools (the binary's faculty tools) as a [`ToolSource`];
 //! - [`framing`]: the JSON-RPC framing both ways, as pure functions;
 //! - [`methods`]: the MCP method names, as constants in one place;
+//! - [`packages`]: what the hub offers beside the catalog's providers (Suzu capability
+//!   packages, ChatOS apps), by source, and the profiles they bring;
 //! - [`quarantine`]: tool, prompt, resource and skill definitions held until the owner
 //!   approves them, pinned by hash; [`review`]: what is held, and the owner's approvals;
 //! - [`templates`]: which resource template a URI is one of;
@@ -40,6 +44,7 @@ pub mod capability_sets;
 pub mod framing;
 pub mod instructions;
 pub mod methods;
+pub mod packages;
 pub mod provider;
 pub mod quarantine;
 mod registry;
@@ -48,6 +53,7 @@ pub mod sessions;
 pub mod skills;
 pub mod subscriptions;
 pub mod templates;
+mod tool_calls;
 pub mod tool_source;
 pub mod upcall;
 pub mod upcalls;
@@ -57,10 +63,11 @@ pub mod view;
 mod changes;
 pub use answer::Answer;
 pub use changes::Changed;
+pub use packages::{Package, SKILL_PROMPT, Server};
 pub use review::HeldItem;
 
 use butler_catalog::names;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,7 +79,7 @@ use butler_catalog::lock;
 use butler_catalog::{Catalog, Follow, Kind};
 use butler_process::HostEnv;
 use capability_sets::{CapabilitySet, Listed, Narrowing};
-use provider::{CallFailure, Conn, Provider, ProviderSpec, Rejected};
+use provider::{CallFailure, Provider, ProviderSpec, Rejected};
 pub use tool_source::{Scope, ToolSource};
 pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
@@ -123,9 +130,6 @@ impl Default for Settings {
 }
 
 pub use subscriptions::{Listening, MAX_SUBSCRIPTIONS};
-
-/// The most cancelled calls remembered for the activity log at once.
-const MAX_CANCELLED: usize = 256;
 
 pub use upcalls::PARKED_FOR;
 
@@ -243,9 +247,6 @@ pub struct Updated {
 /// a call's work.
 pub(crate) type FastMap<K, V> = foldhash::HashMap<K, V>;
 
-/// A client's request: (session, its id as JSON text).
-type InflightKey = (String, String);
-
 /// A provider's resource as clients see it.
 struct PublicResource {
     /// The URI clients know it by.
@@ -275,13 +276,11 @@ pub struct Hub {
     /// Providers' log messages sent outside any call.
     logged: broadcast::Sender<Logged>,
     sessions: Arc<sessions::Sessions>,
-    inflight: Mutex<FastMap<InflightKey, (Arc<Conn>, u64)>>,
+    /// Provider tool calls in flight, and those that ended cancelled.
+    tool_calls: tool_calls::ToolCalls,
     /// Providers' requests waiting for clients' answers: asked of 2025-11-25 clients, and
     /// calls parked for a 2026-07-28 client's next round.
     upcalls: upcalls::Upcalls,
-    /// The tool calls that ended cancelled by their client, until the activity log asks
-    /// ([`Hub::was_cancelled`]); the oldest beyond [`MAX_CANCELLED`] are forgotten.
-    cancelled: Mutex<VecDeque<InflightKey>>,
     /// How many `subscriptions/listen` streams want each provider's resource.
     listening: subscriptions::Listeners,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
@@ -300,61 +299,10 @@ pub struct Hub {
     log_payloads: bool,
     /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
     io: provider::Io,
-    /// The packages ([`Hub::set_packages`]).
-    packages: Mutex<Packages>,
-    /// Profiles the packages bring ([`Hub::set_package_profiles`]), by name.
-    package_profiles: Mutex<Arc<BTreeMap<String, Arc<Profile>>>>,
+    /// The packages ([`Hub::set_packages`]) and the profiles they bring
+    /// ([`Hub::set_package_profiles`]).
+    packages: packages::Packages,
 }
-
-/// An enabled capability package, as the hub offers it: its MCP server runs like an
-/// extension's provider, and its skill is a prompt and read-only resources.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Package {
-    /// Its provider id — what profiles name and the status shows (no extension's id can
-    /// be it).
-    pub id: String,
-    /// Its namespace: its server's tools are `<namespace>__<tool>`, its skill's prompt
-    /// `<namespace>__skill`.
-    pub namespace: String,
-    /// Its MCP server.
-    pub server: Option<Server>,
-    /// Its skill.
-    pub skill: Option<butler_catalog::suzu::imports::Skill>,
-    /// Prompts it offers under their own names, whichever endpoint offers its server.
-    pub prompts: Vec<butler_catalog::chatos::AppPrompt>,
-    /// What every `tools/call` to its server carries in `_meta`, merged over the caller's.
-    pub call_meta: Option<Value>,
-    /// Whether its server is on the main endpoint (else only on profiles).
-    pub on_main: bool,
-}
-
-impl Package {
-    /// A package with its id, namespace and server, and nothing else yet.
-    #[must_use]
-    pub fn new(id: String, namespace: String, server: Option<Server>) -> Self {
-        Self { id, namespace, server, skill: None, prompts: Vec::new(), call_meta: None, on_main: true }
-    }
-}
-
-/// The packages the hub offers, by where they come from, and all of them.
-#[derive(Default)]
-struct Packages {
-    by_source: BTreeMap<&'static str, Vec<Package>>,
-    all: Arc<Vec<Package>>,
-}
-
-/// A package's MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Server {
-    /// A process spoken to over stdio: what to run, as an extension's `mcp` block says
-    /// it, and the folder it runs in (relative paths start there).
-    Stdio(butler_catalog::manifest::Mcp, PathBuf),
-    /// A remote server spoken to over HTTP, with its per-call limit.
-    Remote(upstream::Remote, Duration),
-}
-
-/// The prompt name a package's skill is offered under (after its namespace).
-pub const SKILL_PROMPT: &str = "skill";
 
 /// An approval that could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -421,9 +369,8 @@ impl Hub {
             updated,
             logged,
             sessions: sessions::Sessions::new(settings.session_idle),
-            inflight: Mutex::new(FastMap::default()),
+            tool_calls: tool_calls::ToolCalls::default(),
             upcalls: upcalls::Upcalls::default(),
-            cancelled: Mutex::new(VecDeque::new()),
             listening: subscriptions::Listeners::default(),
             reconciling: tokio::sync::Mutex::new(false),
             idle: settings.provider_idle,
@@ -436,8 +383,7 @@ impl Hub {
                 runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
                 dialer: settings.dialer,
             },
-            packages: Mutex::new(Packages::default()),
-            package_profiles: Mutex::new(Arc::new(BTreeMap::new())),
+            packages: packages::Packages::default(),
         })
     }
 
@@ -447,13 +393,7 @@ impl Hub {
     /// catalog's providers, under the same names, quarantine and log. Whether they differ
     /// from those it had.
     pub fn set_packages(&self, source: &'static str, packages: Vec<Package>) -> bool {
-        let changed = {
-            let mut current = lock(&self.packages);
-            let changed = current.by_source.get(source).map_or(!packages.is_empty(), |had| *had != packages);
-            current.by_source.insert(source, packages);
-            current.all = Arc::new(current.by_source.values().flatten().cloned().collect());
-            changed
-        };
+        let changed = self.packages.set(source, packages);
         if changed {
             self.registry.bump();
             let _ = self.changed.send(Changed::ALL);
@@ -464,14 +404,7 @@ impl Hub {
     /// Replaces the profiles the packages bring (a ChatOS app's own, say): each is served
     /// at `/mcp/p/<name>` unless the root config declares a profile of that name.
     pub fn set_package_profiles(&self, profiles: BTreeMap<String, Arc<Profile>>) {
-        let changed = {
-            let mut current = lock(&self.package_profiles);
-            let changed = current.keys().ne(profiles.keys())
-                || current.values().zip(profiles.values()).any(|(a, b)| a.spec != b.spec);
-            *current = Arc::new(profiles);
-            changed
-        };
-        if changed {
+        if self.packages.set_profiles(profiles) {
             self.registry.bump();
             let _ = self.changed.send(Changed::ALL);
         }
@@ -480,17 +413,13 @@ impl Hub {
     /// The profile a package brings under `name`.
     #[must_use]
     pub fn package_profile(&self, name: &str) -> Option<Arc<Profile>> {
-        lock(&self.package_profiles).get(name).cloned()
-    }
-
-    /// All packages, from every source.
-    fn all_packages(&self) -> Arc<Vec<Package>> {
-        Arc::clone(&lock(&self.packages).all)
+        self.packages.profile(name)
     }
 
     /// The packages' own prompts `view` offers.
     fn package_prompts(&self, view: &View) -> Vec<butler_catalog::chatos::AppPrompt> {
-        self.all_packages()
+        self.packages
+            .all()
             .iter()
             .flat_map(|p| p.prompts.iter().filter(|prompt| view.offers_prompt(&p.id, &prompt.name)).cloned())
             .collect()
@@ -501,7 +430,8 @@ impl Hub {
         if matches!(view, View::Restricted) {
             return Vec::new();
         }
-        self.all_packages()
+        self.packages
+            .all()
             .iter()
             .filter(|p| view.offers_provider(&p.id))
             .filter_map(|p| Some((p.namespace.clone(), p.skill.clone()?)))
@@ -549,7 +479,7 @@ impl Hub {
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
-        specs.extend(self.all_packages().iter().filter_map(|p| {
+        specs.extend(self.packages.all().iter().filter_map(|p| {
             let mut spec = match p.server.as_ref()? {
                 Server::Stdio(mcp, dir) => ProviderSpec::of_mcp(&p.id, mcp, dir, &self.host),
                 Server::Remote(remote, timeout) => {
@@ -1048,19 +978,11 @@ impl Hub {
             }
             butler_catalog::chatos::merge(slot, Value::clone(meta));
         }
-        let mut inflight = InFlight { hub: self, key: (session.to_owned(), request_id.to_string()), answered: false };
+        let in_flight = self.tool_calls.begin(session, request_id.to_string());
         let reply = provider
-            .call((crate::methods::TOOLS_CALL, params), upcalls, asker, |conn, id| inflight.started(conn, id))
+            .call((crate::methods::TOOLS_CALL, params), upcalls, asker, |conn, id| in_flight.started(conn, id))
             .await;
-        inflight.answered = true;
-        if matches!(reply, Err(CallFailure::Cancelled)) {
-            let mut cancelled = lock(&self.cancelled);
-            if cancelled.len() >= MAX_CANCELLED {
-                cancelled.pop_front();
-            }
-            cancelled.push_back(inflight.key.clone());
-        }
-        drop(inflight);
+        in_flight.answered(matches!(reply, Err(CallFailure::Cancelled)));
         match reply {
             Ok(result) => Ok(result),
             Err(CallFailure::Error(error)) => Err(provider_error(error)),
@@ -1071,15 +993,12 @@ impl Hub {
     /// Whether the tool call `request_id` of `session` ended cancelled by its client (asked
     /// once: the answer is forgotten as it is given).
     pub fn was_cancelled(&self, session: &str, request_id: &str) -> bool {
-        let mut cancelled = lock(&self.cancelled);
-        let at = cancelled.iter().position(|(s, id)| s == session && id == request_id);
-        at.and_then(|at| cancelled.remove(at)).is_some()
+        self.tool_calls.was_cancelled(session, request_id)
     }
 
     /// A client cancelled request `request_id` of `session`: forward it to the provider.
     pub async fn cancel(&self, session: &str, request_id: &Value, reason: Option<String>) {
-        let entry = lock(&self.inflight).remove(&(session.to_owned(), request_id.to_string()));
-        if let Some((conn, id)) = entry {
+        if let Some((conn, id)) = self.tool_calls.take(session, &request_id.to_string()) {
             conn.cancel(id, reason).await;
         }
     }
@@ -1466,33 +1385,6 @@ impl Hub {
         *self.reconciling.lock().await = true;
         let providers = self.registry.take_all();
         futures_util::future::join_all(providers.iter().map(|p| p.shutdown())).await;
-    }
-}
-
-/// A client's tool call while a provider works on it. Dropped before its answer — the
-/// client went away (a closed connection or stream is how a 2026-07-28 client cancels) —
-/// it tells the provider to stop.
-struct InFlight<'a> {
-    hub: &'a Hub,
-    key: InflightKey,
-    answered: bool,
-}
-
-impl InFlight<'_> {
-    fn started(&self, conn: Arc<Conn>, id: u64) {
-        lock(&self.hub.inflight).insert(self.key.clone(), (conn, id));
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let entry = lock(&self.hub.inflight).remove(&self.key);
-        if let Some((conn, id)) = entry
-            && !self.answered
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move { conn.cancel(id, Some("the client went away".to_owned())).await });
-        }
     }
 }
 
