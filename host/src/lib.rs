@@ -14,6 +14,7 @@
 //! - [`instance`] — where the instance is, its root config, the skeleton copied on first run;
 //! - [`supervise`] — hosted tools and services: restart policy, health;
 //! - [`pipeline`] — `<prefix>.<verb>` action routing to faculty commands;
+//! - [`mcp_servers`] — the MCP servers the owner adds by name (`butler mcp add`);
 //! - [`packages`] — the enabled capability packages and the ChatOS apps, handed to the hub;
 //! - [`upstream`] — the hub's connections to remote MCP servers over HTTP;
 //! - [`chatos_backends`] — the ChatOS plugins' backends, run in Node through a bridge;
@@ -34,6 +35,7 @@ pub use butler_catalog::{json, lock, redact, text, time, validation};
 pub mod http;
 pub mod hub_tools;
 pub mod instance;
+pub mod mcp_servers;
 pub mod notify;
 pub mod packages;
 pub mod pipeline;

@@ -135,6 +135,8 @@ fn stdio(argv: &[String], namespace: &str) -> Mcp {
         command: argv.to_vec(),
         cwd: None,
         env: BTreeMap::new(),
+        url: None,
+        headers: std::collections::BTreeMap::new(),
         namespace: Some(namespace.to_owned()),
         timeout_sec: Mcp::DEFAULT_TIMEOUT_SEC,
     }

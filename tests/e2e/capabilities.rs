@@ -278,13 +278,13 @@ fn an_enabled_skill_is_a_prompt_and_read_only_resources_where_its_package_is_off
 
 /// A remote MCP server a test runs (`tests/providers/remote_server.py` on the Python SDK),
 /// stopped when dropped.
-struct RemoteServer {
+pub(crate) struct RemoteServer {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl RemoteServer {
-    fn start(args: &[&str]) -> Self {
+    pub(crate) fn start(args: &[&str]) -> Self {
         use std::io::BufRead;
         let python = crate::mcp::tools().join("mcp-venv/bin/python");
         let mut child = std::process::Command::new(python)
@@ -326,7 +326,7 @@ fn enable_remote(butler: &Butler, dir: &Path, id: &str, url: &str, headers: &Val
 }
 
 /// The text of a tool call's first content item (or the whole answer, to show).
-fn call_text(butler: &Butler, tool: &str, arguments: Value) -> Result<String, Value> {
+pub(crate) fn call_text(butler: &Butler, tool: &str, arguments: Value) -> Result<String, Value> {
     use crate::mcp_stateless::{ask, request};
     let answer = ask(butler, "/mcp", &request(7, "tools/call", json!({"name": tool, "arguments": arguments})));
     match answer["result"]["content"][0]["text"].as_str() {

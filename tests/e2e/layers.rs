@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["instance"],
     &["supervise"],
     &["hub_tools"],
-    &["pipeline", "packages", "upstream", "chatos_backends", "notify", "collector"],
+    &["pipeline", "mcp_servers", "packages", "upstream", "chatos_backends", "notify", "collector"],
     &["agents"],
     &["http"],
     &["host"],

@@ -20,6 +20,7 @@ mod knowledge_loop;
 mod layers;
 mod lifecycle;
 mod mcp;
+mod mcp_add;
 mod mcp_capability_sets;
 mod mcp_duplex;
 mod mcp_faithful;

@@ -470,19 +470,27 @@ fn default_delegation_timeout() -> u32 {
     300
 }
 
-/// The stdio MCP provider block.
+/// The MCP provider block: a process the host starts and speaks to over its stdio
+/// (`transport: stdio`, the seed's only kind), or — the host's own extension — a remote
+/// server it reaches over HTTP (`transport: http`, with `url` and `headers`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Mcp {
-    /// Always `stdio`.
+    /// `stdio` or `http`.
     pub transport: String,
-    /// argv of the provider.
+    /// argv of the provider (`stdio`).
+    #[serde(default)]
     pub command: Vec<String>,
-    /// Working directory (default: the manifest directory).
+    /// Working directory (default: the manifest directory; `stdio`).
     pub cwd: Option<String>,
-    /// Environment for the provider.
+    /// Environment for the provider (`stdio`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The remote server's URL (`http`).
+    pub url: Option<String>,
+    /// Headers sent with every request to the remote server, `${VAR}` unexpanded (`http`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
     /// Public tool-name prefix (default: the id with `-` → `_`).
     pub namespace: Option<String>,
     /// Per-call limit.
@@ -497,6 +505,15 @@ fn default_mcp_timeout() -> u32 {
 impl Mcp {
     /// The per-call limit when none is declared.
     pub const DEFAULT_TIMEOUT_SEC: u32 = 600;
+
+    /// The transport of a remote server.
+    pub const HTTP: &str = "http";
+
+    /// The remote server's URL, when the block is `transport: http`.
+    #[must_use]
+    pub fn remote_url(&self) -> Option<&str> {
+        if self.transport == Self::HTTP { self.url.as_deref() } else { None }
+    }
 
     /// The namespace in force: the declared one, or the id with `-` replaced by `_`.
     #[must_use]

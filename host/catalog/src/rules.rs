@@ -80,6 +80,7 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
         }
     }
     if let Some(mcp) = &manifest.mcp {
+        transport_rules(mcp, &mut errors);
         let namespace = mcp.effective_namespace(&manifest.id);
         let pointer = if mcp.namespace.is_some() { "/mcp/namespace" } else { "/id" };
         if namespace == RESERVED_NAMESPACE {
@@ -100,6 +101,56 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
         }
     }
     errors
+}
+
+/// `mcp`: the fields its transport needs, none it does not take, and for `http` a URL the
+/// host may reach and headers that can be sent.
+fn transport_rules(mcp: &super::manifest::Mcp, errors: &mut Vec<SchemaError>) {
+    let remote = mcp.transport == super::manifest::Mcp::HTTP;
+    let (needs, present) = if remote { ("url", mcp.url.is_some()) } else { ("command", !mcp.command.is_empty()) };
+    if !present {
+        errors.push(SchemaError {
+            pointer: "/mcp".to_owned(),
+            message: format!("missing `{needs}`: transport `{}` needs it", mcp.transport),
+        });
+    }
+    let foreign = if remote {
+        vec![("command", !mcp.command.is_empty()), ("cwd", mcp.cwd.is_some()), ("env", !mcp.env.is_empty())]
+    } else {
+        vec![("url", mcp.url.is_some()), ("headers", !mcp.headers.is_empty())]
+    };
+    for (field, _) in foreign.iter().filter(|(_, set)| *set) {
+        errors.push(SchemaError {
+            pointer: format!("/mcp/{field}"),
+            message: format!("`{field}` is not taken by transport `{}`", mcp.transport),
+        });
+    }
+    if let Some(url) = mcp.remote_url()
+        && let Err(why) = crate::suzu::allowed_url(url)
+    {
+        errors.push(SchemaError { pointer: "/mcp/url".to_owned(), message: why.to_string() });
+    }
+    for (name, value) in &mcp.headers {
+        let pointer = format!("/mcp/headers/{}", name.replace('~', "~0").replace('/', "~1"));
+        if let Some(problem) = header_problem(name, value) {
+            errors.push(SchemaError { pointer, message: problem });
+        }
+    }
+}
+
+/// Why `name: value` cannot be sent as an HTTP header, if it cannot.
+fn header_problem(name: &str, value: &str) -> Option<String> {
+    const TOKEN_PUNCTUATION: &str = "!#$%&'*+-.^_`|~";
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || TOKEN_PUNCTUATION.contains(c)) {
+        return Some(format!(
+            "`{}` is not an HTTP header name (letters, digits and {TOKEN_PUNCTUATION})",
+            crate::validation::one_line(name)
+        ));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Some(format!("the value of header `{name}` holds a control character (a line break?)"));
+    }
+    None
 }
 
 /// `serves`: action prefixes, each once.

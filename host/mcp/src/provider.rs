@@ -134,7 +134,14 @@ impl ProviderSpec {
     #[must_use]
     pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
         let mcp = extension.manifest.mcp.as_ref()?;
-        Some(Self::of_mcp(extension.id(), mcp, &extension.dir, host))
+        let Some(url) = mcp.remote_url() else { return Some(Self::of_mcp(extension.id(), mcp, &extension.dir, host)) };
+        // Expanded from the host's environment (as a capability package's are): never written anywhere.
+        let var = |name: &str| std::env::var(name).ok();
+        let headers =
+            mcp.headers.iter().map(|(k, v)| (k.clone(), butler_catalog::suzu::imports::expand(v, var))).collect();
+        let remote = Remote { url: url.to_owned(), headers };
+        let timeout = Duration::from_secs(u64::from(mcp.timeout_sec));
+        Some(Self::of_remote(extension.id(), &mcp.effective_namespace(extension.id()), remote, timeout))
     }
 
     /// The provider `id` that runs as `mcp` says, in `dir`.

@@ -4,13 +4,15 @@
 //! log (`--follow` to keep printing; `--tool GLOB`, `--method`, `--provider`, `--outcome`
 //! and `--endpoint` to keep to some entries); `butler mcp token add|list|revoke`: the tokens
 //! of the MCP profiles (no running host needed); `butler mcp held` and `butler mcp
-//! approve`: the quarantine of what providers give models to read.
+//! approve`: the quarantine of what providers give models to read; `butler mcp add|remove`:
+//! the servers the owner adds by name (no running host needed).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::Value;
 
+use butler_host::mcp_servers::{self, NewServer, Reach};
 use butler_mcp::activity::OUTCOMES;
 
 use super::Target;
@@ -111,6 +113,40 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Add an MCP server: a remote one by its URL, or a command the hub starts (after
+    /// `--`). It becomes the extension `tools/NAME/`, which a running host picks up at once.
+    #[command(
+        after_help = "Examples:\n  butler mcp add linear https://mcp.linear.app/mcp\n  butler mcp add github https://api.githubcopilot.com/mcp/ --header 'Authorization=Bearer ${GITHUB_TOKEN}'\n  butler mcp add files --env LOG=1 -- npx -y @modelcontextprotocol/server-filesystem ~/notes"
+    )]
+    Add {
+        /// Its name: the extension's id, and the namespace of its tools (`NAME__tool`, `-` as `_`).
+        name: String,
+        /// The remote server's URL: `https://…`, or `http://` to this machine.
+        #[arg(required_unless_present = "command", conflicts_with = "command")]
+        url: Option<String>,
+        /// A header every request to the remote server carries, `K=V` (or `K: V`);
+        /// `${VAR}` in it takes the host's environment at start, so the file need not hold a token.
+        #[arg(long = "header", value_name = "K=V", conflicts_with = "command")]
+        headers: Vec<String>,
+        /// An environment variable for the command, `K=V`.
+        #[arg(long = "env", value_name = "K=V", conflicts_with = "url")]
+        env: Vec<String>,
+        /// Per-call limit in seconds (5–3600; default 600).
+        #[arg(long = "timeout", value_name = "SEC")]
+        timeout: Option<u32>,
+        /// The command that starts the server, and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove an MCP server `butler mcp add` added (its folder `tools/NAME/`).
+    Remove {
+        /// Its name.
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
     /// The tokens that open the MCP profiles (`mcp.profiles` in the root config).
     Token {
         #[command(subcommand)]
@@ -150,6 +186,18 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
         Command::Token { command } => token(command)?,
+        Command::Add { name, url, headers, env, timeout, command, target } => {
+            let reach = match url {
+                Some(url) => Reach::Http { url, headers: pairs(&headers, "--header")? },
+                None => Reach::Stdio { command, env: pairs(&env, "--env")? },
+            };
+            add(&NewServer { name, reach, timeout_sec: timeout }, target)?;
+        }
+        Command::Remove { name, target } => {
+            let instance = open_instance(target)?;
+            let removed = mcp_servers::remove(&instance, &name)?;
+            outln!("removed `{name}` ({})", removed.display());
+        }
         Command::Held { json, target } => held(json, target)?,
         Command::Approve { provider, items, all, trust, distrust, target } => {
             approve(&provider, &items, all, (trust || distrust).then_some(trust), target)?;
@@ -177,6 +225,41 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The instance `target` names (or the default one), opened without a running host.
+fn open_instance(target: Target) -> anyhow::Result<butler_host::instance::Instance> {
+    let workdir = super::settings::workdir(target.workdir, &super::settings::Settings::load()?)?;
+    Ok(butler_host::instance::Instance::open(&workdir)?)
+}
+
+/// `K=V` arguments of option `flag`, as a map.
+fn pairs(args: &[String], flag: &str) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    args.iter().map(|arg| mcp_servers::pair(arg).map_err(|why| anyhow::anyhow!("{flag}: {why}"))).collect()
+}
+
+/// Writes `server` into the instance and says where its tools will be.
+fn add(server: &NewServer, target: Target) -> anyhow::Result<()> {
+    let instance = open_instance(target)?;
+    let file = mcp_servers::add(&instance, server).map_err(|e| match e {
+        mcp_servers::ServerError::Invalid(problems) => {
+            anyhow::anyhow!("`{}` cannot be added:\n  {}", server.name, problems.join("\n  "))
+        }
+        other => other.into(),
+    })?;
+    outln!("added `{}`: {}", server.name, file.display());
+    let namespace = server.name.replace('-', "_");
+    if instance.config.scan_roots.iter().any(|root| root == mcp_servers::FOLDER) {
+        eprintln!(
+            "its tools join the hub as `{namespace}__<tool>` — a running host picks it up by itself; `butler mcp status` shows it"
+        );
+    } else {
+        eprintln!(
+            "the root config's scanRoots leave out `{}`: add it there for the hub to see this server",
+            mcp_servers::FOLDER
+        );
+    }
+    Ok(())
 }
 
 /// Prints the latest `limit` entries of the activity log that match `filter` (query

@@ -144,6 +144,8 @@ impl Record {
             command: std::iter::once(command).chain(args).map(word).collect(),
             cwd: None,
             env: env.filter_map(|(k, v)| Some((k.clone(), expand(v.as_str()?, &var)))).collect(),
+            url: None,
+            headers: std::collections::BTreeMap::new(),
             namespace: Some(self.namespace()),
             timeout_sec: crate::manifest::Mcp::DEFAULT_TIMEOUT_SEC,
         })

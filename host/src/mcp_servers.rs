@@ -1,0 +1,231 @@
+//! MCP servers the owner adds by name (`butler mcp add`, `butler mcp remove`): each is an
+//! extension of its own, `tools/NAME/butler.json` with one `mcp` block — a command the hub
+//! starts (`transport: stdio`) or a remote server it reaches by URL (`transport: http`).
+//! The catalog picks the folder up live, like any extension; nothing else is recorded, so
+//! editing or deleting the manifest by hand is as good as these commands.
+//!
+//! A manifest is checked as a scan checks it before it is written, and written whole
+//! (atomically); one that may hold a credential (a header, an environment variable) is the
+//! owner's alone (0600). Removing takes away only what adding wrote: a folder that holds
+//! anything besides its manifest is left for the owner.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use butler_catalog::files::{write_atomic, write_private};
+use butler_catalog::scan::MANIFEST_FILE;
+
+use crate::instance::Instance;
+
+/// The scan root the servers are written under.
+pub const FOLDER: &str = "tools";
+
+/// The longest name: its tools' namespace is the name (with `-` as `_`), at most 24 long.
+pub const MAX_NAME: usize = 24;
+
+/// How the hub reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// A process it starts: argv, and its environment.
+    Stdio {
+        /// The command and its arguments.
+        command: Vec<String>,
+        /// Environment variables set for it.
+        env: BTreeMap<String, String>,
+    },
+    /// A remote server: its URL, and the headers every request carries.
+    Http {
+        /// `https://…`, or `http://` to this machine.
+        url: String,
+        /// Sent with every request (`${VAR}` takes the host's environment at start).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A server to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewServer {
+    /// Its name: the extension's id, and (with `-` as `_`) its tools' namespace.
+    pub name: String,
+    /// How the hub reaches it.
+    pub reach: Reach,
+    /// Per-call limit, in seconds (the manifest's default when `None`).
+    pub timeout_sec: Option<u32>,
+}
+
+/// Why a server could not be added or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The manifest it would make is not valid: every problem, with its JSON pointer.
+    #[error("{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+    /// Something is already at `tools/NAME`.
+    #[error("{} already exists: choose another name, or `butler mcp remove {name}` first", .path.display())]
+    Exists {
+        /// The name asked for.
+        name: String,
+        /// What is in the way.
+        path: PathBuf,
+    },
+    /// No server of that name.
+    #[error("no MCP server `{name}`: {} does not exist", .path.display())]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// Where it would be.
+        path: PathBuf,
+    },
+    /// The extension at `tools/NAME` is not one `butler mcp add` would have made.
+    #[error("{} is not only an MCP server's manifest ({why}): remove it yourself if you mean to", .path.display())]
+    NotOurs {
+        /// The folder.
+        path: PathBuf,
+        /// What else it is or holds.
+        why: String,
+    },
+    /// Reading or writing the files failed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ServerError + '_ {
+    move |source| ServerError::Io { path: path.to_owned(), source }
+}
+
+/// The folder of server `name` in `instance`.
+#[must_use]
+pub fn folder(instance: &Instance, name: &str) -> PathBuf {
+    instance.path(FOLDER).join(name)
+}
+
+/// The manifest `server` is written as.
+#[must_use]
+pub fn manifest(server: &NewServer) -> Value {
+    let mut mcp = match &server.reach {
+        Reach::Stdio { command, env } => json!({"transport": "stdio", "command": command, "env": env}),
+        Reach::Http { url, headers } => json!({"transport": "http", "url": url, "headers": headers}),
+    };
+    for empty in ["env", "headers"] {
+        if mcp.get(empty).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+            mcp.as_object_mut().map(|m| m.remove(empty));
+        }
+    }
+    if let Some(timeout) = server.timeout_sec {
+        mcp["timeoutSec"] = json!(timeout);
+    }
+    json!({"schemaVersion": 1, "kind": "tool", "id": server.name, "name": server.name, "mcp": mcp})
+}
+
+/// Writes `server` as `tools/NAME/butler.json` in `instance`, checked first as a scan
+/// checks it; returns the manifest's path.
+///
+/// # Errors
+/// [`ServerError::Invalid`] with every problem; [`ServerError::Exists`] when `tools/NAME`
+/// is taken; the I/O error.
+pub fn add(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerError> {
+    if !is_name(&server.name) {
+        return Err(ServerError::Invalid(vec![format!(
+            "`{}` is not a server name: lower-case letters, digits and `-`, starting with a letter, at most {MAX_NAME} (it names the server's tools: `NAME__tool`, with `-` as `_`)",
+            server.name.escape_debug()
+        )]));
+    }
+    let dir = folder(instance, &server.name);
+    let file = dir.join(MANIFEST_FILE);
+    let manifest = manifest(server);
+    let mut bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| io(&file)(std::io::Error::other(e)))?;
+    bytes.push(b'\n');
+    let shown = format!("{FOLDER}/{}/{MANIFEST_FILE}", server.name);
+    let (_, diagnostics) = butler_catalog::scan::check_manifest_bytes(&bytes, &dir, &shown);
+    let problems: Vec<String> = diagnostics
+        .iter()
+        .flat_map(|d| &d.errors)
+        .map(|e| if e.pointer.is_empty() { e.message.clone() } else { format!("{}: {}", e.pointer, e.message) })
+        .collect();
+    if !problems.is_empty() {
+        return Err(ServerError::Invalid(problems));
+    }
+    match std::fs::symlink_metadata(&dir) {
+        Ok(_) => return Err(ServerError::Exists { name: server.name.clone(), path: dir }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&dir)(e)),
+    }
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let secret = match &server.reach {
+        Reach::Stdio { env, .. } => !env.is_empty(),
+        Reach::Http { headers, .. } => !headers.is_empty(),
+    };
+    let written = if secret { write_private(&file, &bytes) } else { write_atomic(&file, &bytes) };
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(io(&file)(e));
+    }
+    Ok(file)
+}
+
+/// Takes server `name` away from `instance`: its manifest and its folder, when the folder
+/// holds nothing else and the manifest is an MCP server's. Returns the folder.
+///
+/// # Errors
+/// [`ServerError::NotFound`]; [`ServerError::NotOurs`] for a folder that holds more, or
+/// a manifest that is not (only) an MCP server; the I/O error.
+pub fn remove(instance: &Instance, name: &str) -> Result<PathBuf, ServerError> {
+    let dir = folder(instance, name);
+    if !is_name(name) || std::fs::symlink_metadata(&dir).is_err() {
+        return Err(ServerError::NotFound { name: name.to_owned(), path: dir });
+    }
+    let not_ours = |why: String| ServerError::NotOurs { path: dir.clone(), why };
+    let mut others = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+        let entry = entry.map_err(io(&dir))?;
+        if entry.file_name() != MANIFEST_FILE {
+            others.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    if !others.is_empty() {
+        others.sort();
+        return Err(not_ours(format!("it also holds {}", others.join(", "))));
+    }
+    let file = dir.join(MANIFEST_FILE);
+    let text = std::fs::read(&file).map_err(io(&file))?;
+    let manifest: Value =
+        serde_json::from_slice(&text).map_err(|e| not_ours(format!("its manifest is not JSON: {e}")))?;
+    let keys: Vec<&str> = manifest.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+    let ours = ["schemaVersion", "kind", "id", "name", "description", "mcp"];
+    if manifest.get("mcp").is_none() || keys.iter().any(|k| !ours.contains(k)) {
+        return Err(not_ours("its manifest declares more than an MCP server".to_owned()));
+    }
+    std::fs::remove_file(&file).map_err(io(&file))?;
+    std::fs::remove_dir(&dir).map_err(io(&dir))?;
+    Ok(dir)
+}
+
+/// Whether `name` may name a server: an extension id its namespace can be derived from.
+fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= MAX_NAME
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// `K=V` (or `K: V`) split into its name and value, both trimmed.
+///
+/// # Errors
+/// What is wrong, when there is no `=` or `:` or no name before it.
+pub fn pair(text: &str) -> Result<(String, String), String> {
+    let at = text.find(['=', ':']).ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let (name, value) = (text[..at].trim(), text[at + 1..].trim());
+    if name.is_empty() {
+        return Err(format!("`{text}` has no name before its `{}`", &text[at..=at]));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests;
