@@ -19,6 +19,8 @@ use butler_catalog::scan::MANIFEST_FILE;
 
 use crate::instance::Instance;
 
+pub mod client_config;
+
 /// The scan root the servers are written under.
 pub const FOLDER: &str = "tools";
 
@@ -130,6 +132,37 @@ pub fn manifest(server: &NewServer) -> Value {
 /// [`ServerError::Invalid`] with every problem; [`ServerError::Exists`] when `tools/NAME`
 /// is taken; the I/O error.
 pub fn add(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerError> {
+    let Planned { dir, file, bytes } = plan(instance, server)?;
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let secret = match &server.reach {
+        Reach::Stdio { env, .. } => !env.is_empty(),
+        Reach::Http { headers, .. } => !headers.is_empty(),
+    };
+    let written = if secret { write_private(&file, &bytes) } else { write_atomic(&file, &bytes) };
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(io(&file)(e));
+    }
+    Ok(file)
+}
+
+/// A server's manifest, checked and ready to write.
+struct Planned {
+    dir: PathBuf,
+    file: PathBuf,
+    bytes: Vec<u8>,
+}
+
+/// What [`add`] would write for `server`, or why it would refuse: the checks without the
+/// writing (`butler mcp import --dry-run`).
+///
+/// # Errors
+/// As [`add`], but for I/O while writing.
+pub fn check(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerError> {
+    plan(instance, server).map(|planned| planned.file)
+}
+
+fn plan(instance: &Instance, server: &NewServer) -> Result<Planned, ServerError> {
     if !is_name(&server.name) {
         return Err(ServerError::Invalid(vec![format!(
             "`{}` is not a server name: lower-case letters, digits and `-`, starting with a letter, at most {MAX_NAME} (it names the server's tools: `NAME__tool`, with `-` as `_`)",
@@ -138,8 +171,7 @@ pub fn add(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerErr
     }
     let dir = folder(instance, &server.name);
     let file = dir.join(MANIFEST_FILE);
-    let manifest = manifest(server);
-    let mut bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| io(&file)(std::io::Error::other(e)))?;
+    let mut bytes = serde_json::to_vec_pretty(&manifest(server)).map_err(|e| io(&file)(std::io::Error::other(e)))?;
     bytes.push(b'\n');
     let shown = format!("{FOLDER}/{}/{MANIFEST_FILE}", server.name);
     let (_, diagnostics) = butler_catalog::scan::check_manifest_bytes(&bytes, &dir, &shown);
@@ -152,21 +184,48 @@ pub fn add(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerErr
         return Err(ServerError::Invalid(problems));
     }
     match std::fs::symlink_metadata(&dir) {
-        Ok(_) => return Err(ServerError::Exists { name: server.name.clone(), path: dir }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(&dir)(e)),
+        Ok(_) => Err(ServerError::Exists { name: server.name.clone(), path: dir }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Planned { dir, file, bytes }),
+        Err(e) => Err(io(&dir)(e)),
     }
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let secret = match &server.reach {
-        Reach::Stdio { env, .. } => !env.is_empty(),
-        Reach::Http { headers, .. } => !headers.is_empty(),
-    };
-    let written = if secret { write_private(&file, &bytes) } else { write_atomic(&file, &bytes) };
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir(&dir);
-        return Err(io(&file)(e));
-    }
-    Ok(file)
+}
+
+/// What importing one of a client's servers came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// Added as this server, its manifest at this path (in a dry run: it would be).
+    Added(String, PathBuf),
+    /// Left out: why.
+    Skipped(String),
+}
+
+/// Adds each of a client's `entries` ([`client_config::read`]) as [`add`] would, in order —
+/// with `dry_run`, checks each and writes nothing. A server name taken already, or by an
+/// earlier entry, skips the entry: importing the same file again adds only what is new.
+#[must_use]
+pub fn import(instance: &Instance, entries: &[client_config::Entry], dry_run: bool) -> Vec<Imported> {
+    let mut taken: Vec<&str> = Vec::new();
+    entries
+        .iter()
+        .map(|entry| {
+            let server = match &entry.outcome {
+                Ok(server) => server,
+                Err(skipped) => return Imported::Skipped(skipped.to_string()),
+            };
+            if taken.contains(&server.name.as_str()) {
+                return Imported::Skipped(format!("an earlier server of the file is named `{}` here", server.name));
+            }
+            taken.push(&server.name);
+            let done = if dry_run { check(instance, server) } else { add(instance, server) };
+            match done {
+                Ok(file) => Imported::Added(server.name.clone(), file),
+                Err(ServerError::Exists { .. }) => {
+                    Imported::Skipped(format!("a server `{}` is already there ({FOLDER}/{})", server.name, server.name))
+                }
+                Err(e) => Imported::Skipped(e.to_string().replace('\n', "; ")),
+            }
+        })
+        .collect()
 }
 
 /// Takes server `name` away from `instance`: its manifest and its folder, when the folder
@@ -217,12 +276,13 @@ fn is_name(name: &str) -> bool {
 /// `K=V` (or `K: V`) split into its name and value, both trimmed.
 ///
 /// # Errors
-/// What is wrong, when there is no `=` or `:` or no name before it.
-pub fn pair(text: &str) -> Result<(String, String), String> {
-    let at = text.find(['=', ':']).ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+/// [`ServerError::Invalid`] when there is no `=` or `:`, or no name before it.
+pub fn pair(text: &str) -> Result<(String, String), ServerError> {
+    let invalid = |why: String| ServerError::Invalid(vec![why]);
+    let at = text.find(['=', ':']).ok_or_else(|| invalid(format!("`{text}` is not NAME=VALUE")))?;
     let (name, value) = (text[..at].trim(), text[at + 1..].trim());
     if name.is_empty() {
-        return Err(format!("`{text}` has no name before its `{}`", &text[at..=at]));
+        return Err(invalid(format!("`{text}` has no name before its `{}`", &text[at..=at])));
     }
     Ok((name.to_owned(), value.to_owned()))
 }

@@ -23,7 +23,11 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
     assert!(out.contains("added `remote-one`") && out.contains("remote_one__<tool>"), "{out}");
     let python = tools().join("mcp-venv/bin/python").display().to_string();
     let script = root().join("tests/providers/conformance_server.py").display().to_string();
-    let (code, out) = cli(&butler, &["mcp", "add", "local", "--env", "CONF_MARK=1", "--", &python, &script]);
+    let (code, out) = cli(&butler, &["mcp", "add", "local", "--", &python, &script]);
+    assert_eq!(code, 0, "{out}");
+    // An environment value takes the host's environment too.
+    let fake = root().join("tests/providers/fake_mcp.py").display().to_string();
+    let (code, out) = cli(&butler, &["mcp", "add", "fake", "--env", "MARK=${ADDED_TOKEN}-x", "--", &python, &fake]);
     assert_eq!(code, 0, "{out}");
 
     // New providers' tools are held on a fresh instance until the owner approves them; a
@@ -31,9 +35,9 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
     wait_until(LIMIT, "both added servers' tools held for review", || {
         let _ = ask(&butler, "/mcp", &request(1, "tools/list", json!({})));
         let (_, held) = cli(&butler, &["mcp", "held"]);
-        held.contains("remote_one__whoami") && held.contains("local__test_simple_text")
+        held.contains("remote_one__whoami") && held.contains("local__test_simple_text") && held.contains("fake__env")
     });
-    for id in ["remote-one", "local"] {
+    for id in ["remote-one", "local", "fake"] {
         let (code, out) = cli(&butler, &["mcp", "approve", id, "--all"]);
         assert_eq!(code, 0, "{out}");
     }
@@ -44,6 +48,7 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
         call_text(&butler, "local__test_simple_text", json!({})),
         Ok("This is a simple text response for testing.".to_owned())
     );
+    assert_eq!(call_text(&butler, "fake__env", json!({"name": "MARK"})), Ok(format!("{token}-x")));
     let (_, status) = butler.get_json("/mcp/status");
     assert!(!status.to_string().contains(token), "the token is not in the status");
     let manifest = std::fs::read_to_string(butler.workdir.join("tools/remote-one/butler.json")).expect("manifest");
@@ -69,4 +74,50 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
     let (code, out) = cli(&butler, &["mcp", "remove", "local"]);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("no MCP server `local`"), "{out}");
+}
+
+#[test]
+fn a_clients_servers_are_imported_live_and_the_client_is_told_its_one_entry() {
+    let remote = RemoteServer::start(&[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let butler = Butler::start(&dir.path().join("instance"));
+    let python = tools().join("mcp-venv/bin/python").display().to_string();
+    let script = root().join("tests/providers/conformance_server.py").display().to_string();
+    // A Cursor-style file, with a comment and a trailing comma as editors leave them.
+    let config = dir.path().join("mcp.json");
+    let text = format!(
+        "{{\n  // mine\n  \"mcpServers\": {{\n    \"Remote One\": {{\"url\": \"{}\"}},\n    \"conf\": {{\"command\": \"{python}\", \"args\": [\"{script}\"]}},\n    \"asks\": {{\"type\": \"http\", \"url\": \"https://x.example/mcp\", \"headers\": {{\"A\": \"${{input:key}}\"}}}},\n  }},\n}}\n",
+        remote.url
+    );
+    std::fs::write(&config, &text).expect("config");
+    let file = config.to_str().expect("utf8");
+
+    let (code, out) = cli(&butler, &["mcp", "import", file, "--dry-run"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("would add `remote-one`") && out.contains("skipped \"asks\""), "{out}");
+    assert!(!butler.workdir.join("tools/remote-one").exists(), "a dry run writes nothing");
+
+    let (code, out) = cli(&butler, &["mcp", "import", file]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2 of 3 servers added"), "{out}");
+    let entry = format!("\"url\": \"{}/myspace-butler/api/mcp\"", butler.origin);
+    assert!(out.contains(&entry), "the hub's own URL for the client to keep: {out}");
+    assert_eq!(std::fs::read_to_string(&config).expect("config"), text, "the client's file is left as it was");
+
+    wait_until(LIMIT, "the imported servers' tools held for review", || {
+        let _ = ask(&butler, "/mcp", &request(1, "tools/list", json!({})));
+        let (_, held) = cli(&butler, &["mcp", "held"]);
+        held.contains("remote_one__echo") && held.contains("conf__test_simple_text")
+    });
+    for id in ["remote-one", "conf"] {
+        assert_eq!(cli(&butler, &["mcp", "approve", id, "--all"]).0, 0);
+    }
+    assert_eq!(call_text(&butler, "remote_one__echo", json!({"text": "imported"})), Ok("imported".to_owned()));
+    assert_eq!(
+        call_text(&butler, "conf__test_simple_text", json!({})),
+        Ok("This is a simple text response for testing.".to_owned())
+    );
+    let (code, out) = cli(&butler, &["mcp", "import", file]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 of 3 servers added") && out.contains("already there"), "imported once: {out}");
 }

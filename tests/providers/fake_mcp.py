@@ -1,7 +1,7 @@
 """A small stdio MCP provider that misbehaves on request, for the hub's tests.
 
 Tools: echo, crash (exits at once), hang (never answers; records the cancellation it gets),
-progress (sends `steps` progress notifications, 3 unless told, `pause` seconds apart, before answering when given a token, and says whether it was), env (its environment's names),
+progress (sends `steps` progress notifications, 3 unless told, `pause` seconds apart, before answering when given a token, and says whether it was), env (its environment's names, or with `name` that variable's value),
 deaf (stops reading its stdin for good, answering nothing: the pipe fills),
 plus two tools whose names cannot be public ("bad name!" and one too long). Every start
 and every cancellation is appended to the file named by $FAKE_MCP_LOG.
@@ -69,7 +69,10 @@ def call(id, params):
             time.sleep(float(args.get("pause", 0)))
         result(id, text("done" if token is not None else "done, no token given"))
     elif name == "env":
-        result(id, text(json.dumps(sorted(os.environ.keys()))))
+        if "name" in args:
+            result(id, text(os.environ.get(args["name"], "")))
+        else:
+            result(id, text(json.dumps(sorted(os.environ.keys()))))
     elif name == "deaf":
         log("deaf %s" % id)
         time.sleep(3600)

@@ -134,11 +134,17 @@ impl ProviderSpec {
     #[must_use]
     pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
         let mcp = extension.manifest.mcp.as_ref()?;
-        let Some(url) = mcp.remote_url() else { return Some(Self::of_mcp(extension.id(), mcp, &extension.dir, host)) };
-        // Expanded from the host's environment (as a capability package's are): never written anywhere.
+        // Headers and environment values take the host's environment (as a capability
+        // package's do), so a manifest need not hold a token; never written anywhere.
         let var = |name: &str| std::env::var(name).ok();
-        let headers =
-            mcp.headers.iter().map(|(k, v)| (k.clone(), butler_catalog::suzu::imports::expand(v, var))).collect();
+        let expand = |values: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            values.iter().map(|(k, v)| (k.clone(), butler_catalog::suzu::imports::expand(v, var))).collect()
+        };
+        let Some(url) = mcp.remote_url() else {
+            let mcp = butler_catalog::manifest::Mcp { env: expand(&mcp.env), ..mcp.clone() };
+            return Some(Self::of_mcp(extension.id(), &mcp, &extension.dir, host));
+        };
+        let headers = expand(&mcp.headers).into_iter().collect();
         let remote = Remote { url: url.to_owned(), headers };
         let timeout = Duration::from_secs(u64::from(mcp.timeout_sec));
         Some(Self::of_remote(extension.id(), &mcp.effective_namespace(extension.id()), remote, timeout))

@@ -5,7 +5,8 @@
 //! and `--endpoint` to keep to some entries); `butler mcp token add|list|revoke`: the tokens
 //! of the MCP profiles (no running host needed); `butler mcp held` and `butler mcp
 //! approve`: the quarantine of what providers give models to read; `butler mcp add|remove`:
-//! the servers the owner adds by name (no running host needed).
+//! the servers the owner adds by name, and `butler mcp import`: those another client has
+//! configured (no running host needed).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -140,6 +141,19 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Import the MCP servers another client has configured — Claude Desktop, Claude
+    /// Code, Cursor, VS Code, Windsurf — each as `butler mcp add` would, and print the one
+    /// entry the client should keep: the hub. The client's file is only read.
+    Import {
+        /// The client's config file: `claude_desktop_config.json`, `~/.claude.json` or
+        /// `.mcp.json`, `~/.cursor/mcp.json`, `.vscode/mcp.json`, `~/.codeium/windsurf/mcp_config.json`.
+        file: std::path::PathBuf,
+        /// Say what would be added and what skipped; add nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Remove an MCP server `butler mcp add` added (its folder `tools/NAME/`).
     Remove {
         /// Its name.
@@ -193,6 +207,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             add(&NewServer { name, reach, timeout_sec: timeout }, target)?;
         }
+        Command::Import { file, dry_run, target } => import(&file, dry_run, target)?,
         Command::Remove { name, target } => {
             let instance = open_instance(target)?;
             let removed = mcp_servers::remove(&instance, &name)?;
@@ -259,6 +274,46 @@ fn add(server: &NewServer, target: Target) -> anyhow::Result<()> {
             mcp_servers::FOLDER
         );
     }
+    Ok(())
+}
+
+/// Imports the servers of a client's config `file` (or, `dry_run`, says what it would),
+/// then prints the entry the client should keep instead of them.
+fn import(file: &std::path::Path, dry_run: bool, target: Target) -> anyhow::Result<()> {
+    use mcp_servers::Imported;
+    let instance = open_instance(target)?;
+    let (client, entries) = mcp_servers::client_config::read(file)?;
+    let outcomes = mcp_servers::import(&instance, &entries, dry_run);
+    let verb = if dry_run { "would add" } else { "added" };
+    for (entry, outcome) in entries.iter().zip(&outcomes) {
+        match outcome {
+            Imported::Added(name, _) => {
+                let how = match entry.outcome.as_ref().map(|s| &s.reach) {
+                    Ok(Reach::Http { url, .. }) => butler_mcp::upstream::shown_url(url),
+                    Ok(Reach::Stdio { command, .. }) => command.join(" "),
+                    Err(_) => String::new(),
+                };
+                outln!("{verb} `{name}` ({how}) from \"{}\"", entry.name);
+            }
+            Imported::Skipped(why) => outln!("skipped \"{}\": {why}", entry.name),
+        }
+    }
+    let added = outcomes.iter().filter(|o| matches!(o, Imported::Added(..))).count();
+    outln!(
+        "{added} of {} servers {}",
+        entries.len(),
+        if dry_run { "would be added (nothing was written)" } else { "added" }
+    );
+    let token_only = instance.config.mcp.auth == butler_host::instance::config::AuthMode::Token;
+    // The running host's address, else the one `butler serve` takes by default.
+    let origin = butler_host::instance::HostFile::read(&instance.state_dir())
+        .map_or_else(|_| format!("http://127.0.0.1:{}", butler_host::http::DEFAULT_PORT), |info| info.url);
+    let url = format!("{origin}{}/mcp", butler_host::http::API_PREFIX);
+    let program = std::env::current_exe().map_or_else(|_| "butler".to_owned(), |p| p.display().to_string());
+    outln!(
+        "\nThe client keeps one entry, the hub (this file is left as it is — replace its servers with this):\n{:#}",
+        client.hub_entry(&url, &program, token_only)
+    );
     Ok(())
 }
 

@@ -113,8 +113,39 @@ fn remove_takes_away_what_add_wrote_and_leaves_anything_else_to_the_owner() {
 
 #[test]
 fn pairs_split_at_the_first_equals_or_colon() {
-    assert_eq!(pair("Authorization: Bearer a=b"), Ok(("Authorization".into(), "Bearer a=b".into())));
-    assert_eq!(pair("PATH=/a:/b"), Ok(("PATH".into(), "/a:/b".into())));
+    assert_eq!(pair("Authorization: Bearer a=b").ok(), Some(("Authorization".into(), "Bearer a=b".into())));
+    assert_eq!(pair("PATH=/a:/b").ok(), Some(("PATH".into(), "/a:/b".into())));
     assert!(pair("novalue").is_err());
     assert!(pair("=v").is_err());
+}
+
+#[test]
+fn an_import_adds_what_maps_skips_the_rest_and_adds_nothing_twice() {
+    let (dir, instance) = instance();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {
+        "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        "Time": {"command": "uvx", "args": ["other"]},
+        "remote": {"url": "https://mcp.example.com/mcp"},
+        "plain": {"url": "http://example.com/mcp"},
+        "ws": {"type": "websocket", "url": "wss://x"},
+    }});
+    std::fs::write(&config, servers.to_string()).expect("config");
+    let (_, entries) = client_config::read(&config).expect("read");
+
+    let planned = import(&instance, &entries, true);
+    assert!(matches!(&planned[0], Imported::Added(name, _) if name == "time"), "{planned:?}");
+    assert!(matches!(&planned[1], Imported::Skipped(why) if why.contains("earlier server")), "{planned:?}");
+    assert!(matches!(&planned[3], Imported::Skipped(why) if why.contains("/mcp/url")), "{planned:?}");
+    assert!(!folder(&instance, "time").exists(), "a dry run writes nothing");
+
+    let done = import(&instance, &entries, false);
+    let added: Vec<&str> =
+        done.iter().filter_map(|i| if let Imported::Added(name, _) = i { Some(name.as_str()) } else { None }).collect();
+    assert_eq!(added, ["time", "remote"]);
+    assert!(scanned(&instance).extensions.iter().any(|e| e.id() == "remote"));
+    let again = import(&instance, &entries, false);
+    assert!(again.iter().all(|i| matches!(i, Imported::Skipped(_))), "nothing twice: {again:?}");
+    assert!(matches!(&again[0], Imported::Skipped(why) if why.contains("already there")), "{again:?}");
+    assert_eq!(std::fs::read_to_string(&config).expect("kept"), servers.to_string(), "the client's file is untouched");
 }
