@@ -30,6 +30,7 @@ use crate::catalog::{Rescan, rescan_channel, spawn_loader_with};
 use crate::chatos_backends::Backends;
 use crate::collector::Collector;
 use crate::http::{self, API_PREFIX, AppState, GateConfig, Services};
+use crate::instance::live::{Applied, LiveConfig};
 use crate::instance::{Instance, owner};
 use crate::packages::UiApps;
 use crate::pipeline::{PipelineRouter, observations};
@@ -106,14 +107,14 @@ impl Host {
         let turns = Arc::clone(&collector) as Arc<dyn crate::hub_tools::TurnSink>;
         let host_tools = Arc::new(crate::hub_tools::FacultyTools::new(Arc::clone(&faculties), Some(turns)));
         let profiles = instance.config.mcp.checked_profiles()?;
+        let config = LiveConfig::new(
+            &instance.root.join(crate::catalog::scan::MANIFEST_FILE),
+            Applied { config: instance.config.clone(), profiles },
+        );
         let settings = butler_mcp::Settings {
-            provider_idle: Duration::from_secs(instance.config.mcp.idle_sec),
-            session_idle: Duration::from_secs(instance.config.mcp.session_idle_sec),
-            quarantine: instance.config.mcp.quarantine,
-            legacy_providers: instance.config.mcp.legacy_providers.clone(),
-            log_payloads: instance.config.mcp.log_payloads,
             io: hub_io,
             dialer: Some(Arc::new(crate::upstream::HttpDialer::new().refusing(listening))),
+            ..hub_settings(&instance.config.mcp)
         };
         let mcp = Hub::new(instance.host_env(&host_url), host_tools, &state_dir, settings);
         mcp.relay_faculty_changes();
@@ -162,7 +163,7 @@ impl Host {
             pipeline,
             supervisor,
             mcp,
-            profiles: Arc::new(profiles),
+            config: Arc::clone(&config),
             tokens: Arc::new(crate::instance::tokens::Tokens::new(&state_dir)),
             owner_token: owner_token.into(),
             console_sessions: Arc::new(http::console_session::ConsoleSessions::load(&state_dir)),
@@ -174,9 +175,10 @@ impl Host {
             delegations,
             origin: host_url.into(),
             gate: GateConfig { port: listening.port() },
-            auth: instance.config.mcp.auth,
             started,
         });
+        config.watch();
+        follow_config(&config, &state);
         Ok(Self { state })
     }
 
@@ -244,4 +246,32 @@ pub fn faculties(
     // The constructor called `dispatch`, which sent the router before returning.
     let pipeline = router.try_recv().map_err(|_| wasmtime::Error::msg("the faculty runtime built no router"))?;
     Ok((runtime, pipeline))
+}
+
+/// The hub's settings in the root config's `mcp` (what the host gives it besides: none).
+fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Settings {
+    butler_mcp::Settings {
+        provider_idle: Duration::from_secs(mcp.idle_sec),
+        session_idle: Duration::from_secs(mcp.session_idle_sec),
+        quarantine: mcp.quarantine,
+        legacy_providers: mcp.legacy_providers.clone(),
+        log_payloads: mcp.log_payloads,
+        ..butler_mcp::Settings::default()
+    }
+}
+
+/// Applies each root config that comes into force to the parts that take it live: the hub
+/// (and its providers settled again when their pins changed). The HTTP handlers read the
+/// profiles and `mcp.auth` from the config in force on each request.
+fn follow_config(config: &LiveConfig, state: &AppState) {
+    let mut changes = config.subscribe();
+    let (hub, catalog) = (Arc::clone(&state.mcp), state.catalog.clone());
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let applied = changes.borrow_and_update().clone();
+            if hub.retune(&hub_settings(&applied.config.mcp)) {
+                hub.reconcile(&catalog.current()).await;
+            }
+        }
+    });
 }

@@ -19,6 +19,7 @@ mod gate;
 mod knowledge_loop;
 mod layers;
 mod lifecycle;
+mod live_config;
 mod mcp;
 mod mcp_add;
 mod mcp_capability_sets;

@@ -528,3 +528,31 @@ async fn reading_the_quarantine_queue_starts_no_provider() {
     assert_eq!(held, PUBLIC_TOOLS, "the queue shows what the list found");
     hub.shutdown().await;
 }
+
+/// The quarantine turned on and off while the hub runs (a root config edit): the tools a
+/// client sees follow at once, and the pins to the 2025 handshake ask for a reconcile only
+/// when they change.
+#[tokio::test]
+async fn the_quarantine_and_the_pins_are_retuned_while_the_hub_runs() {
+    use_real_keeper();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = dir.path();
+    write_providers(r, &[("alpha", None)]);
+    let hub = hub_with(r, &scan(r, None), butler_mcp::Settings::default()).await;
+    assert_eq!(tool_names(&hub).await.len(), PUBLIC_TOOLS.len(), "no quarantine: alpha's tools are listed");
+
+    let on = butler_mcp::Settings { quarantine: true, ..butler_mcp::Settings::default() };
+    assert!(!hub.retune(&on), "the pins did not change");
+    assert!(hub.quarantine().enabled);
+    assert!(tool_names(&hub).await.is_empty(), "held from now on");
+
+    let pinned = butler_mcp::Settings {
+        legacy_providers: ["alpha".to_owned()].into_iter().collect(),
+        ..butler_mcp::Settings::default()
+    };
+    assert!(hub.retune(&pinned), "a changed pin asks for a reconcile");
+    assert!(!hub.quarantine().enabled);
+    assert_eq!(tool_names(&hub).await.len(), PUBLIC_TOOLS.len(), "off again: listed again");
+    assert!(!hub.retune(&pinned), "the same pins again: nothing to settle");
+    hub.shutdown().await;
+}

@@ -69,6 +69,7 @@ pub use review::HeldItem;
 use butler_catalog::names;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -85,6 +86,14 @@ pub use upcall::Asker;
 pub use view::{Profile, ProfileSpec, Prompts, View};
 
 pub use sessions::{MAX_SESSIONS, Session, SessionStream};
+
+/// The approved definitions' file, in the hub's cache folder.
+const PINS_FILE: &str = "pins.json";
+
+/// `duration` in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// How the hub is set up (the root config's `mcp`).
 #[derive(Debug, Clone)]
@@ -285,18 +294,18 @@ pub struct Hub {
     listening: subscriptions::Listeners,
     /// Reconciles one at a time; `true` once shut down (a late snapshot starts nothing).
     reconciling: tokio::sync::Mutex<bool>,
-    /// A provider that ran this long without a call is stopped (`mcp.idleSec`).
-    idle: Duration,
+    /// A provider that ran this long without a call is stopped (`mcp.idleSec`), in ms.
+    idle_ms: AtomicU64,
     /// Every request answered.
     activity: activity::ActivityLog,
     /// The approved definitions, when `mcp.quarantine` is on.
-    pins: Option<quarantine::Pins>,
+    pins: Mutex<Option<Arc<quarantine::Pins>>>,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
-    legacy_providers: std::collections::BTreeSet<String>,
+    legacy_providers: Mutex<std::collections::BTreeSet<String>>,
     /// Those of them that named no provider when last reconciled (`None`: not yet).
     unmatched_pins: Mutex<Option<std::collections::BTreeSet<String>>>,
     /// [`Settings::log_payloads`].
-    log_payloads: bool,
+    log_payloads: AtomicBool,
     /// Where providers are started ([`Settings::io`], [`Settings::dialer`]).
     io: provider::Io,
     /// The packages ([`Hub::set_packages`]) and the profiles they bring
@@ -373,12 +382,14 @@ impl Hub {
             upcalls: upcalls::Upcalls::default(),
             listening: subscriptions::Listeners::default(),
             reconciling: tokio::sync::Mutex::new(false),
-            idle: settings.provider_idle,
+            idle_ms: AtomicU64::new(millis(settings.provider_idle)),
             activity: activity::ActivityLog::open(state_dir.join("logs").join("mcp-activity.jsonl")),
-            pins: settings.quarantine.then(|| quarantine::Pins::open(state_dir.join("mcp").join("pins.json"))),
-            legacy_providers: settings.legacy_providers,
+            pins: Mutex::new(
+                settings.quarantine.then(|| Arc::new(quarantine::Pins::open(state_dir.join("mcp").join(PINS_FILE)))),
+            ),
+            legacy_providers: Mutex::new(settings.legacy_providers),
             unmatched_pins: Mutex::new(None),
-            log_payloads: settings.log_payloads,
+            log_payloads: AtomicBool::new(settings.log_payloads),
             io: provider::Io {
                 runtime: settings.io.unwrap_or_else(tokio::runtime::Handle::current),
                 dialer: settings.dialer,
@@ -450,7 +461,44 @@ impl Hub {
     /// Whether the activity log keeps requests' params and answers ([`Settings::log_payloads`]).
     #[must_use]
     pub fn log_payloads(&self) -> bool {
-        self.log_payloads
+        self.log_payloads.load(Ordering::Relaxed)
+    }
+
+    /// The approved definitions, when the quarantine is on.
+    pub(crate) fn pins(&self) -> Option<Arc<quarantine::Pins>> {
+        lock(&self.pins).clone()
+    }
+
+    /// A provider that ran this long without a call is stopped.
+    fn provider_idle(&self) -> Duration {
+        Duration::from_millis(self.idle_ms.load(Ordering::Relaxed))
+    }
+
+    /// Takes the settings the owner may change while the hub runs — idle times, the
+    /// quarantine, the pins to the 2025 handshake, payload logging — from `settings` (its
+    /// `io` and `dialer` are the hub's for good). Clients are told the lists changed when
+    /// the quarantine was turned on or off; providers whose pin changed are settled again
+    /// with the next [`Self::reconcile`]. Whether the pins changed (so a reconcile is due).
+    pub fn retune(&self, settings: &Settings) -> bool {
+        self.idle_ms.store(millis(settings.provider_idle), Ordering::Relaxed);
+        self.sessions.set_idle(settings.session_idle);
+        self.log_payloads.store(settings.log_payloads, Ordering::Relaxed);
+        let toggled = {
+            let mut pins = lock(&self.pins);
+            let toggled = pins.is_some() != settings.quarantine;
+            if toggled {
+                *pins = settings.quarantine.then(|| Arc::new(quarantine::Pins::open(self.cache_dir.join(PINS_FILE))));
+            }
+            toggled
+        };
+        if toggled {
+            self.registry.bump();
+            let _ = self.changed.send(Changed::ALL);
+        }
+        let mut legacy = lock(&self.legacy_providers);
+        let repinned = *legacy != settings.legacy_providers;
+        legacy.clone_from(&settings.legacy_providers);
+        repinned
     }
 
     /// Says which lists clients see may have changed, whenever they may have.
@@ -491,8 +539,9 @@ impl Hub {
             Some(spec)
         }));
         // Every kind of provider is pinned the same way, by its id.
+        let legacy = lock(&self.legacy_providers).clone();
         for spec in &mut specs {
-            spec.probe = !self.legacy_providers.contains(&spec.id);
+            spec.probe = !legacy.contains(&spec.id);
         }
         self.warn_of_unmatched_pins(&specs);
         let changed = self.registry.settle(specs, |spec| {
@@ -515,7 +564,7 @@ impl Hub {
     /// rescan that changed them.
     fn warn_of_unmatched_pins(&self, specs: &[ProviderSpec]) {
         let unmatched: std::collections::BTreeSet<String> =
-            self.legacy_providers.iter().filter(|id| !specs.iter().any(|s| s.id == **id)).cloned().collect();
+            lock(&self.legacy_providers).iter().filter(|id| !specs.iter().any(|s| s.id == **id)).cloned().collect();
         let mut warned = lock(&self.unmatched_pins);
         if warned.as_ref() == Some(&unmatched) {
             return;
@@ -620,10 +669,10 @@ impl Hub {
     /// idle time without a call; it starts again on the next one.
     pub fn stop_idle_providers(self: &Arc<Self>) {
         let watcher = Arc::downgrade(self);
-        let every = (self.idle / 2).clamp(Duration::from_millis(200), Duration::from_secs(30));
         tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
+            // The idle time may change while the hub runs: each round reads it anew.
+            while let Some(every) = watcher.upgrade().map(|hub| hub.provider_idle() / 2) {
+                tokio::time::sleep(every.clamp(Duration::from_millis(200), Duration::from_secs(30))).await;
                 let Some(hub) = watcher.upgrade() else { break };
                 hub.drop_expired_parked();
                 let expired = hub.sessions.expire();
@@ -634,7 +683,7 @@ impl Hub {
                     );
                 }
                 for provider in hub.providers() {
-                    provider.stop_if_idle(hub.idle).await;
+                    provider.stop_if_idle(hub.provider_idle()).await;
                 }
             }
         });

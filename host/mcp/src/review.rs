@@ -47,7 +47,7 @@ pub type Chosen = (Kind, String, Option<String>);
 impl Hub {
     /// Whether provider `id`'s item `definition` of `kind` is held.
     pub(crate) fn is_held(&self, id: &str, kind: Kind, definition: &Value) -> bool {
-        self.pins.as_ref().is_some_and(|pins| pins.held(id, kind, &kind.key_of(definition), definition).is_some())
+        self.pins().is_some_and(|pins| pins.held(id, kind, &kind.key_of(definition), definition).is_some())
     }
 
     /// `provider`'s resource templates the quarantine lets through.
@@ -61,7 +61,7 @@ impl Hub {
     /// what it would show them by (`None`: every provider's, under their public names).
     #[must_use]
     pub fn held_items(&self, view: Option<&View>) -> Vec<HeldItem> {
-        let Some(pins) = &self.pins else { return Vec::new() };
+        let Some(pins) = self.pins() else { return Vec::new() };
         let mut held = Vec::new();
         for provider in self.providers() {
             let spec = &provider.spec;
@@ -112,7 +112,7 @@ impl Hub {
     /// The error a request for the held item `view` shows as `public` (of `kind`) is
     /// refused with; `None` when no such item is held there.
     pub(crate) fn held_error(&self, view: &View, kind: Kind, public: &str) -> Option<RpcError> {
-        self.pins.as_ref()?;
+        self.pins()?;
         let found = self.held_items(Some(view)).into_iter().find(|h| {
             h.kind == kind
                 && match kind {
@@ -143,11 +143,12 @@ impl Hub {
     /// cached). A read starts nothing: a provider that never listed holds nothing yet.
     #[must_use]
     pub fn quarantine(&self) -> QuarantineReport {
-        let trusted: Vec<String> = match &self.pins {
+        let pins = self.pins();
+        let trusted: Vec<String> = match &pins {
             Some(pins) => self.providers().iter().map(|p| p.spec.id.clone()).filter(|id| pins.trusted(id)).collect(),
             None => Vec::new(),
         };
-        QuarantineReport { enabled: self.pins.is_some(), held: self.held_items(None), trusted }
+        QuarantineReport { enabled: pins.is_some(), held: self.held_items(None), trusted }
     }
 
     /// The owner approves provider `id`'s held items — `items` (each by its kind and own
@@ -181,7 +182,7 @@ impl Hub {
         trust: Option<bool>,
         all: bool,
     ) -> Result<Value, ApprovalError> {
-        let pins = self.pins.as_ref().ok_or(ApprovalError::Off)?;
+        let pins = self.pins().ok_or(ApprovalError::Off)?;
         if !self.providers().iter().any(|p| p.spec.id == id) {
             return Err(ApprovalError::Unknown(id.to_owned()));
         }
@@ -218,9 +219,6 @@ impl Hub {
     /// owner's review and how to release them — so that an owner who just added a server
     /// learns in the terminal why its tools do not show (from now on, while the hub lives).
     pub fn report_held(self: &Arc<Self>) {
-        if self.pins.is_none() {
-            return;
-        }
         let mut changes = self.changes();
         let watcher = Arc::downgrade(self);
         tokio::spawn(async move {

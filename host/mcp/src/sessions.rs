@@ -4,6 +4,7 @@
 //! stream open ends. A 2026-07-28 client has no session (each request says what it needs).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -66,8 +67,8 @@ impl Open {
 /// The hub's open MCP sessions, each ended once idle past `idle` with no stream open.
 pub(crate) struct Sessions {
     open: Mutex<Open>,
-    /// How long a session without a request or an open stream lives.
-    idle: Duration,
+    /// How long a session without a request or an open stream lives, in ms.
+    idle_ms: AtomicU64,
 }
 
 /// A session's notification stream, while it is open: the session does not expire.
@@ -90,19 +91,24 @@ impl Drop for SessionStream {
 impl Sessions {
     /// No sessions yet; one idle longer than `idle` ends.
     pub(crate) fn new(idle: Duration) -> Arc<Self> {
-        Arc::new(Self { open: Mutex::new(Open::default()), idle })
+        Arc::new(Self { open: Mutex::new(Open::default()), idle_ms: AtomicU64::new(crate::millis(idle)) })
     }
 
     /// How long a session may be idle.
     pub(crate) fn idle(&self) -> Duration {
-        self.idle
+        Duration::from_millis(self.idle_ms.load(Ordering::Relaxed))
+    }
+
+    /// From now on, a session idle longer than `idle` ends.
+    pub(crate) fn set_idle(&self, idle: Duration) {
+        self.idle_ms.store(crate::millis(idle), Ordering::Relaxed);
     }
 
     /// Opens a session with `id` (ending the idle ones, and the oldest when
     /// [`MAX_SESSIONS`] are open).
     pub(crate) fn open(&self, id: String, session: Session) {
         let mut open = lock(&self.open);
-        open.expire(self.idle);
+        open.expire(self.idle());
         if open.order.len() >= MAX_SESSIONS
             && let Some(oldest) = open.order.front().cloned()
         {
@@ -117,7 +123,7 @@ impl Sessions {
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
         let mut open = lock(&self.open);
         let seen = open.seen.get_mut(id)?;
-        if seen.1 == 0 && seen.0.elapsed() >= self.idle {
+        if seen.1 == 0 && seen.0.elapsed() >= self.idle() {
             open.forget(id);
             return None;
         }
@@ -159,7 +165,7 @@ impl Sessions {
 
     /// Ends the sessions idle past their time with no stream open; how many.
     pub(crate) fn expire(&self) -> usize {
-        lock(&self.open).expire(self.idle)
+        lock(&self.open).expire(self.idle())
     }
 
     /// How many are open.

@@ -436,7 +436,7 @@ impl Hub {
 
     /// The public URI of the held skill (of a provider `view` offers) that `uri` lies in.
     fn held_skill_at(&self, view: &View, uri: &str) -> Option<String> {
-        self.pins.as_ref()?;
+        self.pins()?;
         self.providers().into_iter().filter(|p| offers(view, &p.spec)).find_map(|provider| {
             provider.skills().into_iter().find_map(|entry| {
                 let original = entry.get("uri").and_then(Value::as_str)?;

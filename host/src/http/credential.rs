@@ -54,7 +54,9 @@ pub async fn require(State(state): State<AppState>, request: Request, next: Next
 #[must_use]
 pub fn refusal(state: &AppState, verified: bool, method: &Method, uri: &Uri, headers: &HeaderMap) -> Option<Response> {
     let path = uri.path();
-    if !needs_credential(state.auth, verified, path) || has_credential(state, method, uri, headers) {
+    if !needs_credential(state.config.current().config.mcp.auth, verified, path)
+        || has_credential(state, method, uri, headers)
+    {
         return None;
     }
     let refusal = ApiError::new(

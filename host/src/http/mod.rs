@@ -77,8 +77,9 @@ pub struct Services {
     pub supervisor: Arc<Supervisor>,
     /// The MCP hub.
     pub mcp: Arc<Hub>,
-    /// The MCP profiles the root config declares, by name.
-    pub profiles: Arc<std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>>,
+    /// The root config in force (its MCP profiles and `mcp.auth` are read from it on each
+    /// request: they change live).
+    pub config: Arc<crate::instance::live::LiveConfig>,
     /// The tokens made for them.
     pub tokens: Arc<crate::instance::tokens::Tokens>,
     /// The local owner token.
@@ -101,8 +102,6 @@ pub struct Services {
     pub origin: Arc<str>,
     /// What the gate checks (our port).
     pub gate: GateConfig,
-    /// Who must send a credential (`mcp.auth`).
-    pub auth: crate::instance::config::AuthMode,
     /// When the host started.
     pub started: Instant,
 }

@@ -17,7 +17,7 @@ use crate::json;
 use crate::validation::SchemaValidator;
 
 /// Root config files are small; refuse anything larger unread.
-const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 const INSTANCE_SCHEMA_TEXT: &str = include_str!("../../../spec/instance.schema.json");
 

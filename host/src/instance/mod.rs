@@ -6,6 +6,7 @@
 pub mod builtins;
 pub mod config;
 pub mod host_file;
+pub mod live;
 pub mod owner;
 pub mod skeleton;
 pub mod tokens;

@@ -176,7 +176,8 @@ impl Endpoint {
 /// declares no such profile; 401 with `WWW-Authenticate` when it requires a token and the
 /// request carries none made for it.
 fn profile_named(state: &AppState, name: &str, headers: &HeaderMap) -> Result<Endpoint, Box<Response>> {
-    let Some(profile) = state.profiles.get(name).cloned().or_else(|| state.mcp.package_profile(name)) else {
+    let Some(profile) = state.config.current().profiles.get(name).cloned().or_else(|| state.mcp.package_profile(name))
+    else {
         return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,

@@ -1,4 +1,5 @@
-//! `GET /catalog` (the public catalog with diagnostics) and extension icons.
+//! `GET /catalog` (the public catalog with diagnostics — the root config's first) and
+//! extension icons.
 
 use std::sync::Arc;
 
@@ -20,7 +21,9 @@ pub async fn catalog(State(state): State<AppState>) -> Response {
     let dropped = tokio::task::spawn_blocking(move || butler_catalog::scan::unjudged_components(&config, &judged))
         .await
         .unwrap_or_default();
-    let diagnostics: Vec<_> = snapshot.diagnostics.iter().cloned().chain(dropped).collect();
+    let root_config = state.config.diagnostics();
+    let diagnostics: Vec<_> =
+        root_config.into_iter().chain(snapshot.diagnostics.iter().cloned()).chain(dropped).collect();
     Json(PublicCatalog { diagnostics: &diagnostics, ..PublicCatalog::of(&snapshot) }).into_response()
 }
 

@@ -1,0 +1,244 @@
+//! The root config while the host runs: the file is looked at every [`POLL`], an edit that
+//! validates is published to whoever follows it ([`LiveConfig::subscribe`]), and an
+//! invalid one is kept out — the last good config stays in force, every problem is shown
+//! with its JSON pointer ([`LiveConfig::diagnostics`], part of `GET /catalog`) and the
+//! host's log gets one line. Fields the running host cannot take without a restart
+//! ([`RESTART_FIELDS`], and those not yet applied live) keep their running values and say
+//! so in the diagnostics until the host restarts or the edit is undone.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use butler_catalog::{Diagnostic, Severity};
+use serde_json::Value;
+
+use super::config::RootConfig;
+use crate::lock;
+use crate::validation::SchemaError;
+
+/// How often the file is looked at: an edit applies within twice this.
+pub const POLL: Duration = Duration::from_millis(500);
+
+/// Root config fields that truly need a restart: where the host keeps its state, what it
+/// scans, the folders its faculties are granted. Any other field not in [`LIVE_FIELDS`] is
+/// not applied live yet, and its diagnostic says so.
+pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "validityRoot"];
+
+/// Root config fields applied as soon as an edit validates.
+pub const LIVE_FIELDS: &[&str] = &["mcp"];
+
+/// The profiles a config declares, checked, by name.
+pub type Profiles = std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>;
+
+/// A root config in force: the document and what is derived from it once.
+#[derive(Debug)]
+pub struct Applied {
+    /// The config.
+    pub config: RootConfig,
+    /// Its `mcp.profiles`, checked.
+    pub profiles: Profiles,
+}
+
+impl Applied {
+    /// `config` with its profiles checked.
+    ///
+    /// # Errors
+    /// The profile problem, with its pointer.
+    pub fn of(config: RootConfig) -> Result<Self, SchemaError> {
+        let profiles = config
+            .mcp
+            .checked_profiles()
+            .map_err(|e| SchemaError { pointer: "/mcp/profiles".to_owned(), message: e.to_string() })?;
+        Ok(Self { config, profiles })
+    }
+}
+
+/// The root config of a running host, followed live.
+pub struct LiveConfig {
+    path: PathBuf,
+    /// The file as diagnostics name it (relative to the instance root).
+    shown: String,
+    current: tokio::sync::watch::Sender<Arc<Applied>>,
+    state: Mutex<Watch>,
+}
+
+struct Watch {
+    /// The file as last read: modified time and length (a change re-reads it).
+    seen: Option<(SystemTime, u64)>,
+    /// The text last read.
+    text: Option<Vec<u8>>,
+    /// What is wrong with the file now, or waits for a restart.
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl LiveConfig {
+    /// The config at `path`, `started` with (as read when the host started).
+    #[must_use]
+    pub fn new(path: &Path, started: Applied) -> Arc<Self> {
+        let seen = std::fs::metadata(path).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
+        let text = read_bounded(path);
+        Arc::new(Self {
+            path: path.to_owned(),
+            shown: path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            current: tokio::sync::watch::Sender::new(Arc::new(started)),
+            state: Mutex::new(Watch { seen, text, diagnostics: Vec::new() }),
+        })
+    }
+
+    /// The config in force.
+    #[must_use]
+    pub fn current(&self) -> Arc<Applied> {
+        self.current.borrow().clone()
+    }
+
+    /// Told of each config that comes into force.
+    #[must_use]
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Applied>> {
+        self.current.subscribe()
+    }
+
+    /// What is wrong with the file, or waits for a restart (empty when the file is what
+    /// runs).
+    #[must_use]
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        lock(&self.state).diagnostics.clone()
+    }
+
+    /// Looks at the file now: a changed file is read and, when valid, brought into force.
+    /// Whether a new config came into force. Reads the file: call it off the async
+    /// runtime's threads.
+    pub fn check(&self) -> bool {
+        let meta = std::fs::metadata(&self.path).ok();
+        let seen = meta.as_ref().and_then(|m| Some((m.modified().ok()?, m.len())));
+        if seen.is_some() && seen == lock(&self.state).seen {
+            return false;
+        }
+        let text = read_bounded(&self.path);
+        {
+            let mut state = lock(&self.state);
+            state.seen = seen;
+            if text == state.text {
+                return false;
+            }
+            state.text.clone_from(&text);
+        }
+        let judged = match text {
+            None => Err(vec![SchemaError {
+                pointer: String::new(),
+                message: format!(
+                    "the file cannot be read, or is larger than {} KiB",
+                    super::config::MAX_CONFIG_BYTES >> 10
+                ),
+            }]),
+            Some(text) => judge(&self.path, &text),
+        };
+        let running = self.current();
+        match judged {
+            Ok(next) => {
+                let waiting = waiting_fields(&running.config, &next);
+                let diagnostics = waiting
+                    .iter()
+                    .map(|field| {
+                        let message = if RESTART_FIELDS.contains(&field.as_str()) {
+                            "changed: the running host keeps its value until it restarts".to_owned()
+                        } else {
+                            "changed: applies when the host restarts (it is not yet applied live)".to_owned()
+                        };
+                        Diagnostic::single(self.shown.clone(), None, Severity::Warning, &format!("/{field}"), message)
+                    })
+                    .collect();
+                lock(&self.state).diagnostics = diagnostics;
+                let live = merged(&running.config, next);
+                match Applied::of(live) {
+                    Ok(applied) => {
+                        tracing::info!("root config: the edit is in force");
+                        self.current.send_replace(Arc::new(applied));
+                        true
+                    }
+                    Err(problem) => {
+                        self.refuse(vec![problem]);
+                        false
+                    }
+                }
+            }
+            Err(problems) => {
+                self.refuse(problems);
+                false
+            }
+        }
+    }
+
+    fn refuse(&self, problems: Vec<SchemaError>) {
+        tracing::warn!(
+            "root config: the edit is invalid ({} problems, first {}: {}); the last good config stays in force — see GET /catalog",
+            problems.len(),
+            problems.first().map_or("", |p| p.pointer.as_str()),
+            problems.first().map_or("", |p| p.message.as_str()),
+        );
+        lock(&self.state).diagnostics =
+            vec![Diagnostic { path: self.shown.clone(), id: None, severity: Severity::Error, errors: problems }];
+    }
+
+    /// Looks at the file every [`POLL`] for as long as the runtime runs.
+    pub fn watch(self: &Arc<Self>) {
+        let live = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(POLL);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                let Some(live) = live.upgrade() else { break };
+                if tokio::task::spawn_blocking(move || live.check()).await.is_err() {
+                    tracing::error!("root config: a check of the file panicked");
+                }
+            }
+        });
+    }
+}
+
+/// The file's bytes, at most the config's limit; `None` when it cannot be read or is larger.
+fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).ok()?;
+    file.take(super::config::MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= super::config::MAX_CONFIG_BYTES).then_some(bytes)
+}
+
+/// The file's text as a config, or every problem.
+fn judge(path: &Path, text: &[u8]) -> Result<RootConfig, Vec<SchemaError>> {
+    let value: Value = serde_json::from_slice(text)
+        .map_err(|e| vec![SchemaError { pointer: String::new(), message: format!("not JSON: {e}") }])?;
+    RootConfig::from_value(path, value).map_err(|e| match e {
+        super::InstanceError::InvalidConfig { errors, .. } => errors,
+        other => vec![SchemaError { pointer: String::new(), message: other.to_string() }],
+    })
+}
+
+/// The top-level fields of `next` that differ from `running` and are not applied live.
+fn waiting_fields(running: &RootConfig, next: &RootConfig) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = running.raw.keys().chain(next.raw.keys()).collect();
+    keys.into_iter()
+        .filter(|key| !LIVE_FIELDS.contains(&key.as_str()) && running.raw.get(*key) != next.raw.get(*key))
+        .cloned()
+        .collect()
+}
+
+/// `next` with every field not applied live kept as `running` has it.
+fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
+    let mut raw = running.raw.clone();
+    for field in LIVE_FIELDS {
+        match next.raw.get(*field) {
+            Some(value) => raw.insert((*field).to_owned(), value.clone()),
+            None => raw.remove(*field),
+        };
+    }
+    let mut live = running.clone();
+    live.mcp = next.mcp;
+    live.raw = raw;
+    live
+}
+
+#[cfg(test)]
+mod tests;
