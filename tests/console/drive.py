@@ -101,7 +101,8 @@ def owner_call(origin, token, action, args):
 def smoke(browser, origin, shots, args):
     """Every view loads without errors; screenshots of each, in both languages and at 360 px."""
     page = Page(browser, origin, shots)
-    views = ["review", "library", "tools", "services", "butler", "mcp", "mcp/activity", "packages", "diagnostics"]
+    views = ["review", "library", "tools", "services", "butler", "mcp", "mcp/activity", "packages", "diagnostics",
+             "settings"]
     for view in views:
         page.open(view)
         page.shot(view.replace("/", "-"))
@@ -900,9 +901,47 @@ def spent_link(browser, origin, shots, args):
     return {"errors": errors, **said}
 
 
+def settings(browser, origin, shots, args):
+    """The root config edited in the Settings view: an invalid edit shows each problem with
+    its pointer and cannot be saved, broken JSON says so, a valid edit is saved and in force."""
+    page = Page(browser, origin, shots)
+    page.open("settings")
+    editor = page.page.locator("#config-editor")
+    save = page.page.locator("button[data-action='save-config']")
+    expect(page.page.locator("#config-verdict .ok")).to_be_visible()
+    original = json.loads(editor.input_value())
+
+    def typed(document):
+        editor.fill(json.dumps(document, indent=2) if not isinstance(document, str) else document)
+
+    invalid = json.loads(json.dumps(original))
+    invalid.setdefault("mcp", {})["idleSec"] = "soon"
+    invalid["mcp"]["quarantine"] = "no"
+    typed(invalid)
+    expect(page.page.locator("#config-verdict .sev-error")).to_be_visible()
+    problems = page.page.locator("#config-verdict .problems li code").all_inner_texts()
+    invalid_disabled = save.is_disabled()
+    page.shot("settings-invalid")
+    typed('{ "mcp": ')
+    expect(page.page.locator("#config-verdict")).to_contain_text("not JSON")
+    broken_disabled = save.is_disabled()
+    valid = json.loads(json.dumps(original))
+    valid.setdefault("mcp", {})["quarantine"] = False
+    valid["stateDir"] = ".moved"
+    typed(valid)
+    expect(page.page.locator("#config-verdict .ok")).to_be_visible()
+    waiting = page.page.locator("#config-verdict .waiting code").all_inner_texts()
+    expect(save).to_be_enabled()
+    save.click()
+    expect(page.page.locator("#config-status")).to_have_text(re.compile("Saved"))
+    page.shot("settings-saved")
+    return {"errors": page.errors, "problems": problems, "invalidDisabled": invalid_disabled,
+            "brokenDisabled": broken_disabled, "waiting": waiting}
+
+
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
                                      activity, packages, plugins, confirmations, automations, sessions, headings,
-                                     waiting, quiet, language, spent_link)}
+                                     waiting, quiet, language, spent_link, settings)}
 
 
 def main():

@@ -1051,3 +1051,23 @@ fn a_spent_login_link_is_a_page_saying_how_to_get_a_new_one() {
         assert_error(status, &body, 403, "login_link_invalid");
     }
 }
+
+#[test]
+fn the_root_config_is_edited_in_the_settings_view_with_the_hosts_own_checks() {
+    let (butler, _dir) = Butler::start_fresh();
+    let result = drive(&butler, "settings", &json!({}));
+    assert_no_errors(&result);
+    let problems = result["problems"].as_array().cloned().unwrap_or_default();
+    for pointer in ["/mcp/idleSec", "/mcp/quarantine"] {
+        assert!(problems.contains(&json!(pointer)), "{pointer} shown: {result}");
+    }
+    assert_eq!((result["invalidDisabled"].clone(), result["brokenDisabled"].clone()), (json!(true), json!(true)));
+    assert_eq!(result["waiting"], json!(["stateDir"]), "{result}");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(butler.workdir.join("butler.json")).expect("config"))
+            .expect("JSON");
+    assert_eq!(saved["mcp"]["quarantine"], false, "{saved}");
+    let (_, quarantine) = butler.get_json("/mcp/quarantine");
+    assert_eq!(quarantine["enabled"], false, "in force at once");
+    assert!(!butler.workdir.join(".moved").exists(), "the state folder waits for a restart");
+}

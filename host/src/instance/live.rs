@@ -169,6 +169,47 @@ impl LiveConfig {
         }
     }
 
+    /// What bringing `document` into force would come to, judged as an edit of the file is
+    /// (the console's Settings view asks before it saves): every problem, and the changed
+    /// fields that would wait for a restart.
+    #[must_use]
+    pub fn judge(&self, document: &Value) -> Verdict {
+        let next = RootConfig::from_value(&self.path, document.clone()).map_err(problems_of);
+        match next {
+            Err(problems) => Verdict { problems, waiting: Vec::new() },
+            Ok(next) => {
+                let running = self.current();
+                let waiting = waiting_fields(&running.config, &next);
+                let problems = Applied::of(merged(&running.config, next)).err().into_iter().collect();
+                Verdict { problems, waiting }
+            }
+        }
+    }
+
+    /// Replaces the file with `document` when it would be valid, and brings it into force
+    /// at once (not at the next look); the verdict either way. Writes the file: call it off
+    /// the async runtime's threads.
+    ///
+    /// # Errors
+    /// Writing the file.
+    pub fn replace(&self, document: &Value) -> std::io::Result<Verdict> {
+        let verdict = self.judge(document);
+        if !verdict.problems.is_empty() {
+            return Ok(verdict);
+        }
+        let mut bytes = serde_json::to_vec_pretty(document).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        butler_catalog::files::write_atomic(&self.path, &bytes)?;
+        self.check();
+        Ok(verdict)
+    }
+
+    /// The document in the file now (`None` when it cannot be read as JSON).
+    #[must_use]
+    pub fn document(&self) -> Option<Value> {
+        serde_json::from_slice(&read_bounded(&self.path)?).ok()
+    }
+
     fn refuse(&self, problems: Vec<SchemaError>) {
         tracing::warn!(
             "root config: the edit is invalid ({} problems, first {}: {}); the last good config stays in force — see GET /catalog",
@@ -210,10 +251,23 @@ fn read_bounded(path: &Path) -> Option<Vec<u8>> {
 fn judge(path: &Path, text: &[u8]) -> Result<RootConfig, Vec<SchemaError>> {
     let value: Value = serde_json::from_slice(text)
         .map_err(|e| vec![SchemaError { pointer: String::new(), message: format!("not JSON: {e}") }])?;
-    RootConfig::from_value(path, value).map_err(|e| match e {
+    RootConfig::from_value(path, value).map_err(problems_of)
+}
+
+fn problems_of(error: super::InstanceError) -> Vec<SchemaError> {
+    match error {
         super::InstanceError::InvalidConfig { errors, .. } => errors,
         other => vec![SchemaError { pointer: String::new(), message: other.to_string() }],
-    })
+    }
+}
+
+/// What an edit would come to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Verdict {
+    /// Every problem, with its pointer (none: it is valid).
+    pub problems: Vec<SchemaError>,
+    /// The changed top-level fields that would keep their running value until a restart.
+    pub waiting: Vec<String>,
 }
 
 /// The top-level fields of `next` that differ from `running` and are not applied live.

@@ -19,6 +19,7 @@ mod hub;
 mod layout;
 pub mod login;
 mod pipeline;
+mod settings;
 mod supervise;
 mod turns;
 
@@ -83,6 +84,9 @@ pub fn operations() -> Vec<Operation> {
         op(M::POST, "/apps/{plugin}/{app}/backend/{method}", apps::call),
         op(M::GET, "/layout", layout::get_layout),
         op(M::PUT, "/layout", layout::put_layout),
+        op(M::GET, "/config", settings::get_config),
+        op(M::POST, "/config/check", settings::check_config),
+        op(M::PUT, "/config", settings::put_config),
         op(M::POST, "/delegations", agents::delegate),
         op(M::GET, "/runs", agents::list),
         op(M::GET, "/automations", automations::list),

@@ -11,6 +11,7 @@ import { boardView, openLog, openPanel } from './boards.js';
 import { butlerView, loggedOut } from './butler.js';
 import { diagnosticsView, mcpView } from './status.js';
 import { packagesView } from './packages.js';
+import { settingsView } from './settings.js';
 
 const VIEWS = {
   review: { key: 'nav_review', render: reviewView, watches: ['queue', 'mcp', 'runs'] },
@@ -21,6 +22,7 @@ const VIEWS = {
   mcp: { key: 'nav_mcp', render: mcpView, watches: ['catalog', 'mcp', 'mcpActivity'] },
   packages: { key: 'nav_packages', render: packagesView, watches: [] },
   diagnostics: { key: 'nav_diagnostics', render: diagnosticsView, watches: ['catalog'] },
+  settings: { key: 'nav_settings', render: settingsView, watches: [] },
 };
 
 /**

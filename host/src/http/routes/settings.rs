@@ -1,0 +1,83 @@
+//! `GET /config`, `POST /config/check`, `PUT /config`: the instance's root config as the
+//! console's Settings view edits it — checking and saving are the owner's alone (the seed:
+//! config editing only for trusted local callers), checked exactly as the running host checks an edit of the file
+//! (`instance::live`), written whole and brought into force at once.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::http::owner::Caller;
+use crate::http::{ApiError, ApiJson, AppState};
+use crate::instance::live::{LIVE_FIELDS, RESTART_FIELDS, Verdict};
+
+fn owner_only(caller: Caller) -> Result<(), ApiError> {
+    if caller.owner {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(
+        "owner_required",
+        "the root config is the owner's: the console's Settings view, or the file itself",
+    ))
+}
+
+/// The document in the file, what is wrong with it or waits for a restart, and which
+/// fields apply live and which always need a restart. Any caller the gate lets through may
+/// read it, as it may read the file (the console reads it with a plain `GET`, which
+/// carries no `Origin` for the owner gate); changing it is the owner's.
+pub async fn get_config(State(state): State<AppState>) -> Json<Value> {
+    let live = std::sync::Arc::clone(&state.config);
+    let document = tokio::task::spawn_blocking(move || live.document()).await.unwrap_or_default();
+    Json(json!({
+        "document": document,
+        "diagnostics": state.config.diagnostics(),
+        "liveFields": LIVE_FIELDS,
+        "restartFields": RESTART_FIELDS,
+    }))
+}
+
+/// What saving `document` would come to: every problem with its pointer, and the changed
+/// fields that would wait for a restart. Nothing is written.
+///
+/// # Errors
+/// 403 `owner_required`.
+pub async fn check_config(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(document): ApiJson<Value>,
+) -> Result<Json<Verdict>, ApiError> {
+    owner_only(caller)?;
+    Ok(Json(state.config.judge(&document)))
+}
+
+/// Replaces the root config with `document` and brings it into force; answers with the
+/// verdict (the fields that wait for a restart).
+///
+/// # Errors
+/// 403 `owner_required`; 400 `invalid_config` with every problem in `details.problems`
+/// (nothing is written); 500 `config_write_failed`.
+pub async fn put_config(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(document): ApiJson<Value>,
+) -> Result<Json<Verdict>, ApiError> {
+    owner_only(caller)?;
+    let live = std::sync::Arc::clone(&state.config);
+    let verdict = tokio::task::spawn_blocking(move || live.replace(&document))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "config_write_failed", e.to_string()))?
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "config_write_failed", e.to_string()))?;
+    if let Some(first) = verdict.problems.first() {
+        let at = if first.pointer.is_empty() { "(root)" } else { &first.pointer };
+        let more = match verdict.problems.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return Err(ApiError {
+            details: Some(Box::new(json!({"problems": verdict.problems}))),
+            ..ApiError::bad_request("invalid_config", format!("{at}: {}{more}; nothing was saved", first.message))
+        });
+    }
+    Ok(Json(verdict))
+}
