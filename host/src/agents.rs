@@ -139,14 +139,15 @@ pub struct Ended {
 /// Runs the owner's agent (`agent.command`) for delegations and automations, at most
 /// [`MAX_SESSIONS`] at a time, and keeps the sessions that are running.
 pub struct Agents {
-    command: Option<CommandLine>,
+    /// The agent program and what its sessions are told: the root config's `agent.command`
+    /// and `inject`, changed live ([`Self::retune`]); a session takes them as it starts.
+    settings: Mutex<(Option<CommandLine>, InjectConfig)>,
     host: HostEnv,
     /// The folder the agent runs in (the instance's root).
     workdir: PathBuf,
     logs: PathBuf,
     /// `http://ADDR:PORT/myspace-butler/api`.
     api_url: String,
-    inject: InjectConfig,
     hub: Arc<Hub>,
     running: Mutex<HashMap<String, Arc<AgentSession>>>,
     /// Set when the host stops: every session ends.
@@ -167,13 +168,20 @@ impl Agents {
     ) -> Self {
         let logs = state_dir.join("logs");
         let stopping = tokio::sync::watch::Sender::new(false);
-        Self { command, host, workdir, logs, api_url, inject, hub, running: Mutex::default(), stopping }
+        let settings = Mutex::new((command, inject));
+        Self { settings, host, workdir, logs, api_url, hub, running: Mutex::default(), stopping }
     }
 
     /// Whether an agent is configured.
     #[must_use]
     pub fn available(&self) -> bool {
-        self.command.is_some()
+        lock(&self.settings).0.is_some()
+    }
+
+    /// From the next session on, the agent is `command` (none: agents are unavailable) and
+    /// its sessions are told what `inject` says; running sessions go on as they started.
+    pub fn retune(&self, command: Option<CommandLine>, inject: InjectConfig) {
+        *lock(&self.settings) = (command, inject);
     }
 
     /// Ends every session (their processes stopped) and starts no more; waits for that at
@@ -203,7 +211,8 @@ impl Agents {
     }
 
     async fn run_as(&self, id: &str, task: Task) -> Result<Value, AgentError> {
-        let command = self.command.as_ref().ok_or(AgentError::Unavailable)?;
+        let (command, inject) = lock(&self.settings).clone();
+        let command = command.ok_or(AgentError::Unavailable)?;
         let mut stopping = self.stopping.subscribe();
         if *stopping.borrow_and_update() {
             return Err(AgentError::Stopping);
@@ -214,7 +223,7 @@ impl Agents {
         let _registered = self.register(&session)?;
         let log = Arc::new(Log::redacting(self.logs.join(format!("agent-{id}.log"))));
         log.note(format!("session {id} ({:?}: {}) starting", task.purpose, task.label));
-        let context = if self.inject.enabled { Some(self.context().await) } else { None };
+        let context = if inject.enabled { Some(self.context(inject.max_chars).await) } else { None };
         let deadline = butler_catalog::time::now_ms() + u64::try_from(task.timeout.as_millis()).unwrap_or(u64::MAX);
         let message = json!({
             "sessionId": id,
@@ -227,7 +236,7 @@ impl Agents {
             "mcp": {"url": format!("{}/mcp/s/{id}", self.api_url), "token": token},
             "submitTool": task.result.as_ref().map(|_| SUBMIT_TOOL),
         });
-        let launch = Launch::of(command, None, &BTreeMap::new(), &self.workdir, &self.host)
+        let launch = Launch::of(&command, None, &BTreeMap::new(), &self.workdir, &self.host)
             .map_err(|e| AgentError::Start(e.to_string()))?
             .scrubbed(&[]);
         let mut kept = keeper::spawn_kept(&launch, Input::Piped).map_err(|e| {
@@ -268,11 +277,11 @@ impl Agents {
         Ok(Registered { agents: self, id: session.id.clone() })
     }
 
-    /// The compiled context, cut to `inject.maxChars`.
-    async fn context(&self) -> String {
+    /// The compiled context, cut to `max_chars` (`inject.maxChars`).
+    async fn context(&self, max_chars: usize) -> String {
         let text = self.hub.compiled_context().await;
-        match text.char_indices().nth(self.inject.max_chars) {
-            Some((cut, _)) => format!("{}\n[…cut at {} characters]", &text[..cut], self.inject.max_chars),
+        match text.char_indices().nth(max_chars) {
+            Some((cut, _)) => format!("{}\n[…cut at {max_chars} characters]", &text[..cut]),
             None => text,
         }
     }

@@ -22,14 +22,14 @@
 //! cannot take them.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use butler_faculty::{CallContext, FacultyRuntime};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::redact;
+use crate::{lock, redact};
 use tokio::sync::Notify;
 
 pub use crate::instance::config::CollectorConfig;
@@ -106,7 +106,8 @@ pub enum CollectError {
 /// `debounceMs` — and at start, what a crash left there.
 pub struct Collector {
     dir: PathBuf,
-    config: CollectorConfig,
+    /// The root config's `collector`, changed live ([`Self::retune`]).
+    config: Mutex<Arc<CollectorConfig>>,
     runtime: Arc<FacultyRuntime>,
     wake: Notify,
     /// Cuts the wait for a burst short (a flush).
@@ -121,7 +122,7 @@ impl Collector {
     pub fn new(state_dir: &Path, config: CollectorConfig, runtime: Arc<FacultyRuntime>) -> Arc<Self> {
         Arc::new(Self {
             dir: state_dir.join(PENDING_DIR),
-            config,
+            config: Mutex::new(Arc::new(config)),
             runtime,
             wake: Notify::new(),
             flushing: Notify::new(),
@@ -198,9 +199,19 @@ impl Collector {
         Ok(Collected::Queued { id, redacted })
     }
 
+    /// The collector's settings in force.
+    fn config(&self) -> Arc<CollectorConfig> {
+        Arc::clone(&lock(&self.config))
+    }
+
+    /// From the next turn on, the collector follows `config`.
+    pub fn retune(&self, config: CollectorConfig) {
+        *lock(&self.config) = Arc::new(config);
+    }
+
     /// Why the config leaves `turn` out, if it does.
     fn skipped(&self, turn: &TurnIn) -> Option<&'static str> {
-        let config = &self.config;
+        let config = self.config();
         if !config.enabled {
             return Some("the collector is off (`collector.enabled` is false)");
         }
@@ -267,7 +278,7 @@ impl Collector {
     pub fn spawn_delivery(self: &Arc<Self>) {
         let collector = Arc::clone(self);
         tokio::spawn(async move {
-            let debounce = Duration::from_millis(collector.config.debounce_ms);
+            let debounce = Duration::from_millis(collector.config().debounce_ms);
             let mut retry = Duration::from_secs(1);
             loop {
                 let ok = collector.deliver_all().await;

@@ -130,14 +130,13 @@ impl Host {
         catalog.follow(Arc::clone(&backends)).await;
 
         let instance = Arc::new(instance);
-        let notifier = match instance.config.notification.active() {
-            Some(command) => {
-                let host = instance.host_env(&host_url);
-                let (faculties, hub) = (Arc::clone(&faculties), Arc::clone(&mcp));
-                crate::notify::spawn(command.clone(), host, Arc::clone(&instance), faculties, hub)
-            }
-            None => crate::notify::Notifier::default(),
-        };
+        let notifier = crate::notify::spawn(
+            Arc::clone(&config),
+            instance.host_env(&host_url),
+            Arc::clone(&instance),
+            Arc::clone(&faculties),
+            Arc::clone(&mcp),
+        );
         let agents = Arc::new(Agents::new(
             instance.config.agent.command.clone(),
             instance.host_env(&host_url),
@@ -261,15 +260,22 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
 }
 
 /// Applies each root config that comes into force to the parts that take it live: the hub
-/// (and its providers settled again when their pins changed). The HTTP handlers read the
-/// profiles and `mcp.auth` from the config in force on each request.
+/// (and its providers settled again when their pins changed), the agent, what its sessions
+/// are told and how long an automation's may run, the collector. The HTTP handlers read the profiles and `mcp.auth`,
+/// the notifier its command, from the config in force each time.
 fn follow_config(config: &LiveConfig, state: &AppState) {
     let mut changes = config.subscribe();
     let (hub, catalog) = (Arc::clone(&state.mcp), state.catalog.clone());
+    let (agents, collector, automations) =
+        (Arc::clone(&state.agents), Arc::clone(&state.collector), Arc::clone(&state.automations));
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             let applied = changes.borrow_and_update().clone();
-            if hub.retune(&hub_settings(&applied.config.mcp)) {
+            let config = &applied.config;
+            agents.retune(config.agent.command.clone(), config.inject.clone());
+            automations.retune(config.agent.timeout_sec.map(Duration::from_secs));
+            collector.retune(config.collector.clone());
+            if hub.retune(&hub_settings(&config.mcp)) {
                 hub.reconcile(&catalog.current()).await;
             }
         }

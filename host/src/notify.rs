@@ -27,6 +27,7 @@ use butler_mcp::Hub;
 use butler_process::HostEnv;
 
 use crate::instance::Instance;
+use crate::instance::live::LiveConfig;
 use butler_process::keeper::{self, Input};
 use butler_process::launch::Launch;
 use butler_process::logs::Log;
@@ -66,9 +67,12 @@ impl Notifier {
     }
 }
 
-/// Sends notifications with `command`, from now on, for as long as the host runs.
+/// Sends notifications with the command the root config in force names (`config`: it
+/// may be set, changed or removed while the host runs), from now on, for as long as the
+/// host runs. While none is set, nothing is looked at and what is told is dropped; once
+/// one is, what awaits the owner then is the baseline, not news.
 pub fn spawn(
-    command: CommandLine,
+    config: Arc<LiveConfig>,
     host: HostEnv,
     instance: Arc<Instance>,
     faculties: Arc<FacultyRuntime>,
@@ -83,6 +87,18 @@ pub fn spawn(
         // The queue's titles, and the stamp of the files it watches when they were read.
         let mut read: Option<(u64, Option<Vec<String>>)> = None;
         loop {
+            let Some(command) = config.current().config.notification.active().cloned() else {
+                first = true;
+                let idle = tokio::time::sleep(CHECK_INTERVAL);
+                tokio::pin!(idle);
+                loop {
+                    tokio::select! {
+                        () = &mut idle => break,
+                        Some(_dropped) = told.recv() => {}
+                    }
+                }
+                continue;
+            };
             let stamp = review_stamp(&faculties, &instance);
             let queue = match (&read, stamp) {
                 (Some((seen, titles)), Some(now)) if *seen == now => titles.clone(),

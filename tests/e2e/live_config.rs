@@ -1,7 +1,7 @@
 //! The root config edited while the host runs: an `mcp` edit is in force within 2 s (a new
 //! profile answers, the quarantine turns off), an invalid edit keeps the last good config
 //! and shows every problem with its pointer in `/catalog`, and a field that needs a restart
-//! says so there.
+//! says so there; the collector follows an edit too.
 
 use std::time::Duration;
 
@@ -82,4 +82,12 @@ fn root_config_edits_apply_live_and_invalid_ones_are_kept_out_with_their_pointer
     assert_eq!((problems[0].0.as_str(), problems[0].1.as_str()), ("warning", "/stateDir"));
     assert!(problems[0].2.contains("restarts"), "{problems:?}");
     assert!(!butler.workdir.join(".moved").exists(), "the running host keeps its state where it was");
+
+    // The collector follows too: turned off, the next turn is skipped and says why.
+    let turn = json!({"id": "t-live", "workspace": "home", "messages": [{"role": "user", "content": "hello"}]});
+    edit(&butler, |config| config["collector"] = json!({"enabled": false}));
+    wait_until(APPLIES, "the collector off", || {
+        let (_, answer) = butler.post_json("/sessions/turns", &turn, &[]);
+        answer["skipped"].as_str().is_some_and(|why| why.contains("collector.enabled"))
+    });
 }

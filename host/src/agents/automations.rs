@@ -127,13 +127,23 @@ pub struct Automations {
     config: AutomationsConfig,
     /// The zone the host's jobs are read in: `automations.timeZone`, else the local one.
     zone: String,
-    run_limit: Duration,
+    /// How long a run's agent session may take (`agent.timeoutSec`, changed live).
+    run_limit_ms: std::sync::atomic::AtomicU64,
     jobs: Mutex<Vec<Job>>,
     running: Mutex<HashSet<String>>,
     changed: Notify,
 }
 
 impl Automations {
+    /// How long a run's agent session may take.
+    fn run_limit(&self) -> Duration {
+        Duration::from_millis(self.run_limit_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// From the next run on, a run's agent session may take `limit` (none: the default).
+    pub fn retune(&self, limit: Option<Duration>) {
+        self.run_limit_ms.store(millis(limit.unwrap_or(DEFAULT_RUN_LIMIT)), std::sync::atomic::Ordering::Relaxed);
+    }
     /// The jobs of the instance whose state directory is `state_dir`, run by `agents`; a run
     /// a stopped host left running is marked failed.
     ///
@@ -169,7 +179,7 @@ impl Automations {
             agents,
             config,
             zone,
-            run_limit: run_limit.unwrap_or(DEFAULT_RUN_LIMIT),
+            run_limit_ms: std::sync::atomic::AtomicU64::new(millis(run_limit.unwrap_or(DEFAULT_RUN_LIMIT))),
             jobs: Mutex::new(jobs),
             running: Mutex::default(),
             changed: Notify::new(),
@@ -326,7 +336,7 @@ impl Automations {
                 input: json!({"title": job.title, "startedAt": started.started_at}),
                 tools: Tools::Restricted,
                 result: Some(result_schema()),
-                timeout: automations.run_limit,
+                timeout: automations.run_limit(),
             };
             let ended = automations.agents.run(task).await;
             let mut last = LastRun { ended_at: Some(now()), session: Some(ended.session), ..started };
@@ -448,6 +458,11 @@ fn next_run(job: &Job) -> Option<DateTime<Utc>> {
     let since = job.last.as_ref().map_or(job.registered_at.as_str(), |l| l.started_at.as_str());
     let since = DateTime::parse_from_rfc3339(since).ok()?.with_timezone(&tz);
     schedule.find_next_occurrence(&since, false).ok().map(|t| t.with_timezone(&Utc))
+}
+
+/// `duration` in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub const POLL: Duration = Duration::from_millis(500);
 pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "validityRoot"];
 
 /// Root config fields applied as soon as an edit validates.
-pub const LIVE_FIELDS: &[&str] = &["mcp"];
+pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector"];
 
 /// The profiles a config declares, checked, by name.
 pub type Profiles = std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>;
@@ -290,6 +290,10 @@ fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
     }
     let mut live = running.clone();
     live.mcp = next.mcp;
+    live.inject = next.inject;
+    live.notification = next.notification;
+    live.collector = next.collector;
+    live.agent = next.agent;
     live.raw = raw;
     live
 }

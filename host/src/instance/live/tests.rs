@@ -65,13 +65,16 @@ fn an_invalid_edit_keeps_the_last_good_config_and_says_where_until_it_is_fixed()
 #[test]
 fn fields_that_need_a_restart_keep_their_running_value_and_say_so() {
     let (_dir, path, live) = started(&json!({"stateDir": ".butler", "mcp": {"logPayloads": false}}));
-    edit(
-        &path,
-        &json!({"stateDir": ".elsewhere", "agent": {"timeoutSec": 60}, "mcp": {"logPayloads": true}}).to_string(),
-    );
+    let edited = json!({"stateDir": ".elsewhere", "automations": {"timeZone": "UTC"}, "mcp": {"logPayloads": true},
+                        "agent": {"command": ["my-agent"], "timeoutSec": 60}, "collector": {"enabled": false}});
+    edit(&path, &edited.to_string());
     assert!(live.check(), "the live part of the edit applies");
     let now = live.current();
     assert!(now.config.mcp.log_payloads);
+    assert_eq!(now.config.agent.timeout_sec, Some(60), "the agent applies live");
+    assert!(now.config.agent.command.is_some());
+    assert!(!now.config.collector.enabled, "the collector too");
+    assert!(now.config.automations.time_zone.is_none(), "the automations wait");
     assert_eq!(now.config.state_dir, ".butler", "the state folder waits for a restart");
     assert_eq!(now.config.raw.get("stateDir"), Some(&json!(".butler")));
     let found = live.diagnostics();
@@ -79,10 +82,12 @@ fn fields_that_need_a_restart_keep_their_running_value_and_say_so() {
         found.iter().flat_map(|d| d.errors.iter().map(|e| (e.pointer.as_str(), e.message.as_str()))).collect();
     assert!(found.iter().all(|d| d.severity == Severity::Warning), "{found:?}");
     assert!(said.iter().any(|(p, m)| *p == "/stateDir" && m.contains("until it restarts")), "{said:?}");
-    assert!(said.iter().any(|(p, m)| *p == "/agent" && m.contains("not yet applied live")), "{said:?}");
+    assert!(said.iter().any(|(p, m)| *p == "/automations" && m.contains("not yet applied live")), "{said:?}");
+    assert_eq!(said.len(), 2, "only those two wait: {said:?}");
 
     edit(&path, &json!({"stateDir": ".butler", "mcp": {"logPayloads": true}}).to_string());
     assert!(live.check());
+    assert!(live.current().config.agent.command.is_none(), "removed live as well");
     assert!(live.diagnostics().is_empty(), "undone: nothing waits");
 }
 
