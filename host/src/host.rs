@@ -261,23 +261,45 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
 
 /// Applies each root config that comes into force to the parts that take it live: the hub
 /// (and its providers settled again when their pins changed), the agent, what its sessions
-/// are told and how long an automation's may run, the collector. The HTTP handlers read the profiles and `mcp.auth`,
+/// are told and how long an automation's may run, the collector, the faculties' settings
+/// and grants (and the keys granted to them). The HTTP handlers read the profiles and `mcp.auth`,
 /// the notifier its command, from the config in force each time.
 fn follow_config(config: &LiveConfig, state: &AppState) {
     let mut changes = config.subscribe();
     let (hub, catalog) = (Arc::clone(&state.mcp), state.catalog.clone());
     let (agents, collector, automations) =
         (Arc::clone(&state.agents), Arc::clone(&state.collector), Arc::clone(&state.automations));
+    let faculties = Arc::clone(&state.faculties);
+    let started = config.current();
     tokio::spawn(async move {
+        // What the faculties were last given: their sandboxes are made anew only when it changes.
+        let mut sandboxed = faculty_inputs(&started.config);
         while changes.changed().await.is_ok() {
             let applied = changes.borrow_and_update().clone();
             let config = &applied.config;
-            agents.retune(config.agent.command.clone(), config.inject.clone());
-            automations.retune(config.agent.timeout_sec.map(Duration::from_secs));
-            collector.retune(config.collector.clone());
             if hub.retune(&hub_settings(&config.mcp)) {
                 hub.reconcile(&catalog.current()).await;
             }
+            agents.retune(config.agent.command.clone(), config.inject.clone());
+            automations.retune(config.agent.timeout_sec.map(Duration::from_secs));
+            collector.retune(config.collector.clone());
+            let given = faculty_inputs(config);
+            if given != sandboxed {
+                sandboxed = given;
+                let (runtime, settings, raw) = (Arc::clone(&faculties), config.faculties.clone(), config.raw.clone());
+                if tokio::task::spawn_blocking(move || runtime.retune(settings, raw)).await.is_err() {
+                    tracing::error!("root config: retuning the faculties panicked");
+                }
+            }
         }
     });
+}
+
+/// What a faculty's sandbox is made of in `config`: the faculties' settings, and the value
+/// of every root config key granted to one.
+fn faculty_inputs(
+    config: &crate::instance::RootConfig,
+) -> (std::collections::BTreeMap<String, crate::instance::config::FacultySettings>, Vec<Option<serde_json::Value>>) {
+    let granted = config.faculties.values().flat_map(|s| &s.config).map(|key| config.raw.get(key).cloned()).collect();
+    (config.faculties.clone(), granted)
 }

@@ -636,3 +636,23 @@ fn a_scaffolded_faculty_builds_and_runs() {
     let (status, body) = butler.get_json("/faculties/hello-world/reports/status");
     assert_eq!((status, &body["status"]), (200, &json!("ok")));
 }
+
+#[test]
+fn a_grant_taken_out_of_the_root_config_is_gone_from_the_next_call() {
+    let (butler, dir) = with_probe();
+    std::fs::write(dir.path().join("self/card.md"), "inside the store").expect("write");
+    let read = || {
+        let (status, body) = butler.command("probe", "read", &json!({"path": "/self/card.md"}));
+        assert_eq!(status, 200, "{body}");
+        body["data"].clone()
+    };
+    assert_eq!(read()["text"], "inside the store");
+    let path = dir.path().join("butler.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("JSON");
+    config["faculties"]["probe"]["grants"] = json!([]);
+    std::fs::write(&path, config.to_string()).expect("write");
+    wait_until(Duration::from_secs(2), "the grant gone", || read()["read"] == false);
+    config["faculties"]["probe"]["grants"] = json!([{"dir": "${selfRoot}", "as": "/self", "write": false}]);
+    std::fs::write(&path, config.to_string()).expect("write");
+    wait_until(Duration::from_secs(2), "the grant back", || read()["text"] == "inside the store");
+}

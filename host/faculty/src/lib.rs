@@ -672,14 +672,23 @@ pub struct Setup {
     pub state_dir: PathBuf,
     /// The folders a grant's `dir` may name as `${key}` (the instance says which).
     pub folders: Vec<(String, PathBuf)>,
-    /// `faculties.<id>` of the root config.
+    /// `faculties.<id>` of the root config, at start ([`FacultyRuntime::retune`] changes them).
     pub settings: BTreeMap<String, FacultySettings>,
-    /// The root config as read, for the keys granted to faculties.
+    /// The root config as read at start, for the keys granted to faculties (changed as
+    /// `settings` is).
     pub config: Map<String, Value>,
     /// What native faculties' processes see.
     pub host: HostEnv,
     /// The clock faculties read through `host.now-ms`.
     pub clock: Clock,
+}
+
+/// What [`FacultyRuntime::retune`] changes: each faculty's settings, and the root config
+/// the keys granted to faculties are read from.
+#[derive(Debug)]
+struct Tunables {
+    settings: BTreeMap<String, FacultySettings>,
+    config: Map<String, Value>,
 }
 
 /// `text` with every `${key}` of `folders` replaced by the folder's path.
@@ -746,6 +755,9 @@ pub struct FacultyRuntime {
     engine: FacultyEngine,
     components: Arc<Components>,
     setup: Setup,
+    /// What the owner may change while the host runs ([`Self::retune`]): each faculty's
+    /// settings and the root config keys granted to it, read by every call as it starts.
+    tunables: RwLock<Arc<Tunables>>,
     /// The environment of native faculties: a few of the host's variables, then its own.
     native_env: Vec<(String, String)>,
     faculties: RwLock<HashMap<String, Arc<Faculty>>>,
@@ -806,10 +818,13 @@ impl FacultyRuntime {
             .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
             .collect();
         native_env.extend(setup.host.vars().iter().cloned());
+        let tunables =
+            RwLock::new(Arc::new(Tunables { settings: setup.settings.clone(), config: setup.config.clone() }));
         Ok(Arc::new_cyclic(|this| Self {
             engine,
             components,
             setup,
+            tunables,
             native_env,
             faculties: RwLock::new(HashMap::new()),
             dispatch: dispatch.map(|build| build(this.clone())),
@@ -826,6 +841,36 @@ impl FacultyRuntime {
         }))
     }
 
+    /// From the next call on, faculties run with `settings` (`faculties.<id>` of the root
+    /// config: deadlines, memory caps, grants, granted keys) and see `config`'s values of
+    /// the keys granted to them; calls running go on as they started.
+    ///
+    /// Each loaded faculty's sandbox is made anew (it is built when the faculty loads); a
+    /// faculty the catalog replaced meanwhile keeps what its reload built. Builds
+    /// sandboxes (folders are created): call it off the async runtime's threads.
+    pub fn retune(&self, settings: BTreeMap<String, FacultySettings>, config: Map<String, Value>) {
+        *self.tunables.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Arc::new(Tunables { settings, config });
+        let loaded: Vec<Arc<Extension>> = {
+            let faculties = self.faculties.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            faculties.values().map(|f| Arc::clone(&f.ext)).collect()
+        };
+        tracing::debug!(faculties = loaded.len(), "faculty runtime: settings changed, sandboxes made anew");
+        for ext in loaded {
+            let rebuilt = Arc::new(self.build(&ext));
+            let mut faculties = self.faculties.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(current) = faculties.get_mut(ext.id())
+                && Arc::ptr_eq(&current.ext, &ext)
+            {
+                *current = rebuilt;
+            }
+        }
+    }
+
+    fn tunables(&self) -> Arc<Tunables> {
+        Arc::clone(&self.tunables.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
     /// What the catalog uses to inspect `.wasm` files.
     #[must_use]
     pub fn inspector(&self) -> Arc<dyn butler_catalog::ComponentInspector> {
@@ -840,7 +885,7 @@ impl FacultyRuntime {
     }
 
     fn timeout_ms(&self, id: &str) -> u64 {
-        self.setup.settings.get(id).and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)
+        self.tunables().settings.get(id).and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)
     }
 
     /// Runs a synchronous faculty call (`invoke`, `report`, a pipeline action) from async
@@ -1445,7 +1490,8 @@ impl FacultyRuntime {
 
     /// `/data` plus the configured grants, deadline and memory cap for faculty `id`.
     fn sandbox_for(&self, id: &str) -> Sandbox {
-        let settings = self.setup.settings.get(id).cloned().unwrap_or_default();
+        let tunables = self.tunables();
+        let settings = tunables.settings.get(id).cloned().unwrap_or_default();
         let mut preopens = vec![Preopen {
             host: self.setup.state_dir.join("faculties").join(id),
             guest: sandbox::DATA.to_owned(),
@@ -1463,7 +1509,7 @@ impl FacultyRuntime {
             let granted: Map<String, Value> = settings
                 .config
                 .iter()
-                .filter_map(|key| Some((key.clone(), self.setup.config.get(key)?.clone())))
+                .filter_map(|key| Some((key.clone(), tunables.config.get(key)?.clone())))
                 .collect();
             vec![(sandbox::CONFIG_ENV.to_owned(), Value::Object(granted).to_string())]
         };

@@ -26,7 +26,9 @@ pub const POLL: Duration = Duration::from_millis(500);
 pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "validityRoot"];
 
 /// Root config fields applied as soon as an edit validates.
-pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector"];
+/// Besides these, every key the faculties are granted (`faculties.<id>.config`) applies live:
+/// a faculty reads it on its next call ([`live_fields`]).
+pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector", "faculties"];
 
 /// The profiles a config declares, checked, by name.
 pub type Profiles = std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>;
@@ -272,20 +274,34 @@ pub struct Verdict {
 
 /// The top-level fields of `next` that differ from `running` and are not applied live.
 fn waiting_fields(running: &RootConfig, next: &RootConfig) -> Vec<String> {
+    let live = live_fields(next);
     let keys: std::collections::BTreeSet<&String> = running.raw.keys().chain(next.raw.keys()).collect();
     keys.into_iter()
-        .filter(|key| !LIVE_FIELDS.contains(&key.as_str()) && running.raw.get(*key) != next.raw.get(*key))
+        .filter(|key| !live.contains(*key) && running.raw.get(*key) != next.raw.get(*key))
         .cloned()
+        .collect()
+}
+
+/// The top-level fields of `config` applied live: [`LIVE_FIELDS`], and the keys its
+/// faculties are granted — but never one of [`RESTART_FIELDS`].
+#[must_use]
+pub fn live_fields(config: &RootConfig) -> std::collections::BTreeSet<String> {
+    let granted = config.faculties.values().flat_map(|settings| settings.config.iter().cloned());
+    LIVE_FIELDS
+        .iter()
+        .map(|field| (*field).to_owned())
+        .chain(granted)
+        .filter(|field| !RESTART_FIELDS.contains(&field.as_str()))
         .collect()
 }
 
 /// `next` with every field not applied live kept as `running` has it.
 fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
     let mut raw = running.raw.clone();
-    for field in LIVE_FIELDS {
-        match next.raw.get(*field) {
-            Some(value) => raw.insert((*field).to_owned(), value.clone()),
-            None => raw.remove(*field),
+    for field in live_fields(&next) {
+        match next.raw.get(&field) {
+            Some(value) => raw.insert(field, value.clone()),
+            None => raw.remove(&field),
         };
     }
     let mut live = running.clone();
@@ -293,6 +309,7 @@ fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
     live.inject = next.inject;
     live.notification = next.notification;
     live.collector = next.collector;
+    live.faculties = next.faculties;
     live.agent = next.agent;
     live.raw = raw;
     live

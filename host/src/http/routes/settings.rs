@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
-use crate::instance::live::{LIVE_FIELDS, RESTART_FIELDS, Verdict};
+use crate::instance::live::{RESTART_FIELDS, Verdict, live_fields};
 
 fn owner_only(caller: Caller) -> Result<(), ApiError> {
     if caller.owner {
@@ -32,7 +32,7 @@ pub async fn get_config(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "document": document,
         "diagnostics": state.config.diagnostics(),
-        "liveFields": LIVE_FIELDS,
+        "liveFields": live_fields(&state.config.current().config),
         "restartFields": RESTART_FIELDS,
     }))
 }

@@ -105,3 +105,15 @@ fn a_file_too_large_or_gone_is_an_error_and_changes_nothing() {
     assert!(!live.check());
     assert_eq!(live.diagnostics()[0].severity, Severity::Error);
 }
+
+#[test]
+fn a_key_granted_to_a_faculty_applies_live_and_one_granted_to_none_waits() {
+    let (_dir, path, live) =
+        started(&json!({"faculties": {"notes": {"config": ["notesConfig"]}}, "notesConfig": 1, "other": 1}));
+    edit(&path, &json!({"faculties": {"notes": {"config": ["notesConfig"]}}, "notesConfig": 2, "other": 2}).to_string());
+    assert!(live.check());
+    let now = live.current();
+    assert_eq!(now.config.raw.get("notesConfig"), Some(&json!(2)), "granted: the faculty sees it at once");
+    assert_eq!(now.config.raw.get("other"), Some(&json!(1)), "granted to none: it waits");
+    assert_eq!(pointers(&live), [(Severity::Warning, "/other".to_owned())]);
+}
