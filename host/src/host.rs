@@ -261,7 +261,7 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
 
 /// Applies each root config that comes into force to the parts that take it live: the hub
 /// (and its providers settled again when their pins changed), the agent, what its sessions
-/// are told and how long an automation's may run, the collector, the faculties' settings
+/// are told, the automations (time zone, schedules, how long a run may take), the collector, the faculties' settings
 /// and grants (and the keys granted to them). The HTTP handlers read the profiles and `mcp.auth`,
 /// the notifier its command, from the config in force each time.
 fn follow_config(config: &LiveConfig, state: &AppState) {
@@ -281,7 +281,7 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
                 hub.reconcile(&catalog.current()).await;
             }
             agents.retune(config.agent.command.clone(), config.inject.clone());
-            automations.retune(config.agent.timeout_sec.map(Duration::from_secs));
+            automations.retune(config.automations.clone(), config.agent.timeout_sec.map(Duration::from_secs));
             collector.retune(config.collector.clone());
             let given = faculty_inputs(config);
             if given != sandboxed {

@@ -26,7 +26,6 @@ use butler_catalog::{Catalog, Kind};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -124,9 +123,9 @@ pub enum AutomationError {
 pub struct Automations {
     path: PathBuf,
     agents: Arc<Agents>,
-    config: AutomationsConfig,
-    /// The zone the host's jobs are read in: `automations.timeZone`, else the local one.
-    zone: String,
+    /// The root config's `automations`, and the zone the host's jobs are read in
+    /// (`automations.timeZone`, else the local one); changed live ([`Self::retune`]).
+    settings: Mutex<(AutomationsConfig, String)>,
     /// How long a run's agent session may take (`agent.timeoutSec`, changed live).
     run_limit_ms: std::sync::atomic::AtomicU64,
     jobs: Mutex<Vec<Job>>,
@@ -140,9 +139,14 @@ impl Automations {
         Duration::from_millis(self.run_limit_ms.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// From the next run on, a run's agent session may take `limit` (none: the default).
-    pub fn retune(&self, limit: Option<Duration>) {
+    /// From the next run on, a run's agent session may take `limit` (none: the default),
+    /// and host jobs registered from then on take `config`'s time zone and schedules (the
+    /// jobs registered before keep theirs until registered again). `config` is one the
+    /// root config's checks let through ([`AutomationsConfig::problems`]).
+    pub fn retune(&self, config: AutomationsConfig, limit: Option<Duration>) {
         self.run_limit_ms.store(millis(limit.unwrap_or(DEFAULT_RUN_LIMIT)), std::sync::atomic::Ordering::Relaxed);
+        let zone = zone_of(&config);
+        *lock(&self.settings) = (config, zone);
     }
     /// The jobs of the instance whose state directory is `state_dir`, run by `agents`; a run
     /// a stopped host left running is marked failed.
@@ -156,14 +160,10 @@ impl Automations {
         run_limit: Option<Duration>,
         agents: Arc<Agents>,
     ) -> Result<Arc<Self>, AutomationError> {
-        let zone = match &config.time_zone {
-            Some(configured) => configured.clone(),
-            None => local_time_zone(),
-        };
-        time_zone(&zone)?;
-        for (title, schedule) in &config.schedules {
-            cron(schedule).map_err(|e| AutomationError::Config(format!("automations.schedules.{title}: {e}")))?;
+        if let Some(problem) = config.problems().into_iter().next() {
+            return Err(AutomationError::Config(format!("{}: {}", problem.pointer, problem.message)));
         }
+        let zone = zone_of(&config);
         let path = state_dir.join(FILE);
         let mut jobs = read_jobs(&path)?;
         let mut interrupted = false;
@@ -177,8 +177,7 @@ impl Automations {
         let automations = Arc::new(Self {
             path,
             agents,
-            config,
-            zone,
+            settings: Mutex::new((config, zone)),
             run_limit_ms: std::sync::atomic::AtomicU64::new(millis(run_limit.unwrap_or(DEFAULT_RUN_LIMIT))),
             jobs: Mutex::new(jobs),
             running: Mutex::default(),
@@ -194,13 +193,13 @@ impl Automations {
     /// declare (the first of a title wins), each with the root config's schedule for it
     /// when it names one.
     fn host_jobs(&self, catalog: &Catalog) -> Vec<Job> {
-        let time_zone = self.zone.clone();
+        let (config, time_zone) = lock(&self.settings).clone();
         let mut jobs: Vec<Job> = Vec::new();
         for declared in catalog.of_kind(Kind::Faculty).flat_map(|ext| ext.manifest.automations.iter()) {
             if jobs.iter().any(|j| j.title == declared.title) || !declared.title.ends_with(SUFFIX) {
                 continue;
             }
-            let schedule = self.config.schedules.get(&declared.title).unwrap_or(&declared.schedule);
+            let schedule = config.schedules.get(&declared.title).unwrap_or(&declared.schedule);
             if let Err(e) = cron(schedule) {
                 tracing::warn!(job = declared.title, "automations: not registered: {e}");
                 continue;
@@ -254,8 +253,8 @@ impl Automations {
     /// The time zone the host's jobs are read in: `automations.timeZone`, else the
     /// system's ([`local_time_zone`]).
     #[must_use]
-    pub fn time_zone(&self) -> &str {
-        &self.zone
+    pub fn time_zone(&self) -> String {
+        lock(&self.settings).1.clone()
     }
 
     /// Every job with its next run.
@@ -408,6 +407,11 @@ pub fn local_time_zone() -> String {
     zone
 }
 
+/// The zone `config` names, else the system's.
+fn zone_of(config: &AutomationsConfig) -> String {
+    config.time_zone.clone().unwrap_or_else(local_time_zone)
+}
+
 /// [`local_time_zone`] from `TZ` and what the system says: the zone, and a note when it is
 /// the fallback.
 fn local_zone_of(tz: Option<&str>, system: impl FnOnce() -> Option<String>) -> (String, Option<String>) {
@@ -435,11 +439,7 @@ fn time_zone(name: &str) -> Result<Tz, AutomationError> {
 }
 
 fn cron(schedule: &str) -> Result<Cron, BadSchedule> {
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        .build()
-        .parse(schedule)
-        .map_err(|error| BadSchedule { schedule: schedule.to_owned(), error })
+    crate::instance::config::cron(schedule).map_err(|error| BadSchedule { schedule: schedule.to_owned(), error })
 }
 
 /// A schedule that is not a cron expression.

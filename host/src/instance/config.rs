@@ -155,6 +155,41 @@ pub struct AutomationsConfig {
     pub schedules: BTreeMap<String, String>,
 }
 
+impl AutomationsConfig {
+    /// Every problem the host would refuse it for: a time zone that is not an IANA name, a
+    /// schedule that is not a cron expression — each with its pointer.
+    #[must_use]
+    pub fn problems(&self) -> Vec<crate::validation::SchemaError> {
+        let mut problems = Vec::new();
+        if let Some(zone) = &self.time_zone
+            && zone.parse::<chrono_tz::Tz>().is_err()
+        {
+            problems.push(crate::validation::SchemaError {
+                pointer: "/automations/timeZone".to_owned(),
+                message: format!("`{zone}` is not a time zone (an IANA name, such as Asia/Shanghai)"),
+            });
+        }
+        for (title, schedule) in &self.schedules {
+            if let Err(e) = cron(schedule) {
+                let title = title.replace('~', "~0").replace('/', "~1");
+                problems.push(crate::validation::SchemaError {
+                    pointer: format!("/automations/schedules/{title}"),
+                    message: format!("`{schedule}` is not a cron schedule: {e}"),
+                });
+            }
+        }
+        problems
+    }
+}
+
+/// `schedule` read as the host reads cron schedules: five fields, or six with seconds first.
+///
+/// # Errors
+/// The parser's error.
+pub fn cron(schedule: &str) -> Result<croner::Cron, croner::errors::CronError> {
+    croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(schedule)
+}
+
 /// `agent`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]

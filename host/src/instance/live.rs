@@ -28,7 +28,7 @@ pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "vali
 /// Root config fields applied as soon as an edit validates.
 /// Besides these, every key the faculties are granted (`faculties.<id>.config`) applies live:
 /// a faculty reads it on its next call ([`live_fields`]).
-pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector", "faculties"];
+pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector", "faculties", "automations"];
 
 /// The profiles a config declares, checked, by name.
 pub type Profiles = std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>;
@@ -43,16 +43,18 @@ pub struct Applied {
 }
 
 impl Applied {
-    /// `config` with its profiles checked.
+    /// `config` with its profiles checked, and the other rules the schema cannot say.
     ///
     /// # Errors
-    /// The profile problem, with its pointer.
-    pub fn of(config: RootConfig) -> Result<Self, SchemaError> {
-        let profiles = config
-            .mcp
-            .checked_profiles()
-            .map_err(|e| SchemaError { pointer: "/mcp/profiles".to_owned(), message: e.to_string() })?;
-        Ok(Self { config, profiles })
+    /// Every problem, with its pointer.
+    pub fn of(config: RootConfig) -> Result<Self, Vec<SchemaError>> {
+        let mut problems = config.automations.problems();
+        match config.mcp.checked_profiles() {
+            Ok(profiles) if problems.is_empty() => return Ok(Self { config, profiles }),
+            Ok(_) => {}
+            Err(e) => problems.push(SchemaError { pointer: "/mcp/profiles".to_owned(), message: e.to_string() }),
+        }
+        Err(problems)
     }
 }
 
@@ -158,8 +160,8 @@ impl LiveConfig {
                         self.current.send_replace(Arc::new(applied));
                         true
                     }
-                    Err(problem) => {
-                        self.refuse(vec![problem]);
+                    Err(problems) => {
+                        self.refuse(problems);
                         false
                     }
                 }
@@ -182,7 +184,7 @@ impl LiveConfig {
             Ok(next) => {
                 let running = self.current();
                 let waiting = waiting_fields(&running.config, &next);
-                let problems = Applied::of(merged(&running.config, next)).err().into_iter().collect();
+                let problems = Applied::of(merged(&running.config, next)).err().unwrap_or_default();
                 Verdict { problems, waiting }
             }
         }
@@ -310,6 +312,7 @@ fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
     live.notification = next.notification;
     live.collector = next.collector;
     live.faculties = next.faculties;
+    live.automations = next.automations;
     live.agent = next.agent;
     live.raw = raw;
     live

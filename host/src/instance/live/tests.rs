@@ -51,6 +51,15 @@ fn an_invalid_edit_keeps_the_last_good_config_and_says_where_until_it_is_fixed()
     assert!(!live.check());
     assert!(live.diagnostics()[0].errors[0].message.starts_with("not JSON"), "{:?}", live.diagnostics());
 
+    // What the schema allows but the host's own rules refuse is kept out too.
+    edit(
+        &path,
+        &json!({"automations": {"timeZone": "Mars/Olympus", "schedules": {"a · Butler": "61 * * * *"}}}).to_string(),
+    );
+    assert!(!live.check());
+    let found = pointers(&live);
+    assert!(found.contains(&(Severity::Error, "/automations/timeZone".to_owned())), "{found:?}");
+    assert!(found.contains(&(Severity::Error, "/automations/schedules/a · Butler".to_owned())), "{found:?}");
     // A profile the schema allows but the hub cannot build is refused too.
     edit(&path, &json!({"mcp": {"profiles": {"bad": {"include": ["["]}}}}).to_string());
     assert!(!live.check());
@@ -65,7 +74,7 @@ fn an_invalid_edit_keeps_the_last_good_config_and_says_where_until_it_is_fixed()
 #[test]
 fn fields_that_need_a_restart_keep_their_running_value_and_say_so() {
     let (_dir, path, live) = started(&json!({"stateDir": ".butler", "mcp": {"logPayloads": false}}));
-    let edited = json!({"stateDir": ".elsewhere", "automations": {"timeZone": "UTC"}, "mcp": {"logPayloads": true},
+    let edited = json!({"stateDir": ".elsewhere", "python": "/usr/bin/python3", "mcp": {"logPayloads": true},
                         "agent": {"command": ["my-agent"], "timeoutSec": 60}, "collector": {"enabled": false}});
     edit(&path, &edited.to_string());
     assert!(live.check(), "the live part of the edit applies");
@@ -74,7 +83,7 @@ fn fields_that_need_a_restart_keep_their_running_value_and_say_so() {
     assert_eq!(now.config.agent.timeout_sec, Some(60), "the agent applies live");
     assert!(now.config.agent.command.is_some());
     assert!(!now.config.collector.enabled, "the collector too");
-    assert!(now.config.automations.time_zone.is_none(), "the automations wait");
+    assert!(now.config.python.is_none(), "the interpreters wait");
     assert_eq!(now.config.state_dir, ".butler", "the state folder waits for a restart");
     assert_eq!(now.config.raw.get("stateDir"), Some(&json!(".butler")));
     let found = live.diagnostics();
@@ -82,7 +91,7 @@ fn fields_that_need_a_restart_keep_their_running_value_and_say_so() {
         found.iter().flat_map(|d| d.errors.iter().map(|e| (e.pointer.as_str(), e.message.as_str()))).collect();
     assert!(found.iter().all(|d| d.severity == Severity::Warning), "{found:?}");
     assert!(said.iter().any(|(p, m)| *p == "/stateDir" && m.contains("until it restarts")), "{said:?}");
-    assert!(said.iter().any(|(p, m)| *p == "/automations" && m.contains("not yet applied live")), "{said:?}");
+    assert!(said.iter().any(|(p, m)| *p == "/python" && m.contains("not yet applied live")), "{said:?}");
     assert_eq!(said.len(), 2, "only those two wait: {said:?}");
 
     edit(&path, &json!({"stateDir": ".butler", "mcp": {"logPayloads": true}}).to_string());
@@ -110,7 +119,10 @@ fn a_file_too_large_or_gone_is_an_error_and_changes_nothing() {
 fn a_key_granted_to_a_faculty_applies_live_and_one_granted_to_none_waits() {
     let (_dir, path, live) =
         started(&json!({"faculties": {"notes": {"config": ["notesConfig"]}}, "notesConfig": 1, "other": 1}));
-    edit(&path, &json!({"faculties": {"notes": {"config": ["notesConfig"]}}, "notesConfig": 2, "other": 2}).to_string());
+    edit(
+        &path,
+        &json!({"faculties": {"notes": {"config": ["notesConfig"]}}, "notesConfig": 2, "other": 2}).to_string(),
+    );
     assert!(live.check());
     let now = live.current();
     assert_eq!(now.config.raw.get("notesConfig"), Some(&json!(2)), "granted: the faculty sees it at once");
