@@ -236,10 +236,14 @@ pub fn import(instance: &Instance, entries: &[client_config::Entry], dry_run: bo
 /// a manifest that is not (only) an MCP server; the I/O error.
 pub fn remove(instance: &Instance, name: &str) -> Result<PathBuf, ServerError> {
     let dir = folder(instance, name);
-    if !is_name(name) || std::fs::symlink_metadata(&dir).is_err() {
+    let Some(meta) = is_name(name).then(|| std::fs::symlink_metadata(&dir).ok()).flatten() else {
         return Err(ServerError::NotFound { name: name.to_owned(), path: dir });
-    }
+    };
     let not_ours = |why: String| ServerError::NotOurs { path: dir.clone(), why };
+    if !meta.is_dir() {
+        // A link is followed nowhere: what it points at is not this folder's to remove.
+        return Err(not_ours("it is not a folder (a link, or a file)".to_owned()));
+    }
     let mut others = Vec::new();
     for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
         let entry = entry.map_err(io(&dir))?;

@@ -109,6 +109,14 @@ fn remove_takes_away_what_add_wrote_and_leaves_anything_else_to_the_owner() {
     std::fs::write(hosted.join("butler.json"), manifest.to_string()).expect("manifest");
     assert!(matches!(remove(&instance, "hosted"), Err(ServerError::NotOurs { .. })));
     assert!(hosted.join("butler.json").exists());
+
+    // A link in place of the folder: what it points at is left alone.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    add(&instance, &remote("target", "https://example.com/mcp", &[])).expect("added");
+    std::fs::rename(folder(&instance, "target"), elsewhere.path().join("target")).expect("move");
+    std::os::unix::fs::symlink(elsewhere.path().join("target"), folder(&instance, "linked")).expect("link");
+    assert!(matches!(remove(&instance, "linked"), Err(ServerError::NotOurs { .. })));
+    assert!(elsewhere.path().join("target/butler.json").exists(), "the link's target is kept");
 }
 
 #[test]
