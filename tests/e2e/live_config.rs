@@ -84,6 +84,17 @@ fn root_config_edits_apply_live_and_invalid_ones_are_kept_out_with_their_pointer
     assert!(problems[0].2.contains("restarts"), "{problems:?}");
     assert!(!butler.workdir.join(".moved").exists(), "the running host keeps its state where it was");
 
+    // A file that is not JSON: the Settings view is given its text to mend, not a blank.
+    let path = butler.workdir.join("butler.json");
+    let good = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(&path, "{ \"mcp\": ").expect("write");
+    wait_until(APPLIES, "the broken file in /catalog", || {
+        root_config_problems(&butler).iter().any(|(s, _, m)| s == "error" && m.starts_with("not JSON"))
+    });
+    let (_, config) = butler.get_json("/config");
+    assert_eq!((config["text"].as_str(), &config["document"]), (Some("{ \"mcp\": "), &Value::Null), "{config}");
+    std::fs::write(&path, good).expect("write");
+
     // The collector follows too: turned off, the next turn is skipped and says why.
     let turn = json!({"id": "t-live", "workspace": "home", "messages": [{"role": "user", "content": "hello"}]});
     edit(&butler, |config| config["collector"] = json!({"enabled": false}));

@@ -208,10 +208,13 @@ impl LiveConfig {
         Ok(verdict)
     }
 
-    /// The document in the file now (`None` when it cannot be read as JSON).
+    /// The file's text now (`None` when it cannot be read, or is larger than a config may
+    /// be), and its document when the text is JSON.
     #[must_use]
-    pub fn document(&self) -> Option<Value> {
-        serde_json::from_slice(&read_bounded(&self.path)?).ok()
+    pub fn document(&self) -> (Option<String>, Option<Value>) {
+        let Some(bytes) = read_bounded(&self.path) else { return (None, None) };
+        let document = serde_json::from_slice(&bytes).ok();
+        (Some(String::from_utf8_lossy(&bytes).into_owned()), document)
     }
 
     fn refuse(&self, problems: Vec<SchemaError>) {

@@ -22,15 +22,16 @@ fn owner_only(caller: Caller) -> Result<(), ApiError> {
     ))
 }
 
-/// The document in the file, what is wrong with it or waits for a restart, and which
+/// The file's text and document, what is wrong with it or waits for a restart, and which
 /// fields apply live and which always need a restart. Any caller the gate lets through may
 /// read it, as it may read the file (the console reads it with a plain `GET`, which
 /// carries no `Origin` for the owner gate); changing it is the owner's.
 pub async fn get_config(State(state): State<AppState>) -> Json<Value> {
     let live = std::sync::Arc::clone(&state.config);
-    let document = tokio::task::spawn_blocking(move || live.document()).await.unwrap_or_default();
+    let (text, document) = tokio::task::spawn_blocking(move || live.document()).await.unwrap_or_default();
     Json(json!({
         "document": document,
+        "text": text,
         "diagnostics": state.config.diagnostics(),
         "liveFields": live_fields(&state.config.current().config),
         "restartFields": RESTART_FIELDS,

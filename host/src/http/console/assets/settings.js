@@ -13,7 +13,8 @@ const CHECK_AFTER_MS = 300;
 
 export async function settingsView(main) {
   const data = await call('GET', '/config');
-  let saved = JSON.stringify(data.document ?? {}, null, 2);
+  // The file as it is when it does not read as JSON (so a broken file is mended, not replaced).
+  let saved = data.document ? JSON.stringify(data.document, null, 2) : (data.text ?? '{}');
   const editor = h('textarea', { id: 'config-editor', class: 'config-editor', spellcheck: 'false', rows: 24,
     'aria-describedby': 'config-verdict' });
   editor.value = saved;
