@@ -21,6 +21,8 @@
 //! errors and notes name the URL without user, query or fragment, and no redirect is
 //! followed (it could carry them to another origin).
 
+pub mod oauth;
+
 use butler_mcp::methods;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
