@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 /// What a `401` or `403` answer's `WWW-Authenticate: Bearer …` says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
-    /// `resource_metadata`: where the protected resource metadata is (RFC 9728 §5.1).
+    /// `resource_metadata`: where the protected resource metadata is (RFC 9728).
     pub resource_metadata: Option<String>,
     /// `scope`: what the request needs, space-separated.
     pub scope: Option<String>,
@@ -37,7 +37,7 @@ impl Challenge {
 }
 
 /// The `Bearer` challenge among `header`'s (a header may carry several schemes), its
-/// auth-params read as RFC 9110 §11.2 writes them (`name=token` or `name="quoted \" string"`,
+/// auth-params read as HTTP writes them (`name=token` or `name="quoted \" string"`,
 /// comma-separated); `None` without a `Bearer` challenge.
 #[must_use]
 pub fn parse_challenge(header: &str) -> Option<Challenge> {
@@ -104,7 +104,7 @@ fn unquote(quoted: &str) -> (String, &str) {
 
 /// The URLs the protected resource metadata of the server at `server` is looked for at, in
 /// order: the challenge's `resource_metadata` alone when it names one; else the path-based
-/// well-known URL, then the root one (RFC 9728 §3.1).
+/// well-known URL, then the root one (RFC 9728).
 #[must_use]
 pub fn resource_metadata_urls(server: &Url, challenge: Option<&Challenge>) -> Vec<String> {
     if let Some(named) = challenge.and_then(|c| c.resource_metadata.clone()) {
@@ -241,7 +241,7 @@ impl ClientAuth {
 }
 
 /// The `Authorization` header value of `client_secret_basic`: the id and secret each
-/// form-encoded first (RFC 6749 §2.3.1), joined by `:`, in Base64.
+/// form-encoded first (RFC 6749), joined by `:`, in Base64.
 #[must_use]
 pub fn basic_credentials(client_id: &str, secret: &str) -> String {
     let encoded = |text: &str| percent_encoding::utf8_percent_encode(text, FORM).to_string();

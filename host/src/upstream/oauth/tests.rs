@@ -127,7 +127,7 @@ fn the_token_endpoint_method_follows_the_registration_then_the_server() {
 
 #[test]
 fn basic_credentials_are_form_encoded_before_base64() {
-    // RFC 6749 §2.3.1's example.
+    // RFC 6749's example of client credentials.
     assert_eq!(basic_credentials("s6BhdRkqt3", "gX1fBat3bV"), "Basic czZCaGRSa3F0MzpnWDFmQmF0M2JW");
     let odd = basic_credentials("a b:c", "p@ss");
     let decoded = base64::engine::general_purpose::STANDARD.decode(odd.trim_start_matches("Basic ")).expect("base64");
