@@ -13,6 +13,8 @@
 //! callback, tokens kept 0600, refresh — is not built yet: remote servers still reach the
 //! hub with the static headers their manifests declare.
 
+pub mod logins;
+
 use base64::Engine as _;
 use reqwest::Url;
 use sha2::{Digest, Sha256};
@@ -210,14 +212,17 @@ impl Pkce {
     }
 }
 
-/// How the client authenticates at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the client authenticates at the token endpoint (its registration metadata's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ClientAuth {
     /// `client_secret_basic`: `Authorization: Basic` with the form-encoded id and secret.
+    #[serde(rename = "client_secret_basic")]
     Basic,
     /// `client_secret_post`: `client_id` and `client_secret` in the form.
+    #[serde(rename = "client_secret_post")]
     Post,
     /// `none`: `client_id` in the form, no secret (a public client).
+    #[serde(rename = "none")]
     None,
 }
 
