@@ -245,11 +245,18 @@ impl LiveConfig {
     }
 }
 
-/// The file's bytes, at most the config's limit; `None` when it cannot be read or is larger.
+/// The file's bytes, at most the config's limit; `None` when it cannot be read, is larger,
+/// or is not a regular file (a FIFO put in its place is opened without waiting for a
+/// writer, then refused, so the watcher never hangs on it).
 fn read_bounded(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let nonblocking = rustix::fs::OFlags::NONBLOCK.bits().cast_signed();
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(nonblocking).open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut bytes = Vec::new();
-    let file = std::fs::File::open(path).ok()?;
     file.take(super::config::MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).ok()?;
     (bytes.len() as u64 <= super::config::MAX_CONFIG_BYTES).then_some(bytes)
 }

@@ -15,6 +15,9 @@ use super::{MAX_NAME, NewServer, Reach};
 /// The largest config file read: a client's settings, not a data file.
 pub const MAX_FILE: u64 = 4 << 20;
 
+/// The most servers one import adds; those after are skipped, each saying so.
+pub const MAX_SERVERS: usize = 200;
+
 /// One server of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -92,7 +95,12 @@ pub fn read(path: &Path) -> Result<(Client, Vec<Entry>), ConfigError> {
             if entries.iter().any(|e| e.name == *name) {
                 continue;
             }
-            entries.push(Entry { name: name.clone(), outcome: map(name, server) });
+            let outcome = if entries.len() < MAX_SERVERS {
+                map(name, server)
+            } else {
+                Err(Skipped(format!("the file lists more than {MAX_SERVERS} servers: import them in parts")))
+            };
+            entries.push(Entry { name: name.clone(), outcome });
         }
     }
     Ok((Client::of(path, &value), entries))

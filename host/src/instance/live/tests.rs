@@ -113,6 +113,11 @@ fn a_file_too_large_or_gone_is_an_error_and_changes_nothing() {
     std::fs::remove_file(&path).expect("rm");
     assert!(!live.check());
     assert_eq!(live.diagnostics()[0].severity, Severity::Error);
+    // A FIFO in its place: refused at once, never waited on for a writer.
+    rustix::fs::mkfifoat(rustix::fs::CWD, &path, rustix::fs::Mode::from_raw_mode(0o600)).expect("mkfifo");
+    assert!(!live.check());
+    assert!(live.diagnostics()[0].errors[0].message.contains("cannot be read"), "{:?}", live.diagnostics());
+    assert_eq!(live.current().config.raw.get("mcp"), Some(&json!({})), "the last good config stays");
 }
 
 #[test]

@@ -167,3 +167,13 @@ fn the_hub_entry_is_written_in_the_clients_own_shape() {
     let cursor = Client::of(Path::new("/h/.cursor/mcp.json"), &json!({"mcpServers": {}}));
     assert_eq!(cursor.hub_entry(url, "butler", false), json!({"mcpServers": {"butler": {"type": "http", "url": url}}}));
 }
+
+#[test]
+fn a_file_of_too_many_servers_adds_only_the_first_ones() {
+    let servers: serde_json::Map<String, serde_json::Value> =
+        (0..MAX_SERVERS + 3).map(|i| (format!("s{i}"), json!({"command": "x"}))).collect();
+    let found = entries(&json!({"mcpServers": servers}).to_string());
+    assert_eq!(found.len(), MAX_SERVERS + 3, "every entry is named");
+    assert!(found[..MAX_SERVERS].iter().all(|e| e.outcome.is_ok()));
+    assert!(found[MAX_SERVERS..].iter().all(|e| e.outcome.as_ref().is_err_and(|s| s.0.contains("more than"))));
+}
