@@ -179,6 +179,29 @@ fn text_map(value: Option<&Value>, field: &str) -> Result<BTreeMap<String, Strin
         .collect()
 }
 
+/// VS Code's predefined variables (beside `${userHome}`, which the host knows): only the
+/// editor can fill them, though they read like environment variables.
+const EDITOR_VARIABLES: &[&str] = &[
+    "workspaceFolder",
+    "workspaceFolderBasename",
+    "workspaceRoot",
+    "cwd",
+    "pathSeparator",
+    "execPath",
+    "file",
+    "fileBasename",
+    "fileBasenameNoExtension",
+    "fileDirname",
+    "fileDirnameBasename",
+    "fileExtname",
+    "fileWorkspaceFolder",
+    "relativeFile",
+    "relativeFileDirname",
+    "lineNumber",
+    "selectedText",
+    "defaultBuildTask",
+];
+
 /// The editors' own variables made the host's, in the environment, URL and headers:
 /// `${env:VAR}` is `${VAR}`, `${userHome}` the home folder; one only the editor can fill
 /// (`${input:…}`, `${workspaceFolder}`), or any in the command line, skips the entry.
@@ -194,7 +217,8 @@ fn editor_variables(reach: Reach) -> Result<Reach, Skipped> {
             let inner = &rest[start + 2..];
             let name = inner.split('}').next().unwrap_or_default();
             let var = name.split(":-").next().unwrap_or_default();
-            if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            let editors = EDITOR_VARIABLES.contains(&var);
+            if editors || var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(Skipped(format!(
                     "it uses the editor's variable `${{{name}}}`, which only the editor can fill"
                 )));

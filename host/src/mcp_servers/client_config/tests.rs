@@ -72,6 +72,7 @@ fn vs_code_files_with_comments_types_and_variables_are_read() {
         "old": {"type": "sse", "url": "https://old.example/sse"},
         "pipe": {"type": "websocket", "url": "wss://x.example"},
         "fromfile": {"type": "stdio", "command": "x", "envFile": "${workspaceFolder}/.env"},
+        "wsenv": {"type": "stdio", "command": "x", "env": {"ROOT": "${workspaceFolder}"}},
       },
     }"#;
     let found = entries(text);
@@ -87,6 +88,7 @@ fn vs_code_files_with_comments_types_and_variables_are_read() {
     assert!(skipped("here").contains("variable"), "{}", skipped("here"));
     assert!(skipped("pipe").contains("websocket"), "{}", skipped("pipe"));
     assert!(skipped("fromfile").contains("envFile"), "{}", skipped("fromfile"));
+    assert!(skipped("wsenv").contains("${workspaceFolder}"), "not an environment variable: {}", skipped("wsenv"));
 }
 
 #[test]
