@@ -261,7 +261,8 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
 
 /// Applies each root config that comes into force to the parts that take it live: the hub
 /// (and its providers settled again when their pins changed), the agent, what its sessions
-/// are told, the automations (time zone, schedules, how long a run may take), the collector, the faculties' settings
+/// are told, the automations (time zone, schedules, how long a run may take), the collector,
+/// the pipeline's routes, the faculties' settings
 /// and grants (and the keys granted to them). The HTTP handlers read the profiles and `mcp.auth`,
 /// the notifier its command, from the config in force each time.
 fn follow_config(config: &LiveConfig, state: &AppState) {
@@ -269,7 +270,7 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
     let (hub, catalog) = (Arc::clone(&state.mcp), state.catalog.clone());
     let (agents, collector, automations) =
         (Arc::clone(&state.agents), Arc::clone(&state.collector), Arc::clone(&state.automations));
-    let faculties = Arc::clone(&state.faculties);
+    let (faculties, pipeline) = (Arc::clone(&state.faculties), Arc::clone(&state.pipeline));
     let started = config.current();
     tokio::spawn(async move {
         // What the faculties were last given: their sandboxes are made anew only when it changes.
@@ -283,6 +284,7 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
             agents.retune(config.agent.command.clone(), config.inject.clone());
             automations.retune(config.automations.clone(), config.agent.timeout_sec.map(Duration::from_secs));
             collector.retune(config.collector.clone());
+            pipeline.retune(config.pipeline.routes.clone());
             let given = faculty_inputs(config);
             if given != sandboxed {
                 sandboxed = given;

@@ -638,7 +638,7 @@ fn a_scaffolded_faculty_builds_and_runs() {
 }
 
 #[test]
-fn a_grant_taken_out_of_the_root_config_is_gone_from_the_next_call() {
+fn a_grant_or_a_route_changed_in_the_root_config_holds_from_the_next_call() {
     let (butler, dir) = with_probe();
     std::fs::write(dir.path().join("self/card.md"), "inside the store").expect("write");
     let read = || {
@@ -655,4 +655,16 @@ fn a_grant_taken_out_of_the_root_config_is_gone_from_the_next_call() {
     config["faculties"]["probe"]["grants"] = json!([{"dir": "${selfRoot}", "as": "/self", "write": false}]);
     std::fs::write(&path, config.to_string()).expect("write");
     wait_until(Duration::from_secs(2), "the grant back", || read()["text"] == "inside the store");
+
+    // The root config's pipeline routes hold from the next action on: the probe's prefix
+    // (routed by the config alone: the bare component declares none) taken out, put back.
+    let action = || butler.command("probe", "call", &json!({"action": "probe.ok", "args": "{}"})).1;
+    assert_eq!(action()["data"]["ok"], true);
+    let routes = config["pipeline"]["routes"].clone();
+    config["pipeline"]["routes"] = json!({});
+    std::fs::write(&path, config.to_string()).expect("write");
+    wait_until(Duration::from_secs(2), "the route gone", || action()["data"]["code"] == "unknown_action");
+    config["pipeline"]["routes"] = routes;
+    std::fs::write(&path, config.to_string()).expect("write");
+    wait_until(Duration::from_secs(2), "the route back", || action()["data"]["ok"] == true);
 }

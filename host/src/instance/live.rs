@@ -28,7 +28,8 @@ pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "vali
 /// Root config fields applied as soon as an edit validates.
 /// Besides these, every key the faculties are granted (`faculties.<id>.config`) applies live:
 /// a faculty reads it on its next call ([`live_fields`]).
-pub const LIVE_FIELDS: &[&str] = &["mcp", "agent", "inject", "notification", "collector", "faculties", "automations"];
+pub const LIVE_FIELDS: &[&str] =
+    &["mcp", "agent", "inject", "notification", "collector", "faculties", "automations", "pipeline"];
 
 /// The profiles a config declares, checked, by name.
 pub type Profiles = std::collections::BTreeMap<String, Arc<butler_mcp::Profile>>;
@@ -323,6 +324,7 @@ fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
     live.collector = next.collector;
     live.faculties = next.faculties;
     live.automations = next.automations;
+    live.pipeline = next.pipeline;
     live.agent = next.agent;
     live.raw = raw;
     live

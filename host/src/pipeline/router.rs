@@ -10,7 +10,7 @@
 //! runtime whatever route led to it.
 
 use std::collections::BTreeMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -21,8 +21,8 @@ use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
 /// the faculties declare (`serves`), with the root config's `pipeline` overrides over them —
 /// and is the [`Dispatch`] through which faculties call one another.
 pub struct PipelineRouter {
-    /// The root config's overrides.
-    configured: BTreeMap<String, String>,
+    /// The root config's overrides (`pipeline.routes`, changed live: [`Self::retune`]).
+    configured: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
     runtime: Weak<FacultyRuntime>,
 }
 
@@ -31,7 +31,16 @@ impl PipelineRouter {
     /// the runtime dispatches `host.call` to this router, see [`butler_faculty::Wiring`]).
     #[must_use]
     pub fn new(configured: &BTreeMap<String, String>, runtime: Weak<FacultyRuntime>) -> Self {
-        Self { configured: configured.clone(), runtime }
+        Self { configured: std::sync::RwLock::new(Arc::new(configured.clone())), runtime }
+    }
+
+    /// From the next action on, `configured` is routed over the declarations.
+    pub fn retune(&self, configured: BTreeMap<String, String>) {
+        *self.configured.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(configured);
+    }
+
+    fn configured(&self) -> Arc<BTreeMap<String, String>> {
+        Arc::clone(&self.configured.read().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// The faculty and command serving `action`; a prefix no registered faculty declares
@@ -45,7 +54,7 @@ impl PipelineRouter {
             return Err(unknown());
         }
         let (prefix, verb) = action.split_once('.').ok_or_else(unknown)?;
-        let faculty = match self.configured.get(prefix) {
+        let faculty = match self.configured().get(prefix) {
             Some(faculty) => faculty.clone(),
             None => self.runtime.upgrade().and_then(|r| r.serving(prefix, deadline)).ok_or_else(unknown)?,
         };
@@ -58,7 +67,7 @@ impl PipelineRouter {
     #[must_use]
     pub fn routes(&self) -> BTreeMap<String, String> {
         let mut routes = self.runtime.upgrade().map(|r| r.declared().serving.clone()).unwrap_or_default();
-        routes.extend(self.configured.clone());
+        routes.extend(self.configured().as_ref().clone());
         routes
     }
 
@@ -122,7 +131,7 @@ mod tests {
     fn commands_are_verb_or_prefix_verb_and_malformed_actions_are_unknown() {
         let configured: BTreeMap<String, String> =
             [("cards", "cards"), ("review", "cards"), ("context", "journal")].map(|(p, f)| (p.into(), f.into())).into();
-        let router = PipelineRouter { configured, runtime: Weak::new() };
+        let router = PipelineRouter::new(&configured, Weak::new());
         assert_eq!(router.resolve("cards.search").expect("routed"), ("cards".into(), "search".into()));
         assert_eq!(router.resolve("review.prepare").expect("routed"), ("cards".into(), "review-prepare".into()));
         assert_eq!(router.resolve("context.build").expect("routed"), ("journal".into(), "context-build".into()));
