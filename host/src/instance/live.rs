@@ -3,7 +3,7 @@
 //! invalid one is kept out — the last good config stays in force, every problem is shown
 //! with its JSON pointer ([`LiveConfig::diagnostics`], part of `GET /catalog`) and the
 //! host's log gets one line. Fields the running host cannot take without a restart
-//! ([`RESTART_FIELDS`], and those not yet applied live) keep their running values and say
+//! ([`RESTART_FIELDS`], and the [`STARTUP_FIELDS`] not yet applied live) keep their running values and say
 //! so in the diagnostics until the host restarts or the edit is undone.
 
 use std::path::{Path, PathBuf};
@@ -21,11 +21,15 @@ use crate::validation::SchemaError;
 pub const POLL: Duration = Duration::from_millis(500);
 
 /// Root config fields that truly need a restart: where the host keeps its state, what it
-/// scans, the folders its faculties are granted. Any other field not in [`LIVE_FIELDS`] is
-/// not applied live yet, and its diagnostic says so.
+/// scans, the folders its faculties are granted.
 pub const RESTART_FIELDS: &[&str] = &["stateDir", "scanRoots", "selfRoot", "validityRoot"];
 
-/// Root config fields applied as soon as an edit validates.
+/// Root config fields read once, at start, that could apply live but do not yet: the
+/// interpreters, which every process the host starts is given.
+pub const STARTUP_FIELDS: &[&str] = &["python", "bun"];
+
+/// Root config fields the host applies as soon as an edit validates (any other field it
+/// does not read at all, so its change needs nothing).
 /// Besides these, every key the faculties are granted (`faculties.<id>.config`) applies live:
 /// a faculty reads it on its next call ([`live_fields`]).
 pub const LIVE_FIELDS: &[&str] =
@@ -287,11 +291,11 @@ pub struct Verdict {
 
 /// The top-level fields of `next` that differ from `running` and are not applied live.
 fn waiting_fields(running: &RootConfig, next: &RootConfig) -> Vec<String> {
-    let live = live_fields(next);
-    let keys: std::collections::BTreeSet<&String> = running.raw.keys().chain(next.raw.keys()).collect();
-    keys.into_iter()
-        .filter(|key| !live.contains(*key) && running.raw.get(*key) != next.raw.get(*key))
-        .cloned()
+    RESTART_FIELDS
+        .iter()
+        .chain(STARTUP_FIELDS)
+        .filter(|field| running.raw.get(**field) != next.raw.get(**field))
+        .map(|field| (*field).to_owned())
         .collect()
 }
 
@@ -310,23 +314,18 @@ pub fn live_fields(config: &RootConfig) -> std::collections::BTreeSet<String> {
 
 /// `next` with every field not applied live kept as `running` has it.
 fn merged(running: &RootConfig, next: RootConfig) -> RootConfig {
-    let mut raw = running.raw.clone();
-    for field in live_fields(&next) {
-        match next.raw.get(&field) {
-            Some(value) => raw.insert(field, value.clone()),
-            None => raw.remove(&field),
+    let mut live = next;
+    for field in RESTART_FIELDS.iter().chain(STARTUP_FIELDS) {
+        match running.raw.get(*field) {
+            Some(value) => live.raw.insert((*field).to_owned(), value.clone()),
+            None => live.raw.remove(*field),
         };
     }
-    let mut live = running.clone();
-    live.mcp = next.mcp;
-    live.inject = next.inject;
-    live.notification = next.notification;
-    live.collector = next.collector;
-    live.faculties = next.faculties;
-    live.automations = next.automations;
-    live.pipeline = next.pipeline;
-    live.agent = next.agent;
-    live.raw = raw;
+    live.scan_roots.clone_from(&running.scan_roots);
+    live.folders.clone_from(&running.folders);
+    live.state_dir.clone_from(&running.state_dir);
+    live.python.clone_from(&running.python);
+    live.bun.clone_from(&running.bun);
     live
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
-use crate::instance::live::{RESTART_FIELDS, Verdict, live_fields};
+use crate::instance::live::{RESTART_FIELDS, STARTUP_FIELDS, Verdict, live_fields};
 
 fn owner_only(caller: Caller) -> Result<(), ApiError> {
     if caller.owner {
@@ -34,7 +34,7 @@ pub async fn get_config(State(state): State<AppState>) -> Json<Value> {
         "text": text,
         "diagnostics": state.config.diagnostics(),
         "liveFields": live_fields(&state.config.current().config),
-        "restartFields": RESTART_FIELDS,
+        "restartFields": RESTART_FIELDS.iter().chain(STARTUP_FIELDS).collect::<Vec<_>>(),
     }))
 }
 
