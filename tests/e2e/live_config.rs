@@ -42,6 +42,8 @@ fn root_config_problems(butler: &Butler) -> Vec<(String, String, String)> {
 #[test]
 fn root_config_edits_apply_live_and_invalid_ones_are_kept_out_with_their_pointers() {
     let (butler, _dir) = Butler::start_fresh();
+    // Read now: the test moves `stateDir` in the file later (the host keeps it where it was).
+    let owner_token = butler.owner_token();
     let list = request(1, "tools/list", json!({}));
     let (status, _) = post(&butler, "/mcp/p/live", &list, &headers_for(&list));
     assert_eq!(status, 404, "no such profile yet");
@@ -94,6 +96,34 @@ fn root_config_edits_apply_live_and_invalid_ones_are_kept_out_with_their_pointer
     let (_, config) = butler.get_json("/config");
     assert_eq!((config["text"].as_str(), &config["document"]), (Some("{ \"mcp\": "), &Value::Null), "{config}");
     std::fs::write(&path, good).expect("write");
+
+    // A save from an editor that read an older revision is refused: an edit made by hand
+    // meanwhile is never overwritten unseen.
+    let (_, opened) = butler.get_json("/config");
+    let revision = opened["revision"].as_str().expect("a revision").to_owned();
+    let mut by_hand: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("JSON");
+    by_hand["mcp"]["idleSec"] = json!(77);
+    std::fs::write(&path, by_hand.to_string()).expect("write");
+    let put = |document: &Value, revision: &str| {
+        let response = butler
+            .request(reqwest::Method::PUT, &butler.api("/config"))
+            .bearer_auth(&owner_token)
+            .header("content-type", "application/json")
+            .header("if-match", format!("\"{revision}\""))
+            .body(document.to_string())
+            .send()
+            .expect("PUT /config");
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap_or(Value::Null))
+    };
+    let stale = opened["document"].clone();
+    let (status, answer) = put(&stale, &revision);
+    assert_eq!((status, &answer["error"]["code"]), (409, &json!("config_changed")), "{answer}");
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("JSON");
+    assert_eq!(kept["mcp"]["idleSec"], 77, "the edit made by hand is kept");
+    let (_, fresh) = butler.get_json("/config");
+    let (status, answer) = put(&kept, fresh["revision"].as_str().expect("a revision"));
+    assert_eq!(status, 200, "the current revision saves: {answer}");
 
     // The collector follows too: turned off, the next turn is skipped and says why.
     let turn = json!({"id": "t-live", "workspace": "home", "messages": [{"role": "user", "content": "hello"}]});

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use butler_catalog::{Diagnostic, Severity};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::config::RootConfig;
 use crate::lock;
@@ -195,16 +196,23 @@ impl LiveConfig {
         }
     }
 
-    /// Replaces the file with `document` when it would be valid, and brings it into force
-    /// at once (not at the next look); the verdict either way. Writes the file: call it off
-    /// the async runtime's threads.
+    /// Replaces the file with `document` when it would be valid — and, given the
+    /// `revision` the editor started from, only while the file is still that revision, so
+    /// an edit made by hand meanwhile is never overwritten unseen — and brings it into
+    /// force at once (not at the next look); the verdict either way. Writes the file: call
+    /// it off the async runtime's threads.
     ///
     /// # Errors
-    /// Writing the file.
-    pub fn replace(&self, document: &Value) -> std::io::Result<Verdict> {
+    /// [`ReplaceError::Changed`] when the file is no longer `revision`; writing the file.
+    pub fn replace(&self, document: &Value, revision: Option<&str>) -> Result<Verdict, ReplaceError> {
         let verdict = self.judge(document);
         if !verdict.problems.is_empty() {
             return Ok(verdict);
+        }
+        if let Some(expected) = revision
+            && self.file().revision != expected
+        {
+            return Err(ReplaceError::Changed);
         }
         let mut bytes = serde_json::to_vec_pretty(document).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
@@ -213,13 +221,14 @@ impl LiveConfig {
         Ok(verdict)
     }
 
-    /// The file's text now (`None` when it cannot be read, or is larger than a config may
-    /// be), and its document when the text is JSON.
+    /// The file now: its text (`None` when it cannot be read, or is larger than a config
+    /// may be), its document when the text is JSON, and its revision.
     #[must_use]
-    pub fn document(&self) -> (Option<String>, Option<Value>) {
-        let Some(bytes) = read_bounded(&self.path) else { return (None, None) };
-        let document = serde_json::from_slice(&bytes).ok();
-        (Some(String::from_utf8_lossy(&bytes).into_owned()), document)
+    pub fn file(&self) -> FileNow {
+        let bytes = read_bounded(&self.path);
+        let revision = data_encoding::HEXLOWER.encode(&Sha256::digest(bytes.as_deref().unwrap_or_default()));
+        let document = bytes.as_deref().and_then(|b| serde_json::from_slice(b).ok());
+        FileNow { text: bytes.map(|b| String::from_utf8_lossy(&b).into_owned()), document, revision }
     }
 
     fn refuse(&self, problems: Vec<SchemaError>) {
@@ -278,6 +287,29 @@ fn problems_of(error: super::InstanceError) -> Vec<SchemaError> {
         super::InstanceError::InvalidConfig { errors, .. } => errors,
         other => vec![SchemaError { pointer: String::new(), message: other.to_string() }],
     }
+}
+
+/// The root config file as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileNow {
+    /// Its text, when it can be read.
+    pub text: Option<String>,
+    /// Its document, when the text is JSON.
+    pub document: Option<Value>,
+    /// The SHA-256 of its bytes in hex (of none, when it cannot be read): what an editor
+    /// started from, for [`LiveConfig::replace`].
+    pub revision: String,
+}
+
+/// Why a config was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplaceError {
+    /// The file changed since the revision the editor started from.
+    #[error("the root config changed since it was opened: load it again, then make the edit")]
+    Changed,
+    /// Writing the file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// What an edit would come to.

@@ -5,12 +5,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::header::IF_MATCH;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use crate::http::owner::Caller;
 use crate::http::{ApiError, ApiJson, AppState};
-use crate::instance::live::{RESTART_FIELDS, STARTUP_FIELDS, Verdict, live_fields};
+use crate::instance::live::{RESTART_FIELDS, ReplaceError, STARTUP_FIELDS, Verdict, live_fields};
 
 fn owner_only(caller: Caller) -> Result<(), ApiError> {
     if caller.owner {
@@ -28,10 +29,12 @@ fn owner_only(caller: Caller) -> Result<(), ApiError> {
 /// carries no `Origin` for the owner gate); changing it is the owner's.
 pub async fn get_config(State(state): State<AppState>) -> Json<Value> {
     let live = std::sync::Arc::clone(&state.config);
-    let (text, document) = tokio::task::spawn_blocking(move || live.document()).await.unwrap_or_default();
+    let file = tokio::task::spawn_blocking(move || live.file()).await.ok();
+    let (text, document, revision) = file.map(|f| (f.text, f.document, Some(f.revision))).unwrap_or_default();
     Json(json!({
         "document": document,
         "text": text,
+        "revision": revision,
         "diagnostics": state.config.diagnostics(),
         "liveFields": live_fields(&state.config.current().config),
         "restartFields": RESTART_FIELDS.iter().chain(STARTUP_FIELDS).collect::<Vec<_>>(),
@@ -52,23 +55,32 @@ pub async fn check_config(
     Ok(Json(state.config.judge(&document)))
 }
 
-/// Replaces the root config with `document` and brings it into force; answers with the
-/// verdict (the fields that wait for a restart).
+/// Replaces the root config with `document` and brings it into force — with `If-Match:
+/// "<revision>"` (what `GET /config` gave), only while the file is still that revision;
+/// answers with the verdict (the fields that wait for a restart).
 ///
 /// # Errors
 /// 403 `owner_required`; 400 `invalid_config` with every problem in `details.problems`
-/// (nothing is written); 500 `config_write_failed`.
+/// (nothing is written); 409 `config_changed` when the file is no longer the `If-Match`
+/// revision (nothing is written); 500 `config_write_failed`.
 pub async fn put_config(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(document): ApiJson<Value>,
 ) -> Result<Json<Verdict>, ApiError> {
     owner_only(caller)?;
+    let revision = headers.get(IF_MATCH).and_then(|v| v.to_str().ok()).map(|v| v.trim().trim_matches('"').to_owned());
     let live = std::sync::Arc::clone(&state.config);
-    let verdict = tokio::task::spawn_blocking(move || live.replace(&document))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "config_write_failed", e.to_string()))?
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "config_write_failed", e.to_string()))?;
+    let failed = |e: String| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "config_write_failed", e);
+    let verdict = match tokio::task::spawn_blocking(move || live.replace(&document, revision.as_deref())).await {
+        Err(e) => return Err(failed(e.to_string())),
+        Ok(Err(ReplaceError::Changed)) => {
+            return Err(ApiError::new(StatusCode::CONFLICT, "config_changed", ReplaceError::Changed.to_string()));
+        }
+        Ok(Err(ReplaceError::Io(e))) => return Err(failed(e.to_string())),
+        Ok(Ok(verdict)) => verdict,
+    };
     if let Some(first) = verdict.problems.first() {
         let at = if first.pointer.is_empty() { "(root)" } else { &first.pointer };
         let more = match verdict.problems.len() {

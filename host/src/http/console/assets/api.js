@@ -67,9 +67,9 @@ export class ApiFailure extends Error {
   }
 }
 
-/** method + API path (+ JSON body) → the parsed JSON answer, or throws ApiFailure. */
-export async function call(method, path, body, { owner = false } = {}) {
-  const headers = {};
+/** method + API path (+ JSON body, + extra headers) → the parsed JSON answer, or throws ApiFailure. */
+export async function call(method, path, body, { owner = false, headers: extra = {} } = {}) {
+  const headers = { ...extra };
   if (body !== undefined) headers['content-type'] = 'application/json';
   // The owner gate's third signal; the browser adds Origin and Sec-Fetch-Site itself.
   if (owner) headers['x-butler-review'] = '1';

@@ -15,6 +15,9 @@ export async function settingsView(main) {
   const data = await call('GET', '/config');
   // The file as it is when it does not read as JSON (so a broken file is mended, not replaced).
   let saved = data.document ? JSON.stringify(data.document, null, 2) : (data.text ?? '{}');
+  // The file's revision this editor started from: a save is refused once the file changed
+  // by another hand, rather than overwriting that edit unseen.
+  let revision = data.revision;
   const editor = h('textarea', { id: 'config-editor', class: 'config-editor', spellcheck: 'false', rows: 24,
     'aria-describedby': 'config-verdict' });
   editor.value = saved;
@@ -75,13 +78,15 @@ export async function settingsView(main) {
       return check();
     }
     try {
-      const answer = await call('PUT', '/config', document, { owner: true });
+      const headers = revision ? { 'if-match': `"${revision}"` } : {};
+      const answer = await call('PUT', '/config', document, { owner: true, headers });
       saved = editor.value;
+      revision = (await call('GET', '/config')).revision;
       status.textContent = t('settings_saved');
       show([], answer.waiting || []);
     } catch (e) {
       const problems = (e.details && e.details.problems) || [{ pointer: '', message: e.message }];
-      status.textContent = t('settings_not_saved');
+      status.textContent = e.code === 'config_changed' ? t('settings_changed') : t('settings_not_saved');
       show(problems, []);
     }
   });
