@@ -111,9 +111,12 @@ impl Host {
             &instance.root.join(crate::catalog::scan::MANIFEST_FILE),
             Applied { config: instance.config.clone(), profiles },
         );
+        let oauth = Arc::new(crate::upstream::oauth::broker::Broker::new(&state_dir));
         let settings = butler_mcp::Settings {
             io: hub_io,
-            dialer: Some(Arc::new(crate::upstream::HttpDialer::new().refusing(listening))),
+            dialer: Some(Arc::new(
+                crate::upstream::HttpDialer::new().refusing(listening).with_logins(Arc::clone(&oauth)),
+            )),
             ..hub_settings(&instance.config.mcp)
         };
         let mcp = Hub::new(instance.host_env(&host_url), host_tools, &state_dir, settings);
@@ -154,6 +157,8 @@ impl Host {
         // A run missed while the host was down runs now, once.
         automations.spawn();
         let runs = Arc::new(Runs::open(&state_dir));
+        let told = notifier.clone();
+        oauth.notify_with(Box::new(move |message| told.tell(message)));
         let delegations = Arc::new(Delegations::new(Arc::clone(&agents), runs, notifier));
         let state = AppState::new(Services {
             catalog,
@@ -162,6 +167,7 @@ impl Host {
             pipeline,
             supervisor,
             mcp,
+            oauth,
             config: Arc::clone(&config),
             tokens: Arc::new(crate::instance::tokens::Tokens::new(&state_dir)),
             owner_token: owner_token.into(),

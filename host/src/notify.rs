@@ -7,7 +7,9 @@
 //! - `quarantine`: MCP tools, prompts, resources and skills newly held for the owner's
 //!   approval (a tool by its name, anything else as `<kind> <name>`);
 //! - `confirm`: a delegation's result awaiting the owner's confirmation (handed in through
-//!   a [`Notifier`]).
+//!   a [`Notifier`]);
+//! - `login`: a remote MCP server whose token could not be refreshed (handed in through a
+//!   [`Notifier`] by the OAuth logins).
 //!
 //! The queue's report is read again only when the files it declares it `watch`es changed.
 //! What is there when the host starts is the baseline, not news. The command runs under a

@@ -68,6 +68,8 @@ pub struct HttpDialer {
     client: std::sync::OnceLock<Result<reqwest::Client, DialError>>,
     /// The host's own listener: a URL that names it is refused.
     own: Option<std::net::SocketAddr>,
+    /// The OAuth logins whose bearer tokens requests carry (none: static headers only).
+    oauth: Option<Arc<oauth::broker::Broker>>,
 }
 
 /// The header every request the hub sends to a remote server carries, with
@@ -103,27 +105,40 @@ impl HttpDialer {
         Self { own: Some(own), ..self }
     }
 
+    /// The same dialer, with `oauth`'s bearer token on every request to a server that
+    /// has a login and declares no `Authorization` header of its own; a server that
+    /// refuses one is handled as [`oauth::broker::Broker::refused`] says.
+    #[must_use]
+    pub fn with_logins(self, oauth: Arc<oauth::broker::Broker>) -> Self {
+        Self { oauth: Some(oauth), ..self }
+    }
+
     /// The client, set up now if this is the first dial.
     fn client(&self) -> Result<reqwest::Client, DialError> {
-        self.client
-            .get_or_init(|| {
-                // reqwest is built without a crypto provider; ring is the process's. An
-                // error means one is installed already, which is all that is needed.
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                reqwest::Client::builder()
-                    .connect_timeout(CONNECT_TIMEOUT)
-                    .redirect(reqwest::redirect::Policy::none())
-                    .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
-                    .tcp_nodelay(true)
-                    .build()
-                    .map_err(|e| DialError::Client(e.to_string()))
-            })
-            .clone()
+        self.client.get_or_init(|| http_client().map_err(DialError::Client)).clone()
     }
 }
 
+/// An HTTP client with the machine's trusted roots (rustls' platform verifier), no
+/// redirects (they could carry a token to another origin), and [`CONNECT_TIMEOUT`].
+///
+/// # Errors
+/// Why it could not be set up.
+pub fn http_client() -> Result<reqwest::Client, String> {
+    // reqwest is built without a crypto provider; ring is the process's. An error means
+    // one is installed already, which is all that is needed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION")))
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
 impl Dialer for HttpDialer {
-    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, DialError> {
+    fn dial(&self, remote: &Remote, provider: &str, log: Arc<Log>) -> Result<Link, DialError> {
         let shown = remote.shown();
         let url = reqwest::Url::parse(&remote.url)
             .map_err(|e| DialError::BadUrl { shown: shown.clone(), why: e.to_string() })?;
@@ -144,10 +159,14 @@ impl Dialer for HttpDialer {
         let (out, queued) = mpsc::channel(QUEUE);
         let (close, closed) = oneshot::channel();
         let (fail, failed) = mpsc::channel(1);
+        // A server given its own `Authorization` header is not logged in to.
+        let oauth = self.oauth.clone().filter(|_| !headers.contains_key(reqwest::header::AUTHORIZATION));
         let bridge = Arc::new(Bridge {
             client: self.client()?,
             url,
             headers,
+            provider: provider.to_owned(),
+            oauth,
             shown,
             log,
             out,
@@ -191,6 +210,10 @@ struct Bridge {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
+    /// The provider's id (its login's name).
+    provider: String,
+    /// Its logins, when requests may carry a bearer token.
+    oauth: Option<Arc<oauth::broker::Broker>>,
     /// The URL as it may be shown.
     shown: String,
     log: Arc<Log>,
@@ -376,12 +399,50 @@ impl Bridge {
         }
     }
 
-    /// `POST`s `message` (its text is `body`) to `to`, with the session's headers.
+    /// `POST`s `message` (its text is `body`) to `to`, with the session's headers and the
+    /// login's bearer token: refreshed and sent once more when the server refuses it and
+    /// it can be; a refusal that needs the owner to log in fails the message with that.
     async fn post(&self, to: &reqwest::Url, message: &Value, body: Vec<u8>) -> Posted {
-        let mut request = self
-            .client
-            .post(to.clone())
-            .headers(self.headers.clone())
+        let Some(oauth) = &self.oauth else { return self.post_with(to, message, body.into(), None).await };
+        let body = axum::body::Bytes::from(body);
+        let token = oauth.bearer((&self.provider, self.url.as_str())).await;
+        let answer = self.post_with(to, message, body.clone(), token.as_deref()).await;
+        let Some((status, challenge)) = refusal(&answer) else {
+            if token.is_some() && is_work(message) && matches!(&answer, Posted::Answer(a) if a.status().is_success()) {
+                oauth.succeeded(&self.provider);
+            }
+            return answer;
+        };
+        match oauth.refused((&self.provider, self.url.as_str()), status, challenge, token.as_deref()).await {
+            oauth::broker::Verdict::NotOAuth => answer,
+            oauth::broker::Verdict::LoginNeeded(why) => Posted::Failed(why),
+            oauth::broker::Verdict::Retry(token) => {
+                let again = self.post_with(to, message, body, Some(&token)).await;
+                match refusal(&again) {
+                    // Refused again with a fresh token: the owner logs in.
+                    Some((_, challenge)) => {
+                        Posted::Failed(oauth.refused_again((&self.provider, self.url.as_str()), challenge))
+                    }
+                    None => {
+                        if is_work(message) && matches!(&again, Posted::Answer(a) if a.status().is_success()) {
+                            oauth.succeeded(&self.provider);
+                        }
+                        again
+                    }
+                }
+            }
+        }
+    }
+
+    /// `POST`s `message` (`body`) to `to` once, with the session's headers and `token`.
+    async fn post_with(
+        &self,
+        to: &reqwest::Url,
+        message: &Value,
+        body: axum::body::Bytes,
+        token: Option<&str>,
+    ) -> Posted {
+        let mut request = with_bearer(self.client.post(to.clone()).headers(self.headers.clone()), token)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         let revision = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(REVISION_KEY));
@@ -534,7 +595,7 @@ impl Bridge {
     }
 
     /// Opens the server's own stream (`GET`) for a session of the 2025 revisions, once, and
-    /// keeps it open: a server that has none (`405`) is left alone.
+    /// keeps it open: a server that has none (`405`, or `404` outside a session) is left alone.
     fn listen(self: Arc<Self>) {
         {
             let mut state = lock(&self.state);
@@ -549,13 +610,22 @@ impl Bridge {
             let (mut pause, mut last) = (REOPEN_AFTER, None::<String>);
             loop {
                 let Some(this) = bridge.upgrade() else { return };
-                let request = this.client.get(this.url.clone()).headers(this.headers.clone());
+                let token = match &this.oauth {
+                    Some(oauth) => oauth.bearer((&this.provider, this.url.as_str())).await,
+                    None => None,
+                };
+                let request =
+                    with_bearer(this.client.get(this.url.clone()).headers(this.headers.clone()), token.as_deref());
                 let mut request = this.in_session(request.header(ACCEPT, "text/event-stream"));
                 if let Some(last) = &last {
                     request = request.header("last-event-id", last.as_str());
                 }
                 match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
                     Ok(Ok(answer)) if answer.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                    // Without a session, a 404 is a server that has no stream to offer.
+                    Ok(Ok(answer)) if answer.status() == StatusCode::NOT_FOUND && lock(&this.state).id.is_none() => {
+                        return;
+                    }
                     Ok(Ok(answer)) if answer.status() == StatusCode::NOT_FOUND => {
                         let _ = this.fail.try_send(format!("{} ended the session (HTTP 404)", this.shown));
                         return;
@@ -579,8 +649,12 @@ impl Bridge {
     /// Opens the older transport's event stream, and relays its messages on a task of its
     /// own; where messages are to be sent (its `endpoint` event, on the same origin).
     async fn open_event_stream(self: Arc<Self>) -> Result<reqwest::Url, Unsettled> {
-        let request =
-            self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+        let token = match &self.oauth {
+            Some(oauth) => oauth.bearer((&self.provider, self.url.as_str())).await,
+            None => None,
+        };
+        let request = with_bearer(self.client.get(self.url.clone()).headers(self.headers.clone()), token.as_deref())
+            .header(ACCEPT, "text/event-stream");
         let answer = match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => return Err(Unsettled::Connect { shown: self.shown.clone(), why: cause(e) }),
@@ -643,8 +717,15 @@ impl Bridge {
         if lock(&self.state).id.is_none() {
             return;
         }
-        let request = self.in_session(self.client.delete(self.url.clone()).headers(self.headers.clone()));
-        let _ = tokio::time::timeout(Duration::from_secs(1), request.send()).await;
+        let ending = async {
+            let token = match &self.oauth {
+                Some(oauth) => oauth.bearer((&self.provider, self.url.as_str())).await,
+                None => None,
+            };
+            let request = self.client.delete(self.url.clone()).headers(self.headers.clone());
+            let _ = self.in_session(with_bearer(request, token.as_deref())).send().await;
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), ending).await;
     }
 
     /// `request` with the session's id and revision, once the server gave them.
@@ -658,6 +739,30 @@ impl Bridge {
         }
         request
     }
+}
+
+/// `request` with `token` as its bearer credential (marked sensitive), if there is one.
+fn with_bearer(request: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
+    let Some(mut value) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) else {
+        return request;
+    };
+    value.set_sensitive(true);
+    request.header(reqwest::header::AUTHORIZATION, value)
+}
+
+/// A `401` or `403` answer's status and `Bearer` challenge (if it has one).
+fn refusal(answer: &Posted) -> Option<(u16, Option<oauth::Challenge>)> {
+    let Posted::Answer(answer) = answer else { return None };
+    if !matches!(answer.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+        return None;
+    }
+    let challenge = answer
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(oauth::parse_challenge);
+    Some((answer.status().as_u16(), challenge))
 }
 
 /// What went wrong, down to its cause (a refused connection, a certificate, a name that
@@ -675,6 +780,16 @@ fn cause(error: reqwest::Error) -> String {
         source = inner.source();
     }
     text
+}
+
+/// Whether `message` is a request past the handshake (not `initialize`, `server/discover`
+/// or a notification).
+fn is_work(message: &Value) -> bool {
+    is_request(message)
+        && !matches!(
+            message.get("method").and_then(Value::as_str),
+            Some(methods::INITIALIZE | methods::SERVER_DISCOVER)
+        )
 }
 
 /// Whether `message` is a request (it has a method and an id).
@@ -815,7 +930,7 @@ mod tests {
     async fn dial(url: &str, log: &tempfile::TempDir) -> Link {
         let remote = Remote { url: url.to_owned(), headers: vec![("Authorization".into(), "Bearer s3cret".into())] };
         let log = Arc::new(Log::new(log.path().join("provider.log")));
-        let mut link = HttpDialer::new().dial(&remote, log).expect("dial");
+        let mut link = HttpDialer::new().dial(&remote, "remote", log).expect("dial");
         let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
         link.writer.write_all(format!("{hello}\n").as_bytes()).await.expect("write");
         link

@@ -86,7 +86,8 @@ pub(crate) fn run(mut command: Command) -> Run {
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     // The summary: `✓ <scenario>: 1 passed, 0 failed` (✗ when a check failed), then
     // `Total: 40 passed, 0 failed`.
-    let summary = text.split("=== SUMMARY ===").nth(1).unwrap_or_default();
+    // (`=== SUITE SUMMARY ===` after a `--suite`.)
+    let summary = text.split("SUMMARY ===").nth(1).unwrap_or_default();
     let mut scenarios = BTreeMap::new();
     for line in summary.lines() {
         let (passed, rest) = match line.split_once(' ') {
@@ -94,8 +95,9 @@ pub(crate) fn run(mut command: Command) -> Run {
             Some(("✗", rest)) => (false, rest),
             _ => continue,
         };
+        // `…, 0 failed` or, with warnings, `…, 0 failed, 1 warnings`.
         if let Some((name, counts)) = rest.split_once(": ")
-            && counts.ends_with(" failed")
+            && counts.split(", ").any(|count| count.ends_with(" failed"))
         {
             scenarios.entry(name.to_owned()).or_insert(passed);
         }

@@ -26,6 +26,7 @@ mod mcp_capability_sets;
 mod mcp_duplex;
 mod mcp_faithful;
 mod mcp_inspector;
+mod mcp_oauth;
 mod mcp_profiles;
 mod mcp_quarantine;
 mod mcp_reference;

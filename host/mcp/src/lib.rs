@@ -595,6 +595,13 @@ impl Hub {
         });
     }
 
+    /// Provider `id`'s remote server, if it is one (its URL and headers: never shown).
+    #[must_use]
+    pub fn remote(&self, id: &str) -> Option<upstream::Remote> {
+        let provider = self.registry.find(id)?;
+        provider.spec.transport.as_any().downcast_ref::<upstream::Remote>().cloned()
+    }
+
     /// Provider `id`'s log (its stderr and the hub's notes about it).
     #[must_use]
     pub fn provider_log(&self, id: &str) -> Option<Arc<butler_process::logs::Log>> {

@@ -1249,7 +1249,7 @@ impl Provider {
     /// Opens a connection through its transport (starts the process, connects to the
     /// remote server). A `probe`'s process has [`PROBE_ENV`]`=1` in its environment.
     fn open(&self, probe: bool) -> Result<Connection, super::upstream::OpenError> {
-        let opening = Opening { log: &self.log, probe, dialer: self.io.dialer.as_ref() };
+        let opening = Opening { provider: &self.spec.id, log: &self.log, probe, dialer: self.io.dialer.as_ref() };
         self.spec.transport.open(&opening)
     }
 

@@ -85,12 +85,13 @@ pub struct Link {
 
 /// Connects the hub to remote servers (the host's HTTP client implements it).
 pub trait Dialer: Send + Sync + std::fmt::Debug {
-    /// Starts a connection to `remote`, on the current runtime. `log` is the provider's
-    /// log (for the notes a connection is worth, never a header's value).
+    /// Starts a connection to `remote`, the provider `provider`, on the current runtime.
+    /// `log` is the provider's log (for the notes a connection is worth, never a header's
+    /// value).
     ///
     /// # Errors
     /// Why it cannot even be tried (a header that is not one).
-    fn dial(&self, remote: &Remote, log: Arc<Log>) -> Result<Link, DialError>;
+    fn dial(&self, remote: &Remote, provider: &str, log: Arc<Log>) -> Result<Link, DialError>;
 }
 
 /// Why a [`Dialer`] could not even try to connect (what fails once it tries ends the
@@ -146,6 +147,8 @@ pub enum OpenError {
 
 /// What a transport is given to open a connection.
 pub struct Opening<'a> {
+    /// The provider's id.
+    pub provider: &'a str,
     /// The provider's log (its stderr, the hub's notes; never a secret).
     pub log: &'a Arc<Log>,
     /// Whether the connection is a probe's: the process has [`PROBE_ENV`]
@@ -281,7 +284,7 @@ impl End for Kept {
 impl Transport for Remote {
     fn open(&self, opening: &Opening<'_>) -> Result<Connection, OpenError> {
         let dialer = opening.dialer.ok_or(OpenError::NoDialer)?;
-        let link = dialer.dial(self, Arc::clone(opening.log)).map_err(OpenError::Dial)?;
+        let link = dialer.dial(self, opening.provider, Arc::clone(opening.log)).map_err(OpenError::Dial)?;
         opening.log.note(format!("connecting to {}", self.shown()));
         let end = Box::new(Dialled { close: Some(link.close), task: Some(link.task) });
         Ok(Connection { writer: link.writer, reader: link.reader, end, group: None })

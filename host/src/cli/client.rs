@@ -75,6 +75,21 @@ impl Client {
         read_answer(response)
     }
 
+    /// DELETEs an API path; the `data` of its answer.
+    pub fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        if let Some(answer) = self.over_socket("DELETE", path, None) {
+            return answer.and_then(|(status, answer)| json_answer(status, answer));
+        }
+        let url = format!("{}{}{path}", self.url, butler_host::http::API_PREFIX);
+        let response = self
+            .agent
+            .delete(&url)
+            .header("Authorization", &format!("Bearer {}", self.token))
+            .call()
+            .with_context(|| format!("cannot reach the host at {} (is it still running?)", self.url))?;
+        read_answer(response).and_then(|(status, answer)| json_answer(status, answer))
+    }
+
     /// GETs an API path.
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
         if let Some(answer) = self.over_socket("GET", path, None) {

@@ -6,7 +6,8 @@
 //! of the MCP profiles (no running host needed); `butler mcp held` and `butler mcp
 //! approve`: the quarantine of what providers give models to read; `butler mcp add|remove`:
 //! the servers the owner adds by name, and `butler mcp import`: those another client has
-//! configured (no running host needed).
+//! configured (no running host needed); `butler mcp login|logout NAME`: a remote server's
+//! OAuth login, through the running host.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use butler_host::mcp_servers::{self, NewServer, Reach};
+use butler_host::upstream::oauth::logins::{Logins, Preregistered};
 use butler_mcp::activity::OUTCOMES;
 
 use super::Target;
@@ -135,6 +137,16 @@ pub enum Command {
         /// Per-call limit in seconds (5–3600; default 600).
         #[arg(long = "timeout", value_name = "SEC")]
         timeout: Option<u32>,
+        /// The OAuth client the server's authorization server gave you, for a server that
+        /// registers none by itself (kept in the state folder, 0600; `butler mcp login` uses it).
+        #[arg(long = "client-id", value_name = "ID", conflicts_with = "command")]
+        client_id: Option<String>,
+        /// That client's secret (a confidential client).
+        #[arg(long = "client-secret", value_name = "SECRET", requires = "client_id")]
+        client_secret: Option<String>,
+        /// A scope `butler mcp login` asks for (repeatable; none: those the server names).
+        #[arg(long = "scope", value_name = "S", requires = "client_id")]
+        scopes: Vec<String>,
         /// The command that starts the server, and its arguments, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -154,7 +166,26 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Remove an MCP server `butler mcp add` added (its folder `tools/NAME/`).
+    /// Log in to a remote MCP server with OAuth: prints the authorization URL (first line),
+    /// waits for the browser to come back to the host, and exits 0 once tokens are stored.
+    Login {
+        /// The server's name (its extension id).
+        name: String,
+        /// Open the URL in the default browser too.
+        #[arg(long)]
+        open: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Forget a remote MCP server's OAuth tokens (revoking them where the server can).
+    Logout {
+        /// The server's name (its extension id).
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove an MCP server `butler mcp add` added (its folder `tools/NAME/`, and its
+    /// login and client kept in the state folder).
     Remove {
         /// Its name.
         name: String,
@@ -200,17 +231,21 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Stdio { target } => return super::stdio::run(target.workdir),
         Command::Token { command } => token(command)?,
-        Command::Add { name, url, headers, env, timeout, command, target } => {
+        Command::Add { name, url, headers, env, timeout, client_id, client_secret, scopes, command, target } => {
             let reach = match url {
                 Some(url) => Reach::Http { url, headers: pairs(&headers, "--header")? },
                 None => Reach::Stdio { command, env: pairs(&env, "--env")? },
             };
-            add(&NewServer { name, reach, timeout_sec: timeout }, target)?;
+            let client = client_id.map(|client_id| Preregistered { client_id, client_secret, scopes });
+            add(&NewServer { name, reach, timeout_sec: timeout }, client.as_ref(), target)?;
         }
+        Command::Login { name, open, target } => return login(&name, open, target),
+        Command::Logout { name, target } => logout(&name, target)?,
         Command::Import { file, dry_run, target } => import(&file, dry_run, target)?,
         Command::Remove { name, target } => {
             let instance = open_instance(target)?;
             let removed = mcp_servers::remove(&instance, &name)?;
+            Logins::new(&instance.state_dir()).forget_all(&name)?;
             outln!("removed `{name}` ({})", removed.display());
         }
         Command::Held { json, target } => held(json, target)?,
@@ -253,9 +288,14 @@ fn pairs(args: &[String], flag: &str) -> anyhow::Result<std::collections::BTreeM
     args.iter().map(|arg| mcp_servers::pair(arg).map_err(|why| anyhow::anyhow!("{flag}: {why}"))).collect()
 }
 
-/// Writes `server` into the instance and says where its tools will be.
-fn add(server: &NewServer, target: Target) -> anyhow::Result<()> {
+/// Writes `server` into the instance (and `client`, its pre-registered OAuth client, into
+/// the state folder) and says where its tools will be.
+fn add(server: &NewServer, client: Option<&Preregistered>, target: Target) -> anyhow::Result<()> {
     let instance = open_instance(target)?;
+    if let Some(client) = client {
+        // Before the manifest: a running host may dial the server as soon as it is there.
+        Logins::new(&instance.state_dir()).save_client(&server.name, client)?;
+    }
     let file = mcp_servers::add(&instance, server).map_err(|e| match e {
         mcp_servers::ServerError::Invalid(problems) => {
             anyhow::anyhow!("`{}` cannot be added:\n  {}", server.name, problems.join("\n  "))
@@ -273,6 +313,78 @@ fn add(server: &NewServer, target: Target) -> anyhow::Result<()> {
             "the root config's scanRoots leave out `{}`: add it there for the hub to see this server",
             mcp_servers::FOLDER
         );
+    }
+    Ok(())
+}
+
+/// How long `butler mcp login` waits for the browser to come back (the host forgets the
+/// login then too).
+const LOGIN_WAIT: std::time::Duration = butler_host::upstream::oauth::broker::PENDING_FOR;
+
+/// `butler mcp login NAME`: begins the login on the running host, prints its URL first,
+/// then waits for its outcome.
+fn login(name: &str, open: bool, target: Target) -> anyhow::Result<ExitCode> {
+    let client = Client::connect(target.workdir)?;
+    let encoded = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let begun = client.post(&format!("/mcp/providers/{encoded}/login"), &serde_json::json!({}))?;
+    let (Some(url), Some(id)) = (begun["url"].as_str(), begun["login"].as_str()) else {
+        anyhow::bail!("the host began no login (its answer has no URL)");
+    };
+    outln!("{url}");
+    if open && let Err(e) = open_browser(url) {
+        eprintln!("cannot open a browser ({e}): open the URL above yourself");
+    }
+    eprintln!("waiting for the browser to come back to the host (at most {} min)…", LOGIN_WAIT.as_secs() / 60);
+    let deadline = std::time::Instant::now() + LOGIN_WAIT;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let outcome = client.get(&format!("/mcp/logins/{id}"))?;
+        match outcome["state"].as_str() {
+            Some("done") => {
+                outln!("logged in to `{name}`");
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some("failed") => {
+                anyhow::bail!(
+                    "the login to `{name}` failed: {}",
+                    outcome["reason"].as_str().unwrap_or("no reason given")
+                );
+            }
+            _ => {}
+        }
+    }
+    anyhow::bail!(
+        "the browser did not come back within {} min: run `butler mcp login {name}` again",
+        LOGIN_WAIT.as_secs() / 60
+    )
+}
+
+/// Opens `url` in the desktop's browser (`xdg-open`, or `open` on macOS), not waiting.
+fn open_browser(url: &str) -> std::io::Result<()> {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(drop)
+}
+
+/// `butler mcp logout NAME`: through the running host (which also revokes the tokens),
+/// else straight in the state folder.
+fn logout(name: &str, target: Target) -> anyhow::Result<()> {
+    let forgotten = match Client::connect(target.workdir.clone()) {
+        Ok(client) => {
+            let encoded = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string();
+            client.delete(&format!("/mcp/providers/{encoded}/login"))?["forgotten"] == true
+        }
+        Err(_) => Logins::new(&open_instance(target)?.state_dir()).forget(name)?,
+    };
+    if forgotten {
+        outln!("logged out of `{name}`: its tokens are forgotten");
+    } else {
+        outln!("`{name}` had no login");
     }
     Ok(())
 }
@@ -445,6 +557,21 @@ fn render(status: &Value) -> String {
                 rejected["tool"].as_str().unwrap_or_default(),
                 rejected["reason"].as_str().unwrap_or_default()
             );
+        }
+        match p["login"]["state"].as_str() {
+            Some("needed") => {
+                let _ = writeln!(
+                    out,
+                    "  login needed: {} — `butler mcp login {}`",
+                    p["login"]["reason"].as_str().unwrap_or_default(),
+                    text("id")
+                );
+            }
+            Some("signed-in") => {
+                let scope = p["login"]["scope"].as_str().map(|s| format!(", scope {s}")).unwrap_or_default();
+                let _ = writeln!(out, "  logged in at {}{scope}", p["login"]["issuer"].as_str().unwrap_or_default());
+            }
+            _ => {}
         }
         if let Some(error) = p["lastError"].as_str() {
             let _ = writeln!(out, "  last error: {error}");

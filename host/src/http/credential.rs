@@ -12,8 +12,9 @@
 //! only — a token made for that profile, and on a running agent session's endpoint
 //! `/mcp/s/<id>` only, that session's token (which the endpoint itself requires). Refusals
 //! are `401 token_required` with `WWW-Authenticate: Bearer` (a JSON-RPC error on the MCP
-//! routes). The login route, which redeems a one-time link, and the console's static page
-//! and assets need none.
+//! routes). The login route, which redeems a one-time link, the OAuth callback (which
+//! acts only on the secret `state` of a login the owner began), and the console's static
+//! page and assets need none.
 //!
 //! What the console loads without `fetch` cannot send a header: its event streams
 //! (`EventSource` on `GET /events` and the `GET …/log` streams) and extension icons (`<img>`
@@ -103,7 +104,8 @@ pub fn needs_credential(mode: AuthMode, peer_verified: bool, path: &str) -> bool
         .find(|rest| rest.is_empty() || rest.starts_with('/'));
     match api {
         // The console's page and assets are the same for everyone; logging in needs the link.
-        Some(rest) => !matches!(rest, "" | "/" | "/login") && !rest.starts_with("/assets/"),
+        // Nor does the OAuth callback: it acts only on a login's secret `state`.
+        Some(rest) => !matches!(rest, "" | "/" | "/login" | "/oauth/callback") && !rest.starts_with("/assets/"),
         None => false,
     }
 }

@@ -3,7 +3,9 @@
 //! - `Host` must name a loopback address or `localhost` — a DNS-rebinding page reaches us
 //!   with its own domain in `Host`, so this refuses it.
 //! - A present `Origin` must be the host's own origin (loopback name, our port, `http`).
-//! - `Sec-Fetch-Site: cross-site | same-site` is refused, whatever else the request says.
+//! - `Sec-Fetch-Site: cross-site | same-site` is refused, whatever else the request says —
+//!   except on the OAuth callback, where the authorization server's page sends the
+//!   owner's browser back (a top-level navigation, which carries no `Origin`).
 //! - A request that carries this host's own hop mark ([`crate::upstream::HOP_HEADER`]) came
 //!   from its own hub through a provider URL that reaches the host itself: `508
 //!   request_loop`.
@@ -70,7 +72,10 @@ fn admit(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiEr
             super::framing::HEAD_TOO_LARGE.as_str(),
         ));
     }
-    check(config, headers)
+    let callback = [super::API_PREFIX, super::LEGACY_PREFIX]
+        .iter()
+        .any(|prefix| uri.path().strip_prefix(prefix) == Some(crate::upstream::oauth::broker::CALLBACK_PATH));
+    check_site(config, headers, !callback)
 }
 
 /// The gate's decision for a set of request headers.
@@ -78,6 +83,11 @@ fn admit(config: GateConfig, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiEr
 /// # Errors
 /// [`ApiError`] 403 naming the rule that refused.
 pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
+    check_site(config, headers, true)
+}
+
+/// [`check`], refusing requests from other sites only when `same_site_only`.
+fn check_site(config: GateConfig, headers: &HeaderMap, same_site_only: bool) -> Result<(), ApiError> {
     for name in [HOST, ORIGIN, SEC_FETCH_SITE] {
         if headers.get_all(&name).iter().count() > 1 {
             return Err(ApiError::bad_request(
@@ -107,6 +117,7 @@ pub fn check(config: GateConfig, headers: &HeaderMap) -> Result<(), ApiError> {
         ));
     }
     if let Some(site) = headers.get(SEC_FETCH_SITE).and_then(|v| v.to_str().ok())
+        && same_site_only
         && (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site"))
     {
         return Err(ApiError::forbidden(
@@ -200,6 +211,30 @@ mod tests {
         let mut map = headers(&[("host", "localhost:19387"), ("sec-fetch-site", "same-origin")]);
         map.append("sec-fetch-site", "cross-site".parse().expect("value"));
         assert_eq!(check(config, &map).expect_err("two Sec-Fetch-Site").code, "duplicate_header");
+    }
+
+    #[test]
+    fn only_the_oauth_callback_takes_another_sites_navigation_and_nothing_else_is_relaxed() {
+        let navigation = headers(&[("host", "127.0.0.1:19387"), ("sec-fetch-site", "cross-site")]);
+        for callback in ["/myspace-butler/api/oauth/callback?state=x&code=y", "/myspace-butler/oauth/callback"] {
+            let uri: Uri = callback.parse().expect("uri");
+            assert!(admit(CONFIG, &uri, &navigation).is_ok(), "{callback}");
+        }
+        for other in [
+            "/myspace-butler/api/mcp/status",
+            "/myspace-butler/api/oauth/callback/x",
+            "/myspace-butler/api/oauth/callbackx",
+            "/oauth/callback",
+        ] {
+            let uri: Uri = other.parse().expect("uri");
+            assert_eq!(admit(CONFIG, &uri, &navigation).expect_err(other).code, "cross_site_request", "{other}");
+        }
+        // The rest of the gate still holds on the callback: a foreign Host, a foreign Origin.
+        let uri: Uri = "/myspace-butler/api/oauth/callback".parse().expect("uri");
+        let rebinding = headers(&[("host", "evil.example"), ("sec-fetch-site", "cross-site")]);
+        assert_eq!(admit(CONFIG, &uri, &rebinding).expect_err("rebinding").code, "host_not_allowed");
+        let posted = headers(&[("host", "127.0.0.1:19387"), ("origin", "https://evil.example")]);
+        assert_eq!(admit(CONFIG, &uri, &posted).expect_err("origin").code, "origin_not_allowed");
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct Services {
     pub supervisor: Arc<Supervisor>,
     /// The MCP hub.
     pub mcp: Arc<Hub>,
+    /// The OAuth logins to its remote servers.
+    pub oauth: Arc<crate::upstream::oauth::broker::Broker>,
     /// The root config in force (its MCP profiles and `mcp.auth` are read from it on each
     /// request: they change live).
     pub config: Arc<crate::instance::live::LiveConfig>,

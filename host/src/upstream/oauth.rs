@@ -8,12 +8,14 @@
 //! endpoint (`client_secret_basic`, `client_secret_post`, `none`); and the authorization
 //! request's URL with its `resource` (RFC 8707) and `state`.
 //!
-//! Nothing here sends a request, so each rule is checked on its own. The login that
-//! follows them — discovery, registration, the browser round trip to the host's loopback
-//! callback, tokens kept 0600, refresh — is not built yet: remote servers still reach the
-//! hub with the static headers their manifests declare.
+//! Nothing here sends a request, so each rule is checked on its own. The requests that
+//! follow them are [`requests`]; the logins while the host runs (what needs the owner,
+//! logins under way, bearer tokens and their refresh) are [`broker`]'s; what is kept of
+//! them on disk, 0600, is [`logins`]'.
 
+pub mod broker;
 pub mod logins;
+pub mod requests;
 
 use base64::Engine as _;
 use reqwest::Url;

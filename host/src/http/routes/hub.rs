@@ -132,7 +132,17 @@ pub async fn log(
 /// `GET /mcp/status`: `{"providers": [each provider's status, with its "held" items],
 /// "conflicts", "duplicateUris", "host": {"tools", "restrictedTools"}, "sessions"}`.
 pub async fn status(State(state): State<AppState>) -> Json<Value> {
-    Json(status_json(state.mcp.status()))
+    let mut status = status_json(state.mcp.status());
+    if let Some(providers) = status["providers"].as_array_mut() {
+        for provider in providers {
+            if provider["url"].is_string()
+                && let Some(id) = provider["id"].as_str()
+            {
+                provider["login"] = state.oauth.status(id);
+            }
+        }
+    }
+    Json(status)
 }
 
 /// The JSON of `GET /mcp/status`.

@@ -88,7 +88,7 @@ pub async fn new_link(State(state): State<AppState>, caller: Caller) -> Result<J
 }
 
 /// 403 `owner_required` unless `caller` is the owner.
-fn owner_only(caller: Caller, what: &str) -> Result<(), ApiError> {
+pub(super) fn owner_only(caller: Caller, what: &str) -> Result<(), ApiError> {
     if caller.owner {
         Ok(())
     } else {

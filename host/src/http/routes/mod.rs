@@ -18,6 +18,7 @@ mod health;
 mod hub;
 mod layout;
 pub mod login;
+mod oauth;
 mod pipeline;
 mod settings;
 mod supervise;
@@ -110,6 +111,10 @@ pub fn operations() -> Vec<Operation> {
         op(M::GET, "/mcp/s/{session}", mcp::endpoint),
         op(M::DELETE, "/mcp/s/{session}", mcp::endpoint),
         op(M::GET, "/mcp/status", hub::status),
+        op(M::POST, "/mcp/providers/{id}/login", oauth::begin),
+        op(M::DELETE, "/mcp/providers/{id}/login", oauth::logout),
+        op(M::GET, "/mcp/logins/{id}", oauth::outcome),
+        op(M::GET, "/oauth/callback", oauth::callback),
         op(M::POST, "/mcp/providers/{id}/{action}", hub::action),
         op(M::GET, "/mcp/providers/{id}/log", hub::log),
         op(M::GET, "/mcp/activity", hub::activity),
@@ -304,10 +309,12 @@ mod tests {
                 }
                 let response = resolve(&doc, response);
                 let content = response["content"].as_object().expect("error content");
-                // A spent login link is the one error a browser opens itself: it may also be
-                // a page (`text/html`, when the browser asks for one); the envelope stays.
+                // A spent login link and the OAuth callback are what a browser opens itself:
+                // they may also be a page (`text/html`, when the browser asks for one); the
+                // envelope stays.
                 let types: Vec<_> = content.keys().map(String::as_str).collect();
-                let page_too = path == "/login" && status == "403";
+                let page_too = (path == "/login" && status == "403")
+                    || (path == "/oauth/callback" && matches!(status.as_str(), "400" | "502"));
                 let expected: &[&str] =
                     if page_too { &["application/json", "text/html"] } else { &["application/json"] };
                 assert_eq!(types, expected, "{method} {path} {status}");

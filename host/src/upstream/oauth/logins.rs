@@ -23,6 +23,9 @@ pub struct Login {
     pub issuer: String,
     /// The token endpoint.
     pub token_endpoint: String,
+    /// Where tokens are revoked (RFC 7009), when the server has such an endpoint.
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
     /// The client the host is there: pre-registered, or registered by the host.
     pub client: Client,
     /// The protected resource, as its metadata names it (sent as `resource`).
@@ -35,6 +38,31 @@ pub struct Login {
     pub refresh_token: Option<String>,
     /// When the access token expires, in ms since the epoch (unknown: `None`).
     pub expires_at_ms: Option<u64>,
+}
+
+/// A client the owner registered with a server's authorization server beforehand
+/// (`butler mcp add … --client-id ID [--client-secret SECRET] [--scope S]…`), used instead
+/// of registering one.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preregistered {
+    /// Its id.
+    pub client_id: String,
+    /// Its secret, for a confidential client.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// The scopes to ask for (none: those the server names).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for Preregistered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preregistered")
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The client the host is to an authorization server.
@@ -112,17 +140,50 @@ impl Logins {
         self.dir.join(format!("{name}.json"))
     }
 
+    fn client_file(&self, server: &str) -> PathBuf {
+        let name = percent_encoding::utf8_percent_encode(server, percent_encoding::NON_ALPHANUMERIC);
+        self.dir.join(format!("{name}.client.json"))
+    }
+
+    /// Server `server`'s pre-registered client, if the owner gave one.
+    ///
+    /// # Errors
+    /// [`LoginError`] when the file is there but cannot be read as one.
+    pub fn load_client(&self, server: &str) -> Result<Option<Preregistered>, LoginError> {
+        read_json(self.client_file(server))
+    }
+
+    /// Keeps `client` as server `server`'s pre-registered client (0600).
+    ///
+    /// # Errors
+    /// [`LoginError::Io`].
+    pub fn save_client(&self, server: &str, client: &Preregistered) -> Result<(), LoginError> {
+        self.write_json(self.client_file(server), client)
+    }
+
+    /// Forgets everything kept of server `server`: its login and its pre-registered client.
+    ///
+    /// # Errors
+    /// [`LoginError::Io`].
+    pub fn forget_all(&self, server: &str) -> Result<(), LoginError> {
+        self.forget(server)?;
+        remove(self.client_file(server)).map(|_| ())
+    }
+
+    fn write_json(&self, path: PathBuf, value: &impl Serialize) -> Result<(), LoginError> {
+        butler_catalog::files::create_private_dir(&self.dir)
+            .map_err(|source| LoginError::Io { path: self.dir.clone(), source })?;
+        let bytes = serde_json::to_vec_pretty(value)
+            .map_err(|e| LoginError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
+        butler_catalog::files::write_private(&path, &bytes).map_err(|source| LoginError::Io { path, source })
+    }
+
     /// Server `server`'s login, if it has one.
     ///
     /// # Errors
     /// [`LoginError`] when the file is there but cannot be read as one.
     pub fn load(&self, server: &str) -> Result<Option<Login>, LoginError> {
-        let path = self.file(server);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|_| LoginError::Unreadable(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(LoginError::Io { path, source }),
-        }
+        read_json(self.file(server))
     }
 
     /// Keeps `login` as server `server`'s, replacing the one before (atomically, 0600).
@@ -130,12 +191,7 @@ impl Logins {
     /// # Errors
     /// [`LoginError::Io`].
     pub fn save(&self, server: &str, login: &Login) -> Result<(), LoginError> {
-        butler_catalog::files::create_private_dir(&self.dir)
-            .map_err(|source| LoginError::Io { path: self.dir.clone(), source })?;
-        let path = self.file(server);
-        let bytes = serde_json::to_vec_pretty(login)
-            .map_err(|e| LoginError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
-        butler_catalog::files::write_private(&path, &bytes).map_err(|source| LoginError::Io { path, source })
+        self.write_json(self.file(server), login)
     }
 
     /// Forgets server `server`'s login; whether it had one.
@@ -143,12 +199,25 @@ impl Logins {
     /// # Errors
     /// [`LoginError::Io`].
     pub fn forget(&self, server: &str) -> Result<bool, LoginError> {
-        let path = self.file(server);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(source) => Err(LoginError::Io { path, source }),
-        }
+        remove(self.file(server))
+    }
+}
+
+/// The JSON in `path`, `None` when there is no such file.
+fn read_json<T: serde::de::DeserializeOwned>(path: PathBuf) -> Result<Option<T>, LoginError> {
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|_| LoginError::Unreadable(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(LoginError::Io { path, source }),
+    }
+}
+
+/// Removes `path`; whether it was there.
+fn remove(path: PathBuf) -> Result<bool, LoginError> {
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(LoginError::Io { path, source }),
     }
 }
 
@@ -162,6 +231,7 @@ mod tests {
         Login {
             issuer: "https://as.example".into(),
             token_endpoint: "https://as.example/token".into(),
+            revocation_endpoint: None,
             client: Client { id: "c1".into(), secret: Some("client-secret-9".into()), auth: ClientAuth::Basic },
             resource: "https://mcp.example/mcp".into(),
             scope: Some("mcp:read".into()),
