@@ -526,6 +526,33 @@ def providers(browser, origin, shots, args):
     return {"errors": page.errors}
 
 
+def connect(browser, origin, shots, args):
+    """A remote server that needs a login is connected from the MCP view — its login page
+    opened from the link the Connect button shows, the authorization server sending the
+    browser back to the host's callback — then logged out of again."""
+    page = Page(browser, origin, shots)
+    failed = []
+    page.page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.request.method} {r.url} {r.status}"))
+    page.open("mcp")
+    row = lambda: page.page.locator(f"tr[data-provider='{args['id']}']")
+    expect(row().locator("[data-login='needed']")).to_be_visible()
+    row().locator("button[data-act='connect']").click()
+    link = row().locator("a[data-login-url]")
+    expect(link).to_be_visible()
+    page.shot("login-link")
+    tab = page.page.context.new_page()
+    tab.goto(link.get_attribute("href"))
+    expect(tab.locator("h1")).to_have_text("Logged in")
+    callback = tab.url
+    tab.close()
+    # The view is drawn again once the server reconnected with its token.
+    expect(row().locator("[data-login='signed-in']")).to_be_visible()
+    page.shot("connected")
+    row().locator("button[data-act='disconnect']").click()
+    expect(row().locator("[data-login='needed']")).to_be_visible()
+    return {"errors": page.errors, "failed": failed, "callback": callback.split("?")[0]}
+
+
 def mcp_calls(origin, token, calls):
     """Calls tools through the hub's main endpoint, in one legacy session: `calls` is a list
     of [tool, arguments]; the JSON-RPC answers."""
@@ -941,7 +968,7 @@ def settings(browser, origin, shots, args):
 
 SCENARIOS = {f.__name__: f for f in (smoke, review, supervise, layout, panel, xss, library, order, held, held_all, providers,
                                      activity, packages, plugins, confirmations, automations, sessions, headings,
-                                     waiting, quiet, language, spent_link, settings)}
+                                     waiting, quiet, language, spent_link, settings, connect)}
 
 
 def main():

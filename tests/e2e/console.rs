@@ -472,6 +472,27 @@ fn an_mcp_provider_is_started_watched_and_stopped_from_the_console() {
     assert_eq!(crate::mcp::provider_status(&butler, "fake")["state"], "stopped");
 }
 
+/// A remote server that asks for a login is connected from the MCP view in a real browser:
+/// Connect, the authorization server's page (a real one, `oidc-provider`) sends the browser
+/// back to the host's callback from another origin, the view shows the login; Log out.
+#[test]
+fn a_remote_server_is_connected_and_logged_out_of_from_the_console() {
+    let server = crate::mcp_oauth::Protected::start(300);
+    let (butler, _dir) = Butler::fresh_with_config(|config| config["mcp"]["quarantine"] = json!(false));
+    let (code, out) = crate::capabilities::cli(&butler, &["mcp", "add", "guarded", &server.mcp]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(Duration::from_secs(30), "the server to ask for a login", || {
+        let client = crate::mcp::Client::connect(&butler, "/mcp");
+        let _ = client.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}), &[]);
+        crate::mcp::provider_status(&butler, "guarded")["login"]["state"] == "needed"
+    });
+    let result = drive(&butler, "connect", &json!({"id": "guarded"}));
+    assert_no_errors(&result);
+    assert_eq!(result["failed"], json!([]), "no request of the page failed: {result}");
+    assert_eq!(result["callback"], json!(format!("{}/myspace-butler/api/oauth/callback", butler.origin)));
+    assert!(!butler.workdir.join(".butler/mcp/oauth/guarded.json").exists(), "logged out");
+}
+
 /// The hub's activity log in the MCP view: every entry newest first (paged back with
 /// "older"), filtered by outcome, name glob, method and endpoint as `GET /mcp/activity`
 /// filters them, a bad glob refused, and new calls shown live under the filter.

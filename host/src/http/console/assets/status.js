@@ -277,7 +277,7 @@ function loginActions(p, outcome) {
       const until = Date.now() + LOGIN_WAIT_MS;
       while (Date.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, 1000));
-        const state = (await call('GET', `/mcp/logins/${encodeURIComponent(begun.login)}`, undefined, { owner: true })).data;
+        const state = (await call('GET', `/mcp/logins/${encodeURIComponent(begun.login)}`)).data;
         if (state.state === 'done') return show('ok', t('login_done'));
         if (state.state === 'failed') return failed('connect', { message: state.reason || '' });
       }
