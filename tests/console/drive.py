@@ -533,7 +533,10 @@ def connect(browser, origin, shots, args):
     page = Page(browser, origin, shots)
     failed = []
     page.page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.request.method} {r.url} {r.status}"))
-    page.open("mcp")
+    # The review queue asks for the login too, and leads to the MCP view.
+    page.open("review")
+    expect(page.page.locator(f"[data-login-needed='{args['id']}']")).to_be_visible()
+    page.page.locator(f"[data-login-needed='{args['id']}'] a").click()
     row = lambda: page.page.locator(f"tr[data-provider='{args['id']}']")
     expect(row().locator("[data-login='needed']")).to_be_visible()
     row().locator("button[data-act='connect']").click()

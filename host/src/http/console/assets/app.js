@@ -226,6 +226,11 @@ async function runsCount() {
   return ((await get('/runs')).runs || []).filter((r) => r.status === 'awaiting_confirmation').length;
 }
 
+/** How many remote MCP servers need the owner to log in (again). */
+async function loginsCount() {
+  return ((await get('/mcp/status')).providers || []).filter((p) => p.login && p.login.state === 'needed').length;
+}
+
 /** How many MCP items the quarantine holds for the owner's approval. */
 async function heldCount() {
   const report = await get('/mcp/quarantine');
@@ -241,7 +246,7 @@ const COUNT_EVERY_MS = 5000;
 
 /**
  * The Review tab's badge, from any other view: what the review view lists — candidates,
- * delegations awaiting confirmation, held MCP items. Each part is optional (0 when it
+ * delegations awaiting confirmation, held MCP items, remote servers that need a login. Each part is optional (0 when it
  * cannot be read); a change announced while counting is counted again once it is done.
  */
 function updatePending() {
@@ -255,7 +260,7 @@ function updatePending() {
       const wait = countedAt + COUNT_EVERY_MS - Date.now();
       if (countedAt && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       countedAt = Date.now();
-      const parts = await Promise.all([queueCount(), runsCount(), heldCount()].map((p) => p.catch(() => 0)));
+      const parts = await Promise.all([queueCount(), runsCount(), heldCount(), loginsCount()].map((p) => p.catch(() => 0)));
       if (current && current.name === 'review') return; // the view counts them itself
       ctx.setPending(parts.reduce((a, b) => a + b, 0));
     } while (countAgain);

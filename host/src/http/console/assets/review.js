@@ -20,9 +20,9 @@ export async function reviewView(main, ctx) {
   const empty = h('p', { class: 'muted empty' }, t('review_empty'));
   const shown = new Map(); // id → its article, kept across refreshes (a typed reason survives)
   // What the nav's badge counts: candidates, confirmations and held MCP items.
-  const pending = { cards: 0, runs: 0, held: 0 };
+  const pending = { cards: 0, runs: 0, held: 0, logins: 0 };
   const setPending = () => {
-    const total = pending.cards + pending.runs + pending.held;
+    const total = pending.cards + pending.runs + pending.held + pending.logins;
     ctx.setPending(total);
     count.textContent = String(total);
     count.hidden = total === 0;
@@ -125,8 +125,26 @@ export async function reviewView(main, ctx) {
     runs.replaceChildren(h('h2', { id: 'confirm-title' }, t('confirm_title'), ' ', h('span', { class: 'count' }, String(waiting.length))),
       h('p', { class: 'muted' }, t('confirm_hint')), ...runCards.values());
   };
-  replace(main, h('h1', null, t('review_title'), ' ', count), list, runs, held, history);
-  const all = () => Promise.all([refreshCards(), refreshRuns(), refreshHeld()]);
+  // Remote servers whose login must be given (again): connected from the MCP view.
+  const logins = h('section', { class: 'stack', id: 'logins', 'aria-labelledby': 'logins-title' });
+  const refreshLogins = async () => {
+    let needed;
+    try {
+      needed = ((await get('/mcp/status')).providers || []).filter((p) => p.login && p.login.state === 'needed');
+    } catch {
+      return; // the hub's status is optional in this view
+    }
+    pending.logins = needed.length;
+    setPending();
+    if (!needed.length) return logins.replaceChildren();
+    logins.replaceChildren(h('h2', { id: 'logins-title' }, t('logins_title'), ' ', h('span', { class: 'count' }, String(needed.length))),
+      ...needed.map((p) => h('article', { class: 'card login', 'data-login-needed': p.id },
+        h('h3', null, p.id),
+        h('p', null, p.login.reason || ''),
+        h('p', null, h('a', { href: '#/mcp' }, t('logins_connect'))))));
+  };
+  replace(main, h('h1', null, t('review_title'), ' ', count), list, runs, logins, held, history);
+  const all = () => Promise.all([refreshCards(), refreshRuns(), refreshHeld(), refreshLogins()]);
   await all();
   return { refresh: all };
 }
