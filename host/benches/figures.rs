@@ -56,7 +56,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 20] = [
+    let figures: [(&str, fn()); 22] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -72,6 +72,8 @@ fn main() {
         ("B14", soak::b14_peer_uid),
         ("B15", mcp::b15_sampling),
         ("B16", mcp::b16_list_wait),
+        ("B17", mcp::b17_mcp_add),
+        ("B18", mcp::b18_profile_live),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),
@@ -120,11 +122,11 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     (at(0.5), at(0.99))
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn line(name: &str, value: Duration, baseline: Duration) {
+pub(crate) fn line(name: &str, value: Duration, baseline: Duration) {
     line_in(name, ms(value), ms(baseline), "ms");
 }
 

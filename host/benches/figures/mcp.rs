@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Host, header, line_in, line_us, note, percentiles, rate, read_head};
+use super::{Host, header, line, line_in, line_us, ms, note, percentiles, poll, rate, read_head};
 
 const ECHO: &str = r#"{"name":"echo","arguments":{"message":"hello"}}"#;
 
@@ -1097,4 +1097,145 @@ pub fn b16_list_wait() {
         max(reopened50),
         max(opened_healthy50)
     ));
+}
+
+/// A stateless (2026-07-28) request of `method` (naming `name`, when given, with `params`)
+/// to the MCP endpoint at `path`, on a connection of its own: its status and body.
+fn stateless_request(authority: &str, path: &str, method: &str, name: Option<&str>, params: &Value) -> (u16, String) {
+    let mut params = params.clone();
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let named = name.map(|n| format!("Mcp-Name: {n}\r\n")).unwrap_or_default();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n\
+         {named}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned())
+}
+
+/// B17: a stdio server that starts in 100 ms, added with `butler mcp add` to a running
+/// host, until a call of its tool through the hub answers — beside the same server started
+/// directly and called over its pipes (start, handshake, call).
+pub fn b17_mcp_add() {
+    const RUNS: usize = 7;
+    const POLL: Duration = Duration::from_millis(5);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/providers/fake_mcp.py");
+    let server = vec!["sh".to_owned(), "-c".to_owned(), format!("sleep 0.1; exec python3 {}", script.display())];
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    std::fs::write(root.join("butler.json"), r#"{"mcp": {"quarantine": false}}"#).expect("root config");
+    let host = Host::start_quiet(&root);
+    let settings = tempfile::tempdir().expect("settings");
+    let echo = json!({"name": "", "arguments": {"text": "hello"}});
+    let (mut direct, mut added) = (Vec::new(), Vec::new());
+    for run in 0..=RUNS {
+        // Directly: start, initialize, call.
+        let start = Instant::now();
+        let (mut child, stdin, stdout) = spawn_provider(&server);
+        let mut lines = Lines::open(stdin, BufReader::new(stdout));
+        lines.request("tools/call", r#"{"name":"echo","arguments":{"text":"hello"}}"#);
+        let took = start.elapsed();
+        let _ = child.kill();
+        let _ = child.wait();
+
+        // Through the hub: `butler mcp add`, then calls until one answers.
+        let name = format!("b17-{run}");
+        let tool = format!("b17_{run}__echo");
+        let start = Instant::now();
+        let status = butler_test_support::host::butler_command(settings.path())
+            .env("BUTLER_WORKDIR", &root)
+            .args(["mcp", "add", &name, "--"])
+            .args(&server)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("butler mcp add");
+        assert!(status.success(), "butler mcp add {name}");
+        let mut params = echo.clone();
+        params["name"] = json!(tool);
+        poll(Duration::from_secs(30), POLL, || {
+            let (status, body) =
+                stateless_request(host.authority(), "/myspace-butler/api/mcp", "tools/call", Some(&tool), &params);
+            (status == 200 && body.contains("hello")).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{tool} answers through the hub"));
+        if run > 0 {
+            // The first run warms the page cache and the interpreter; it is not counted.
+            direct.push(took);
+            added.push(start.elapsed());
+        }
+    }
+    let (direct50, _) = percentiles(direct);
+    let (added50, added99) = percentiles(added);
+    note(&format!(
+        "B17: `butler mcp add` until callable p50 {:.0} ms, p99 {:.0} ms (target ≤ 1500 ms); started directly p50 {:.0} ms",
+        ms(added50),
+        ms(added99),
+        ms(direct50)
+    ));
+    line(
+        &format!(
+            "B17 `butler mcp add` of a stdio server starting in 100 ms until callable through the hub (p50 of {RUNS}; baseline = the same server started and called directly)"
+        ),
+        added50,
+        direct50,
+    );
+}
+
+/// B18: a new profile written into a running host's root config until its endpoint
+/// answers a list — beside the root config's poll interval.
+pub fn b18_profile_live() {
+    const RUNS: usize = 7;
+    const POLL: Duration = Duration::from_millis(5);
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().join("instance");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let config = root.join("butler.json");
+    std::fs::write(&config, r#"{"mcp": {"profiles": {}}}"#).expect("root config");
+    let host = Host::start_quiet(&root);
+    let mut answered = Vec::new();
+    let mut profiles = serde_json::Map::new();
+    for run in 0..=RUNS {
+        let name = format!("b18-{run}");
+        profiles.insert(name.clone(), json!({"providers": []}));
+        let path = format!("/myspace-butler/api/mcp/p/{name}");
+        std::thread::sleep(Duration::from_millis(700));
+        let start = Instant::now();
+        let text = json!({"mcp": {"profiles": profiles}}).to_string();
+        let written = root.join(".butler.json.b18");
+        std::fs::write(&written, text).expect("write");
+        std::fs::rename(&written, &config).expect("replace");
+        poll(Duration::from_secs(10), POLL, || {
+            (stateless_request(host.authority(), &path, "tools/list", None, &json!({})).0 == 200).then_some(())
+        })
+        .unwrap_or_else(|| panic!("profile {name} answers"));
+        if run > 0 {
+            answered.push(start.elapsed());
+        }
+    }
+    let (answered50, answered99) = percentiles(answered);
+    note(&format!(
+        "B18: a root-config edit until the new profile answers p50 {:.0} ms, p99 {:.0} ms (target ≤ 2000 ms)",
+        ms(answered50),
+        ms(answered99)
+    ));
+    line(
+        &format!(
+            "B18 root-config edit until a new profile answers (p50 of {RUNS}; baseline = the root config's poll interval)"
+        ),
+        answered50,
+        butler_host::instance::live::POLL,
+    );
 }
