@@ -112,7 +112,12 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     use crate::capabilities::{call_text, cli};
     let server = Protected::start(5);
     let dir = tempfile::tempdir().expect("temp");
-    std::fs::write(dir.path().join("butler.json"), r#"{"mcp": {"quarantine": false}}"#).expect("root config");
+    let told = dir.path().join("told.jsonl");
+    let config = json!({
+        "mcp": {"quarantine": false},
+        "notification": {"command": ["sh", "-c", format!("cat >> '{}'", told.display())]},
+    });
+    std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");
     let butler = Butler::start(dir.path());
     let (code, out) = cli(&butler, &["mcp", "add", "guarded", &server.mcp]);
     assert_eq!(code, 0, "{out}");
@@ -167,6 +172,13 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     assert!(entry["login"]["reason"].as_str().unwrap_or_default().contains("refreshing its token failed"), "{entry}");
     let (_, shown) = cli(&butler, &["mcp", "status"]);
     assert!(shown.contains("login needed") && shown.contains("butler mcp login guarded"), "{shown}");
+    // And the owner is told, through the notification command.
+    let message = wait_for("a login notification", || {
+        let text = std::fs::read_to_string(&told).ok()?;
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|m| m["kind"] == "login")
+    });
+    assert_eq!(message["server"], "guarded", "{message}");
+    assert!(message["summary"].as_str().unwrap_or_default().contains("butler mcp login guarded"), "{message}");
 
     // Logging in again mends it; logging out forgets the tokens.
     let (code, out) = login(&butler, "guarded");
