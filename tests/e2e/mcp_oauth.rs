@@ -189,7 +189,7 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     assert_eq!((code, out.contains("logged out of `guarded`")), (0, true), "{out}");
     assert!(!file.exists());
 
-    // No token shows in the status, the activity log or the server's log.
+    // No token shows in the status, the activity log, the server's log or a notification.
     let tokens: Vec<String> = [&first, &second]
         .iter()
         .flat_map(|l| [l["accessToken"].as_str(), l["refreshToken"].as_str()])
@@ -199,9 +199,11 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     let (_, status) = butler.get_json("/mcp/status");
     let (_, activity) = butler.get_json("/mcp/activity?limit=500");
     let log = std::fs::read_to_string(butler.workdir.join(".butler/logs/mcp-guarded.log")).expect("its log");
+    let notified = std::fs::read_to_string(&told).expect("the notifications");
+    let places =
+        [("status", status.to_string()), ("activity", activity.to_string()), ("log", log), ("notification", notified)];
     for token in &tokens {
-        for (place, text) in [("status", status.to_string()), ("activity", activity.to_string()), ("log", log.clone())]
-        {
+        for (place, text) in &places {
             assert!(!text.contains(token.as_str()), "a token in the {place}");
         }
     }
