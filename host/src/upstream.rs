@@ -610,10 +610,7 @@ impl Bridge {
             let (mut pause, mut last) = (REOPEN_AFTER, None::<String>);
             loop {
                 let Some(this) = bridge.upgrade() else { return };
-                let token = match &this.oauth {
-                    Some(oauth) => oauth.bearer((&this.provider, this.url.as_str())).await,
-                    None => None,
-                };
+                let token = this.token().await;
                 let request =
                     with_bearer(this.client.get(this.url.clone()).headers(this.headers.clone()), token.as_deref());
                 let mut request = this.in_session(request.header(ACCEPT, "text/event-stream"));
@@ -649,10 +646,7 @@ impl Bridge {
     /// Opens the older transport's event stream, and relays its messages on a task of its
     /// own; where messages are to be sent (its `endpoint` event, on the same origin).
     async fn open_event_stream(self: Arc<Self>) -> Result<reqwest::Url, Unsettled> {
-        let token = match &self.oauth {
-            Some(oauth) => oauth.bearer((&self.provider, self.url.as_str())).await,
-            None => None,
-        };
+        let token = self.token().await;
         let request = with_bearer(self.client.get(self.url.clone()).headers(self.headers.clone()), token.as_deref())
             .header(ACCEPT, "text/event-stream");
         let answer = match tokio::time::timeout(HEADERS_TIMEOUT, request.send()).await {
@@ -718,14 +712,19 @@ impl Bridge {
             return;
         }
         let ending = async {
-            let token = match &self.oauth {
-                Some(oauth) => oauth.bearer((&self.provider, self.url.as_str())).await,
-                None => None,
-            };
+            let token = self.token().await;
             let request = self.client.delete(self.url.clone()).headers(self.headers.clone());
             let _ = self.in_session(with_bearer(request, token.as_deref())).send().await;
         };
         let _ = tokio::time::timeout(Duration::from_secs(1), ending).await;
+    }
+
+    /// The bearer token requests carry now, if the server has a login.
+    async fn token(&self) -> Option<String> {
+        match &self.oauth {
+            Some(oauth) => oauth.bearer((&self.provider, self.url.as_str())).await,
+            None => None,
+        }
     }
 
     /// `request` with the session's id and revision, once the server gave them.

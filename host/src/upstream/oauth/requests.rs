@@ -317,17 +317,8 @@ impl Requests {
             Grant::Refresh(token) => vec![("grant_type", "refresh_token"), ("refresh_token", token)],
         };
         form.push(("resource", resource));
-        let mut request = self.client.post(endpoint);
-        match (client.auth, client.secret) {
-            (ClientAuth::Basic, Some(secret)) => {
-                let mut value = reqwest::header::HeaderValue::from_str(&basic_credentials(client.id, secret))
-                    .map_err(|_| FlowError::Unexpected { endpoint: shown_url(endpoint), expected: "a client id" })?;
-                value.set_sensitive(true);
-                request = request.header(reqwest::header::AUTHORIZATION, value);
-            }
-            (ClientAuth::Post, Some(secret)) => form.extend([("client_id", client.id), ("client_secret", secret)]),
-            _ => form.push(("client_id", client.id)),
-        }
+        let request = authenticated(self.client.post(endpoint), &mut form, client)
+            .ok_or(FlowError::Unexpected { endpoint: shown_url(endpoint), expected: "a client id" })?;
         let tokens: Tokens = self.send(endpoint, request.form(&form), "tokens").await?;
         if tokens.token_type.as_deref().is_some_and(|t| !t.eq_ignore_ascii_case("bearer")) {
             return Err(FlowError::Unexpected { endpoint: shown_url(endpoint), expected: "a bearer token" });
@@ -339,15 +330,9 @@ impl Requests {
     /// waited on beyond [`REQUEST_TIMEOUT`], and a refusal changes nothing here.
     pub async fn revoke(&self, endpoint: &str, client: ClientCredentials<'_>, token: &str, hint: &str) {
         let mut form = vec![("token", token), ("token_type_hint", hint)];
-        let mut request = self.client.post(endpoint);
-        match (client.auth, client.secret) {
-            (ClientAuth::Basic, Some(secret)) => {
-                request = request.header(reqwest::header::AUTHORIZATION, basic_credentials(client.id, secret));
-            }
-            (ClientAuth::Post, Some(secret)) => form.extend([("client_id", client.id), ("client_secret", secret)]),
-            _ => form.push(("client_id", client.id)),
+        if let Some(request) = authenticated(self.client.post(endpoint), &mut form, client) {
+            let _ = tokio::time::timeout(REQUEST_TIMEOUT, request.form(&form).send()).await;
         }
-        let _ = tokio::time::timeout(REQUEST_TIMEOUT, request.form(&form).send()).await;
     }
 
     /// What the MCP server at `server` says when asked without a token: the challenge of
@@ -430,6 +415,26 @@ impl Requests {
             .await
             .map_err(|_| unreachable(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())))?
     }
+}
+
+/// `request` authenticated as `client` at the token endpoint: `Authorization: Basic`
+/// (marked sensitive), or its id (and secret) added to `form`; `None` when the id and
+/// secret make no header.
+fn authenticated<'a>(
+    request: reqwest::RequestBuilder,
+    form: &mut Vec<(&'a str, &'a str)>,
+    client: ClientCredentials<'a>,
+) -> Option<reqwest::RequestBuilder> {
+    match (client.auth, client.secret) {
+        (ClientAuth::Basic, Some(secret)) => {
+            let mut value = reqwest::header::HeaderValue::from_str(&basic_credentials(client.id, secret)).ok()?;
+            value.set_sensitive(true);
+            return Some(request.header(reqwest::header::AUTHORIZATION, value));
+        }
+        (ClientAuth::Post, Some(secret)) => form.extend([("client_id", client.id), ("client_secret", secret)]),
+        _ => form.push(("client_id", client.id)),
+    }
+    Some(request)
 }
 
 /// PKCE with S256 is required: metadata that lists the methods must list it.
