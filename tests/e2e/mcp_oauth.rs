@@ -218,3 +218,50 @@ fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
     });
     got.unwrap_or_else(|| panic!("{what}"))
 }
+
+#[test]
+fn a_servers_client_and_scopes_are_kept_private_and_never_over_another_servers() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(dir.path().join("butler.json"), "{}").expect("root config");
+    let home = tempfile::tempdir().expect("home");
+    let butler = |args: &[&str]| {
+        let output = crate::util::butler_command(home.path())
+            .env("BUTLER_WORKDIR", dir.path())
+            .args(args)
+            .output()
+            .expect("butler");
+        (
+            output.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+        )
+    };
+    let kept = dir.path().join(".butler/mcp/oauth");
+    let url = "http://127.0.0.1:9/mcp";
+    let (ok, out) =
+        butler(&["mcp", "add", "linear", url, "--client-id", "cid-1", "--client-secret", "sec-1", "--scope", "read"]);
+    assert!(ok, "{out}");
+    let file = kept.join("linear.client.json");
+    let client: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).expect("kept")).expect("JSON");
+    assert_eq!(client, serde_json::json!({"clientId": "cid-1", "clientSecret": "sec-1", "scopes": ["read"]}));
+    assert_eq!(std::fs::metadata(&file).expect("there").permissions().mode() & 0o777, 0o600);
+    let manifest = std::fs::read_to_string(dir.path().join("tools/linear/butler.json")).expect("manifest");
+    assert!(!manifest.contains("sec-1") && !manifest.contains("cid-1"), "the manifest holds no client: {manifest}");
+    // A second server under the name is refused, and the first one's client stays.
+    let (ok, out) = butler(&["mcp", "add", "linear", url, "--client-id", "cid-2"]);
+    assert!(!ok && out.contains("already exists"), "{out}");
+    assert!(std::fs::read_to_string(&file).expect("kept").contains("cid-1"));
+    // A server that cannot be added leaves nothing behind; one removed takes its client.
+    let (ok, out) = butler(&["mcp", "add", "bad name", url, "--client-id", "cid-3"]);
+    assert!(!ok, "{out}");
+    assert!(!kept.join("bad%20name.client.json").exists());
+    let (ok, out) = butler(&["mcp", "remove", "linear"]);
+    assert!(ok, "{out}");
+    assert_eq!(std::fs::read_dir(&kept).expect("the folder").count(), 0);
+    // Scopes alone: the host registers its client itself, and asks for them.
+    let (ok, out) = butler(&["mcp", "add", "notion", url, "--scope", "a", "--scope", "b"]);
+    assert!(ok, "{out}");
+    let client: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(kept.join("notion.client.json")).expect("kept")).expect("JSON");
+    assert_eq!((&client["clientId"], &client["scopes"]), (&serde_json::Value::Null, &serde_json::json!(["a", "b"])));
+}

@@ -145,7 +145,7 @@ pub enum Command {
         #[arg(long = "client-secret", value_name = "SECRET", requires = "client_id")]
         client_secret: Option<String>,
         /// A scope `butler mcp login` asks for (repeatable; none: those the server names).
-        #[arg(long = "scope", value_name = "S", requires = "client_id")]
+        #[arg(long = "scope", value_name = "S", conflicts_with = "command")]
         scopes: Vec<String>,
         /// The command that starts the server, and its arguments, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
@@ -236,7 +236,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 Some(url) => Reach::Http { url, headers: pairs(&headers, "--header")? },
                 None => Reach::Stdio { command, env: pairs(&env, "--env")? },
             };
-            let client = client_id.map(|client_id| Preregistered { client_id, client_secret, scopes });
+            let client = (client_id.is_some() || !scopes.is_empty()).then_some(Preregistered {
+                client_id,
+                client_secret,
+                scopes,
+            });
             add(&NewServer { name, reach, timeout_sec: timeout }, client.as_ref(), target)?;
         }
         Command::Login { name, open, target } => return login(&name, open, target),
@@ -292,11 +296,19 @@ fn pairs(args: &[String], flag: &str) -> anyhow::Result<std::collections::BTreeM
 /// the state folder) and says where its tools will be.
 fn add(server: &NewServer, client: Option<&Preregistered>, target: Target) -> anyhow::Result<()> {
     let instance = open_instance(target)?;
-    if let Some(client) = client {
-        // Before the manifest: a running host may dial the server as soon as it is there.
-        Logins::new(&instance.state_dir()).save_client(&server.name, client)?;
+    let logins = Logins::new(&instance.state_dir());
+    // Before the manifest (a running host may dial the server as soon as it is there), and
+    // never over what a server already there under the name keeps.
+    let kept = client.filter(|_| !mcp_servers::folder(&instance, &server.name).exists());
+    if let Some(client) = kept {
+        logins.save_client(&server.name, client)?;
     }
-    let file = mcp_servers::add(&instance, server).map_err(|e| match e {
+    let added = mcp_servers::add(&instance, server);
+    if added.is_err() && kept.is_some() {
+        // Not added: the client kept for it goes too.
+        logins.forget_client(&server.name)?;
+    }
+    let file = added.map_err(|e| match e {
         mcp_servers::ServerError::Invalid(problems) => {
             anyhow::anyhow!("`{}` cannot be added:\n  {}", server.name, problems.join("\n  "))
         }

@@ -410,11 +410,11 @@ impl Broker {
         };
         let supported = discovered.server.token_endpoint_auth_methods_supported.as_deref();
         let client = match preregistered {
-            Some(Preregistered { client_id, client_secret, .. }) => {
+            Some(Preregistered { client_id: Some(client_id), client_secret, .. }) => {
                 let auth = ClientAuth::choose(None, supported, client_secret.is_some());
                 Client { id: client_id, secret: client_secret, auth }
             }
-            None => {
+            _ => {
                 let registered = requests.register(&discovered.server, redirect_uri, scope.as_deref()).await?;
                 let auth =
                     ClientAuth::choose(registered.method.as_deref(), supported, registered.client_secret.is_some());

@@ -40,14 +40,15 @@ pub struct Login {
     pub expires_at_ms: Option<u64>,
 }
 
-/// A client the owner registered with a server's authorization server beforehand
-/// (`butler mcp add … --client-id ID [--client-secret SECRET] [--scope S]…`), used instead
-/// of registering one.
+/// What the owner set for a server's logins (`butler mcp add … [--client-id ID
+/// [--client-secret SECRET]] [--scope S]…`): the client registered with its authorization
+/// server beforehand, used instead of registering one, and the scopes to ask for.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Preregistered {
-    /// Its id.
-    pub client_id: String,
+    /// Its id (none: the host registers a client itself).
+    #[serde(default)]
+    pub client_id: Option<String>,
     /// Its secret, for a confidential client.
     #[serde(default)]
     pub client_secret: Option<String>,
@@ -161,13 +162,21 @@ impl Logins {
         self.write_json(self.client_file(server), client)
     }
 
+    /// Forgets server `server`'s pre-registered client; whether it had one.
+    ///
+    /// # Errors
+    /// [`LoginError::Io`].
+    pub fn forget_client(&self, server: &str) -> Result<bool, LoginError> {
+        remove(self.client_file(server))
+    }
+
     /// Forgets everything kept of server `server`: its login and its pre-registered client.
     ///
     /// # Errors
     /// [`LoginError::Io`].
     pub fn forget_all(&self, server: &str) -> Result<(), LoginError> {
         self.forget(server)?;
-        remove(self.client_file(server)).map(|_| ())
+        self.forget_client(server).map(|_| ())
     }
 
     fn write_json(&self, path: PathBuf, value: &impl Serialize) -> Result<(), LoginError> {
