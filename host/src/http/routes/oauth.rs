@@ -20,11 +20,16 @@ use crate::http::{API_PREFIX, ApiError, AppState};
 use crate::upstream::oauth::broker::{BrokerError, CALLBACK_PATH, Outcome};
 use butler_mcp::ProviderAction;
 
+/// How long beginning a login may take (discovery and registration: several requests,
+/// each with its own limit).
+const BEGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// `POST /mcp/providers/{id}/login`: `{"login": id, "url": the authorization URL}`.
 ///
 /// # Errors
 /// 403 `owner_required`; 404 `unknown_provider` (no provider, or not a remote server);
-/// 502 `login_failed` when discovery or registration failed; 429 `too_many_logins`.
+/// 502 `login_failed` when discovery or registration failed; 504 `login_timeout` past
+/// [`BEGIN_TIMEOUT`]; 429 `too_many_logins`.
 pub async fn begin(
     State(state): State<AppState>,
     caller: Caller,
@@ -46,7 +51,18 @@ pub async fn begin(
         ));
     }
     let redirect_uri = format!("{}{API_PREFIX}{CALLBACK_PATH}", state.origin);
-    match state.oauth.begin(&id, &remote.url, &redirect_uri).await {
+    let begun = tokio::time::timeout(BEGIN_TIMEOUT, state.oauth.begin(&id, &remote.url, &redirect_uri)).await;
+    let Ok(begun) = begun else {
+        return Err(ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "login_timeout",
+            format!(
+                "discovering `{id}`'s authorization server took longer than {} s: try again, or check the server's address",
+                BEGIN_TIMEOUT.as_secs()
+            ),
+        ));
+    };
+    match begun {
         Ok(begun) => Ok(Json(json!({"ok": true, "data": {"login": begun.id, "url": begun.url}}))),
         Err(BrokerError::Busy) => {
             Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_logins", BrokerError::Busy.to_string()))
