@@ -54,6 +54,7 @@ pub mod skills;
 pub mod subscriptions;
 pub mod templates;
 mod tool_calls;
+pub mod tool_search;
 pub mod tool_source;
 pub mod upcall;
 pub mod upcalls;

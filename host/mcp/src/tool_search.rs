@@ -1,0 +1,275 @@
+//! Finding tools by what they do, for endpoints with more tools than a model should read:
+//! BM25 over each tool's name, title, description and its parameters' names and
+//! descriptions, with the owner's own use of each tool as a prior.
+//!
+//! Text is cut into terms the same way for tools and queries: identifiers split at `_`,
+//! `-`, `.`, `/` and case changes (`readFile`, `read_file` and `read-file` are the same two
+//! words), Latin words lower-cased and stemmed (English Snowball: `files` and `file` meet),
+//! and runs of CJK characters (Chinese, Japanese kana, Korean) cut into single characters and
+//! overlapping pairs — the usual way a search engine without a dictionary reads them, so
+//! `读取文件` meets `读取本地文件` on `读取` and `文件`. Fields weigh differently: a term in
+//! the name counts three times, in the title twice.
+//!
+//! The index is built once per tool list ([`Index::new`]) and searched without allocation
+//! beyond the query's terms and the results.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalisation.
+const B: f64 = 0.75;
+/// How many times a term of the tool's name counts.
+const NAME_WEIGHT: u32 = 3;
+/// How many times a term of the tool's title counts.
+const TITLE_WEIGHT: u32 = 2;
+/// The most characters of a definition's text that are read (a description can be long).
+const MAX_TEXT: usize = 8 * 1024;
+
+/// One tool, as the index keeps it.
+#[derive(Debug)]
+struct Doc {
+    /// Its terms and how often each occurs (weighted by field).
+    terms: HashMap<String, u32>,
+    /// The sum of those counts.
+    len: u32,
+}
+
+/// A search index over one list of tools.
+#[derive(Debug, Default)]
+pub struct Index {
+    docs: Vec<Doc>,
+    /// In how many tools each term occurs.
+    df: HashMap<String, u32>,
+    avgdl: f64,
+}
+
+/// One match: the tool's position in the list the index was built from, and its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Match {
+    /// Its position in the list.
+    pub index: usize,
+    /// Its score (higher is better; comparable within one search only).
+    pub score: f64,
+}
+
+impl Index {
+    /// The index of `tools`, each a tool definition as `tools/list` gives it (`name`,
+    /// `title`, `description`, `inputSchema`).
+    #[must_use]
+    pub fn new(tools: &[Value]) -> Self {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let mut docs = Vec::with_capacity(tools.len());
+        let mut df: HashMap<String, u32> = HashMap::new();
+        for tool in tools {
+            let mut terms: HashMap<String, u32> = HashMap::new();
+            let mut add = |text: &str, weight: u32| {
+                for term in terms_of(clip(text), &stemmer) {
+                    *terms.entry(term).or_default() += weight;
+                }
+            };
+            let text = |key: &str| tool.get(key).and_then(Value::as_str).unwrap_or_default();
+            add(text("name"), NAME_WEIGHT);
+            add(text("title"), TITLE_WEIGHT);
+            add(text("description"), 1);
+            if let Some(properties) = tool.pointer("/inputSchema/properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    add(name, 1);
+                    add(property.get("description").and_then(Value::as_str).unwrap_or_default(), 1);
+                }
+            }
+            for term in terms.keys() {
+                *df.entry(term.clone()).or_default() += 1;
+            }
+            let len = terms.values().sum();
+            docs.push(Doc { terms, len });
+        }
+        let total: u64 = docs.iter().map(|d| u64::from(d.len)).sum();
+        #[allow(clippy::cast_precision_loss)]
+        let avgdl = if docs.is_empty() { 0.0 } else { total as f64 / docs.len() as f64 };
+        Self { docs, df, avgdl }
+    }
+
+    /// How many tools it holds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether it holds none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// The best `limit` matches for `query`, best first, each tool's score multiplied by
+    /// `prior` of its position (1.0: no opinion); tools that share no term with the query
+    /// are left out. Ties keep the list's order.
+    #[must_use]
+    pub fn search(&self, query: &str, limit: usize, prior: impl Fn(usize) -> f64) -> Vec<Match> {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let mut query_terms = terms_of(clip(query), &stemmer);
+        query_terms.sort();
+        query_terms.dedup();
+        #[allow(clippy::cast_precision_loss)]
+        let n = self.docs.len() as f64;
+        let mut matches: Vec<Match> = Vec::new();
+        for (index, doc) in self.docs.iter().enumerate() {
+            let mut score = 0.0;
+            for term in &query_terms {
+                let Some(&tf) = doc.terms.get(term) else { continue };
+                let df = f64::from(self.df.get(term).copied().unwrap_or(0));
+                let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                let tf = f64::from(tf);
+                let norm = K1 * (1.0 - B + B * f64::from(doc.len) / self.avgdl.max(1.0));
+                score += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+            if score > 0.0 {
+                matches.push(Match { index, score: score * prior(index) });
+            }
+        }
+        matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        matches.truncate(limit);
+        matches
+    }
+}
+
+/// The first [`MAX_TEXT`] bytes of `text` (at a character boundary).
+fn clip(text: &str) -> &str {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Whether `c` is written without spaces between words (CJK ideographs, kana, hangul).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF // hiragana, katakana
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xAC00..=0xD7AF // hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0x20000..=0x2FA1F) // CJK extensions B–F, compatibility supplement
+}
+
+/// The terms of `text`: Latin words (identifiers split, lower-cased, stemmed) and CJK
+/// characters and overlapping pairs.
+fn terms_of(text: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<String> {
+    let mut terms = Vec::new();
+    let mut word = String::new();
+    let mut cjk: Vec<char> = Vec::new();
+    let mut previous: Option<char> = None;
+    let flush_word = |word: &mut String, terms: &mut Vec<String>| {
+        if !word.is_empty() {
+            let lower = word.to_lowercase();
+            terms.push(stemmer.stem(&lower).into_owned());
+            word.clear();
+        }
+    };
+    let flush_cjk = |cjk: &mut Vec<char>, terms: &mut Vec<String>| {
+        for (i, c) in cjk.iter().enumerate() {
+            terms.push(c.to_string());
+            if let Some(next) = cjk.get(i + 1) {
+                terms.push([*c, *next].iter().collect());
+            }
+        }
+        cjk.clear();
+    };
+    for c in text.chars() {
+        if is_cjk(c) {
+            flush_word(&mut word, &mut terms);
+            cjk.push(c);
+        } else if c.is_alphanumeric() {
+            flush_cjk(&mut cjk, &mut terms);
+            // A case change inside an identifier starts a word: `readFile`, `HTTPServer`.
+            let boundary = previous.is_some_and(|p| p.is_lowercase() || p.is_numeric()) && c.is_uppercase();
+            if boundary {
+                flush_word(&mut word, &mut terms);
+            }
+            word.push(c);
+        } else {
+            flush_word(&mut word, &mut terms);
+            flush_cjk(&mut cjk, &mut terms);
+        }
+        previous = Some(c);
+    }
+    flush_word(&mut word, &mut terms);
+    flush_cjk(&mut cjk, &mut terms);
+    terms
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tools() -> Vec<Value> {
+        vec![
+            json!({"name": "files__read_file", "description": "Read the complete contents of a file from the file system.",
+                   "inputSchema": {"properties": {"path": {"description": "Path of the file"}}}}),
+            json!({"name": "files__write_file", "description": "Create a new file or overwrite an existing one.",
+                   "inputSchema": {"properties": {"path": {}, "content": {"description": "Text to write"}}}}),
+            json!({"name": "github__createIssue", "title": "Create issue", "description": "Open a new issue in a repository."}),
+            json!({"name": "github__list_pull_requests", "description": "List pull requests of a repository."}),
+            json!({"name": "notes__搜索笔记", "description": "在本地笔记中搜索关键词，返回匹配的段落。"}),
+            json!({"name": "notes__读取笔记", "description": "读取一篇笔记的全文。"}),
+            json!({"name": "time__get_current_time", "description": "Get the current time in a time zone."}),
+        ]
+    }
+
+    fn names(index: &Index, tools: &[Value], query: &str) -> Vec<String> {
+        index
+            .search(query, 3, |_| 1.0)
+            .iter()
+            .map(|m| tools[m.index]["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn identifiers_are_words_and_english_is_stemmed() {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        assert_eq!(
+            terms_of("readFile read_file read-file", &stemmer),
+            ["read", "file", "read", "file", "read", "file"]
+        );
+        assert_eq!(terms_of("Files HTTPServer v2Api", &stemmer), ["file", "httpserver", "v2", "api"]);
+        assert_eq!(terms_of("读取文件", &stemmer), ["读", "读取", "取", "取文", "文", "文件", "件"]);
+        assert_eq!(terms_of("open文件now", &stemmer), ["open", "文", "文件", "件", "now"]);
+    }
+
+    #[test]
+    fn plain_requests_in_english_and_chinese_find_the_tool() {
+        let tools = tools();
+        let index = Index::new(&tools);
+        assert_eq!(index.len(), 7);
+        assert_eq!(names(&index, &tools, "read a file")[0], "files__read_file");
+        assert_eq!(names(&index, &tools, "open an issue on github")[0], "github__createIssue");
+        assert_eq!(names(&index, &tools, "what time is it")[0], "time__get_current_time");
+        assert_eq!(names(&index, &tools, "pull requests")[0], "github__list_pull_requests");
+        assert_eq!(names(&index, &tools, "搜索我的笔记")[0], "notes__搜索笔记");
+        assert_eq!(names(&index, &tools, "读取笔记全文")[0], "notes__读取笔记");
+        assert!(index.search("", 5, |_| 1.0).is_empty(), "no terms, no match");
+        assert!(index.search("zebra quantum", 5, |_| 1.0).is_empty(), "nothing shared, nothing found");
+    }
+
+    #[test]
+    fn the_prior_breaks_near_ties_and_the_limit_holds() {
+        let tools = tools();
+        let index = Index::new(&tools);
+        let plain = index.search("file", 5, |_| 1.0);
+        assert_eq!(plain.len(), 2);
+        let used = |i: usize| if tools[i]["name"] == "files__write_file" { 2.0 } else { 1.0 };
+        let preferred = index.search("file", 1, used);
+        assert_eq!(preferred.len(), 1);
+        assert_eq!(tools[preferred[0].index]["name"], "files__write_file");
+        assert!(Index::new(&[]).search("file", 5, |_| 1.0).is_empty());
+    }
+}
