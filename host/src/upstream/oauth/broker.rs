@@ -33,6 +33,11 @@ pub const MAX_PENDING: usize = 16;
 const OUTCOME_FOR: Duration = Duration::from_secs(600);
 /// The most outcomes kept.
 const MAX_OUTCOMES: usize = 64;
+/// How long after a failed refresh the next is tried before a request (a refusal still
+/// tries at once).
+pub const REFRESH_PAUSE: Duration = Duration::from_secs(30);
+/// How a failed refresh's reason begins.
+const REFRESH_FAILED: &str = "refreshing its token failed";
 /// The callback's path under the API prefixes.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
@@ -114,6 +119,8 @@ struct Need {
     url: String,
     why: String,
     challenge: Option<Challenge>,
+    /// When it was found.
+    since: Instant,
 }
 
 /// A login under way.
@@ -233,7 +240,7 @@ impl Broker {
     /// first when it is about to expire; `None` without a login.
     pub async fn bearer(&self, (server, url): (&str, &str)) -> Option<String> {
         let login = self.login_at((server, url))?;
-        if login.due_for_refresh(now_ms()) {
+        if login.due_for_refresh(now_ms()) && self.refresh_failure(server).is_none() {
             return match self.refresh((server, url), &login.access_token).await {
                 Ok(fresh) => Some(fresh.access_token.clone()),
                 // Used until refused: the server may still take it.
@@ -306,6 +313,9 @@ impl Broker {
             if login.access_token != sent {
                 return Verdict::Retry(login.access_token.clone());
             }
+            if let Some(why) = self.refresh_failure(server) {
+                return Verdict::LoginNeeded(login_needed(server, &why));
+            }
             if login.refresh_token.is_some() {
                 match self.refresh((server, url), sent).await {
                     Ok(fresh) => return Verdict::Retry(fresh.access_token.clone()),
@@ -321,8 +331,19 @@ impl Broker {
         Verdict::LoginNeeded(login_needed(server, &why))
     }
 
-    fn need(&self, (server, url): (&str, &str), why: String, challenge: Option<Challenge>) {
-        lock(&self.inner).needs.insert(server.to_owned(), Need { url: url.to_owned(), why, challenge });
+    /// Records that `server` needs a login; whether it did not already.
+    fn need(&self, (server, url): (&str, &str), why: String, challenge: Option<Challenge>) -> bool {
+        let need = Need { url: url.to_owned(), why, challenge, since: Instant::now() };
+        lock(&self.inner).needs.insert(server.to_owned(), need).is_none()
+    }
+
+    /// Why a refresh of `server`'s token failed, if it did within [`REFRESH_PAUSE`]: another
+    /// is not tried before (an authorization server that is down is not asked at every
+    /// request).
+    fn refresh_failure(&self, server: &str) -> Option<String> {
+        let inner = lock(&self.inner);
+        let need = inner.needs.get(server)?;
+        (need.why.starts_with(REFRESH_FAILED) && need.since.elapsed() < REFRESH_PAUSE).then(|| need.why.clone())
     }
 
     /// Refreshes `server`'s token, unless it was refreshed since `stale` was read; the
@@ -351,9 +372,11 @@ impl Broker {
                 self.keep(server, fresh).map_err(|e| e.to_string())
             }
             Err(error) => {
-                let why = format!("refreshing its token failed: {error}");
-                self.need((server, url), why.clone(), None);
-                if let Some(tell) = self.notifier.get() {
+                let why = format!("{REFRESH_FAILED}: {error}");
+                // Told once, not at every request that finds the token still expired.
+                if self.need((server, url), why.clone(), None)
+                    && let Some(tell) = self.notifier.get()
+                {
                     tell(json!({
                         "kind": "login",
                         "server": server,
@@ -671,6 +694,9 @@ mod tests {
         // The token endpoint is a closed port: the refresh fails, and the owner is asked.
         let state = tempfile::tempdir().expect("temp");
         let broker = Broker::new(state.path());
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&told);
+        broker.notify_with(Box::new(move |message| lock(&into).push(message)));
         Logins::new(state.path()).save("srv", &login("tok-1", Some("ref-1"))).expect("saved");
         let Verdict::LoginNeeded(why) = broker.refused(AT, 401, challenge("Bearer"), Some("tok-1")).await else {
             panic!("the refresh failed");
@@ -678,6 +704,12 @@ mod tests {
         assert!(why.contains("refreshing its token failed") && !why.contains("ref-1"), "{why}");
         assert_eq!(broker.status("srv")["state"], "needed");
         assert_eq!(broker.bearer(AT).await.as_deref(), Some("tok-1"), "used until replaced");
+        // Refused again at once: no second refresh and no second message.
+        assert!(matches!(broker.refused(AT, 401, challenge("Bearer"), Some("tok-1")).await, Verdict::LoginNeeded(_)));
+        let told = lock(&told).clone();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert_eq!((&told[0]["kind"], &told[0]["server"]), (&json!("login"), &json!("srv")));
+        assert!(!told[0].to_string().contains("ref-1") && !told[0].to_string().contains("tok-1"));
     }
 
     #[tokio::test]
