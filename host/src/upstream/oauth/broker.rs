@@ -152,7 +152,9 @@ pub struct Broker {
     logins: Logins,
     requests: OnceLock<Result<Requests, String>>,
     inner: Mutex<Inner>,
-    cache: Mutex<HashMap<String, Arc<Login>>>,
+    /// Each server's login as last read or written (`None`: it has none). Every login is
+    /// written here (`keep`, `logout`), so the file is read once per server, not per request.
+    cache: Mutex<HashMap<String, Option<Arc<Login>>>>,
     refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     notifier: OnceLock<Tell>,
 }
@@ -203,11 +205,10 @@ impl Broker {
             .map_err(|e| BrokerError::Client(e.clone()))
     }
 
-    /// Server `server`'s login, from the cache or its file (read again while there is
-    /// none: `butler mcp login` may have stored one since).
+    /// Server `server`'s login, from the cache or (the first time) its file.
     fn login(&self, server: &str) -> Option<Arc<Login>> {
         if let Some(cached) = lock(&self.cache).get(server) {
-            return Some(Arc::clone(cached));
+            return cached.clone();
         }
         let loaded = match self.logins.load(server) {
             Ok(login) => login.map(Arc::new),
@@ -216,9 +217,7 @@ impl Broker {
                 None
             }
         };
-        if let Some(login) = &loaded {
-            lock(&self.cache).insert(server.to_owned(), Arc::clone(login));
-        }
+        lock(&self.cache).insert(server.to_owned(), loaded.clone());
         loaded
     }
 
@@ -232,7 +231,7 @@ impl Broker {
     fn keep(&self, server: &str, login: Login) -> Result<Arc<Login>, LoginError> {
         self.logins.save(server, &login)?;
         let login = Arc::new(login);
-        lock(&self.cache).insert(server.to_owned(), Arc::clone(&login));
+        lock(&self.cache).insert(server.to_owned(), Some(Arc::clone(&login)));
         Ok(login)
     }
 
@@ -560,7 +559,7 @@ impl Broker {
             inner.authorizations.remove(server);
         }
         let had = self.logins.forget(server)?;
-        lock(&self.cache).remove(server);
+        lock(&self.cache).insert(server.to_owned(), None);
         if let (Some(login), Ok(requests)) = (login, self.requests())
             && let Some(endpoint) = &login.revocation_endpoint
         {
@@ -672,9 +671,11 @@ mod tests {
         assert_eq!(broker.status("srv")["state"], "needed");
         assert_eq!(broker.needed(), vec![("srv".to_owned(), "it asks for a login".to_owned())]);
 
-        // With a login: a request sent before it was stored goes again with its token; a
-        // token refused that cannot be refreshed needs a login; more scope is a step-up.
+        // With a login (a host started with it on disk): a request sent before it was
+        // stored goes again with its token; a token refused that cannot be refreshed needs
+        // a login; more scope is a step-up.
         Logins::new(state.path()).save("srv", &login("tok-1", None)).expect("saved");
+        let broker = Broker::new(state.path());
         assert_eq!(broker.refused(AT, 401, challenge("Bearer"), None).await, Verdict::Retry("tok-1".into()));
         assert_eq!(broker.refused(AT, 401, challenge("Bearer"), Some("tok-0")).await, Verdict::Retry("tok-1".into()));
         let Verdict::LoginNeeded(why) = broker.refused(AT, 401, challenge("Bearer"), Some("tok-1")).await else {
