@@ -337,8 +337,7 @@ const LOGIN_WAIT: std::time::Duration = butler_host::upstream::oauth::broker::PE
 /// then waits for its outcome.
 fn login(name: &str, open: bool, target: Target) -> anyhow::Result<ExitCode> {
     let client = Client::connect(target.workdir)?;
-    let encoded = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let begun = client.post(&format!("/mcp/providers/{encoded}/login"), &serde_json::json!({}))?;
+    let begun = client.post(&login_path(name), &serde_json::json!({}))?;
     let (Some(url), Some(id)) = (begun["url"].as_str(), begun["login"].as_str()) else {
         anyhow::bail!("the host began no login (its answer has no URL)");
     };
@@ -371,6 +370,12 @@ fn login(name: &str, open: bool, target: Target) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// The API path of server `name`'s login.
+fn login_path(name: &str) -> String {
+    let encoded = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+    format!("/mcp/providers/{encoded}/login")
+}
+
 /// Opens `url` in the desktop's browser (`xdg-open`, or `open` on macOS), not waiting.
 fn open_browser(url: &str) -> std::io::Result<()> {
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
@@ -387,10 +392,7 @@ fn open_browser(url: &str) -> std::io::Result<()> {
 /// else straight in the state folder.
 fn logout(name: &str, target: Target) -> anyhow::Result<()> {
     let forgotten = match Client::connect(target.workdir.clone()) {
-        Ok(client) => {
-            let encoded = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string();
-            client.delete(&format!("/mcp/providers/{encoded}/login"))?["forgotten"] == true
-        }
+        Ok(client) => client.delete(&login_path(name))?["forgotten"] == true,
         Err(_) => Logins::new(&open_instance(target)?.state_dir()).forget(name)?,
     };
     if forgotten {
