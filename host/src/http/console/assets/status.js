@@ -306,9 +306,18 @@ function loginActions(p, outcome) {
   ];
 }
 
+/** Each provider's outcome element, by id, for as long as the page is open. */
+const outcomes = new Map();
+
 /** Start, stop, restart (each sent once, the outcome shown) and the log of one provider. */
 function providerActions(p, ctx) {
-  const outcome = h('span', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+  // The same element across redraws (the view is drawn again whenever a provider's state
+  // changes): an action's outcome, and a login under way with its link, stay shown.
+  let outcome = outcomes.get(p.id);
+  if (!outcome) {
+    outcome = h('span', { class: 'outcome', role: 'status', 'aria-live': 'polite' });
+    outcomes.set(p.id, outcome);
+  }
   const act = (action) => async (e) => {
     const button = e.currentTarget;
     button.disabled = true;
