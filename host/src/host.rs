@@ -261,6 +261,7 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
         quarantine: mcp.quarantine,
         legacy_providers: mcp.legacy_providers.clone(),
         log_payloads: mcp.log_payloads,
+        exposure: mcp.exposure,
         ..butler_mcp::Settings::default()
     }
 }

@@ -31,6 +31,7 @@ mod mcp_profiles;
 mod mcp_quarantine;
 mod mcp_reference;
 mod mcp_resume;
+mod mcp_search;
 mod mcp_skills;
 mod mcp_stateless;
 mod openapi;

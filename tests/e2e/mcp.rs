@@ -122,7 +122,7 @@ impl<'a> Client<'a> {
         body["result"].clone()
     }
 
-    fn tool_names(&mut self) -> Vec<String> {
+    pub(crate) fn tool_names(&mut self) -> Vec<String> {
         let body = self.request("tools/list", json!({}));
         body["result"]["tools"]
             .as_array()
@@ -187,8 +187,10 @@ fn real_providers_are_aggregated_under_their_namespaces() {
         names = client.tool_names();
         expected.iter().all(|tool| names.iter().any(|n| n == tool))
     });
-    // The `butler__` tools are the faculties' offers: an instance without them has none.
-    assert!(!names.iter().any(|n| n.starts_with("butler__")), "{names:?}");
+    // The `butler__` tools are the faculties' offers (an instance without them has none)
+    // and the hub's search tool, after all the others.
+    assert_eq!(names.last().map(String::as_str), Some("butler__find_tools"), "{names:?}");
+    assert!(!names[..names.len() - 1].iter().any(|n| n.starts_with("butler__")), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("distill") || n.contains("approve") || n.contains("review")), "{names:?}");
     assert!(
         !names.iter().any(|n| n.starts_with("fake__x") || n.contains(' ')),

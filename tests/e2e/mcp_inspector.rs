@@ -185,8 +185,10 @@ fn the_inspector_lists_and_calls_real_providers_tools_through_the_hub() {
             );
         }
         assert!(
-            listed_names.iter().all(|n| n.starts_with("everything__") || n.starts_with("time__")),
-            "{era}: only the providers' tools, namespaced: {listed_names:?}"
+            listed_names
+                .iter()
+                .all(|n| n.starts_with("everything__") || n.starts_with("time__") || n == "butler__find_tools"),
+            "{era}: only the providers' tools, namespaced, and the search tool: {listed_names:?}"
         );
         let echo = listed["tools"]
             .as_array()
@@ -251,7 +253,11 @@ fn the_inspector_needs_a_profiles_token_and_then_sees_only_that_profile() {
         let inspector = Inspector::new(&tools, url.clone(), era).with_header(format!("Authorization: Bearer {token}"));
         let mut listed = names(&inspector.ask("tools/list"), "tools", "name");
         listed.sort();
-        assert_eq!(listed, ["time__convert_time", "time__get_current_time"], "{era}: only the profile's tools");
+        assert_eq!(
+            listed,
+            ["butler__find_tools", "time__convert_time", "time__get_current_time"],
+            "{era}: only the profile's tools, and the search tool"
+        );
         let converted = time_answer(
             &inspector.call("time__convert_time", &["source_timezone=UTC", "time=12:00", "target_timezone=Asia/Tokyo"]),
         );

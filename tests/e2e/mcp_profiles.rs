@@ -107,13 +107,23 @@ fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
     let (status, body) = butler.raw("POST", "/mcp/p/%ff", &[("content-type", "application/json")], b"{}");
     assert_eq!((status, body["error"]["code"].as_i64()), (400, Some(-32600)), "a JSON-RPC error, never text: {body}");
 
-    // With its token: only what the profile names; the rest is neither listed nor callable.
+    // With its token: only what the profile names (and the search tool, which finds only
+    // that); the rest is neither listed nor callable.
     let (status, listed, _) = ask(&butler, "echo", &list, Some(&laptop));
     assert_eq!(status, 200, "{listed}");
-    assert_eq!(names(&listed), ["fake__echo"], "{listed}");
+    assert_eq!(names(&listed), ["fake__echo", "butler__find_tools"], "{listed}");
     let echo = request(2, "tools/call", json!({"name": "fake__echo", "arguments": {"text": "in profile"}}));
     let (_, echoed, _) = ask(&butler, "echo", &echo, Some(&laptop));
     assert_eq!(text_of(&echoed["result"]), "in profile", "{echoed}");
+    // Its search finds what it offers, never another tool of the same provider.
+    let search =
+        request(3, "tools/call", json!({"name": "butler__find_tools", "arguments": {"query": "text environment"}}));
+    let (_, found, _) = ask(&butler, "echo", &search, Some(&laptop));
+    let found: Vec<&str> = found["result"]["structuredContent"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(found, ["fake__echo"], "fake__env is not the profile's");
     for outside in ["fake__env", "test_simple_text", "conf__test_simple_text", "butler__search"] {
         let call = request(3, "tools/call", json!({"name": outside, "arguments": {}}));
         let (_, refused, _) = ask(&butler, "echo", &call, Some(&laptop));
@@ -145,7 +155,8 @@ fn a_profile_offers_only_its_tools_and_its_token_opens_only_it_until_revoked() {
     });
     let readonly = names(&listed);
     assert!(readonly.contains(&"clock__get_current_time".to_owned()), "{listed}");
-    assert!(readonly.iter().all(|name| name.starts_with("clock__")), "{listed}");
+    // The search tool is the hub's, read-only itself.
+    assert!(readonly.iter().all(|name| name.starts_with("clock__") || name == "butler__find_tools"), "{listed}");
     let call = request(5, "tools/call", json!({"name": "fake__echo", "arguments": {"text": "x"}}));
     assert_eq!(ask(&butler, "readonly", &call, None).1["error"]["code"], -32602, "not offered there");
     let now = request(6, "tools/call", json!({"name": "clock__get_current_time", "arguments": {"timezone": "UTC"}}));

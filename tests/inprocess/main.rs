@@ -6,6 +6,7 @@
 //!
 //! - [`supervise`]: restart backoff and its reset, restart policies, exit statuses;
 //! - [`hub`]: public names and namespace conflicts, id remapping, cancellation, crashes;
+//! - [`search_mode`]: the search tools — found, described and called as direct calls are;
 //! - [`loader`]: the catalog loader's debounce and its confirmed unregistering;
 //! - [`leases`]: the pipeline's leases and review tokens on the faculties' hand-moved clock;
 //! - [`http`]: the real router without a socket: the gate, credentials, the error envelope,
@@ -18,6 +19,7 @@ mod http;
 mod hub;
 mod leases;
 mod loader;
+mod search_mode;
 mod supervise;
 
 use std::future::Future;

@@ -222,6 +222,20 @@ impl ActivityLog {
         recent.entries.back().map_or_else(|| recent.covers_from.map_or(0, |from| from.saturating_sub(1)), |e| e.seq)
     }
 
+    /// How many times each tool was called with success, by the name it was called by,
+    /// among the entries kept in memory (the latest ones): what a search weighs tools by.
+    #[must_use]
+    pub fn tool_uses(&self) -> std::collections::HashMap<String, u32> {
+        let recent = lock(&self.shared.recent);
+        let mut uses = std::collections::HashMap::new();
+        for entry in recent.entries.iter().filter(|e| e.method == crate::methods::TOOLS_CALL && e.outcome == "ok") {
+            if let Some(name) = &entry.name {
+                *uses.entry(name.clone()).or_insert(0u32) += 1;
+            }
+        }
+        uses
+    }
+
     /// A page of entries: with `query.after` the oldest first, otherwise the newest first
     /// (see [`Query`]). From memory when the recent entries kept there decide the page (a
     /// follower's `after=` the newest seq it saw, a first page); otherwise read from the end

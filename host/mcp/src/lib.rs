@@ -22,6 +22,8 @@
 //! - [`subscriptions`]: resource subscriptions of sessions and `subscriptions/listen`
 //!   streams, and when a provider is told to stop sending updates;
 //! - [`view`]: what each endpoint offers — the main one, the restricted one, a profile;
+//! - [`exposure`]: how an endpoint lists its tools — all of them, or only the search tools
+//!   — and those tools, ranked by [`tool_search`];
 //! - [`instructions`]: what an endpoint tells its clients of itself, its providers' words
 //!   included;
 //! - [`upcall`]: what a provider sends back during a call (progress, its requests for the
@@ -41,6 +43,7 @@
 pub mod activity;
 pub mod answer;
 pub mod capability_sets;
+pub mod exposure;
 pub mod framing;
 pub mod instructions;
 pub mod methods;
@@ -84,7 +87,7 @@ use capability_sets::{CapabilitySet, Listed, Narrowing};
 use provider::{CallFailure, Provider, ProviderSpec, Rejected};
 pub use tool_source::{Scope, ToolSource};
 pub use upcall::Asker;
-pub use view::{Profile, ProfileSpec, Prompts, View};
+pub use view::{Exposure, Profile, ProfileSpec, Prompts, View};
 
 pub use sessions::{MAX_SESSIONS, Session, SessionStream};
 
@@ -123,6 +126,8 @@ pub struct Settings {
     /// What connects the hub to remote servers (`None`: a remote server's provider cannot
     /// start, and says so).
     pub dialer: Option<Arc<dyn upstream::Dialer>>,
+    /// How the main endpoint lists its tools (`mcp.exposure`).
+    pub exposure: Exposure,
 }
 
 impl Default for Settings {
@@ -135,6 +140,7 @@ impl Default for Settings {
             log_payloads: false,
             io: None,
             dialer: None,
+            exposure: Exposure::All,
         }
     }
 }
@@ -312,6 +318,10 @@ pub struct Hub {
     /// The packages ([`Hub::set_packages`]) and the profiles they bring
     /// ([`Hub::set_package_profiles`]).
     packages: packages::Packages,
+    /// Whether the main endpoint lists only the search tools ([`Settings::exposure`]).
+    search_main: AtomicBool,
+    /// The endpoints' tools, indexed for `butler__find_tools`.
+    indexes: exposure::Indexes,
 }
 
 /// An approval that could not be made.
@@ -396,6 +406,8 @@ impl Hub {
                 dialer: settings.dialer,
             },
             packages: packages::Packages::default(),
+            search_main: AtomicBool::new(settings.exposure == Exposure::Search),
+            indexes: exposure::Indexes::default(),
         })
     }
 
@@ -484,6 +496,10 @@ impl Hub {
         self.idle_ms.store(millis(settings.provider_idle), Ordering::Relaxed);
         self.sessions.set_idle(settings.session_idle);
         self.log_payloads.store(settings.log_payloads, Ordering::Relaxed);
+        let search = settings.exposure == Exposure::Search;
+        if self.search_main.swap(search, Ordering::Relaxed) != search {
+            let _ = self.changed.send(Changed::TOOLS);
+        }
         let toggled = {
             let mut pins = lock(&self.pins);
             let toggled = pins.is_some() != settings.quarantine;
@@ -814,6 +830,7 @@ impl Hub {
             .filter_map(|t| t["name"].as_str().map(str::to_owned))
             .collect();
         seen.insert(CONTEXT_NAME.to_owned());
+        seen.extend(exposure::SEARCH_TOOLS.map(str::to_owned));
         let mut exposed = Vec::new();
         let mut rejected: HashMap<String, Vec<Rejected>> = HashMap::new();
         for provider in self.providers().into_iter().filter(|p| names_on(view, kind, &p.spec)) {
@@ -952,16 +969,31 @@ impl Hub {
         }
     }
 
-    /// `tools/list` on `view` for `asker`: the host's tools, then the providers', each under
+    /// `tools/list` on `view` for `asker`: in search mode the search tools alone; otherwise
+    /// the tools it offers ([`Self::offered_tools`]), then `butler__find_tools`.
+    pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
+        if self.exposure(view) == Exposure::Search {
+            return self.search_tools(view);
+        }
+        let mut tools = self.offered_tools(view, asker).await;
+        tools.extend(self.search_tools(view));
+        tools
+    }
+
+    /// The tools `view` offers `asker`: the host's tools, then the providers', each under
     /// the name `view` shows it by (a provider is started only when its lists are not known
     /// yet), but those a provider lists only to clients more capable than `asker`.
-    pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
+    async fn offered_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         self.tools.settle().await;
         let mut tools: Vec<Value> = self
             .tools
             .list(view.scope())
             .into_iter()
-            .filter(|t| t["name"].as_str().is_some_and(|name| view.offers_host_tool(name)))
+            .filter(|t| {
+                t["name"]
+                    .as_str()
+                    .is_some_and(|name| view.offers_host_tool(name) && !exposure::SEARCH_TOOLS.contains(&name))
+            })
             .collect();
         if !matches!(view, View::Restricted) {
             let narrowing = self.narrowing(view, CapabilitySet::of(&asker.capabilities())).await;
@@ -992,7 +1024,11 @@ impl Hub {
         upcalls: Option<upcall::Upcalls>,
         asker: &Asker<'_>,
     ) -> Result<Answer, RpcError> {
+        let params = self.unwrapped(view, params);
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if self.offers_search_tool(view, &name) {
+            return Ok(self.call_search_tool(view, &name, &params, asker).await);
+        }
         let mut target = None;
         let mut host_tool = self.offers_host_tool(view, &name);
         if !host_tool {

@@ -45,6 +45,26 @@ pub struct ProfileSpec {
     /// Whether it is an agent session's endpoint (`/mcp/s/<name>`) rather than a root-config
     /// profile's (`/mcp/p/<name>`).
     pub session: bool,
+    /// How its tools are listed.
+    pub exposure: Exposure,
+    /// Whether `butler__find_tools` is listed beside its tools when it lists them all: a
+    /// root-config profile's choice (on unless `exclude` names it, or its names are one
+    /// provider's own, which it then mirrors exactly); off for the lists that are exact by
+    /// design — a package's profile, an agent session's allow-list.
+    pub find_tools: bool,
+}
+
+/// How an endpoint lists its tools (`exposure` in the root config: `"all"`, `"search"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exposure {
+    /// Every tool it offers, and `butler__find_tools` beside them.
+    #[default]
+    All,
+    /// Only the search tools (`butler__find_tools`, `butler__describe_tools`,
+    /// `butler__call_tool`): the tools it offers are found, described and called through
+    /// them (and may still be called by name).
+    Search,
 }
 
 /// Which prompts a profile offers.
@@ -112,6 +132,11 @@ impl Profile {
         let include = globs(&spec.include, "include")?;
         let exclude = globs(&spec.exclude, "exclude")?;
         Ok(Self { name: name.to_owned(), spec, include, exclude })
+    }
+
+    /// Whether its `exclude` names `public`.
+    fn excludes(&self, public: &str) -> bool {
+        self.exclude.as_ref().is_some_and(|set| set.is_match(public))
     }
 
     fn admits(&self, public: &str) -> bool {
@@ -216,6 +241,22 @@ impl View {
         match self {
             Self::Main | Self::Restricted => true,
             Self::Profile(profile) => profile.spec.host_tools && profile.admits(name),
+        }
+    }
+
+    /// Whether it may offer the search tool `name` (which of them it lists is its
+    /// exposure's choice): the main endpoint does; the restricted one, with no providers,
+    /// does not; a profile in search mode does, and in `all` mode only as
+    /// [`ProfileSpec::find_tools`] says — in either mode, not a search tool its `exclude`
+    /// names.
+    #[must_use]
+    pub fn offers_search_tool(&self, name: &str) -> bool {
+        match self {
+            Self::Main => true,
+            Self::Restricted => false,
+            Self::Profile(profile) => {
+                !profile.excludes(name) && (profile.spec.exposure == Exposure::Search || profile.spec.find_tools)
+            }
         }
     }
 

@@ -254,6 +254,10 @@ pub struct McpConfig {
     /// redacted, each side cut to 4 KiB).
     #[serde(rename = "logPayloads", default)]
     pub log_payloads: bool,
+    /// How the main endpoint lists its tools: all of them (default), or only the search
+    /// tools.
+    #[serde(default)]
+    pub exposure: butler_mcp::Exposure,
 }
 
 fn default_session_idle_sec() -> u64 {
@@ -270,6 +274,7 @@ impl Default for McpConfig {
             session_idle_sec: default_session_idle_sec(),
             legacy_providers: std::collections::BTreeSet::new(),
             log_payloads: false,
+            exposure: butler_mcp::Exposure::All,
         }
     }
 }
@@ -295,6 +300,8 @@ impl McpConfig {
                     host_tools: config.host_tools,
                     require_token: config.require_token,
                     prompts: butler_mcp::Prompts::OfProviders,
+                    exposure: config.exposure,
+                    find_tools: config.prefix,
                     ..butler_mcp::ProfileSpec::default()
                 };
                 butler_mcp::Profile::new(name, spec).map(|p| (name.clone(), std::sync::Arc::new(p)))
@@ -329,6 +336,9 @@ pub struct ProfileConfig {
     /// Whether a client must send a token made for this profile.
     #[serde(rename = "requireToken", default)]
     pub require_token: bool,
+    /// How it lists its tools: all of them (default), or only the search tools.
+    #[serde(default)]
+    pub exposure: butler_mcp::Exposure,
 }
 
 fn default_prefix() -> bool {

@@ -84,6 +84,13 @@ impl Drop for Noted {
 }
 
 impl Context {
+    /// A request's params as the hub answers them: a `butler__call_tool` call is the call it
+    /// carries, from here on (the activity log, a 2026-07-28 call's rounds), as the hub's
+    /// [`Hub::unwrapped`] says.
+    pub fn unwrapped(&self, method: &str, params: Value) -> Value {
+        if method == methods::TOOLS_CALL { self.hub.unwrapped(&self.view, params) } else { params }
+    }
+
     /// Notes request `id` about to be answered.
     pub fn note(&self, id: &Value, method: &str, params: &Value) -> Noted {
         let name = match method {
@@ -437,6 +444,7 @@ pub async fn single(
     (id, method, params): (Value, String, Value),
     status: fn(Option<i64>) -> StatusCode,
 ) -> Response {
+    let params = context.unwrapped(&method, params);
     let noted = context.note(&id, &method, &params);
     let mut params = params;
     // A 2026-07-28 retry: of a call the hub parked (taken up below), or of one whose

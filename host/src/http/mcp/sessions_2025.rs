@@ -133,6 +133,7 @@ pub async fn post(
     }
     let mut answers = Vec::with_capacity(requests.len());
     for (id, method, params) in requests {
+        let params = context.unwrapped(&method, params);
         let noted = context.note(&id, &method, &params);
         let result = context.result(&id, method.clone(), params).await;
         let answer = context.envelope(id, &method, result);
