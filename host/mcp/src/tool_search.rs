@@ -13,12 +13,15 @@
 //! The index is built once per tool list ([`Index::new`]) and searched without allocation
 //! beyond the query's terms and the results.
 
+mod lexicon;
+
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use serde_json::Value;
 
 /// BM25's term-frequency saturation.
-const K1: f64 = 1.2;
+const K1: f64 = 2.0;
 /// BM25's length normalisation.
 const B: f64 = 0.75;
 /// How many times a term of the tool's name counts.
@@ -27,6 +30,73 @@ const NAME_WEIGHT: u32 = 3;
 const TITLE_WEIGHT: u32 = 2;
 /// The most characters of a definition's text that are read (a description can be long).
 const MAX_TEXT: usize = 8 * 1024;
+/// How much a word a request's words bring in through [`lexicon`] counts, against 1 for the
+/// request's own words.
+const RELATED_WEIGHT: f64 = 0.4;
+
+/// [`lexicon`], ready for requests: each group's English words stemmed, and where each
+/// word of a request leads.
+struct Lexicon {
+    /// The stemmed English words of each group.
+    english: Vec<Vec<String>>,
+    /// Stemmed English word → the groups it is in.
+    by_word: HashMap<String, Vec<usize>>,
+    /// Chinese word → the groups it is in.
+    chinese: Vec<(&'static str, usize)>,
+    /// Stemmed stop words.
+    stop: Vec<String>,
+}
+
+static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    let stem = |word: &str| stemmer.stem(&word.to_lowercase()).into_owned();
+    let mut lexicon = Lexicon {
+        english: Vec::new(),
+        by_word: HashMap::new(),
+        chinese: Vec::new(),
+        stop: lexicon::STOP_WORDS.iter().map(|w| stem(w)).collect(),
+    };
+    for (group, words) in lexicon::GROUPS.iter().enumerate() {
+        let mut english = Vec::new();
+        for word in *words {
+            if word.chars().any(is_cjk) {
+                lexicon.chinese.push((word, group));
+            } else if word.contains(' ') {
+                english.extend(word.split(' ').map(stem));
+            } else {
+                let stemmed = stem(word);
+                lexicon.by_word.entry(stemmed.clone()).or_default().push(group);
+                english.push(stemmed);
+            }
+        }
+        lexicon.english.push(english);
+    }
+    lexicon
+});
+
+/// The terms `query` is searched for, each with its weight: its own words (but stop words)
+/// at 1, and the English words of the [`lexicon`] groups they are in at [`RELATED_WEIGHT`].
+fn weighted_terms(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<(String, f64)> {
+    let lexicon = &*LEXICON;
+    let mut weights: HashMap<String, f64> = HashMap::new();
+    let mut groups: Vec<usize> = Vec::new();
+    for term in terms_of(query, stemmer) {
+        if lexicon.stop.contains(&term) {
+            continue;
+        }
+        groups.extend(lexicon.by_word.get(&term).into_iter().flatten());
+        weights.insert(term, 1.0);
+    }
+    groups.extend(lexicon.chinese.iter().filter(|(word, _)| query.contains(word)).map(|(_, group)| *group));
+    for group in groups {
+        for word in &lexicon.english[group] {
+            weights.entry(word.clone()).or_insert(RELATED_WEIGHT);
+        }
+    }
+    let mut terms: Vec<(String, f64)> = weights.into_iter().collect();
+    terms.sort_by(|a, b| a.0.cmp(&b.0));
+    terms
+}
 
 /// One tool, as the index keeps it.
 #[derive(Debug)]
@@ -110,21 +180,19 @@ impl Index {
     #[must_use]
     pub fn search(&self, query: &str, limit: usize, prior: impl Fn(usize) -> f64) -> Vec<Match> {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-        let mut query_terms = terms_of(clip(query), &stemmer);
-        query_terms.sort();
-        query_terms.dedup();
+        let query_terms = weighted_terms(clip(query), &stemmer);
         #[allow(clippy::cast_precision_loss)]
         let n = self.docs.len() as f64;
         let mut matches: Vec<Match> = Vec::new();
         for (index, doc) in self.docs.iter().enumerate() {
             let mut score = 0.0;
-            for term in &query_terms {
+            for (term, weight) in &query_terms {
                 let Some(&tf) = doc.terms.get(term) else { continue };
                 let df = f64::from(self.df.get(term).copied().unwrap_or(0));
                 let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
                 let tf = f64::from(tf);
                 let norm = K1 * (1.0 - B + B * f64::from(doc.len) / self.avgdl.max(1.0));
-                score += idf * tf * (K1 + 1.0) / (tf + norm);
+                score += weight * idf * tf * (K1 + 1.0) / (tf + norm);
             }
             if score > 0.0 {
                 matches.push(Match { index, score: score * prior(index) });
