@@ -30,6 +30,14 @@ async fn listed(hub: &Hub, view: &View) -> Vec<String> {
         .collect()
 }
 
+/// The spec of a profile's view.
+fn profile_spec(view: &View) -> ProfileSpec {
+    match view {
+        View::Profile(profile) => profile.spec.clone(),
+        View::Main | View::Restricted => ProfileSpec::default(),
+    }
+}
+
 /// The names in a search tool's structured result.
 fn names_in(result: &Value) -> Vec<String> {
     result["structuredContent"]["tools"]
@@ -93,6 +101,11 @@ async fn in_search_mode_the_search_tools_find_describe_and_call_what_the_endpoin
     assert_eq!(names_in(&found), ["alpha__echo"], "{found}");
     let beta = call_on(&hub, &profile, CALL_TOOL, json!({"name": "beta__echo", "arguments": {"text": "x"}})).await;
     assert!(beta.is_err_and(|e| e.message.contains("unknown tool")), "beta is not the profile's");
+    // The root config edited: the same name now over beta, searched afresh.
+    let spec = ProfileSpec { providers: Some(vec!["beta".to_owned()]), ..profile_spec(&profile) };
+    let edited = View::Profile(Arc::new(Profile::new("only-alpha", spec).expect("a valid profile")));
+    let found = call_on(&hub, &edited, FIND_TOOLS, json!({"query": "echo"})).await.expect("answered");
+    assert_eq!(names_in(&found), ["beta__echo"], "not the index of the profile as it was: {found}");
 
     // Back to all while the hub runs: the whole list, find_tools after it; the others go.
     assert!(!hub.retune(&butler_mcp::Settings::default()));

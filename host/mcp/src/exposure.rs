@@ -19,7 +19,7 @@ use crate::capability_sets::CapabilitySet;
 use crate::tool_search::Index;
 use crate::tool_source::{data_result, error_result};
 use crate::upcall::Asker;
-use crate::view::{Exposure, View};
+use crate::view::{Exposure, ProfileSpec, View};
 use crate::{Answer, Hub};
 
 /// Finds tools by what they do.
@@ -47,6 +47,9 @@ const KEPT_INDEXES: usize = 64;
 /// One endpoint's tools and their index, for the state of the hub they were built at.
 struct Indexed {
     key: Key,
+    /// The profile they were built for, as declared then (an edit of the root config may
+    /// change it under the same name).
+    spec: Option<ProfileSpec>,
     tools: Vec<Value>,
     index: Index,
 }
@@ -67,9 +70,9 @@ struct Key {
 pub(crate) struct Indexes(Mutex<HashMap<String, Arc<Indexed>>>);
 
 impl Indexes {
-    fn get(&self, endpoint: &str, key: Key) -> Option<Arc<Indexed>> {
+    fn get(&self, endpoint: &str, key: Key, spec: Option<&ProfileSpec>) -> Option<Arc<Indexed>> {
         let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.get(endpoint).filter(|indexed| indexed.key == key).cloned()
+        kept.get(endpoint).filter(|indexed| indexed.key == key && indexed.spec.as_ref() == spec).cloned()
     }
 
     fn keep(&self, endpoint: String, indexed: Arc<Indexed>) {
@@ -234,11 +237,15 @@ impl Hub {
             host_tools: *self.tools.changes().borrow(),
             set: CapabilitySet::of(&asker.capabilities()),
         };
-        if let Some(indexed) = self.indexes.get(&endpoint, key) {
+        let spec = match view {
+            View::Profile(profile) => Some(&profile.spec),
+            View::Main | View::Restricted => None,
+        };
+        if let Some(indexed) = self.indexes.get(&endpoint, key, spec) {
             return indexed;
         }
         let tools = self.offered_tools(view, asker).await;
-        let indexed = Arc::new(Indexed { key, index: Index::new(&tools), tools });
+        let indexed = Arc::new(Indexed { key, spec: spec.cloned(), index: Index::new(&tools), tools });
         self.indexes.keep(endpoint, Arc::clone(&indexed));
         indexed
     }

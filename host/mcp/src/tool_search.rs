@@ -28,8 +28,11 @@ const B: f64 = 0.75;
 const NAME_WEIGHT: u32 = 3;
 /// How many times a term of the tool's title counts.
 const TITLE_WEIGHT: u32 = 2;
-/// The most characters of a definition's text that are read (a description can be long).
+/// The most bytes of a definition's text that are read (a description can be long).
 const MAX_TEXT: usize = 8 * 1024;
+/// The most bytes of a request that are read: a sentence or two says what a tool should
+/// do, and each word costs a look in every tool.
+const MAX_QUERY: usize = 1024;
 /// How much a word a request's words bring in through [`lexicon`] counts, against 1 for the
 /// request's own words.
 const RELATED_WEIGHT: f64 = 0.4;
@@ -136,7 +139,7 @@ impl Index {
         for tool in tools {
             let mut terms: HashMap<String, u32> = HashMap::new();
             let mut add = |text: &str, weight: u32| {
-                for term in terms_of(clip(text), &stemmer) {
+                for term in terms_of(clip(text, MAX_TEXT), &stemmer) {
                     *terms.entry(term).or_default() += weight;
                 }
             };
@@ -180,7 +183,7 @@ impl Index {
     #[must_use]
     pub fn search(&self, query: &str, limit: usize, prior: impl Fn(usize) -> f64) -> Vec<Match> {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-        let query_terms = weighted_terms(clip(query), &stemmer);
+        let query_terms = weighted_terms(clip(query, MAX_QUERY), &stemmer);
         #[allow(clippy::cast_precision_loss)]
         let n = self.docs.len() as f64;
         let mut matches: Vec<Match> = Vec::new();
@@ -204,12 +207,12 @@ impl Index {
     }
 }
 
-/// The first [`MAX_TEXT`] bytes of `text` (at a character boundary).
-fn clip(text: &str) -> &str {
-    if text.len() <= MAX_TEXT {
+/// The first `max` bytes of `text` (at a character boundary).
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
         return text;
     }
-    let mut end = MAX_TEXT;
+    let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
