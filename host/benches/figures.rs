@@ -39,6 +39,8 @@ mod mcp;
 mod peers;
 #[path = "figures/runtime.rs"]
 mod runtime;
+#[path = "figures/search.rs"]
+mod search;
 #[path = "figures/soak.rs"]
 mod soak;
 #[path = "figures/supervise.rs"]
@@ -56,7 +58,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 22] = [
+    let figures: [(&str, fn()); 23] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -74,6 +76,7 @@ fn main() {
         ("B16", mcp::b16_list_wait),
         ("B17", mcp::b17_mcp_add),
         ("B18", mcp::b18_profile_live),
+        ("B19", search::b19_tool_search),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),

@@ -151,6 +151,16 @@ impl Session {
         assert!(status == 200 && answer.windows(6).any(|w| w == b"result"), "{}", String::from_utf8_lossy(&answer));
     }
 
+    /// Request `method` with `params` on the session: the whole JSON-RPC answer, and its
+    /// size in bytes.
+    pub(super) fn request(&mut self, method: &str, params: &Value) -> (Value, usize) {
+        self.next += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}).to_string();
+        let (status, answer, _) = self.post(&body);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        (serde_json::from_slice(&answer).expect("a JSON answer"), answer.len())
+    }
+
     /// `tools/call` of `tool` (an echo) with `{"message": "hello"}`.
     pub(super) fn call(&mut self, tool: &str) {
         self.next += 1;
