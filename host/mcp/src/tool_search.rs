@@ -33,9 +33,12 @@ const MAX_TEXT: usize = 8 * 1024;
 /// The most bytes of a request that are read: a sentence or two says what a tool should
 /// do, and each word costs a look in every tool.
 const MAX_QUERY: usize = 1024;
-/// How much a word a request's words bring in through [`lexicon`] counts, against 1 for the
-/// request's own words.
+/// How much a word a request's English words bring in through [`lexicon`] counts, against
+/// 1 for the request's own words: a synonym, weaker than what was said.
 const RELATED_WEIGHT: f64 = 0.4;
+/// How much a word its Chinese words bring in counts: a translation, the only way a
+/// Chinese request meets an English description, nearly as strong as what was said.
+const TRANSLATED_WEIGHT: f64 = 0.8;
 
 /// [`lexicon`], ready for requests: each group's English words stemmed, and where each
 /// word of a request leads.
@@ -78,7 +81,8 @@ static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
 });
 
 /// The terms `query` is searched for, each with its weight: its own words (but stop words)
-/// at 1, and the English words of the [`lexicon`] groups they are in at [`RELATED_WEIGHT`].
+/// at 1, and the English words of the [`lexicon`] groups they are in, at
+/// [`TRANSLATED_WEIGHT`] for a group its Chinese words are in, else at [`RELATED_WEIGHT`].
 fn weighted_terms(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<(String, f64)> {
     let lexicon = &*LEXICON;
     let mut weights: HashMap<String, f64> = HashMap::new();
@@ -90,10 +94,14 @@ fn weighted_terms(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<(String,
         groups.extend(lexicon.by_word.get(&term).into_iter().flatten());
         weights.insert(term, 1.0);
     }
-    groups.extend(lexicon.chinese.iter().filter(|(word, _)| query.contains(word)).map(|(_, group)| *group));
-    for group in groups {
-        for word in &lexicon.english[group] {
-            weights.entry(word.clone()).or_insert(RELATED_WEIGHT);
+    let translated: Vec<usize> =
+        lexicon.chinese.iter().filter(|(word, _)| query.contains(word)).map(|(_, group)| *group).collect();
+    for (groups, weight) in [(translated, TRANSLATED_WEIGHT), (groups, RELATED_WEIGHT)] {
+        for group in groups {
+            for word in &lexicon.english[group] {
+                let kept = weights.entry(word.clone()).or_insert(weight);
+                *kept = kept.max(weight);
+            }
         }
     }
     let mut terms: Vec<(String, f64)> = weights.into_iter().collect();

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use butler_mcp::tool_search::Index;
 use serde_json::Value;
 
-/// recall@5 over all the requests was 0.59 when the floor was set (English 0.65, Chinese
-/// 0.51); the floor leaves room for changes that trade a little of one for the other.
-const FLOOR: f64 = 0.55;
+/// recall@5 over all the requests was 0.63 when the floor was set (English 0.65, Chinese
+/// 0.60); the floor leaves room for changes that trade a little of one for the other.
+const FLOOR: f64 = 0.6;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tool-search")

@@ -121,6 +121,26 @@ pub(super) const GROUPS: &[&[&str]] = &[
     &["pod", "pods", "deployment", "kubernetes", "cluster", "container", "containers", "集群", "容器"],
     &["error", "errors", "exception", "failure", "错误", "报错", "异常"],
     &["metric", "metrics", "alarm", "alarms", "指标", "告警"],
+    &["rollback", "rollout", "undo", "revert", "回滚", "撤销", "还原"],
+    &["context", "switch", "上下文", "切换"],
+    &["deploy", "deployment", "release", "version", "部署", "发布", "版本"],
+    &["migration", "migrate", "迁移"],
+    &["cost", "costs", "price", "pricing", "estimate", "费用", "成本", "价格", "多少钱", "估算"],
+    // Words a request says of what it wants done, across kinds of tools.
+    &["subtask", "subtasks", "子任务"],
+    &["complete", "completed", "done", "finish", "完成", "做完"],
+    &["recent", "recently", "latest", "最近", "最新"],
+    &["field", "fields", "column", "columns", "property", "字段", "列", "属性"],
+    &["hash", "哈希"],
+    &["expire", "expired", "ttl", "过期"],
+    &["citation", "citations", "cite", "cited", "引用"],
+    &["subscribe", "subscription", "watch", "alert", "alerts", "订阅", "关注", "提醒"],
+    &["coordinate", "coordinates", "geocode", "latitude", "longitude", "坐标", "经纬度"],
+    &["reaction", "emoji", "react", "表情", "点赞"],
+    &["views", "viewed", "analytics", "浏览", "看过", "访问量"],
+    &["workspace", "worktree", "working", "工作区"],
+    &["template", "templates", "模板"],
+    &["profile", "资料", "简介"],
 ];
 
 /// English words a request is not searched for: they say nothing of what a tool does.
