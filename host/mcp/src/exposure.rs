@@ -222,8 +222,11 @@ impl Hub {
         let result = match name {
             FIND_TOOLS => self.find_tools(view, asker, arguments).await,
             DESCRIBE_TOOLS => self.describe_tools(view, asker, arguments).await,
-            // A well-formed call was unwrapped: this one is not.
-            _ => carried_call(params).map(|_| json!({"content": []})),
+            // A well-formed call was unwrapped before it got here: this one is not, and is
+            // never answered as if it had been made.
+            _ => Err(carried_call(params).err().unwrap_or_else(|| {
+                BadArguments(format!("{CALL_TOOL}: this call could not be carried; call the tool by its name"))
+            })),
         };
         Answer::Read(result.unwrap_or_else(|bad| error_result(bad.0)))
     }
