@@ -31,6 +31,8 @@ fn health_ok(authority: &str) -> bool {
     std::panic::catch_unwind(|| http(authority, "GET", "/health", None)).is_ok_and(|(status, _)| status == 200)
 }
 
+#[path = "figures/code.rs"]
+mod code;
 #[path = "figures/console.rs"]
 mod console;
 #[path = "figures/mcp.rs"]
@@ -58,7 +60,7 @@ fn main() {
         id.starts_with(f)
             && !(f.ends_with(|c: char| c.is_ascii_digit()) && id[f.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
-    let figures: [(&str, fn()); 23] = [
+    let figures: [(&str, fn()); 24] = [
         ("B1", b1_faculty_call),
         ("B2", b2_pipeline_read),
         ("B3", b3_search),
@@ -77,6 +79,7 @@ fn main() {
         ("B17", mcp::b17_mcp_add),
         ("B18", mcp::b18_profile_live),
         ("B19", search::b19_tool_search),
+        ("B20", code::b20_code_mode),
         ("P1", supervise::p1_start_to_running),
         ("P2", supervise::p2_memory_with_50),
         ("P3", supervise::p3_log_throughput),

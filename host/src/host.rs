@@ -85,6 +85,8 @@ impl Host {
         let host_url = format!("http://{listening}");
         let state_dir = instance.state_dir();
         let owner_token = owner::ensure(&state_dir).map_err(HostError::OwnerToken)?;
+        // Before the first scan, so that it finds them.
+        install_wanted_builtins(&instance, &instance.config);
 
         let (rescan, rescans) = rescan_channel();
         let (faculties, pipeline) =
@@ -262,6 +264,7 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
         legacy_providers: mcp.legacy_providers.clone(),
         log_payloads: mcp.log_payloads,
         exposure: mcp.exposure,
+        code_mode: mcp.code_mode,
         ..butler_mcp::Settings::default()
     }
 }
@@ -278,6 +281,7 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
     let (agents, collector, automations) =
         (Arc::clone(&state.agents), Arc::clone(&state.collector), Arc::clone(&state.automations));
     let (faculties, pipeline) = (Arc::clone(&state.faculties), Arc::clone(&state.pipeline));
+    let instance = Arc::clone(&state.instance);
     let started = config.current();
     tokio::spawn(async move {
         // What the faculties were last given: their sandboxes are made anew only when it changes.
@@ -285,6 +289,8 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
         while changes.changed().await.is_ok() {
             let applied = changes.borrow_and_update().clone();
             let config = &applied.config;
+            // The catalog's watcher registers what it installs.
+            install_wanted_builtins(&instance, config);
             if hub.retune(&hub_settings(&config.mcp)) {
                 hub.reconcile(&catalog.current()).await;
             }
@@ -302,6 +308,20 @@ fn follow_config(config: &LiveConfig, state: &AppState) {
             }
         }
     });
+}
+
+/// Installs the on-demand built-ins `config` turns on that the instance lacks: `code` when
+/// code mode is on for the main endpoint or a profile.
+fn install_wanted_builtins(instance: &Instance, config: &crate::instance::RootConfig) {
+    let code_mode = config.mcp.code_mode || config.mcp.profiles.values().any(|p| p.code_mode);
+    if !code_mode {
+        return;
+    }
+    match crate::instance::builtins::install_on_demand(instance, "code") {
+        Ok(true) => tracing::info!("code mode is on: installed the built-in faculty `code`"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("code mode is on, but the built-in faculty `code` could not be installed: {e}"),
+    }
 }
 
 /// What a faculty's sandbox is made of in `config`: the faculties' settings, and the value

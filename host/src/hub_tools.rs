@@ -14,7 +14,9 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use butler_faculty::declared::Offer;
+use butler_faculty::hub::{HubAccess, HubCallError, HubCalls};
 use butler_faculty::{CallContext, FacultyRuntime};
+use butler_mcp::code_mode::{InnerCallError, InnerCalls};
 use butler_mcp::tool_source::{Scope, ToolSource, data_result, error_result};
 
 /// The longest a list or call waits for faculties still being compiled.
@@ -80,7 +82,7 @@ impl FacultyTools {
         }
     }
 
-    async fn run_tool(&self, scope: Scope, caller: &str, name: &str, arguments: Value) -> Value {
+    async fn run_tool(&self, scope: Scope, caller: &str, name: &str, arguments: Value, inner: InnerCalls) -> Value {
         let declared = self.runtime.declared();
         let Some(offer) = scope.endpoints().iter().find_map(|endpoint| declared.offer(*endpoint, name)).cloned() else {
             return error_result(format!("no tool `{name}`"));
@@ -105,7 +107,15 @@ impl FacultyTools {
             };
         }
         let runtime = Arc::clone(&self.runtime);
-        let context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
+        let mut context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
+        if let Some(seconds) = offer.timeout_arg.as_ref().and_then(|arg| args.get(arg)).and_then(Value::as_f64) {
+            // The caller's own deadline, within the faculty's.
+            let asked = std::time::Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(std::time::Duration::MAX);
+            if let Some(at) = std::time::Instant::now().checked_add(asked) {
+                context = context.until(at);
+            }
+        }
+        let context = context.through(HubAccess(Arc::new(HubBridge { inner, io: tokio::runtime::Handle::current() })));
         let deadline = context.deadline();
         match self.runtime.blocking(deadline, move || run(&runtime, &offer, args, &context)).await {
             Ok(data) => data_result(&data),
@@ -135,8 +145,15 @@ impl ToolSource for FacultyTools {
         scope.endpoints().iter().any(|endpoint| declared.offer(*endpoint, name).is_some())
     }
 
-    fn call<'a>(&'a self, scope: Scope, caller: &'a str, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
-        self.run_tool(scope, caller, name, arguments).boxed()
+    fn call<'a>(
+        &'a self,
+        scope: Scope,
+        caller: &'a str,
+        name: &'a str,
+        arguments: Value,
+        inner: InnerCalls,
+    ) -> BoxFuture<'a, Value> {
+        self.run_tool(scope, caller, name, arguments, inner).boxed()
     }
 
     fn context(&self) -> BoxFuture<'_, String> {
@@ -145,6 +162,43 @@ impl ToolSource for FacultyTools {
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.runtime.declared_changes()
+    }
+}
+
+/// The endpoint a faculty tool's call came through, as the faculty runtime calls it: from
+/// the call's blocking thread, each call waited for on the hub's runtime until the
+/// faculty call's deadline.
+struct HubBridge {
+    inner: InnerCalls,
+    io: tokio::runtime::Handle,
+}
+
+impl HubBridge {
+    fn wait<T>(
+        &self,
+        deadline: std::time::Instant,
+        work: impl std::future::Future<Output = Result<T, InnerCallError>>,
+    ) -> Result<T, HubCallError> {
+        let bounded = tokio::time::timeout_at(deadline.into(), work);
+        match self.io.block_on(bounded) {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(InnerCallError::NotOffered(why))) => Err(HubCallError::NotOffered(why)),
+            Ok(Err(InnerCallError::Limit(why))) => Err(HubCallError::Limit(why)),
+            Ok(Err(InnerCallError::Failed(why))) => Err(HubCallError::Failed(why)),
+            Err(_elapsed) => {
+                Err(HubCallError::Limit("deadline: the call's time ran out during a tool call".to_owned()))
+            }
+        }
+    }
+}
+
+impl HubCalls for HubBridge {
+    fn list(&self, deadline: std::time::Instant) -> Result<Vec<Value>, HubCallError> {
+        self.wait(deadline, self.inner.list())
+    }
+
+    fn call(&self, name: &str, arguments: Value, deadline: std::time::Instant) -> Result<Value, HubCallError> {
+        self.wait(deadline, self.inner.call(name, arguments))
     }
 }
 

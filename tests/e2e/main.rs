@@ -23,6 +23,7 @@ mod live_config;
 mod mcp;
 mod mcp_add;
 mod mcp_capability_sets;
+mod mcp_code;
 mod mcp_duplex;
 mod mcp_faithful;
 mod mcp_inspector;

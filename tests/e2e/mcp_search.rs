@@ -14,7 +14,7 @@ use crate::util::{Butler, wait_until, write_manifest};
 const SEARCH_TOOLS: [&str; 3] = ["butler__find_tools", "butler__describe_tools", "butler__call_tool"];
 
 /// A tool manifest whose provider is `command`, as `butler mcp add` writes one.
-fn stdio(id: &str, command: Value, namespace: Option<&str>) -> Value {
+pub(crate) fn stdio(id: &str, command: Value, namespace: Option<&str>) -> Value {
     let mut mcp = json!({"transport": "stdio", "command": command, "timeoutSec": 30});
     if let Some(namespace) = namespace {
         mcp["namespace"] = json!(namespace);
@@ -24,7 +24,7 @@ fn stdio(id: &str, command: Value, namespace: Option<&str>) -> Value {
 
 /// An instance with the three providers and `config` as its root config; the files
 /// server may read `<instance>/notes`, which holds `todo.txt`.
-fn three_providers(config: &Value) -> tempfile::TempDir {
+pub(crate) fn three_providers(config: &Value) -> tempfile::TempDir {
     let tools = tools();
     let dir = instance();
     std::fs::write(dir.path().join("butler.json"), config.to_string()).expect("root config");

@@ -110,7 +110,14 @@ impl ToolSource for NoHostTools {
         false
     }
 
-    fn call<'a>(&'a self, _: Scope, _: &'a str, name: &'a str, _: Value) -> BoxFuture<'a, Value> {
+    fn call<'a>(
+        &'a self,
+        _: Scope,
+        _: &'a str,
+        name: &'a str,
+        _: Value,
+        _: butler_mcp::code_mode::InnerCalls,
+    ) -> BoxFuture<'a, Value> {
         async move { butler_mcp::tool_source::error_result(format!("no tool `{name}`")) }.boxed()
     }
 

@@ -150,6 +150,7 @@ async fn the_owners_use_lifts_a_tool_over_an_equal_match() {
             dropped_before: 0,
             request: None,
             response: None,
+            parent: None,
         };
         hub.activity().record(entry);
     }

@@ -282,6 +282,11 @@ pub struct Command {
     /// `docs/faculties.md`); undeclared ones may fail with `busy` under contention.
     #[serde(default)]
     pub calls: Vec<String>,
+    /// The hub's tools this command may call through `butler:hub/tools.call-tool`, as
+    /// globs over their public names (`files__*`, `*`). A call reaches a tool only if it
+    /// matches one and the endpoint the command was called through offers it.
+    #[serde(default, rename = "hubTools")]
+    pub hub_tools: Vec<String>,
     /// Only the owner may run it (the CLI's owner token or the console's session), on
     /// every path; never another faculty or an MCP client.
     #[serde(default)]
@@ -370,6 +375,10 @@ pub struct CommandTool {
     /// Arguments the host fills when the caller left them out.
     #[serde(default)]
     pub default: serde_json::Map<String, Value>,
+    /// The argument (a number of seconds) with which a caller shortens the call's deadline;
+    /// the faculty's own timeout stays the longest a call may take.
+    #[serde(rename = "timeoutArg")]
+    pub timeout_arg: Option<String>,
 }
 
 /// Which of the hub's endpoints offers a faculty tool.

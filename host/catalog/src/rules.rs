@@ -33,6 +33,22 @@ pub(super) fn check(manifest: &Manifest) -> Vec<SchemaError> {
                 });
             }
         }
+        for (glob_index, pattern) in command.hub_tools.iter().enumerate() {
+            if let Err(e) = globset::Glob::new(pattern) {
+                errors.push(SchemaError {
+                    pointer: format!("/commands/{index}/hubTools/{glob_index}"),
+                    message: format!("not a glob: {e}"),
+                });
+            }
+        }
+        if !command.hub_tools.is_empty() && command.effect == crate::manifest::Effect::Write {
+            errors.push(SchemaError {
+                pointer: format!("/commands/{index}/hubTools"),
+                message: "a command that writes (`effect: write`) cannot call hub tools: a hub tool may run a faculty \
+                          that needs the store this command holds"
+                    .to_owned(),
+            });
+        }
         let mut seen = HashSet::new();
         let mut stdin_args = 0;
         for (arg_index, arg) in command.args.iter().enumerate() {

@@ -706,6 +706,21 @@ mod tests {
     }
 
     #[test]
+    fn hub_tools_are_globs_and_only_for_commands_that_do_not_write() {
+        let manifest = |command: &str| {
+            format!(r#"{{"schemaVersion": 1, "kind": "faculty", "id": "f", "name": "F", "commands": [{command}]}}"#)
+        };
+        let reading = manifest(r#"{"id": "c", "exec": ["self"], "hubTools": ["time__*", "files__read_*"]}"#);
+        assert!(messages(reading.as_bytes()).is_empty(), "{:?}", messages(reading.as_bytes()));
+        let bad_glob = manifest(r#"{"id": "c", "exec": ["self"], "hubTools": ["time__[a"]}"#);
+        let said = messages(bad_glob.as_bytes());
+        assert!(said.len() == 1 && said[0].starts_with("not a glob"), "{said:?}");
+        let writing = manifest(r#"{"id": "c", "exec": ["self"], "effect": "write", "hubTools": ["*"]}"#);
+        let said = messages(writing.as_bytes());
+        assert!(said.len() == 1 && said[0].contains("cannot call hub tools"), "{said:?}");
+    }
+
+    #[test]
     fn a_rejected_manifest_still_names_the_misspelt_field() {
         // `Hosted` for `hosted`: the kind's required block is missing, and the typo says why.
         let misspelt = br#"{"schemaVersion": 1, "kind": "service", "id": "s", "name": "S",

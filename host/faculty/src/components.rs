@@ -436,7 +436,9 @@ pub enum CompileError {
     #[error(transparent)]
     Flavor(#[from] wit::FlavorError),
     /// It imports something the host does not provide (wasmtime's reason).
-    #[error("cannot be linked: {0} (a faculty may import only WASI Preview 2 and butler:faculty/host)")]
+    #[error(
+        "cannot be linked: {0} (a faculty may import only WASI Preview 2, butler:faculty/host and butler:hub/tools)"
+    )]
     Link(String),
     /// The sandbox for `describe()` could not be set up.
     #[error("{0}")]

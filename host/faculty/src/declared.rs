@@ -45,6 +45,8 @@ pub struct Offer {
     /// `stdin` argument is named `args`); otherwise each argument is one declared `args`
     /// entry, as text.
     pub json_input: bool,
+    /// The argument that shortens a call's deadline, in seconds (`mcp.timeoutArg`).
+    pub timeout_arg: Option<String>,
 }
 
 /// Everything the registered faculties declare.
@@ -155,6 +157,7 @@ fn offer(ext: &Extension, command: &str, description: Option<&str>, tool: &Comma
         set: tool.set.clone(),
         default: tool.default.clone(),
         json_input,
+        timeout_arg: tool.timeout_arg.clone(),
     })
 }
 

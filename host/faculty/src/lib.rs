@@ -27,6 +27,7 @@ pub mod declared;
 pub mod engine;
 pub mod failure_limits;
 pub mod guest_failure;
+pub mod hub;
 pub mod locks;
 pub mod report;
 mod run;
@@ -90,6 +91,9 @@ pub struct CallContext {
     /// Who is calling, as proved to the transport (`owner`, `agent:<id>`, …; see
     /// [`failure_limits`]), for per-caller limits; nested calls keep their top-level caller.
     caller: Option<Arc<str>>,
+    /// The hub endpoint the call came through, for the commands that declare `hubTools`
+    /// (see [`hub`]); nested calls keep it.
+    hub: Option<hub::HubAccess>,
 }
 
 impl CallContext {
@@ -120,6 +124,14 @@ impl CallContext {
         self
     }
 
+    /// The same call, made through a hub endpoint whose tools `hub` calls (for commands
+    /// that declare `hubTools`).
+    #[must_use]
+    pub fn through(mut self, hub: hub::HubAccess) -> Self {
+        self.hub = Some(hub);
+        self
+    }
+
     /// When the whole call tree must be done, if that is decided yet.
     #[must_use]
     pub fn deadline(&self) -> Option<Instant> {
@@ -145,6 +157,7 @@ impl CallContext {
             deadline: self.deadline,
             parent: Some(parent.to_owned()),
             caller: self.caller.clone(),
+            hub: self.hub.clone(),
         })
     }
 }
@@ -558,6 +571,8 @@ enum NotReady {
     Pattern(#[from] args::BadPattern),
     #[error("command `{command}` has an invalid input schema: {error}")]
     InputSchema { command: String, error: butler_catalog::validation::DeclaredSchemaError },
+    #[error("command `{command}` declares a `hubTools` pattern that is not a glob: {error}")]
+    HubTools { command: String, error: String },
     #[error("empty `exec`")]
     EmptyExec,
     #[error("its component is still compiling")]
@@ -585,6 +600,8 @@ struct Runnable {
     json_native: bool,
     /// The actions it declares it may `host.call`.
     calls: Vec<String>,
+    /// The hub tools it declares it may call (`hubTools`), compiled.
+    hub_tools: Option<globset::GlobSet>,
     /// Its per-caller failure limit, if it declares one.
     failure_limit: Option<failure_limits::FailureLimit>,
     target: Target,
@@ -1307,6 +1324,15 @@ impl FacultyRuntime {
             deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),
             stop: Arc::clone(&self.stop),
             dispatch: self.dispatch.clone(),
+            hub_tools: match &request {
+                Request::Command { id, .. } => faculty
+                    .ready
+                    .as_ref()
+                    .ok()
+                    .and_then(|ready| ready.commands.get(*id))
+                    .and_then(|runnable| runnable.hub_tools.clone()),
+                Request::Report(_) => None,
+            },
         };
         match target {
             Target::Component { prepared, engine, argv0, leading } => {
@@ -1443,6 +1469,8 @@ impl FacultyRuntime {
                 input,
                 json_native,
                 calls: command.calls.clone(),
+                hub_tools: hub::globs(&command.hub_tools)
+                    .map_err(|e| NotReady::HubTools { command: command.id.clone(), error: e.to_string() })?,
                 failure_limit: command
                     .failure_limit
                     .as_ref()

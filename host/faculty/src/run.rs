@@ -13,6 +13,7 @@ use wasmtime::{Engine, Store, Trap};
 
 use super::components::Prepared;
 use super::engine::{Abandoned, arm, trap_summary};
+use super::hub::Grant;
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
 use super::wit::{GuestFailure, Op};
 use super::{CallContext, CallError, Dispatch};
@@ -43,6 +44,8 @@ pub(super) struct Frame<'a> {
     pub stop: Arc<AtomicBool>,
     /// What `host.call` goes through.
     pub dispatch: Option<Arc<dyn Dispatch>>,
+    /// The hub tools the command declares it may call (`hubTools`), if any.
+    pub hub_tools: Option<globset::GlobSet>,
 }
 
 /// Runs `call` in a fresh instance of `prepared`.
@@ -63,7 +66,10 @@ pub(super) fn component(
             .map_err(|e| CallError::Unavailable {
                 faculty: faculty.clone(),
                 reason: format!("cannot prepare the sandbox: {e:#}"),
-            })?;
+            })?
+            .with_hub(
+                frame.hub_tools.clone().map(|allowed| Grant::new(frame.context.hub.clone(), allowed, frame.deadline)),
+            );
     let started = Instant::now();
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);

@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::guest_failure::GuestFailure;
+use super::hub::{Grant, HubCallError};
 use super::{CallContext, Dispatch};
 
 /// Guest path of the faculty's own data directory.
@@ -167,6 +168,8 @@ pub struct CallState {
     /// What the guest printed on stderr.
     pub stderr: MemoryOutputPipe,
     clock: super::Clock,
+    /// What the call may do with the hub's tools, when its command declares `hubTools`.
+    hub: Option<Grant>,
 }
 
 impl WasiView for CallState {
@@ -231,7 +234,23 @@ impl CallState {
             stdout,
             stderr,
             clock: sandbox.clock.clone(),
+            hub: None,
         })
+    }
+
+    /// The same state, with what the call may do with the hub's tools.
+    #[must_use]
+    pub fn with_hub(mut self, hub: Option<Grant>) -> Self {
+        self.hub = hub;
+        self
+    }
+
+    /// `butler:hub/tools`: the call's grant, or why it has none.
+    ///
+    /// # Errors
+    /// [`HubCallError::NotDeclared`] when the command declares no `hubTools`.
+    pub fn hub_grant(&mut self) -> Result<&mut Grant, HubCallError> {
+        self.hub.as_mut().ok_or_else(|| HubCallError::NotDeclared("this command declares no `hubTools`".to_owned()))
     }
 
     /// `host.log`, under the faculty's own log target.

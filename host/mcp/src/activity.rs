@@ -95,6 +95,10 @@ pub struct Entry {
     /// The answer's `result` or `error` ([`payload`]), with `mcp.logPayloads` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Value>,
+    /// For a call a host tool made on the endpoint its own call came through (a program's
+    /// `tools.<ns>.<tool>()` in code mode): that tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// The most bytes of one side of a request kept with `mcp.logPayloads`; a longer one is
@@ -572,6 +576,7 @@ mod tests {
             dropped_before: 0,
             request: None,
             response: None,
+            parent: None,
         }
     }
 

@@ -43,6 +43,7 @@
 pub mod activity;
 pub mod answer;
 pub mod capability_sets;
+pub mod code_mode;
 pub mod exposure;
 pub mod framing;
 pub mod instructions;
@@ -128,6 +129,8 @@ pub struct Settings {
     pub dialer: Option<Arc<dyn upstream::Dialer>>,
     /// How the main endpoint lists its tools (`mcp.exposure`).
     pub exposure: Exposure,
+    /// Whether the main endpoint offers `butler__run_code` (`mcp.codeMode`).
+    pub code_mode: bool,
 }
 
 impl Default for Settings {
@@ -141,6 +144,7 @@ impl Default for Settings {
             io: None,
             dialer: None,
             exposure: Exposure::All,
+            code_mode: false,
         }
     }
 }
@@ -320,6 +324,10 @@ pub struct Hub {
     packages: packages::Packages,
     /// Whether the main endpoint lists only the search tools ([`Settings::exposure`]).
     search_main: AtomicBool,
+    /// Whether the main endpoint offers `butler__run_code` ([`Settings::code_mode`]).
+    code_main: AtomicBool,
+    /// The hub itself, lent to the host tools that call its tools ([`code_mode::InnerCalls`]).
+    this: std::sync::Weak<Hub>,
     /// The endpoints' tools, indexed for `butler__find_tools`.
     indexes: exposure::Indexes,
 }
@@ -379,7 +387,9 @@ impl Hub {
         let (changed, _) = broadcast::channel(16);
         let (updated, _) = broadcast::channel(64);
         let (logged, _) = broadcast::channel(LOGGED_QUEUE);
-        Arc::new(Self {
+        Arc::new_cyclic(|this| Self {
+            this: this.clone(),
+            code_main: AtomicBool::new(settings.code_mode),
             registry: registry::Registry::default(),
             tools,
             host,
@@ -497,7 +507,10 @@ impl Hub {
         self.sessions.set_idle(settings.session_idle);
         self.log_payloads.store(settings.log_payloads, Ordering::Relaxed);
         let search = settings.exposure == Exposure::Search;
-        if self.search_main.swap(search, Ordering::Relaxed) != search {
+        let code = settings.code_mode;
+        if self.search_main.swap(search, Ordering::Relaxed)
+            != search | (self.code_main.swap(code, Ordering::Relaxed) != code)
+        {
             let _ = self.changed.send(Changed::TOOLS);
         }
         let toggled = {
@@ -882,7 +895,8 @@ impl Hub {
 
     /// Whether `view` offers the faculties' tool `name`.
     fn offers_host_tool(&self, view: &View, name: &str) -> bool {
-        view.offers_host_tool(name) && self.tools.has(view.scope(), name)
+        let offered = if name == code_mode::RUN_CODE { self.code_mode(view) } else { view.offers_host_tool(name) };
+        offered && self.tools.has(view.scope(), name)
     }
 
     /// The provider tool `view` offers as `name`, and the tool's own name.
@@ -973,7 +987,15 @@ impl Hub {
     /// the tools it offers ([`Self::offered_tools`]), then `butler__find_tools`.
     pub async fn list_tools(&self, view: &View, asker: &Asker<'_>) -> Vec<Value> {
         if self.exposure(view) == Exposure::Search {
-            return self.search_tools(view);
+            let mut tools = self.search_tools(view);
+            if self.code_mode(view) {
+                // Code mode beside search: a program calls what the search found.
+                self.tools.settle().await;
+                tools.extend(
+                    self.tools.list(view.scope()).into_iter().filter(|t| t["name"] == code_mode::RUN_CODE).take(1),
+                );
+            }
+            return tools;
         }
         let mut tools = self.offered_tools(view, asker).await;
         tools.extend(self.search_tools(view));
@@ -990,9 +1012,10 @@ impl Hub {
             .list(view.scope())
             .into_iter()
             .filter(|t| {
-                t["name"]
-                    .as_str()
-                    .is_some_and(|name| view.offers_host_tool(name) && !exposure::SEARCH_TOOLS.contains(&name))
+                t["name"].as_str().is_some_and(|name| match name {
+                    code_mode::RUN_CODE => self.code_mode(view),
+                    _ => view.offers_host_tool(name) && !exposure::SEARCH_TOOLS.contains(&name),
+                })
             })
             .collect();
         if !matches!(view, View::Restricted) {
@@ -1024,6 +1047,21 @@ impl Hub {
         upcalls: Option<upcall::Upcalls>,
         asker: &Asker<'_>,
     ) -> Result<Answer, RpcError> {
+        self.call_tool_nested(view, session, request_id, params, upcalls, asker, 0).await
+    }
+
+    /// [`Self::call_tool`], made by a host tool's call `depth` calls deep (0: a client's).
+    #[allow(clippy::too_many_arguments, reason = "call_tool's, and how deep it is")]
+    pub(crate) async fn call_tool_nested(
+        &self,
+        view: &View,
+        session: &str,
+        request_id: &Value,
+        params: Value,
+        upcalls: Option<upcall::Upcalls>,
+        asker: &Asker<'_>,
+        depth: u8,
+    ) -> Result<Answer, RpcError> {
         let params = self.unwrapped(view, params);
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if self.offers_search_tool(view, &name) {
@@ -1041,7 +1079,8 @@ impl Hub {
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments).await.into());
+            let inner = self.inner_calls(view, session, &name, depth);
+            return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments, inner).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {

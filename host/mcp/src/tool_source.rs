@@ -1,40 +1,13 @@
 //! Tool sources beside the providers: the [`ToolSource`] trait through which the binary
 //! hands the hub tools it runs itself (the faculties' commands offered over MCP, in the
-//! reserved `butler` namespace), the [`Scope`] of the endpoint a session came through, and
-//! the `tools/call` result a failure becomes. The hub knows nothing of what runs such a
+//! reserved `butler` namespace), and the `tools/call` result a failure becomes. The hub knows nothing of what runs such a
 //! tool: it lists them, asks whether a name is one, calls it, and reads the compiled
 //! context through this trait — so `butler-mcp` builds without the faculty runtime.
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use butler_catalog::manifest::ToolEndpoint;
-
-/// Which endpoint a session came through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Scope {
-    /// `/mcp`: every provider, plus the host's tools offered there.
-    #[default]
-    Main,
-    /// `/mcp/butler`, the restricted endpoint: only the host's tools offered there, no
-    /// providers.
-    Restricted,
-    /// `/mcp/s/<session>`, an agent session the host drives for a delegation: the tools
-    /// offered on `/mcp`, and those offered to agents only.
-    Agent,
-}
-
-impl Scope {
-    /// The tool endpoints (as manifests name them) whose tools this scope offers.
-    #[must_use]
-    pub fn endpoints(self) -> &'static [ToolEndpoint] {
-        match self {
-            Self::Main => &[ToolEndpoint::Main],
-            Self::Restricted => &[ToolEndpoint::Butler],
-            Self::Agent => &[ToolEndpoint::Main, ToolEndpoint::Agents],
-        }
-    }
-}
+pub use crate::view::Scope;
 
 /// Tools the host runs itself, offered beside the providers' (the binary implements it
 /// over the faculty runtime). Lists are cheap and synchronous; waiting is done once, in
@@ -53,7 +26,16 @@ pub trait ToolSource: Send + Sync {
     /// Runs tool `name` for `caller` (the key its failures are counted under, see
     /// [`View::budget_key`](crate::View::budget_key)): a `tools/call` result; failures are
     /// `isError` results (see [`error_result`]), so the model can read and correct them.
-    fn call<'a>(&'a self, scope: Scope, caller: &'a str, name: &'a str, arguments: Value) -> BoxFuture<'a, Value>;
+    /// `inner` is the endpoint the call came through, lent to the tool for its own calls of
+    /// that endpoint's tools (see [`crate::code_mode`]).
+    fn call<'a>(
+        &'a self,
+        scope: Scope,
+        caller: &'a str,
+        name: &'a str,
+        arguments: Value,
+        inner: crate::code_mode::InnerCalls,
+    ) -> BoxFuture<'a, Value>;
 
     /// The owner's compiled context as markdown (or a sentence saying why there is none),
     /// served as the `butler://context` resource and prompt.

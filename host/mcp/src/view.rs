@@ -9,8 +9,6 @@ use std::sync::Arc;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use crate::tool_source::Scope;
-
 /// The failure-budget key every caller that proves nothing shares (see
 /// [`View::budget_key`]); the faculty runtime counts the HTTP routes' anonymous callers
 /// under the same key (the binary's `hub_tools` tests hold the two equal).
@@ -52,6 +50,8 @@ pub struct ProfileSpec {
     /// provider's own, which it then mirrors exactly); off for the lists that are exact by
     /// design — a package's profile, an agent session's allow-list.
     pub find_tools: bool,
+    /// Whether it offers `butler__run_code` (code mode; see [`crate::code_mode`]).
+    pub code_mode: bool,
 }
 
 /// How an endpoint lists its tools (`exposure` in the root config: `"all"`, `"search"`).
@@ -135,7 +135,7 @@ impl Profile {
     }
 
     /// Whether its `exclude` names `public`.
-    fn excludes(&self, public: &str) -> bool {
+    pub(crate) fn excludes(&self, public: &str) -> bool {
         self.exclude.as_ref().is_some_and(|set| set.is_match(public))
     }
 
@@ -171,6 +171,34 @@ pub fn tool_tags(definition: &Value) -> BTreeSet<String> {
         tags.extend(listed.iter().filter_map(Value::as_str).map(str::to_owned));
     }
     tags
+}
+
+/// Which endpoint a session came through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// `/mcp`: every provider, plus the host's tools offered there.
+    #[default]
+    Main,
+    /// `/mcp/butler`, the restricted endpoint: only the host's tools offered there, no
+    /// providers.
+    Restricted,
+    /// `/mcp/s/<session>`, an agent session the host drives for a delegation: the tools
+    /// offered on `/mcp`, and those offered to agents only.
+    Agent,
+}
+
+impl Scope {
+    /// The tool endpoints (as manifests name them) whose tools this scope offers.
+    #[must_use]
+    pub fn endpoints(self) -> &'static [butler_catalog::manifest::ToolEndpoint] {
+        match self {
+            Self::Main => &[butler_catalog::manifest::ToolEndpoint::Main],
+            Self::Restricted => &[butler_catalog::manifest::ToolEndpoint::Butler],
+            Self::Agent => {
+                &[butler_catalog::manifest::ToolEndpoint::Main, butler_catalog::manifest::ToolEndpoint::Agents]
+            }
+        }
+    }
 }
 
 /// The endpoint a request came through, and so what it may see.

@@ -1,7 +1,9 @@
-//! The built-in faculties (journal, distill, validity, cards), compiled from `faculties/`
-//! by the build and embedded in the binary. A new instance gets them as
-//! `faculties/<id>.wasm`; `butler faculty upgrade` brings an existing instance's copies up
-//! to date — but never overwrites one the owner changed.
+//! The built-in faculties (journal, distill, validity, cards; code), compiled from
+//! `faculties/` by the build and embedded in the binary. A new instance gets the pipeline's
+//! as `faculties/<id>.wasm`; those [`ON_DEMAND`] are installed when the owner turns on what
+//! they serve ([`install_on_demand`]: `code`, with code mode). `butler faculty upgrade`
+//! brings an existing instance's copies up to date — but never overwrites one the owner
+//! changed, and installs no on-demand one.
 //!
 //! `<stateDir>/builtins.json` records the hash of each file the host installed; a file
 //! whose hash no longer matches was modified by the owner.
@@ -16,6 +18,10 @@ use super::{Instance, InstanceError, write_atomic};
 
 /// `(id, component bytes)` of every built-in faculty.
 pub const BUILTINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// Built-ins installed only when the owner turns on what they serve, not into every new
+/// instance: `code` (a JavaScript engine, megabytes to compile) serves code mode.
+pub const ON_DEMAND: &[&str] = &["code"];
 
 /// File under the state directory recording what was installed.
 const RECORD: &str = "builtins.json";
@@ -54,6 +60,7 @@ pub fn plan(instance: &Instance) -> Result<Vec<(String, Action)>, InstanceError>
     for (id, bytes) in BUILTINS {
         let path = dir.join(format!("{id}.wasm"));
         let action = match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && ON_DEMAND.contains(id) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Action::Install,
             Err(source) => return Err(InstanceError::Create { path, source }),
             Ok(current) if current == *bytes => Action::UpToDate,
@@ -89,6 +96,19 @@ pub fn apply(instance: &Instance, plan: &[(String, Action)]) -> Result<(), Insta
         .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })?;
     super::write_private(&state_dir.join(RECORD), &bytes)
         .map_err(|source| InstanceError::Create { path: state_dir.join(RECORD), source })
+}
+
+/// Installs the on-demand built-in `id` (see [`ON_DEMAND`]) when the instance lacks it;
+/// one present, the owner's or an older host's, is left as it is. Whether it installed it.
+///
+/// # Errors
+/// [`InstanceError::Create`] naming the file.
+pub fn install_on_demand(instance: &Instance, id: &str) -> Result<bool, InstanceError> {
+    if !ON_DEMAND.contains(&id) || faculties_dir(instance).join(format!("{id}.wasm")).exists() {
+        return Ok(false);
+    }
+    apply(instance, &[(id.to_owned(), Action::Install)])?;
+    Ok(true)
 }
 
 /// Where faculties are dropped: the scan root named `faculties` (the first root if there

@@ -258,6 +258,9 @@ pub struct McpConfig {
     /// tools.
     #[serde(default)]
     pub exposure: butler_mcp::Exposure,
+    /// Whether the main endpoint offers `butler__run_code` (code mode).
+    #[serde(rename = "codeMode", default)]
+    pub code_mode: bool,
 }
 
 fn default_session_idle_sec() -> u64 {
@@ -275,6 +278,7 @@ impl Default for McpConfig {
             legacy_providers: std::collections::BTreeSet::new(),
             log_payloads: false,
             exposure: butler_mcp::Exposure::All,
+            code_mode: false,
         }
     }
 }
@@ -302,6 +306,7 @@ impl McpConfig {
                     prompts: butler_mcp::Prompts::OfProviders,
                     exposure: config.exposure,
                     find_tools: config.prefix,
+                    code_mode: config.code_mode,
                     ..butler_mcp::ProfileSpec::default()
                 };
                 butler_mcp::Profile::new(name, spec).map(|p| (name.clone(), std::sync::Arc::new(p)))
@@ -339,6 +344,9 @@ pub struct ProfileConfig {
     /// How it lists its tools: all of them (default), or only the search tools.
     #[serde(default)]
     pub exposure: butler_mcp::Exposure,
+    /// Whether it offers `butler__run_code` (code mode).
+    #[serde(rename = "codeMode", default)]
+    pub code_mode: bool,
 }
 
 fn default_prefix() -> bool {

@@ -7,6 +7,7 @@
 //! added: add a module, a variant, and a match arm. 0.1.0 takes argv-shaped input and
 //! untyped failures; 0.2.0 takes JSON and fails with a typed kind.
 
+pub mod hub_v0_1_0;
 pub mod v0_1_0;
 pub mod v0_2_0;
 
@@ -79,8 +80,8 @@ pub enum FlavorError {
     },
 }
 
-/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync)
-/// and the `butler:faculty/host` imports of every supported version.
+/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync),
+/// the `butler:faculty/host` imports of every supported version, and `butler:hub/tools`.
 pub struct Linkers {
     /// Linker for faculties of every supported version and plain commands alike: WASI
     /// and each version's `butler:faculty/host` (distinct interface names, one linker).
@@ -97,6 +98,7 @@ impl Linkers {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         v0_2_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        hub_v0_1_0::HubTools::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         Ok(Self { linker })
     }
 }

@@ -126,6 +126,7 @@ impl Context {
             dropped_before: 0,
             response: None,
             request: params,
+            parent: None,
         };
         Noted {
             hub: Arc::clone(&self.hub),

@@ -1,0 +1,249 @@
+//! The component: the `butler:hub/faculty` world's exports, and one program's run.
+
+use std::cell::RefCell;
+
+use boa_engine::builtins::promise::PromiseState;
+use boa_engine::object::builtins::JsPromise;
+use boa_engine::{Context, JsError, JsNativeError, JsResult, JsString, JsValue, NativeFunction, Source, js_string};
+use serde_json::{Value, json};
+
+#[allow(missing_docs, clippy::all, clippy::pedantic, unsafe_code)]
+mod bindings {
+    wit_bindgen::generate!({
+        world: "faculty",
+        path: "../../wit/butler-hub@0.1.0",
+        generate_all,
+    });
+}
+
+use bindings::butler::faculty::types::{Failure, FailureKind};
+use bindings::butler::hub::tools::{self, CallError};
+use bindings::exports::butler::faculty::guest::Guest;
+
+/// The manifest `describe()` returns.
+const MANIFEST: &str = include_str!("../manifest.json");
+/// `tools`, `console`.
+const PRELUDE: &str = include_str!("prelude.js");
+/// The most console output a run may write (all lines together).
+const MAX_LOG_BYTES: usize = 64 << 10;
+/// The largest result, as JSON text.
+const MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// What one run has written and run into (an instance runs one program).
+#[derive(Default)]
+struct Run {
+    logs: Vec<String>,
+    log_bytes: usize,
+    /// A cap the program passed: the run fails with it whatever the program did next.
+    stopped: Option<Failure>,
+}
+
+thread_local! {
+    static RUN: RefCell<Run> = RefCell::new(Run::default());
+}
+
+fn failure(kind: FailureKind, code: &str, message: impl Into<String>) -> Failure {
+    Failure { kind, code: code.to_owned(), message: message.into(), details: None }
+}
+
+/// Records the first cap passed, and the error the program sees.
+fn stop(code: &str, message: String) -> JsError {
+    RUN.with(|run| {
+        let mut run = run.borrow_mut();
+        if run.stopped.is_none() {
+            let kind = if code == "output_cap" { FailureKind::TooLarge } else { FailureKind::Failed };
+            run.stopped = Some(failure(kind, code, message.clone()));
+        }
+    });
+    JsNativeError::error().with_message(message).into()
+}
+
+fn text_arg(args: &[JsValue], index: usize, context: &mut Context) -> JsResult<String> {
+    Ok(args.get(index).cloned().unwrap_or_default().to_string(context)?.to_std_string_escaped())
+}
+
+/// `__butlerLog(level, text)`.
+fn log(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let level = text_arg(args, 0, context)?;
+    let text = text_arg(args, 1, context)?;
+    let line = if level == "log" { text } else { format!("[{level}] {text}") };
+    let over = RUN.with(|run| {
+        let mut run = run.borrow_mut();
+        run.log_bytes += line.len() + 1;
+        if run.log_bytes > MAX_LOG_BYTES {
+            return true;
+        }
+        run.logs.push(line);
+        false
+    });
+    if over {
+        return Err(stop(
+            "output_cap",
+            format!("output cap: the program wrote more than {} KiB to the console", MAX_LOG_BYTES >> 10),
+        ));
+    }
+    Ok(JsValue::undefined())
+}
+
+/// The error a program sees for a call the host did not make.
+fn refused(error: CallError) -> JsError {
+    match error {
+        CallError::Limit(why) => stop("tool_call_limit", why),
+        CallError::NotDeclared(why)
+        | CallError::NotOffered(why)
+        | CallError::InvalidArguments(why)
+        | CallError::Failed(why) => JsNativeError::error().with_message(why).into(),
+    }
+}
+
+/// `__butlerCallTool(name, argumentsJson)`: the tool's result as JSON text.
+fn call_tool(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let name = text_arg(args, 0, context)?;
+    let arguments = text_arg(args, 1, context)?;
+    let result = tools::call_tool(&name, &arguments).map_err(refused)?;
+    Ok(JsValue::from(JsString::from(result.as_str())))
+}
+
+/// `__butlerListTools()`: the tools as JSON text.
+fn list_tools(_: &JsValue, _: &[JsValue], _: &mut Context) -> JsResult<JsValue> {
+    let listed = tools::list_tools().map_err(refused)?;
+    Ok(JsValue::from(JsString::from(listed.as_str())))
+}
+
+/// What an error value says: a native error's message and where, else its text — its
+/// first lines (a deep recursion's trace repeats one frame thousands of times).
+fn said(error: JsError, context: &mut Context) -> String {
+    const LINES: usize = 6;
+    let text = full_text(error, context);
+    let total = text.lines().count();
+    if total <= LINES {
+        return text;
+    }
+    let kept: Vec<&str> = text.lines().take(LINES).collect();
+    format!("{}\n    … {} more lines", kept.join("\n"), total - LINES)
+}
+
+fn full_text(error: JsError, context: &mut Context) -> String {
+    match error.try_native(context) {
+        Ok(native) => native.to_string(),
+        // A runtime limit (recursion, stack) has no value a program could catch: its text.
+        Err(_) => match error.clone().into_opaque(context) {
+            Ok(value) => value.to_string(context).map_or_else(|_| error.to_string(), |t| t.to_std_string_escaped()),
+            Err(_) => error.to_string(),
+        },
+    }
+}
+
+/// Runs `code` as the body of an async function: its result, or why not.
+fn run(code: &str) -> Result<Value, Failure> {
+    let mut context = Context::default();
+    let natives: [(JsString, usize, NativeFunction); 3] = [
+        (js_string!("__butlerCallTool"), 2, NativeFunction::from_fn_ptr(call_tool)),
+        (js_string!("__butlerListTools"), 0, NativeFunction::from_fn_ptr(list_tools)),
+        (js_string!("__butlerLog"), 2, NativeFunction::from_fn_ptr(log)),
+    ];
+    for (name, length, function) in natives {
+        context
+            .register_global_callable(name, length, function)
+            .map_err(|e| failure(FailureKind::Internal, "prelude_failed", said(e, &mut context)))?;
+    }
+    context
+        .eval(Source::from_bytes(PRELUDE))
+        .map_err(|e| failure(FailureKind::Internal, "prelude_failed", said(e, &mut context)))?;
+    // The program's first line is line 1 of the source.
+    let source = format!("(async () => {{{code}\n}})()");
+    let promise = match context.eval(Source::from_bytes(source.as_bytes())) {
+        Ok(value) => value,
+        Err(e) => {
+            let message = said(e, &mut context);
+            let code = if message.starts_with("SyntaxError") { "syntax_error" } else { "program_failed" };
+            let kind = if code == "syntax_error" { FailureKind::InvalidInput } else { FailureKind::Failed };
+            return Err(failure(kind, code, message));
+        }
+    };
+    let jobs = context.run_jobs();
+    if let Some(stopped) = RUN.with(|run| run.borrow_mut().stopped.take()) {
+        return Err(stopped);
+    }
+    if let Err(e) = jobs {
+        return Err(failure(FailureKind::Failed, "program_failed", said(e, &mut context)));
+    }
+    let state = promise
+        .as_object()
+        .and_then(|object| JsPromise::from_object(object.clone()).ok())
+        .map(|promise| promise.state());
+    let value = match state {
+        Some(PromiseState::Fulfilled(value)) => value,
+        Some(PromiseState::Rejected(reason)) => {
+            let message = said(JsError::from_opaque(reason), &mut context);
+            return Err(failure(FailureKind::Failed, "program_failed", format!("Uncaught {message}")));
+        }
+        Some(PromiseState::Pending) | None => {
+            return Err(failure(
+                FailureKind::Failed,
+                "never_settled",
+                "the program never finished: it awaits something that never resolves",
+            ));
+        }
+    };
+    let result = if value.is_undefined() {
+        Value::Null
+    } else {
+        value
+            .to_json(&mut context)
+            .map_err(|e| {
+                failure(
+                    FailureKind::Failed,
+                    "result_not_json",
+                    format!("the result is not JSON: {}", said(e, &mut context)),
+                )
+            })?
+            .unwrap_or(Value::Null)
+    };
+    let size = result.to_string().len();
+    if size > MAX_RESULT_BYTES {
+        return Err(failure(
+            FailureKind::TooLarge,
+            "result_too_large",
+            format!(
+                "the result is {} KiB as JSON, more than the {} KiB a run may return",
+                size >> 10,
+                MAX_RESULT_BYTES >> 10
+            ),
+        ));
+    }
+    Ok(result)
+}
+
+struct Code;
+
+impl Guest for Code {
+    fn describe() -> String {
+        MANIFEST.to_owned()
+    }
+
+    fn invoke(command: String, input: String) -> Result<String, Failure> {
+        if command != "run" {
+            return Err(failure(FailureKind::NotFound, "unknown_command", format!("no command `{command}`")));
+        }
+        let input: Value = serde_json::from_str(&input)
+            .map_err(|e| failure(FailureKind::InvalidInput, "invalid_args", format!("input is not JSON: {e}")))?;
+        let Some(code) = input.get("code").and_then(Value::as_str) else {
+            return Err(failure(FailureKind::InvalidInput, "invalid_args", "`code` (a string) is required"));
+        };
+        let result = run(code)?;
+        let logs = RUN.with(|run| std::mem::take(&mut run.borrow_mut().logs));
+        Ok(json!({"result": result, "logs": logs}).to_string())
+    }
+
+    fn report(id: String) -> Result<String, Failure> {
+        Err(failure(FailureKind::NotFound, "unknown_report", format!("no report `{id}`")))
+    }
+}
+
+/// The exports, as `wit-bindgen` writes them (its glue is `unsafe`).
+#[allow(unsafe_code)]
+mod exported {
+    use super::Code;
+    super::bindings::export!(Code with_types_in super::bindings);
+}

@@ -1,0 +1,196 @@
+//! Code mode, the hub's side: where `butler__run_code` is offered (`codeMode` on the main
+//! endpoint or a profile), and [`InnerCalls`] — the endpoint a host tool's call came
+//! through, lent to the tool so that it may call that endpoint's tools itself (what a
+//! program run by `butler__run_code` does with `await tools.<ns>.<tool>(args)`).
+//!
+//! An inner call is an ordinary `tools/call` on the same endpoint — its tools only,
+//! quarantine, timeouts — with these differences: no client takes part (a provider's
+//! requests for the client — sampling, elicitation, roots — are refused, saying why), it
+//! is written to the activity log with the calling tool as its `parent`, and calls nest at
+//! most [`MAX_NESTING`] deep (a tool that calls hub tools calling another that does).
+//! The runner of `butler__run_code` itself (a faculty, behind [`crate::ToolSource`]) is not
+//! the hub's: the hub only decides where it is listed.
+
+use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::activity::Entry;
+use crate::upcall::{self, Asker, Upcall};
+use crate::view::View;
+use crate::{Hub, methods};
+
+/// The code-mode tool's public name (the built-in `code` faculty offers it; the hub lists
+/// it only where code mode is on).
+pub const RUN_CODE: &str = "butler__run_code";
+/// How deep inner calls nest: a tool's inner call may reach a tool that calls hub tools
+/// itself, whose inner calls may not.
+pub const MAX_NESTING: u8 = 2;
+/// The JSON-RPC error code a provider's request for the client is refused with.
+const NO_CLIENT: i64 = -32601;
+/// The JSON-RPC code of an unknown tool.
+const INVALID_PARAMS: i64 = -32602;
+
+/// Numbers inner calls, for the hub's bookkeeping of calls in flight.
+static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
+
+impl Hub {
+    /// Whether `view` offers `butler__run_code`: the main endpoint when `mcp.codeMode` is
+    /// on, a profile whose `codeMode` is (whatever its `include` and `hostTools` say; its
+    /// `exclude` may still name it); never the restricted endpoint.
+    #[must_use]
+    pub fn code_mode(&self, view: &View) -> bool {
+        match view {
+            View::Main => self.code_main.load(Ordering::Relaxed),
+            View::Profile(profile) => profile.spec.code_mode && !profile.excludes(RUN_CODE),
+            View::Restricted => false,
+        }
+    }
+
+    /// The endpoint `view` of `session`, lent to host tool `parent` called `depth` calls deep.
+    pub(crate) fn inner_calls(&self, view: &View, session: &str, parent: &str, depth: u8) -> InnerCalls {
+        InnerCalls {
+            hub: self.this.clone(),
+            view: view.clone(),
+            session: session.to_owned(),
+            parent: parent.to_owned(),
+            depth,
+        }
+    }
+}
+
+/// The endpoint a host tool's call came through, for the tool to call that endpoint's
+/// tools (see the module's doc).
+#[derive(Debug, Clone)]
+pub struct InnerCalls {
+    hub: Weak<Hub>,
+    view: View,
+    session: String,
+    parent: String,
+    depth: u8,
+}
+
+/// Why an inner call was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InnerCallError {
+    /// The endpoint does not offer the tool (or the hub has stopped, or it is the calling
+    /// tool itself).
+    #[error("{0}")]
+    NotOffered(String),
+    /// Nested too deep.
+    #[error("{0}")]
+    Limit(String),
+    /// The provider answered with a JSON-RPC error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl InnerCalls {
+    /// An endpoint lent to nothing, for tests and callers outside the hub: every call
+    /// fails as not offered.
+    #[must_use]
+    pub fn none() -> Self {
+        Self { hub: Weak::new(), view: View::Restricted, session: String::new(), parent: String::new(), depth: 0 }
+    }
+
+    fn hub(&self) -> Result<std::sync::Arc<Hub>, InnerCallError> {
+        self.hub.upgrade().ok_or_else(|| InnerCallError::NotOffered("the hub has stopped".to_owned()))
+    }
+
+    /// The tool that is calling.
+    #[must_use]
+    pub fn parent(&self) -> &str {
+        &self.parent
+    }
+
+    /// The endpoint's tools, as it lists them to a client that declares no capabilities
+    /// (the search tools and `butler__run_code` left out: a program calls tools directly).
+    ///
+    /// # Errors
+    /// The hub has stopped.
+    pub async fn list(&self) -> Result<Vec<Value>, InnerCallError> {
+        let hub = self.hub()?;
+        let declared = json!({});
+        let asker = Asker::sessions_2025(&declared, None);
+        let tools = hub.offered_tools(&self.view, &asker).await;
+        Ok(tools.into_iter().filter(|t| t["name"].as_str().is_some_and(|name| name != self.parent)).collect())
+    }
+
+    /// Calls tool `name` with `arguments` on the endpoint: its `tools/call` result, the
+    /// tool's own failures as `isError` results. Recorded in the activity log under the
+    /// calling tool.
+    ///
+    /// # Errors
+    /// An unknown tool or the calling tool itself, nesting too deep, a provider's JSON-RPC
+    /// error.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, InnerCallError> {
+        if name == self.parent {
+            return Err(InnerCallError::NotOffered(format!("`{name}` cannot call itself")));
+        }
+        if self.depth >= MAX_NESTING {
+            return Err(InnerCallError::Limit(format!(
+                "hub tool calls nest at most {MAX_NESTING} deep: `{}` may not call another tool",
+                self.parent
+            )));
+        }
+        let hub = self.hub()?;
+        let began = Instant::now();
+        let params = json!({"name": name, "arguments": arguments});
+        let request_bytes = params.to_string().len();
+        let id = json!(format!("inner-{}", NEXT_CALL.fetch_add(1, Ordering::Relaxed)));
+        let (upcalls, mut inbox) = upcall::channel(false);
+        let declared = json!({});
+        let asker = Asker::sessions_2025(&declared, None);
+        let call = hub.call_tool_nested(&self.view, &self.session, &id, params, Some(upcalls), &asker, self.depth + 1);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                Some(upcall) = inbox.recv() => {
+                    if let Upcall::Request(asked) = upcall {
+                        let why = format!(
+                            "`{}` needs the client, and none takes part in a call made by `{}`",
+                            asked.method, self.parent
+                        );
+                        asked.refuse(NO_CLIENT, why);
+                    }
+                }
+            }
+        };
+        let (result, outcome, code) = match answer {
+            Ok(answer) => {
+                let result = answer.into_value();
+                let outcome = if result["isError"] == true { "tool_error" } else { "ok" };
+                (Ok(result), outcome, None)
+            }
+            Err(error) => (Err(error.message), "error", Some(error.code)),
+        };
+        let response_bytes = result.as_ref().map_or(0, |r| r.to_string().len());
+        hub.activity().record(Entry {
+            seq: 0,
+            at: String::new(),
+            endpoint: self.view.endpoint(),
+            token: None,
+            revision: String::new(),
+            session: (!self.session.is_empty()).then(|| self.session.clone()),
+            method: methods::TOOLS_CALL.to_owned(),
+            name: Some(name.to_owned()),
+            provider: hub.owner_of(&self.view, methods::TOOLS_CALL, name),
+            ms: began.elapsed().as_secs_f64() * 1000.0,
+            outcome: outcome.to_owned(),
+            code,
+            request_bytes,
+            response_bytes,
+            dropped_before: 0,
+            request: None,
+            response: None,
+            parent: Some(self.parent.clone()),
+        });
+        result.map_err(|message| match code {
+            Some(INVALID_PARAMS) => InnerCallError::NotOffered(message),
+            _ => InnerCallError::Failed(message),
+        })
+    }
+}
