@@ -166,6 +166,14 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
     let said = result["structuredContent"]["result"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("sampling/createMessage") && said.contains("needs the client"), "{result}");
 
+    // A program cannot run a program.
+    let result = run(
+        &mut client,
+        "try { await tools.butler.run_code({code: 'return 1'}); return 'nested'; } catch (e) { return e.message; }",
+        json!({}),
+    );
+    assert_eq!(result["structuredContent"]["result"], "`butler__run_code` cannot call itself", "{result}");
+
     // The log of a failed run's inner calls stops at the budget.
     let inner = || {
         let (_, page) = butler.get_json("/mcp/activity?limit=500&name=time__get_current_time");

@@ -7,7 +7,7 @@
 //! quarantine, timeouts — with these differences: no client takes part (a provider's
 //! requests for the client — sampling, elicitation, roots — are refused, saying why), it
 //! is written to the activity log with the calling tool as its `parent`, and calls nest at
-//! most [`MAX_NESTING`] deep (a tool that calls hub tools calling another that does).
+//! most [`MAX_NESTING`] deep (a host tool reached by an inner call makes none itself).
 //! The runner of `butler__run_code` itself (a faculty, behind [`crate::ToolSource`]) is not
 //! the hub's: the hub only decides where it is listed.
 
@@ -25,9 +25,10 @@ use crate::{Hub, methods};
 /// The code-mode tool's public name (the built-in `code` faculty offers it; the hub lists
 /// it only where code mode is on).
 pub const RUN_CODE: &str = "butler__run_code";
-/// How deep inner calls nest: a tool's inner call may reach a tool that calls hub tools
-/// itself, whose inner calls may not.
-pub const MAX_NESTING: u8 = 2;
+/// How deep inner calls nest: a client's call of a host tool may call the endpoint's tools;
+/// a host tool reached by such an inner call may not call any itself (no chain of tools
+/// calling tools, however each is declared).
+pub const MAX_NESTING: u8 = 1;
 /// The JSON-RPC error code a provider's request for the client is refused with.
 const NO_CLIENT: i64 = -32601;
 /// The JSON-RPC code of an unknown tool.
@@ -131,7 +132,7 @@ impl InnerCalls {
         }
         if self.depth >= MAX_NESTING {
             return Err(InnerCallError::Limit(format!(
-                "hub tool calls nest at most {MAX_NESTING} deep: `{}` may not call another tool",
+                "`{}` was itself called by another tool, and may not call tools in turn",
                 self.parent
             )));
         }
