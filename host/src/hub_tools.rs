@@ -108,6 +108,10 @@ impl FacultyTools {
         }
         let runtime = Arc::clone(&self.runtime);
         let mut context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
+        if let Some(deadline) = inner.deadline() {
+            // Called by another tool's program: it ends when that call must.
+            context = context.until(deadline);
+        }
         if let Some(seconds) = offer.timeout_arg.as_ref().and_then(|arg| args.get(arg)).and_then(Value::as_f64) {
             // The caller's own deadline, within the faculty's.
             let asked = std::time::Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(std::time::Duration::MAX);
@@ -115,7 +119,11 @@ impl FacultyTools {
                 context = context.until(at);
             }
         }
-        let context = context.through(HubAccess(Arc::new(HubBridge { inner, io: tokio::runtime::Handle::current() })));
+        // A client that goes away (its request dropped) stops the call, not only its wait.
+        let stopping = StopOnDrop(Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let context = context
+            .through(HubAccess(Arc::new(HubBridge { inner, io: tokio::runtime::Handle::current() })))
+            .cancelled_by(Arc::clone(&stopping.0));
         let deadline = context.deadline();
         match self.runtime.blocking(deadline, move || run(&runtime, &offer, args, &context)).await {
             Ok(data) => data_result(&data),
@@ -165,6 +173,16 @@ impl ToolSource for FacultyTools {
     }
 }
 
+/// Sets its flag when dropped: held across a faculty tool's call, it tells the faculty
+/// runtime to stop the call once nobody waits for it.
+struct StopOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// The endpoint a faculty tool's call came through, as the faculty runtime calls it: from
 /// the call's blocking thread, each call waited for on the hub's runtime until the
 /// faculty call's deadline.
@@ -198,7 +216,7 @@ impl HubCalls for HubBridge {
     }
 
     fn call(&self, name: &str, arguments: Value, deadline: std::time::Instant) -> Result<Value, HubCallError> {
-        self.wait(deadline, self.inner.call(name, arguments))
+        self.wait(deadline, self.inner.call(name, arguments, deadline))
     }
 }
 

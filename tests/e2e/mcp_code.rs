@@ -93,6 +93,15 @@ fn a_program_calls_two_real_providers_tools_and_returns_one_value() {
         assert_eq!(entry["endpoint"], "p/coder", "{entry}");
     }
 
+    // Carried by butler__call_tool, a run is still a run calling itself.
+    let result = run(
+        &mut coder,
+        "try { await tools.butler.call_tool({name: 'butler__run_code', arguments: {code: 'return 1'}}); return 'ran'; } \
+         catch (e) { return e.message; }",
+        json!({}),
+    );
+    assert_eq!(result["structuredContent"]["result"], "`butler__run_code` cannot call itself", "{result}");
+
     // A profile's program reaches that profile's tools only.
     let mut clock = Client::connect(&butler, "/mcp/p/clock");
     let result = run(
@@ -156,6 +165,28 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
         assert_eq!(next["structuredContent"]["result"], 42, "after {what}: {next}");
     }
 
+    // A client that goes away stops its program, not only its wait: the faculty's call
+    // slot is free again long before the program's own deadline.
+    let body = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                      "params": {"name": RUN_CODE, "arguments": {"code": "while (true) {}", "timeoutSec": 60}}})
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(butler.authority()).expect("connect");
+    let request = format!(
+        "POST /myspace-butler/api/mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Mcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{body}",
+        butler.authority(),
+        client.session_id(),
+        body.len()
+    );
+    std::io::Write::write_all(&mut stream, request.as_bytes()).expect("send");
+    let in_flight = || butler.get_json("/faculties").1["runtime"]["inFlight"].as_u64();
+    wait_until(LIMIT, "the program runs", || in_flight() == Some(1));
+    let left = std::time::Instant::now();
+    drop(stream);
+    wait_until(LIMIT, "the program stopped", || in_flight() == Some(0));
+    assert!(left.elapsed() < std::time::Duration::from_secs(10), "stopped after {:?}", left.elapsed());
+
     // A tool that needs the client is refused inside code mode, saying why; the program
     // sees the tool's error and may go on.
     let result = run(
@@ -165,6 +196,20 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
     );
     let said = result["structuredContent"]["result"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("sampling/createMessage") && said.contains("needs the client"), "{result}");
+
+    // The result is JSON as JSON.stringify makes it; what it cannot hold is said.
+    let result = run(&mut client, "return {at: new Date(0), f() {}, n: {toJSON: () => 'n'}};", json!({}));
+    assert_eq!(result["structuredContent"]["result"], json!({"at": "1970-01-01T00:00:00.000Z", "n": "n"}), "{result}");
+    let text = failure_of(&run(&mut client, "const a = {}; a.a = a; return a;", json!({})));
+    assert!(text.contains("result_not_json"), "{text}");
+
+    // A name no tool has is refused before it reaches the hub or its log.
+    let result = run(
+        &mut client,
+        "try { await tools.call('a'.repeat(100000), {}); } catch (e) { return e.message; }",
+        json!({}),
+    );
+    assert_eq!(result["structuredContent"]["result"], "no tool has a name of 100000 bytes", "{result}");
 
     // A program cannot run a program.
     let result = run(

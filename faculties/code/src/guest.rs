@@ -150,8 +150,14 @@ fn run(code: &str) -> Result<Value, Failure> {
     context
         .eval(Source::from_bytes(PRELUDE))
         .map_err(|e| failure(FailureKind::Internal, "prelude_failed", said(e, &mut context)))?;
-    // The program's first line is line 1 of the source.
-    let source = format!("(async () => {{{code}\n}})()");
+    // The program's first line is line 1 of the source. Its result is made JSON as
+    // `JSON.stringify` makes it (`toJSON`, dates, functions left out), with the
+    // `JSON.stringify` of before the program ran.
+    let source = format!(
+        "((stringify) => (async () => {{{code}\n}})().then((value) => {{ try {{ \
+         const text = stringify(value === undefined ? null : value); return text === undefined ? 'null' : text; \
+         }} catch (e) {{ return {{notJson: String(e && e.message || e)}}; }} }}))(JSON.stringify)"
+    );
     let promise = match context.eval(Source::from_bytes(source.as_bytes())) {
         Ok(value) => value,
         Err(e) => {
@@ -186,21 +192,17 @@ fn run(code: &str) -> Result<Value, Failure> {
             ));
         }
     };
-    let result = if value.is_undefined() {
-        Value::Null
-    } else {
-        value
-            .to_json(&mut context)
-            .map_err(|e| {
-                failure(
-                    FailureKind::Failed,
-                    "result_not_json",
-                    format!("the result is not JSON: {}", said(e, &mut context)),
-                )
-            })?
-            .unwrap_or(Value::Null)
+    let not_json =
+        |why: String| failure(FailureKind::Failed, "result_not_json", format!("the result is not JSON: {why}"));
+    let Some(text) = value.as_string().map(|text| text.to_std_string_escaped()) else {
+        let why = value
+            .as_object()
+            .and_then(|object| object.get(js_string!("notJson"), &mut context).ok())
+            .and_then(|why| why.to_string(&mut context).ok())
+            .map_or_else(|| "it could not be written".to_owned(), |why| why.to_std_string_escaped());
+        return Err(not_json(why));
     };
-    let size = result.to_string().len();
+    let size = text.len();
     if size > MAX_RESULT_BYTES {
         return Err(failure(
             FailureKind::TooLarge,
@@ -212,7 +214,7 @@ fn run(code: &str) -> Result<Value, Failure> {
             ),
         ));
     }
-    Ok(result)
+    serde_json::from_str(&text).map_err(|e| not_json(e.to_string()))
 }
 
 struct Code;

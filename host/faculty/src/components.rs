@@ -480,7 +480,7 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Com
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DESCRIBE_TIMEOUT_MS);
-    let _ticking = super::engine::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let _ticking = super::engine::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)), None);
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
         Ok(Err(f)) => return Err(CompileError::DescribeFailed { code: f.code, message: f.message }),

@@ -190,6 +190,19 @@ fn start_ticker(engine: &Engine) {
     }
 }
 
+/// The guest was interrupted because its caller stopped waiting (see
+/// [`crate::CallContext::cancelled_by`]).
+#[derive(Debug)]
+pub(super) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped: its caller went away")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// The guest was interrupted because the runtime is shutting down.
 #[derive(Debug)]
 pub(super) struct Abandoned;
@@ -202,15 +215,23 @@ impl std::fmt::Display for Abandoned {
 
 impl std::error::Error for Abandoned {}
 
-/// Arms `store` to stop at `deadline`, or as soon as `stop` is set: the epoch ticks every
-/// [`EPOCH_TICK`] as long as the returned [`Armed`] is kept, and at each tick the guest is
-/// checked.
-pub(super) fn arm<T>(store: &mut Store<T>, deadline: Instant, stop: Arc<AtomicBool>) -> Armed {
+/// Arms `store` to stop at `deadline`, or as soon as `stop` (the runtime's) or `cancel`
+/// (the call's) is set: the epoch ticks every [`EPOCH_TICK`] as long as the returned
+/// [`Armed`] is kept, and at each tick the guest is checked.
+pub(super) fn arm<T>(
+    store: &mut Store<T>,
+    deadline: Instant,
+    stop: Arc<AtomicBool>,
+    cancel: Option<Arc<AtomicBool>>,
+) -> Armed {
     let armed = Armed::take();
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
         if stop.load(Ordering::Acquire) {
             return Err(wasmtime::Error::new(Abandoned));
+        }
+        if cancel.as_ref().is_some_and(|cancel| cancel.load(Ordering::Acquire)) {
+            return Err(wasmtime::Error::new(Cancelled));
         }
         if Instant::now() >= deadline {
             return Err(Trap::Interrupt.into());

@@ -14,6 +14,8 @@ use serde_json::Value;
 /// The most hub tool calls one command call may make; the next one fails with
 /// [`HubCallError::Limit`] (a program calling tools in a loop ends, not the host).
 pub const MAX_HUB_CALLS: u32 = 200;
+/// The longest tool name a call may ask for (no tool's public name comes near it).
+pub const MAX_NAME: usize = 1024;
 
 /// The tools of the endpoint a command was called through, as the binary's hub offers them.
 /// Both methods block the calling thread (a faculty call's own blocking thread) until the
@@ -121,6 +123,9 @@ impl Grant {
     /// # Errors
     /// Not declared, not offered, bad arguments, past a limit, or the hub's reason.
     pub fn call(&mut self, name: &str, arguments: &str) -> Result<String, HubCallError> {
+        if name.len() > MAX_NAME {
+            return Err(HubCallError::NotOffered(format!("no tool has a name of {} bytes", name.len())));
+        }
         if !self.allowed.is_match(name) {
             return Err(HubCallError::NotDeclared(name.to_owned()));
         }

@@ -94,6 +94,9 @@ pub struct CallContext {
     /// The hub endpoint the call came through, for the commands that declare `hubTools`
     /// (see [`hub`]); nested calls keep it.
     hub: Option<hub::HubAccess>,
+    /// Set when the caller stopped waiting: the call is stopped at the next epoch tick (a
+    /// native one at its next poll); nested calls share it.
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl CallContext {
@@ -132,6 +135,13 @@ impl CallContext {
         self
     }
 
+    /// The same call, stopped as soon as `cancel` is set (by a caller that went away).
+    #[must_use]
+    pub fn cancelled_by(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
     /// When the whole call tree must be done, if that is decided yet.
     #[must_use]
     pub fn deadline(&self) -> Option<Instant> {
@@ -158,6 +168,7 @@ impl CallContext {
             parent: Some(parent.to_owned()),
             caller: self.caller.clone(),
             hub: self.hub.clone(),
+            cancel: self.cancel.clone(),
         })
     }
 }
@@ -356,6 +367,12 @@ pub enum CallError {
     /// The host is shutting down; the call was abandoned.
     #[error("the host is shutting down; the faculty call was abandoned")]
     ShuttingDown,
+    /// The caller stopped waiting, and the call was stopped.
+    #[error("faculty `{faculty}`: stopped, its caller went away")]
+    Cancelled {
+        /// Faculty id.
+        faculty: String,
+    },
     /// The host's side of the call panicked (a host defect; the call is lost, the host
     /// carries on).
     #[error("the faculty call failed inside the host: {0}")]
@@ -405,6 +422,7 @@ impl CallError {
             Self::Busy { .. } | Self::StoreBusy { .. } | Self::SlotsBusy { .. } => "busy",
             Self::LockTimeout { .. } | Self::NotReady { .. } => "timeout",
             Self::ShuttingDown => "shutting_down",
+            Self::Cancelled { .. } => "cancelled",
             Self::Internal(_) => "internal",
             Self::CallDepth => "call_depth_exceeded",
             Self::TooManyFailures { .. } => "too_many_failures",

@@ -12,7 +12,7 @@ use serde_json::Value;
 use wasmtime::{Engine, Store, Trap};
 
 use super::components::Prepared;
-use super::engine::{Abandoned, arm, trap_summary};
+use super::engine::{Abandoned, Cancelled, arm, trap_summary};
 use super::hub::Grant;
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
 use super::wit::{GuestFailure, Op};
@@ -73,7 +73,7 @@ pub(super) fn component(
     let started = Instant::now();
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    let _ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop));
+    let _ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop), frame.context.cancel.clone());
 
     let outcome = match (prepared, call) {
         (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(&mut store, op).map(|r| r.map(Some)),
@@ -177,6 +177,11 @@ pub(super) fn native(
                 let _ = child.wait();
                 return Err(CallError::ShuttingDown);
             }
+            Ok(None) if frame.context.cancel.as_ref().is_some_and(|cancel| cancel.load(Ordering::Acquire)) => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(CallError::Cancelled { faculty });
+            }
             Ok(None) if Instant::now() >= frame.deadline => {
                 kill_group(child.id());
                 let _ = child.wait();
@@ -224,6 +229,9 @@ fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory
     let faculty = sandbox.faculty.as_str();
     if error.downcast_ref::<Abandoned>().is_some() {
         return CallError::ShuttingDown;
+    }
+    if error.downcast_ref::<Cancelled>().is_some() {
+        return CallError::Cancelled { faculty: faculty.to_owned() };
     }
     if matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
         let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);

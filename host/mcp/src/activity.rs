@@ -36,6 +36,8 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 const QUEUE: usize = 1024;
 /// How long the writer gathers records after the first before it writes them all.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+/// The longest tool, prompt or resource name an entry keeps (bytes); a longer one is cut.
+pub const MAX_NAME: usize = 1024;
 /// The most entries one page returns.
 pub const MAX_PAGE: usize = 500;
 /// The entries last written that are kept in memory.
@@ -208,6 +210,14 @@ impl ActivityLog {
 
     /// Records `entry` (its `at` is set here, its `seq` when it is written); never waits.
     pub fn record(&self, mut entry: Entry) {
+        // A name is the client's (or a program's) to choose: a long one is cut, so that no
+        // request can make an entry, a page or the file's rotation its own.
+        for name in [&mut entry.name, &mut entry.parent].into_iter().flatten() {
+            if name.len() > MAX_NAME {
+                let cut = butler_catalog::text::clip(name, MAX_NAME);
+                *name = cut;
+            }
+        }
         entry.seq = 0;
         entry.at = butler_catalog::time::rfc3339(butler_catalog::time::now_ms());
         entry.dropped_before = self.dropped.swap(0, Ordering::Relaxed);

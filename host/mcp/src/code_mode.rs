@@ -51,14 +51,30 @@ impl Hub {
     }
 
     /// The endpoint `view` of `session`, lent to host tool `parent` called `depth` calls deep.
-    pub(crate) fn inner_calls(&self, view: &View, session: &str, parent: &str, depth: u8) -> InnerCalls {
+    pub(crate) fn inner_calls(&self, view: &View, session: &str, parent: &str, nesting: Nesting) -> InnerCalls {
         InnerCalls {
             hub: self.this.clone(),
             view: view.clone(),
             session: session.to_owned(),
             parent: parent.to_owned(),
-            depth,
+            nesting,
         }
+    }
+}
+
+/// Where a tool call stands among inner calls: how deep (0: a client's own call), and the
+/// deadline of the call that made it, which bounds it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nesting {
+    depth: u8,
+    deadline: Option<Instant>,
+}
+
+impl Nesting {
+    /// A client's own call.
+    #[must_use]
+    pub fn client() -> Self {
+        Self::default()
     }
 }
 
@@ -70,7 +86,7 @@ pub struct InnerCalls {
     view: View,
     session: String,
     parent: String,
-    depth: u8,
+    nesting: Nesting,
 }
 
 /// Why an inner call was not made.
@@ -93,7 +109,20 @@ impl InnerCalls {
     /// fails as not offered.
     #[must_use]
     pub fn none() -> Self {
-        Self { hub: Weak::new(), view: View::Restricted, session: String::new(), parent: String::new(), depth: 0 }
+        Self {
+            hub: Weak::new(),
+            view: View::Restricted,
+            session: String::new(),
+            parent: String::new(),
+            nesting: Nesting::client(),
+        }
+    }
+
+    /// When the call these were lent to must be done, if it was itself an inner call: a
+    /// host tool it reaches must end by then too.
+    #[must_use]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.nesting.deadline
     }
 
     fn hub(&self) -> Result<std::sync::Arc<Hub>, InnerCallError> {
@@ -119,32 +148,35 @@ impl InnerCalls {
         Ok(tools.into_iter().filter(|t| t["name"].as_str().is_some_and(|name| name != self.parent)).collect())
     }
 
-    /// Calls tool `name` with `arguments` on the endpoint: its `tools/call` result, the
-    /// tool's own failures as `isError` results. Recorded in the activity log under the
-    /// calling tool.
+    /// Calls tool `name` with `arguments` on the endpoint, to end by `deadline`: its
+    /// `tools/call` result, the tool's own failures as `isError` results. Recorded in the
+    /// activity log under the calling tool.
     ///
     /// # Errors
     /// An unknown tool or the calling tool itself, nesting too deep, a provider's JSON-RPC
     /// error.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, InnerCallError> {
+    pub async fn call(&self, name: &str, arguments: Value, deadline: Instant) -> Result<Value, InnerCallError> {
+        let hub = self.hub()?;
+        // What is called, as the hub will call it: `butler__call_tool` carries another call.
+        let params = hub.unwrapped(&self.view, json!({"name": name, "arguments": arguments}));
+        let name = params["name"].as_str().unwrap_or_default().to_owned();
         if name == self.parent {
             return Err(InnerCallError::NotOffered(format!("`{name}` cannot call itself")));
         }
-        if self.depth >= MAX_NESTING {
+        if self.nesting.depth >= MAX_NESTING {
             return Err(InnerCallError::Limit(format!(
                 "`{}` was itself called by another tool, and may not call tools in turn",
                 self.parent
             )));
         }
-        let hub = self.hub()?;
         let began = Instant::now();
-        let params = json!({"name": name, "arguments": arguments});
         let request_bytes = params.to_string().len();
         let id = json!(format!("inner-{}", NEXT_CALL.fetch_add(1, Ordering::Relaxed)));
         let (upcalls, mut inbox) = upcall::channel(false);
         let declared = json!({});
         let asker = Asker::sessions_2025(&declared, None);
-        let call = hub.call_tool_nested(&self.view, &self.session, &id, params, Some(upcalls), &asker, self.depth + 1);
+        let nesting = Nesting { depth: self.nesting.depth + 1, deadline: Some(deadline) };
+        let call = hub.call_tool_nested(&self.view, &self.session, &id, params, Some(upcalls), &asker, nesting);
         tokio::pin!(call);
         let answer = loop {
             tokio::select! {
@@ -177,8 +209,8 @@ impl InnerCalls {
             revision: String::new(),
             session: (!self.session.is_empty()).then(|| self.session.clone()),
             method: methods::TOOLS_CALL.to_owned(),
-            name: Some(name.to_owned()),
-            provider: hub.owner_of(&self.view, methods::TOOLS_CALL, name),
+            provider: hub.owner_of(&self.view, methods::TOOLS_CALL, &name),
+            name: Some(name),
             ms: began.elapsed().as_secs_f64() * 1000.0,
             outcome: outcome.to_owned(),
             code,

@@ -1047,10 +1047,11 @@ impl Hub {
         upcalls: Option<upcall::Upcalls>,
         asker: &Asker<'_>,
     ) -> Result<Answer, RpcError> {
-        self.call_tool_nested(view, session, request_id, params, upcalls, asker, 0).await
+        self.call_tool_nested(view, session, request_id, params, upcalls, asker, code_mode::Nesting::client()).await
     }
 
-    /// [`Self::call_tool`], made by a host tool's call `depth` calls deep (0: a client's).
+    /// [`Self::call_tool`], made where `nesting` says (a client's own call, or a host tool's
+    /// inner call).
     #[allow(clippy::too_many_arguments, reason = "call_tool's, and how deep it is")]
     pub(crate) async fn call_tool_nested(
         &self,
@@ -1060,7 +1061,7 @@ impl Hub {
         params: Value,
         upcalls: Option<upcall::Upcalls>,
         asker: &Asker<'_>,
-        depth: u8,
+        nesting: code_mode::Nesting,
     ) -> Result<Answer, RpcError> {
         let params = self.unwrapped(view, params);
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -1079,7 +1080,7 @@ impl Hub {
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            let inner = self.inner_calls(view, session, &name, depth);
+            let inner = self.inner_calls(view, session, &name, nesting);
             return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments, inner).await.into());
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
