@@ -215,7 +215,7 @@ impl HubCalls for HubBridge {
         self.wait(deadline, self.inner.list())
     }
 
-    fn call(&self, name: &str, arguments: Value, deadline: std::time::Instant) -> Result<Value, HubCallError> {
+    fn call(&self, name: &str, arguments: Value, deadline: std::time::Instant) -> Result<String, HubCallError> {
         self.wait(deadline, self.inner.call(name, arguments, deadline))
     }
 }

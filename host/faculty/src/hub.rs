@@ -27,12 +27,12 @@ pub trait HubCalls: Send + Sync {
     /// Why they could not be listed.
     fn list(&self, deadline: Instant) -> Result<Vec<Value>, HubCallError>;
 
-    /// Calls tool `name` with `arguments` (an object): its `tools/call` result, `isError`
-    /// results included.
+    /// Calls tool `name` with `arguments` (an object): its `tools/call` result as JSON
+    /// text, `isError` results included.
     ///
     /// # Errors
     /// Why the call was not made.
-    fn call(&self, name: &str, arguments: Value, deadline: Instant) -> Result<Value, HubCallError>;
+    fn call(&self, name: &str, arguments: Value, deadline: Instant) -> Result<String, HubCallError>;
 }
 
 /// A [`HubCalls`] carried by a [`CallContext`](crate::CallContext).
@@ -144,7 +144,7 @@ impl Grant {
             Err(e) => return Err(HubCallError::InvalidArguments(format!("arguments are not JSON: {e}"))),
         };
         self.made += 1;
-        hub.0.call(name, arguments, self.deadline).map(|result| result.to_string())
+        hub.0.call(name, arguments, self.deadline)
     }
 }
 
@@ -163,9 +163,9 @@ mod tests {
             Ok(vec![serde_json::json!({"name": "time__now"}), serde_json::json!({"name": "files__delete"})])
         }
 
-        fn call(&self, name: &str, _arguments: Value, _deadline: Instant) -> Result<Value, HubCallError> {
+        fn call(&self, name: &str, _arguments: Value, _deadline: Instant) -> Result<String, HubCallError> {
             self.0.lock().expect("lock").push(name.to_owned());
-            Ok(serde_json::json!({"content": [{"type": "text", "text": name}]}))
+            Ok(serde_json::json!({"content": [{"type": "text", "text": name}]}).to_string())
         }
     }
 

@@ -50,7 +50,8 @@ impl Hub {
         }
     }
 
-    /// The endpoint `view` of `session`, lent to host tool `parent` called `depth` calls deep.
+    /// The endpoint `view` of `session`, lent to host tool `parent`, called where `nesting`
+    /// says.
     pub(crate) fn inner_calls(&self, view: &View, session: &str, parent: &str, nesting: Nesting) -> InnerCalls {
         InnerCalls {
             hub: self.this.clone(),
@@ -105,19 +106,6 @@ pub enum InnerCallError {
 }
 
 impl InnerCalls {
-    /// An endpoint lent to nothing, for tests and callers outside the hub: every call
-    /// fails as not offered.
-    #[must_use]
-    pub fn none() -> Self {
-        Self {
-            hub: Weak::new(),
-            view: View::Restricted,
-            session: String::new(),
-            parent: String::new(),
-            nesting: Nesting::client(),
-        }
-    }
-
     /// When the call these were lent to must be done, if it was itself an inner call: a
     /// host tool it reaches must end by then too.
     #[must_use]
@@ -127,12 +115,6 @@ impl InnerCalls {
 
     fn hub(&self) -> Result<std::sync::Arc<Hub>, InnerCallError> {
         self.hub.upgrade().ok_or_else(|| InnerCallError::NotOffered("the hub has stopped".to_owned()))
-    }
-
-    /// The tool that is calling.
-    #[must_use]
-    pub fn parent(&self) -> &str {
-        &self.parent
     }
 
     /// The endpoint's tools, as it lists them to a client that declares no capabilities
@@ -149,13 +131,14 @@ impl InnerCalls {
     }
 
     /// Calls tool `name` with `arguments` on the endpoint, to end by `deadline`: its
-    /// `tools/call` result, the tool's own failures as `isError` results. Recorded in the
-    /// activity log under the calling tool.
+    /// `tools/call` result as JSON text (written once: its size goes to the log), the
+    /// tool's own failures as `isError` results. Recorded in the activity log under the
+    /// calling tool.
     ///
     /// # Errors
     /// An unknown tool or the calling tool itself, nesting too deep, a provider's JSON-RPC
     /// error.
-    pub async fn call(&self, name: &str, arguments: Value, deadline: Instant) -> Result<Value, InnerCallError> {
+    pub async fn call(&self, name: &str, arguments: Value, deadline: Instant) -> Result<String, InnerCallError> {
         let hub = self.hub()?;
         // What is called, as the hub will call it: `butler__call_tool` carries another call.
         let params = hub.unwrapped(&self.view, json!({"name": name, "arguments": arguments}));
@@ -196,11 +179,11 @@ impl InnerCalls {
             Ok(answer) => {
                 let result = answer.into_value();
                 let outcome = if result["isError"] == true { "tool_error" } else { "ok" };
-                (Ok(result), outcome, None)
+                (Ok(result.to_string()), outcome, None)
             }
             Err(error) => (Err(error.message), "error", Some(error.code)),
         };
-        let response_bytes = result.as_ref().map_or(0, |r| r.to_string().len());
+        let response_bytes = result.as_ref().map_or(0, String::len);
         hub.activity().record(Entry {
             seq: 0,
             at: String::new(),
