@@ -10,8 +10,13 @@
 //! `读取文件` meets `读取本地文件` on `读取` and `文件`. Fields weigh differently: a term in
 //! the name counts three times, in the title twice.
 //!
-//! The index is built once per tool list ([`Index::new`]) and searched without allocation
-//! beyond the query's terms and the results.
+//! A request is read as the things it asks for ([`Concept`]s): each of its words with the
+//! words [`lexicon`] relates to it, each Chinese word of the lexicon with its English
+//! translations. A tool scores for a thing by the best term it has of it, so a tool that
+//! says one thing in three words does not outrank one that says two of the things asked.
+//!
+//! The index (an inverted index: term → the tools it occurs in) is built once per tool list
+//! ([`Index::new`]); a search touches only the tools that share a term with the request.
 
 mod lexicon;
 
@@ -22,8 +27,9 @@ use serde_json::Value;
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 2.0;
-/// BM25's length normalisation.
-const B: f64 = 0.75;
+/// BM25's length normalisation: half of it, since a long description mostly says more
+/// about one tool, not about many.
+const B: f64 = 0.5;
 /// How many times a term of the tool's name counts.
 const NAME_WEIGHT: u32 = 3;
 /// How many times a term of the tool's title counts.
@@ -36,6 +42,10 @@ const MAX_QUERY: usize = 1024;
 /// How much a word a request's English words bring in through [`lexicon`] counts, against
 /// 1 for the request's own words: a synonym, weaker than what was said.
 const RELATED_WEIGHT: f64 = 0.4;
+/// How much the terms of a [`Concept`] count beside the best one a tool has: a little, so
+/// that a tool saying a thing in several words leads one saying it once, without
+/// outranking one that says more of the things asked.
+const OTHER_TERMS_WEIGHT: f64 = 0.2;
 /// How much a word its Chinese words bring in counts: a translation, the only way a
 /// Chinese request meets an English description, nearly as strong as what was said.
 const TRANSLATED_WEIGHT: f64 = 0.8;
@@ -80,50 +90,104 @@ static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
     lexicon
 });
 
-/// The terms `query` is searched for, each with its weight: its own words (but stop words)
-/// at 1, and the English words of the [`lexicon`] groups they are in, at
-/// [`TRANSLATED_WEIGHT`] for a group its Chinese words are in, else at [`RELATED_WEIGHT`].
-fn weighted_terms(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<(String, f64)> {
+/// One thing a request asks for, and the terms any of which says it: a word of the
+/// request with the [`lexicon`] words it leads to, or a Chinese word's translations. A tool
+/// scores for a concept by the best of its terms, and the others at [`OTHER_TERMS_WEIGHT`]:
+/// a tool that says "create" and "new" says one thing twice, and should not outrank one
+/// that says both things asked.
+type Concept = Vec<(String, f64)>;
+
+/// What `query` asks for: each English word (but stop words) at 1 with the English words of
+/// its [`lexicon`] groups at [`RELATED_WEIGHT`]; each Chinese word of the lexicon (the
+/// longest at each place, so `文件夹` is a folder and not a file) with its groups' English
+/// words at [`TRANSLATED_WEIGHT`]; each CJK term of the request alone at 1 (for tools
+/// described in Chinese).
+fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     let lexicon = &*LEXICON;
-    let mut weights: HashMap<String, f64> = HashMap::new();
-    let mut groups: Vec<usize> = Vec::new();
-    for term in terms_of(query, stemmer) {
-        if lexicon.stop.contains(&term) {
-            continue;
-        }
-        groups.extend(lexicon.by_word.get(&term).into_iter().flatten());
-        weights.insert(term, 1.0);
-    }
-    let translated: Vec<usize> =
-        lexicon.chinese.iter().filter(|(word, _)| query.contains(word)).map(|(_, group)| *group).collect();
-    for (groups, weight) in [(translated, TRANSLATED_WEIGHT), (groups, RELATED_WEIGHT)] {
-        for group in groups {
+    let mut concepts: Vec<Concept> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let expand = |concept: &mut Concept, groups: &[usize], weight: f64| {
+        for &group in groups {
             for word in &lexicon.english[group] {
-                let kept = weights.entry(word.clone()).or_insert(weight);
-                *kept = kept.max(weight);
+                match concept.iter_mut().find(|(term, _)| term == word) {
+                    Some((_, kept)) => *kept = kept.max(weight),
+                    None => concept.push((word.clone(), weight)),
+                }
             }
         }
+    };
+    // Each concept made of English words so far, by its words' groups: words of the same
+    // groups (`make` and `new`) say one thing.
+    let mut by_groups: Vec<(&[usize], usize)> = Vec::new();
+    for term in terms_of(query, stemmer) {
+        if lexicon.stop.contains(&term) || seen.contains(&term) {
+            continue;
+        }
+        seen.push(term.clone());
+        if term.chars().any(is_cjk) {
+            concepts.push(vec![(term, 1.0)]);
+            continue;
+        }
+        let groups = lexicon.by_word.get(&term).map(Vec::as_slice).unwrap_or_default();
+        if let Some(&(_, same)) = by_groups.iter().find(|(g, _)| !groups.is_empty() && *g == groups) {
+            let concept = &mut concepts[same];
+            match concept.iter_mut().find(|(t, _)| *t == term) {
+                Some((_, kept)) => *kept = 1.0,
+                None => concept.push((term, 1.0)),
+            }
+            continue;
+        }
+        let mut concept = vec![(term.clone(), 1.0)];
+        expand(&mut concept, groups, RELATED_WEIGHT);
+        by_groups.push((groups, concepts.len()));
+        concepts.push(concept);
     }
-    let mut terms: Vec<(String, f64)> = weights.into_iter().collect();
-    terms.sort_by(|a, b| a.0.cmp(&b.0));
-    terms
+    for (_, groups) in chinese_words(query) {
+        let mut concept = Vec::new();
+        expand(&mut concept, &groups, TRANSLATED_WEIGHT);
+        concepts.push(concept);
+    }
+    concepts
 }
 
-/// One tool, as the index keeps it.
-#[derive(Debug)]
-struct Doc {
-    /// Its terms and how often each occurs (weighted by field).
-    terms: HashMap<String, u32>,
-    /// The sum of those counts.
-    len: u32,
+/// The [`lexicon`]'s Chinese words in `text`, leftmost-longest (a word inside a longer one
+/// that matched is not read again), each with the groups it is in.
+fn chinese_words(text: &str) -> Vec<(&'static str, Vec<usize>)> {
+    let lexicon = &*LEXICON;
+    let mut found: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let Some(first) = rest.chars().next() else { break };
+        if !is_cjk(first) {
+            at += first.len_utf8();
+            continue;
+        }
+        let longest = lexicon
+            .chinese
+            .iter()
+            .filter(|(word, _)| rest.starts_with(word))
+            .map(|(word, _)| *word)
+            .max_by_key(|word| word.len());
+        match longest {
+            Some(word) => {
+                let groups = lexicon.chinese.iter().filter(|(w, _)| *w == word).map(|(_, g)| *g).collect();
+                found.push((word, groups));
+                at += word.len();
+            }
+            None => at += first.len_utf8(),
+        }
+    }
+    found
 }
 
 /// A search index over one list of tools.
 #[derive(Debug, Default)]
 pub struct Index {
-    docs: Vec<Doc>,
-    /// In how many tools each term occurs.
-    df: HashMap<String, u32>,
+    /// Term → the tools it occurs in: (position, how often, weighted by field).
+    postings: HashMap<String, Vec<(u32, u32)>>,
+    /// Each tool's length: the sum of its terms' weighted counts.
+    lengths: Vec<u32>,
     avgdl: f64,
 }
 
@@ -142,9 +206,9 @@ impl Index {
     #[must_use]
     pub fn new(tools: &[Value]) -> Self {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-        let mut docs = Vec::with_capacity(tools.len());
-        let mut df: HashMap<String, u32> = HashMap::new();
-        for tool in tools {
+        let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+        let mut lengths = Vec::with_capacity(tools.len());
+        for (position, tool) in tools.iter().enumerate() {
             let mut terms: HashMap<String, u32> = HashMap::new();
             let mut add = |text: &str, weight: u32| {
                 for term in terms_of(clip(text, MAX_TEXT), &stemmer) {
@@ -161,28 +225,28 @@ impl Index {
                     add(property.get("description").and_then(Value::as_str).unwrap_or_default(), 1);
                 }
             }
-            for term in terms.keys() {
-                *df.entry(term.clone()).or_default() += 1;
+            lengths.push(terms.values().sum());
+            let position = u32::try_from(position).unwrap_or(u32::MAX);
+            for (term, count) in terms {
+                postings.entry(term).or_default().push((position, count));
             }
-            let len = terms.values().sum();
-            docs.push(Doc { terms, len });
         }
-        let total: u64 = docs.iter().map(|d| u64::from(d.len)).sum();
+        let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
         #[allow(clippy::cast_precision_loss)]
-        let avgdl = if docs.is_empty() { 0.0 } else { total as f64 / docs.len() as f64 };
-        Self { docs, df, avgdl }
+        let avgdl = if lengths.is_empty() { 0.0 } else { total as f64 / lengths.len() as f64 };
+        Self { postings, lengths, avgdl }
     }
 
     /// How many tools it holds.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.docs.len()
+        self.lengths.len()
     }
 
     /// Whether it holds none.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
+        self.lengths.is_empty()
     }
 
     /// The best `limit` matches for `query`, best first, each tool's score multiplied by
@@ -191,24 +255,45 @@ impl Index {
     #[must_use]
     pub fn search(&self, query: &str, limit: usize, prior: impl Fn(usize) -> f64) -> Vec<Match> {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-        let query_terms = weighted_terms(clip(query, MAX_QUERY), &stemmer);
         #[allow(clippy::cast_precision_loss)]
-        let n = self.docs.len() as f64;
-        let mut matches: Vec<Match> = Vec::new();
-        for (index, doc) in self.docs.iter().enumerate() {
-            let mut score = 0.0;
-            for (term, weight) in &query_terms {
-                let Some(&tf) = doc.terms.get(term) else { continue };
-                let df = f64::from(self.df.get(term).copied().unwrap_or(0));
+        let n = self.lengths.len() as f64;
+        let mut scores = vec![0.0; self.lengths.len()];
+        // Per tool, within the concept being scored: its best term's score, and the sum.
+        let mut best = vec![0.0; self.lengths.len()];
+        let mut sum = vec![0.0; self.lengths.len()];
+        let mut touched: Vec<usize> = Vec::new();
+        for concept in concepts(clip(query, MAX_QUERY), &stemmer) {
+            for (term, weight) in &concept {
+                let Some(postings) = self.postings.get(term) else { continue };
+                #[allow(clippy::cast_precision_loss)]
+                let df = postings.len() as f64;
                 let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                let tf = f64::from(tf);
-                let norm = K1 * (1.0 - B + B * f64::from(doc.len) / self.avgdl.max(1.0));
-                score += weight * idf * tf * (K1 + 1.0) / (tf + norm);
+                for &(doc, tf) in postings {
+                    let doc = doc as usize;
+                    let tf = f64::from(tf);
+                    let norm = K1 * (1.0 - B + B * f64::from(self.lengths[doc]) / self.avgdl.max(1.0));
+                    let score = weight * idf * tf * (K1 + 1.0) / (tf + norm);
+                    if sum[doc] == 0.0 {
+                        touched.push(doc);
+                    }
+                    sum[doc] += score;
+                    if score > best[doc] {
+                        best[doc] = score;
+                    }
+                }
             }
-            if score > 0.0 {
-                matches.push(Match { index, score: score * prior(index) });
+            for doc in touched.drain(..) {
+                scores[doc] += best[doc] + OTHER_TERMS_WEIGHT * (sum[doc] - best[doc]);
+                best[doc] = 0.0;
+                sum[doc] = 0.0;
             }
         }
+        let mut matches: Vec<Match> = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, score)| **score > 0.0)
+            .map(|(index, score)| Match { index, score: score * prior(index) })
+            .collect();
         matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
         matches.truncate(limit);
         matches
@@ -337,6 +422,26 @@ mod tests {
         assert_eq!(names(&index, &tools, "读取笔记全文")[0], "notes__读取笔记");
         assert!(index.search("", 5, |_| 1.0).is_empty(), "no terms, no match");
         assert!(index.search("zebra quantum", 5, |_| 1.0).is_empty(), "nothing shared, nothing found");
+    }
+
+    #[test]
+    fn each_thing_asked_counts_once_and_chinese_words_are_read_whole() {
+        let mut tools = tools();
+        tools.push(json!({"name": "disk__create_file", "description": "Create a new file: make, add or write a new document."}));
+        tools.push(json!({"name": "disk__create_directory", "description": "Create a directory."}));
+        let index = Index::new(&tools);
+        // `新建` is create/new/make/add, `文件夹` a folder (not `文件`, a file): the tool that
+        // says "create" and the folder wins over the one saying "create" four ways.
+        assert_eq!(names(&index, &tools, "新建一个文件夹")[0], "disk__create_directory");
+        assert_eq!(names(&index, &tools, "create a new directory")[0], "disk__create_directory");
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let words: Vec<&str> = chinese_words("新建一个文件夹").iter().map(|(word, _)| *word).collect();
+        assert_eq!(words, ["新建", "文件夹"]);
+        // `make` and `new` are words of one group: one thing asked, the folder the other.
+        let asked = concepts("make a new folder", &stemmer);
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert!(asked[0].contains(&("make".to_owned(), 1.0)) && asked[0].contains(&("new".to_owned(), 1.0)));
+        assert_eq!(asked[1][0], ("folder".to_owned(), 1.0));
     }
 
     #[test]
