@@ -131,7 +131,7 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
     let mut client = Client::connect(&butler, "/mcp");
     wait_until(LIMIT, "the code faculty is listed", || client.tool_names().iter().any(|n| n == RUN_CODE));
 
-    let cases: [(&str, &str, Value, &str); 9] = [
+    let cases: [(&str, &str, Value, &str); 12] = [
         ("a loop without end", "while (true) {}", json!({"timeoutSec": 1}), "timeout"),
         (
             "memory without bound",
@@ -147,8 +147,11 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
             "call budget",
         ),
         ("a result too large", "return 'y'.repeat(1100000);", json!({}), "result_too_large"),
-        ("a syntax error", "return (;", json!({}), "syntax_error"),
-        ("an uncaught error", "throw new TypeError('boom');", json!({}), "TypeError: boom"),
+        ("a syntax error", "return (;", json!({}), "syntax_error: faculty `code`: SyntaxError: unexpected token ';'"),
+        ("a syntax error's place, as the program counts it", "return (;", json!({}), "at line 1, col 9"),
+        ("an uncaught error", "throw new TypeError('boom');", json!({}), "Uncaught TypeError: boom (line 1, column 7)"),
+        ("an uncaught error's place", "const y = null;\n\nreturn y.z;", json!({}), "(line 3, column 10)"),
+        ("a thrown object that is no Error", "throw {code: 42};", json!({}), r#"Uncaught {"code":42}"#),
         (
             "recursion without end",
             "function f(n) { return f(n + 1) + 1; } return f(0);",

@@ -1,6 +1,7 @@
 //! The component: the `butler:hub/faculty` world's exports, and one program's run.
 
 use std::cell::RefCell;
+use std::path::Path;
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::JsPromise;
@@ -125,12 +126,58 @@ fn said(error: JsError, context: &mut Context) -> String {
 
 fn full_text(error: JsError, context: &mut Context) -> String {
     match error.try_native(context) {
-        Ok(native) => native.to_string(),
+        // Its kind and message: the position the engine appends is where the rejection
+        // was taken up, in the code around the program, not where it was thrown.
+        Ok(native) if native.message().trim().is_empty() => native.kind().to_string(),
+        Ok(native) => format!("{}: {}", native.kind(), native.message().trim()),
         // A runtime limit (recursion, stack) has no value a program could catch: its text.
         Err(_) => match error.clone().into_opaque(context) {
+            // A thrown object that is no `Error` (`throw {code: 42}`): as JSON, which says
+            // more than `[object Object]`.
+            Ok(value) if value.is_object() && !value.is_callable() => match value.to_json(context) {
+                Ok(Some(json)) => json.to_string(),
+                _ => error.to_string(),
+            },
             Ok(value) => value.to_string(context).map_or_else(|_| error.to_string(), |t| t.to_std_string_escaped()),
             Err(_) => error.to_string(),
         },
+    }
+}
+
+/// What comes before the program on its first line of the source that runs it.
+const BEFORE_PROGRAM: &str = "((stringify) => (async () => {";
+
+/// The name the engine gives the program's source in stack frames: `at f (program:2:4)`.
+const PROGRAM_PATH: &str = "program";
+
+/// Where in `code` the error `thrown` was made, as ` (line L, column C)`: the first frame
+/// of its `stack` that is in the program (lines and columns as the program counts them),
+/// none when it was made elsewhere (a tool's error, made in the prelude).
+fn thrown_at(thrown: &JsValue, code: &str, context: &mut Context) -> Option<String> {
+    let stack = thrown.as_object()?.get(js_string!("stack"), context).ok()?;
+    let stack = stack.as_string()?.to_std_string_escaped();
+    let frame = stack.lines().next()?;
+    let place = frame.trim_end().strip_suffix(')')?.rsplit('(').next()?.strip_prefix(PROGRAM_PATH)?;
+    let mut numbers = place.rsplit(':');
+    let column: usize = numbers.next()?.parse().ok()?;
+    let line: usize = numbers.next()?.parse().ok()?;
+    if line == 0 || line > code.lines().count().max(1) {
+        return None;
+    }
+    let column = if line == 1 { column.checked_sub(BEFORE_PROGRAM.chars().count())? } else { column };
+    Some(format!(" (line {line}, column {column})"))
+}
+
+/// `message` with a place on the program's first line (`at line 1, col 39`, the parser's
+/// words) counted as the program counts it, without what comes before it.
+fn first_line_columns(message: String) -> String {
+    const AT: &str = "at line 1, col ";
+    let Some(start) = message.rfind(AT) else { return message };
+    let digits = &message[start + AT.len()..];
+    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    match digits[..end].parse::<usize>().ok().and_then(|col| col.checked_sub(BEFORE_PROGRAM.chars().count())) {
+        Some(col) => format!("{}{AT}{col}{}", &message[..start], &digits[end..]),
+        None => message,
     }
 }
 
@@ -154,14 +201,14 @@ fn run(code: &str) -> Result<Value, Failure> {
     // `JSON.stringify` makes it (`toJSON`, dates, functions left out), with the
     // `JSON.stringify` of before the program ran.
     let source = format!(
-        "((stringify) => (async () => {{{code}\n}})().then((value) => {{ try {{ \
+        "{BEFORE_PROGRAM}{code}\n}})().then((value) => {{ try {{ \
          const text = stringify(value === undefined ? null : value); return text === undefined ? 'null' : text; \
          }} catch (e) {{ return {{notJson: String(e && e.message || e)}}; }} }}))(JSON.stringify)"
     );
-    let promise = match context.eval(Source::from_bytes(source.as_bytes())) {
+    let promise = match context.eval(Source::from_bytes(source.as_bytes()).with_path(Path::new(PROGRAM_PATH))) {
         Ok(value) => value,
         Err(e) => {
-            let message = said(e, &mut context);
+            let message = first_line_columns(said(e, &mut context));
             let code = if message.starts_with("SyntaxError") { "syntax_error" } else { "program_failed" };
             let kind = if code == "syntax_error" { FailureKind::InvalidInput } else { FailureKind::Failed };
             return Err(failure(kind, code, message));
@@ -181,8 +228,9 @@ fn run(code: &str) -> Result<Value, Failure> {
     let value = match state {
         Some(PromiseState::Fulfilled(value)) => value,
         Some(PromiseState::Rejected(reason)) => {
+            let at = thrown_at(&reason, code, &mut context).unwrap_or_default();
             let message = said(JsError::from_opaque(reason), &mut context);
-            return Err(failure(FailureKind::Failed, "program_failed", format!("Uncaught {message}")));
+            return Err(failure(FailureKind::Failed, "program_failed", format!("Uncaught {message}{at}")));
         }
         Some(PromiseState::Pending) | None => {
             return Err(failure(
