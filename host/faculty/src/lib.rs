@@ -86,6 +86,9 @@ pub struct CallContext {
     tree: TreeId,
     held: Vec<PathBuf>,
     deadline: Option<Instant>,
+    /// When the deadline was set: what the call had is `deadline - since`, whatever part of
+    /// it went to waiting for a slot before it ran.
+    since: Option<Instant>,
     /// `faculty/command` of the call that made this one, for the call log.
     parent: Option<String>,
     /// Who is calling, as proved to the transport (`owner`, `agent:<id>`, …; see
@@ -117,6 +120,7 @@ impl CallContext {
     #[must_use]
     pub fn until(mut self, deadline: Instant) -> Self {
         self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self.since.get_or_insert_with(Instant::now);
         self
     }
 
@@ -165,6 +169,7 @@ impl CallContext {
             tree: self.tree,
             held: self.held.clone(),
             deadline: self.deadline,
+            since: self.since,
             parent: Some(parent.to_owned()),
             caller: self.caller.clone(),
             hub: self.hub.clone(),

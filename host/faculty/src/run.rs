@@ -115,7 +115,8 @@ pub(super) fn component(
                     });
                 }
             } else {
-                let budget = frame.deadline.saturating_duration_since(started);
+                // What the call had, the part spent waiting for its turn included.
+                let budget = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(started));
                 return Err(classify(sandbox, budget, &error, store.data().limits.hit, &stderr));
             }
         }
@@ -185,8 +186,8 @@ pub(super) fn native(
             Ok(None) if Instant::now() >= frame.deadline => {
                 kill_group(child.id());
                 let _ = child.wait();
-                let ms =
-                    u64::try_from(frame.deadline.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
+                let had = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(started));
+                let ms = u64::try_from(had.as_millis()).unwrap_or(u64::MAX);
                 return Err(CallError::Timeout { faculty, ms });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
