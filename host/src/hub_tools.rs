@@ -108,7 +108,8 @@ impl FacultyTools {
         }
         let runtime = Arc::clone(&self.runtime);
         let mut context = CallContext::top(false).by(caller).until(runtime.deadline_for(&offer.faculty));
-        if let Some(deadline) = inner.deadline() {
+        let callers_deadline = inner.deadline();
+        if let Some(deadline) = callers_deadline {
             // Called by another tool's program: it ends when that call must.
             context = context.until(deadline);
         }
@@ -125,7 +126,14 @@ impl FacultyTools {
             .through(HubAccess(Arc::new(HubBridge { inner, io: tokio::runtime::Handle::current() })))
             .cancelled_by(Arc::clone(&stopping.0));
         let deadline = context.deadline();
-        match self.runtime.blocking(deadline, move || run(&runtime, &offer, args, &context)).await {
+        let called = move || run(&runtime, &offer, args, &context);
+        let done = if callers_deadline.is_some() {
+            // A running call's program waits for it, in its slot.
+            self.runtime.blocking_in_callers_slot(called).await
+        } else {
+            self.runtime.blocking(deadline, called).await
+        };
+        match done {
             Ok(data) => data_result(&data),
             Err(e) => error_result(format!("{}: {e}", e.code())),
         }

@@ -955,6 +955,26 @@ impl FacultyRuntime {
         .map_err(|e| CallError::Internal(format!("the call panicked: {e}")))?
     }
 
+    /// Runs a faculty call that a running call waits for (a tool its program calls through
+    /// the hub) on a blocking thread in its caller's slot, as nested `host.call`s run:
+    /// the caller holds a slot while it waits, so taking a second one could leave every
+    /// slot to callers waiting for calls that wait for a slot. Still bounded: a caller
+    /// waits for one such call at a time, and such a call cannot make another, so they
+    /// are never more than [`MAX_CONCURRENT_CALLS`].
+    ///
+    /// # Errors
+    /// The call's own [`CallError`]; `shutting_down` once the runtime stopped taking
+    /// calls; `internal` when the call panicked.
+    pub async fn blocking_in_callers_slot(
+        &self,
+        call: impl FnOnce() -> Result<Value, CallError> + Send + 'static,
+    ) -> Result<Value, CallError> {
+        if self.slots.is_closed() || self.stop.load(Ordering::Acquire) {
+            return Err(CallError::ShuttingDown);
+        }
+        tokio::task::spawn_blocking(call).await.map_err(|e| CallError::Internal(format!("the call panicked: {e}")))?
+    }
+
     /// At shutdown: refuses new calls and gives the ones in flight up to `limit` to
     /// finish, so none is cut off mid-write; then [`abandons`](Self::abandon) the rest.
     pub async fn drain(&self, limit: Duration) {

@@ -926,6 +926,11 @@ mod shutdown {
         let over = runtime.blocking(Some(Instant::now() + Duration::from_millis(50)), || Ok(Value::Null)).await;
         assert!(matches!(over, Err(CallError::SlotsBusy { .. })), "{over:?}");
         assert_eq!(over.expect_err("busy").code(), "busy");
+        // A call a running call waits for (a tool its program calls) runs in that call's
+        // slot: every slot taken by callers does not stop it.
+        let inner = runtime.blocking_in_callers_slot(|| Ok(json!("inner"))).await;
+        assert_eq!(inner, Ok(json!("inner")));
+        assert_eq!(runtime.stats().in_flight, MAX_CONCURRENT_CALLS, "it took no slot");
 
         latch.open();
         for (n, call) in calls.into_iter().enumerate() {
@@ -936,6 +941,11 @@ mod shutdown {
         let panicked = runtime.blocking(None, || panic!("a host defect")).await;
         assert!(matches!(panicked, Err(CallError::Internal(_))), "{panicked:?}");
         assert_eq!(runtime.stats().in_flight, 0, "the panicked call gave its slot back");
+        let panicked = runtime.blocking_in_callers_slot(|| panic!("a host defect")).await;
+        assert!(matches!(panicked, Err(CallError::Internal(_))), "{panicked:?}");
+        runtime.abandon();
+        let stopped = runtime.blocking_in_callers_slot(|| Ok(Value::Null)).await;
+        assert_eq!(stopped, Err(CallError::ShuttingDown), "none after shutdown");
     }
 
     /// A call answers from either kind of tokio runtime the host runs: a multi-thread one
