@@ -189,6 +189,29 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     assert_eq!((code, out.contains("logged out of `guarded`")), (0, true), "{out}");
     assert!(!file.exists());
 
+    // A server removed and added again under its name asks for a login anew: the running
+    // host forgot the one it held.
+    let (code, out) = login(&butler, "guarded");
+    assert_eq!(code, 0, "{out}");
+    wait_for("the tool answers after the login", || call_text(&butler, "guarded__whoami", json!({})).ok());
+    let (code, out) = cli(&butler, &["mcp", "remove", "guarded"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!file.exists());
+    wait_for("the server is gone", || {
+        let (_, status) = butler.get_json("/mcp/status");
+        status["providers"].as_array()?.iter().all(|p| p["id"] != "guarded").then_some(())
+    });
+    let (code, out) = cli(&butler, &["mcp", "add", "guarded", &server.mcp]);
+    assert_eq!(code, 0, "{out}");
+    wait_for("the server added again asks for a login", || {
+        let list = crate::mcp_stateless::request(1, "tools/list", json!({}));
+        let _ = crate::mcp_stateless::ask(&butler, "/mcp", &list);
+        let (_, status) = butler.get_json("/mcp/status");
+        let provider = status["providers"].as_array()?.iter().find(|p| p["id"] == "guarded")?.clone();
+        (provider["login"]["state"] == "needed").then_some(())
+    });
+    assert!(call_text(&butler, "guarded__whoami", json!({})).is_err(), "no call with the old token");
+
     // No token shows in the status, the activity log, the server's log or a notification.
     let tokens: Vec<String> = [&first, &second]
         .iter()

@@ -247,6 +247,11 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Logout { name, target } => logout(&name, target)?,
         Command::Import { file, dry_run, target } => import(&file, dry_run, target)?,
         Command::Remove { name, target } => {
+            // A running host forgets the login it holds (and revokes it) first: a server
+            // added again under this name must ask for a login anew.
+            if let Ok(client) = Client::connect(target.workdir.clone()) {
+                client.delete(&login_path(&name))?;
+            }
             let instance = open_instance(target)?;
             let removed = mcp_servers::remove(&instance, &name)?;
             Logins::new(&instance.state_dir()).forget_all(&name)?;
