@@ -58,7 +58,8 @@ struct Lexicon {
     /// Stemmed English word → the groups it is in.
     by_word: HashMap<String, Vec<usize>>,
     /// Chinese word → the groups it is in.
-    chinese: Vec<(&'static str, usize)>,
+    /// First character → the Chinese words starting with it, each with the groups it is in.
+    chinese: HashMap<char, Vec<(&'static str, Vec<usize>)>>,
     /// Stemmed stop words.
     stop: Vec<String>,
 }
@@ -69,14 +70,19 @@ static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
     let mut lexicon = Lexicon {
         english: Vec::new(),
         by_word: HashMap::new(),
-        chinese: Vec::new(),
+        chinese: HashMap::new(),
         stop: lexicon::STOP_WORDS.iter().map(|w| stem(w)).collect(),
     };
     for (group, words) in lexicon::GROUPS.iter().enumerate() {
         let mut english = Vec::new();
         for word in *words {
             if word.chars().any(is_cjk) {
-                lexicon.chinese.push((word, group));
+                let first = word.chars().next().unwrap_or_default();
+                let words = lexicon.chinese.entry(first).or_default();
+                match words.iter_mut().find(|(known, _)| known == word) {
+                    Some((_, groups)) => groups.push(group),
+                    None => words.push((word, vec![group])),
+                }
             } else if word.contains(' ') {
                 english.extend(word.split(' ').map(stem));
             } else {
@@ -105,7 +111,7 @@ type Concept = Vec<(String, f64)>;
 fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     let lexicon = &*LEXICON;
     let mut concepts: Vec<Concept> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let expand = |concept: &mut Concept, groups: &[usize], weight: f64| {
         for &group in groups {
             for word in &lexicon.english[group] {
@@ -120,10 +126,9 @@ fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     // groups (`make` and `new`) say one thing.
     let mut by_groups: Vec<(&[usize], usize)> = Vec::new();
     for term in terms_of(query, stemmer) {
-        if lexicon.stop.contains(&term) || seen.contains(&term) {
+        if lexicon.stop.contains(&term) || !seen.insert(term.clone()) {
             continue;
         }
-        seen.push(term.clone());
         if term.chars().any(is_cjk) {
             concepts.push(vec![(term, 1.0)]);
             continue;
@@ -144,7 +149,7 @@ fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     }
     for (_, groups) in chinese_words(query) {
         let mut concept = Vec::new();
-        expand(&mut concept, &groups, TRANSLATED_WEIGHT);
+        expand(&mut concept, groups, TRANSLATED_WEIGHT);
         concepts.push(concept);
     }
     concepts
@@ -152,26 +157,21 @@ fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
 
 /// The [`lexicon`]'s Chinese words in `text`, leftmost-longest (a word inside a longer one
 /// that matched is not read again), each with the groups it is in.
-fn chinese_words(text: &str) -> Vec<(&'static str, Vec<usize>)> {
+fn chinese_words(text: &str) -> Vec<(&'static str, &'static [usize])> {
     let lexicon = &*LEXICON;
-    let mut found: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    let mut found: Vec<(&'static str, &'static [usize])> = Vec::new();
     let mut at = 0;
-    while at < text.len() {
+    while let Some(first) = text[at..].chars().next() {
         let rest = &text[at..];
-        let Some(first) = rest.chars().next() else { break };
-        if !is_cjk(first) {
-            at += first.len_utf8();
-            continue;
-        }
         let longest = lexicon
             .chinese
-            .iter()
+            .get(&first)
+            .into_iter()
+            .flatten()
             .filter(|(word, _)| rest.starts_with(word))
-            .map(|(word, _)| *word)
-            .max_by_key(|word| word.len());
+            .max_by_key(|(word, _)| word.len());
         match longest {
-            Some(word) => {
-                let groups = lexicon.chinese.iter().filter(|(w, _)| *w == word).map(|(_, g)| *g).collect();
+            Some((word, groups)) => {
                 found.push((word, groups));
                 at += word.len();
             }
