@@ -37,6 +37,15 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Nothing for the owner; for anyone else 403 `owner_required`, saying `refusal`: what
+    /// is the owner's, and where the owner does it.
+    ///
+    /// # Errors
+    /// The 403, for a caller who is not the owner.
+    pub fn must_be_owner(self, refusal: impl FnOnce() -> String) -> Result<(), crate::http::ApiError> {
+        if self.owner { Ok(()) } else { Err(crate::http::ApiError::forbidden("owner_required", refusal())) }
+    }
+
     /// A top-level faculty call made by this caller.
     #[must_use]
     pub fn context(self) -> butler_faculty::CallContext {

@@ -110,12 +110,10 @@ pub async fn decide(
     ApiPath((id, index, decision)): ApiPath<(String, usize, String)>,
     ObjectBody(body): ObjectBody,
 ) -> Result<Json<Value>, ApiError> {
-    if !caller.owner {
-        return Err(ApiError::forbidden(
-            "owner_required",
-            "confirming or rejecting a delegation's result is the owner's decision: use the console, or the owner token",
-        ));
-    }
+    caller.must_be_owner(|| {
+        "confirming or rejecting a delegation's result is the owner's decision: use the console, or the owner token"
+            .to_owned()
+    })?;
     // `{"reason": "…"}`, optional: why (a rejection's reason, shown to the caller).
     let reason = match body.get("reason") {
         None | Some(Value::Null) => None,

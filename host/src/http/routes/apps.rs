@@ -72,12 +72,10 @@ pub async fn call(
     Path((plugin, app, method)): Path<(String, String, String)>,
     ApiJson(params): ApiJson<Value>,
 ) -> Result<Json<Value>, ApiError> {
-    if !caller.owner {
-        return Err(ApiError::forbidden(
-            "owner_required",
-            "calling an app's backend runs the plugin's code: it needs the owner (the console, or the owner token)",
-        ));
-    }
+    caller.must_be_owner(|| {
+        "calling an app's backend runs the plugin's code: it needs the owner (the console, or the owner token)"
+            .to_owned()
+    })?;
     match state.backends.call(&plugin, &app, &method, params).await {
         Ok(Ok(data)) => Ok(Json(json!({"ok": true, "data": data}))),
         Ok(Err(thrown)) => Ok(Json(json!({"ok": false, "message": thrown.0}))),

@@ -25,12 +25,9 @@ pub async fn list(State(state): State<AppState>) -> Json<Value> {
 /// 403 `owner_required`; 503 `agent_unavailable` (no `agent.command`: nothing would run
 /// them); 500 when the jobs cannot be saved.
 pub async fn register(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    if !caller.owner {
-        return Err(ApiError::forbidden(
-            "owner_required",
-            "registering automations schedules runs of the owner's agent: use the console, or the owner token",
-        ));
-    }
+    caller.must_be_owner(|| {
+        "registering automations schedules runs of the owner's agent: use the console, or the owner token".to_owned()
+    })?;
     if !state.agents.available() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -131,13 +131,7 @@ async fn serve_enabled(state: &AppState) -> Result<(), ApiError> {
 }
 
 fn owner_only(caller: Caller, what: &str) -> Result<(), ApiError> {
-    if caller.owner {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(
-        "owner_required",
-        format!("{what} needs the owner (the console, or `butler import` / `butler capability`)"),
-    ))
+    caller.must_be_owner(|| format!("{what} needs the owner (the console, or `butler import` / `butler capability`)"))
 }
 
 /// Runs `work` on the imported packages on the blocking pool, within [`STEP_TIMEOUT`].

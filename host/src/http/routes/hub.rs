@@ -242,12 +242,10 @@ pub async fn approve(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Value>, ApiError> {
-    if !caller.owner {
-        return Err(ApiError::forbidden(
-            "owner_required",
-            "approving what providers offer needs the owner (the console's review queue, or `butler mcp approve`)",
-        ));
-    }
+    caller.must_be_owner(|| {
+        "approving what providers offer needs the owner (the console's review queue, or `butler mcp approve`)"
+            .to_owned()
+    })?;
     let approval = approval_of(body)?;
     let chosen = chosen_of(&approval)?;
     let done = if approval.all {

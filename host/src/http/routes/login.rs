@@ -89,14 +89,7 @@ pub async fn new_link(State(state): State<AppState>, caller: Caller) -> Result<J
 
 /// 403 `owner_required` unless `caller` is the owner.
 pub(super) fn owner_only(caller: Caller, what: &str) -> Result<(), ApiError> {
-    if caller.owner {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "owner_required",
-            format!("{what} is the owner's (the owner token, or the logged-in console)"),
-        ))
-    }
+    caller.must_be_owner(|| format!("{what} is the owner's (the owner token, or the logged-in console)"))
 }
 
 /// `POST /console/sessions` (owner) → `{"ok":true,"data":{"sessions":[{"id","createdAt",

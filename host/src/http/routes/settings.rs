@@ -14,13 +14,8 @@ use crate::http::{ApiError, ApiJson, AppState};
 use crate::instance::live::{RESTART_FIELDS, ReplaceError, STARTUP_FIELDS, Verdict, live_fields};
 
 fn owner_only(caller: Caller) -> Result<(), ApiError> {
-    if caller.owner {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(
-        "owner_required",
-        "the root config is the owner's: the console's Settings view, or the file itself",
-    ))
+    caller
+        .must_be_owner(|| "the root config is the owner's: the console's Settings view, or the file itself".to_owned())
 }
 
 /// The file's text and document, what is wrong with it or waits for a restart, and which

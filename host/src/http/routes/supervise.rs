@@ -77,12 +77,8 @@ fn details(
     kind: Kind,
     id: &str,
 ) -> Result<Json<Value>, ApiError> {
-    if !caller.owner {
-        return Err(ApiError::forbidden(
-            "owner_required",
-            "what an item runs is the owner's to see: use the console, or the owner token",
-        ));
-    }
+    caller
+        .must_be_owner(|| "what an item runs is the owner's to see: use the console, or the owner token".to_owned())?;
     let item = find(state, kind, id)?;
     let spec = item.spec();
     let status = item.status();
