@@ -242,7 +242,7 @@ fn cancelled_calls_and_completions_are_logged_with_their_outcome_and_provider() 
 }
 
 /// The `initialize` result of a legacy session on `path`.
-fn initialize(butler: &Butler, path: &str) -> Value {
+pub(crate) fn initialize(butler: &Butler, path: &str) -> Value {
     let message = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
     let response = butler

@@ -231,6 +231,10 @@ fn prompts_and_resources_are_held_until_the_owner_approves_everything_the_provid
     let has = |kind: &str, name: &str| held.iter().any(|h| h["kind"] == kind && h["name"] == name);
     assert!(has("tool", "echo") && has("prompt", "simple-prompt"), "{report}");
     assert!(has("resource", doc) && has("resourceTemplate", "demo://resource/dynamic/text/{resourceId}"), "{report}");
+    // Its instructions too: a client reads them at `initialize` as much as a description.
+    assert!(has("instructions", "instructions"), "{report}");
+    let said = crate::mcp_faithful::initialize(&butler, "/mcp")["instructions"].as_str().unwrap_or_default().to_owned();
+    assert!(!said.contains("## everything"), "held instructions reach no client: {said}");
 
     let prompts = rpc(&client, "prompts/list", json!({}));
     assert!(fields(&prompts, "prompts", "name").iter().all(|n| !n.starts_with("everything__")), "{prompts}");
@@ -247,6 +251,14 @@ fn prompts_and_resources_are_held_until_the_owner_approves_everything_the_provid
         let message = refused["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("held for the owner's review"), "{uri}: {refused}");
     }
+
+    // Its instructions are approved as the item `instructions`; the rest stays held.
+    let (code, _, stderr) = cli(dir.path(), &["approve", "everything", "instructions"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let said = crate::mcp_faithful::initialize(&butler, "/mcp")["instructions"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains("## everything"), "approved, they reach clients: {said}");
+    let prompts = rpc(&client, "prompts/list", json!({}));
+    assert!(fields(&prompts, "prompts", "name").iter().all(|n| !n.starts_with("everything__")), "{prompts}");
 
     // One action releases everything it offers.
     let (code, said, stderr) = cli(dir.path(), &["approve", "everything", "--all"]);

@@ -973,7 +973,13 @@ impl Hub {
             .providers()
             .iter()
             .filter(|p| offers(view, &p.spec))
-            .filter_map(|p| Some((p.spec.namespace.clone(), p.instructions()?)))
+            .filter_map(|p| Some((p, p.instructions()?)))
+            // Held for the owner's review like the provider's tools (new, or changed since
+            // approved): read by the model as much as a tool's description is.
+            .filter(|(p, text)| {
+                !self.is_held(&p.spec.id, quarantine::Kind::Instructions, &quarantine::instructions_item(text))
+            })
+            .map(|(p, text)| (p.spec.namespace.clone(), text))
             .collect();
         match view {
             View::Profile(profile) if !profile.spec.prefixed => {

@@ -1,6 +1,6 @@
 //! Quarantine of everything a provider gives a model to read, against tool poisoning and
 //! "rug pulls": with `mcp.quarantine` on, a provider's tool, prompt, resource, resource
-//! template or skill ([`Kind`]) reaches clients only once the owner approved its definition
+//! template, skill or instructions ([`Kind`]) reaches clients only once the owner approved its definition
 //! — and only that definition. Each approval pins the item's SHA-256 (over its whole
 //! definition, keys in a fixed order) in `stateDir/mcp/pins.json`, with the definition
 //! itself, so a later change is shown as a diff against what was approved. An item that is
@@ -40,11 +40,24 @@ pub enum Kind {
     ResourceTemplate,
     /// A skill (the Skills extension's entry), by the URI of its `SKILL.md`.
     Skill,
+    /// What the provider tells clients of itself at `initialize` (its `instructions`),
+    /// merged into every endpoint's own: one per provider ([`instructions_item`]).
+    Instructions,
+}
+
+/// The key of a provider's [`Kind::Instructions`] item: it has one.
+pub const INSTRUCTIONS: &str = "instructions";
+
+/// A provider's instructions as an item to hold and pin: `{"name": "instructions", "text"}`.
+#[must_use]
+pub fn instructions_item(text: &str) -> Value {
+    serde_json::json!({"name": INSTRUCTIONS, "text": text})
 }
 
 impl Kind {
     /// Every kind, in the order the review shows them.
-    pub const ALL: [Self; 5] = [Self::Tool, Self::Prompt, Self::Resource, Self::ResourceTemplate, Self::Skill];
+    pub const ALL: [Self; 6] =
+        [Self::Tool, Self::Prompt, Self::Resource, Self::ResourceTemplate, Self::Skill, Self::Instructions];
 
     /// How the API and the CLI name it.
     #[must_use]
@@ -55,6 +68,7 @@ impl Kind {
             Self::Resource => "resource",
             Self::ResourceTemplate => "resourceTemplate",
             Self::Skill => "skill",
+            Self::Instructions => "instructions",
         }
     }
 
@@ -70,7 +84,7 @@ impl Kind {
         match self {
             Self::Resource | Self::Skill => "uri",
             Self::ResourceTemplate => "uriTemplate",
-            Self::Tool | Self::Prompt => "name",
+            Self::Tool | Self::Prompt | Self::Instructions => "name",
         }
     }
 
@@ -97,6 +111,8 @@ struct ProviderPins {
     resource_templates: BTreeMap<String, Pin>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     skills: BTreeMap<String, Pin>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    instructions: BTreeMap<String, Pin>,
 }
 
 impl ProviderPins {
@@ -107,6 +123,7 @@ impl ProviderPins {
             Kind::Resource => &self.resources,
             Kind::ResourceTemplate => &self.resource_templates,
             Kind::Skill => &self.skills,
+            Kind::Instructions => &self.instructions,
         }
     }
 
@@ -117,6 +134,7 @@ impl ProviderPins {
             Kind::Resource => &mut self.resources,
             Kind::ResourceTemplate => &mut self.resource_templates,
             Kind::Skill => &mut self.skills,
+            Kind::Instructions => &mut self.instructions,
         }
     }
 }

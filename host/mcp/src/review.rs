@@ -75,6 +75,10 @@ impl Hub {
                 (Kind::Resource, lists.resources),
                 (Kind::ResourceTemplate, lists.resource_templates),
                 (Kind::Skill, lists.skills),
+                (
+                    Kind::Instructions,
+                    lists.instructions.iter().map(|text| quarantine::instructions_item(text)).collect(),
+                ),
             ];
             for (kind, items) in kinds {
                 for definition in items {
@@ -100,7 +104,7 @@ impl Hub {
                             }
                             view.map_or(public.as_str(), |view| view.name_for(&public, &name)).to_owned()
                         }
-                        Kind::Resource | Kind::ResourceTemplate => name.clone(),
+                        Kind::Resource | Kind::ResourceTemplate | Kind::Instructions => name.clone(),
                     };
                     held.push(HeldItem { provider: spec.id.clone(), kind, name, public, definition, held: why });
                 }
@@ -126,6 +130,7 @@ impl Hub {
             Kind::Resource => "resource",
             Kind::ResourceTemplate => "resource template that describes",
             Kind::Skill => "skill",
+            Kind::Instructions => "instructions",
         };
         let code = if matches!(kind, Kind::Resource | Kind::ResourceTemplate) { -32002 } else { -32602 };
         Some(RpcError {
@@ -261,6 +266,7 @@ fn held_summaries(held: &[HeldItem]) -> BTreeMap<String, String> {
                         Kind::Resource => "resource",
                         Kind::ResourceTemplate => "resource template",
                         Kind::Skill => "skill",
+                        Kind::Instructions => return "its instructions".to_owned(),
                     };
                     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
                 })
@@ -289,9 +295,10 @@ mod tests {
             item("fs", Kind::Tool, "write"),
             item("fs", Kind::Prompt, "greet"),
             item("web", Kind::ResourceTemplate, "web://{page}"),
+            item("fs", Kind::Instructions, quarantine::INSTRUCTIONS),
         ];
         let summaries = held_summaries(&held);
-        assert_eq!(summaries["fs"], "2 tools, 1 prompt");
+        assert_eq!(summaries["fs"], "2 tools, 1 prompt, its instructions");
         assert_eq!(summaries["web"], "1 resource template");
         assert_eq!(summaries.len(), 2);
     }

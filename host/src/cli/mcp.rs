@@ -100,11 +100,12 @@ pub enum Command {
         /// The provider's extension id.
         provider: String,
         /// What to approve: a tool by its own name, anything else as `KIND:NAME`
-        /// (`prompt:NAME`, `resource:URI`, `resourceTemplate:TEMPLATE`, `skill:NAME`);
-        /// none, without `--trust`/`--distrust`: everything held, as `--all`.
+        /// (`prompt:NAME`, `resource:URI`, `resourceTemplate:TEMPLATE`, `skill:NAME`), the
+        /// provider's instructions as `instructions`; none, without
+        /// `--trust`/`--distrust`: everything held, as `--all`.
         items: Vec<String>,
         /// Approve every held item the provider offers: tools, prompts, resources,
-        /// resource templates and skills.
+        /// resource templates, skills and its instructions.
         #[arg(long, conflicts_with = "items")]
         all: bool,
         /// Trust the provider wholesale: its tools pass as they come, changed or not.
@@ -694,8 +695,13 @@ fn held(json: bool, target: Target) -> anyhow::Result<()> {
 }
 
 /// An item named on the command line: `KIND:NAME` when KIND is one the quarantine knows
-/// (a resource's URI keeps its own colons), else a tool's name.
+/// (a resource's URI keeps its own colons), `instructions` for the provider's
+/// instructions, else a tool's name (`tool:instructions` for a tool of that name).
 fn item_of(named: &str) -> Value {
+    use butler_mcp::quarantine::INSTRUCTIONS;
+    if named == INSTRUCTIONS {
+        return serde_json::json!({"kind": INSTRUCTIONS, "name": INSTRUCTIONS});
+    }
     match named.split_once(':') {
         Some((kind, name)) if butler_mcp::quarantine::Kind::parse(kind).is_some() => {
             serde_json::json!({"kind": kind, "name": name})

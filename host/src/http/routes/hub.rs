@@ -198,7 +198,8 @@ pub struct ToolApproval {
 }
 
 /// One item of any kind to approve: its kind (`tool`, `prompt`, `resource`,
-/// `resourceTemplate`, `skill`), its own key (a name, a URI, a `uriTemplate`) and, if the
+/// `resourceTemplate`, `skill`, `instructions`), its own key (a name, a URI, a `uriTemplate`;
+/// `instructions` for a provider's instructions) and, if the
 /// owner was shown it, its sha256.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -287,7 +288,9 @@ fn chosen_of(approval: &Approval) -> Result<Option<Vec<Chosen>>, ApiError> {
     }
     for item in approval.items.iter().flatten().flatten() {
         let kind = Kind::parse(&item.kind).ok_or_else(|| {
-            invalid("an item's `kind` is one of `tool`, `prompt`, `resource`, `resourceTemplate`, `skill`")
+            invalid(
+                "an item's `kind` is one of `tool`, `prompt`, `resource`, `resourceTemplate`, `skill`, `instructions`",
+            )
         })?;
         chosen.push((kind, item.name.clone(), item.sha256.clone()));
     }
