@@ -190,6 +190,18 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
     wait_until(LIMIT, "the program stopped", || in_flight() == Some(0));
     assert!(left.elapsed() < std::time::Duration::from_secs(10), "stopped after {:?}", left.elapsed());
 
+    // So does a 2025 client's `notifications/cancelled` of the call, its connection open.
+    let mut stream = std::net::TcpStream::connect(butler.authority()).expect("connect");
+    std::io::Write::write_all(&mut stream, request.as_bytes()).expect("send");
+    wait_until(LIMIT, "the program runs", || in_flight() == Some(1));
+    let cancelled = std::time::Instant::now();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 99, "reason": "changed my mind"}});
+    assert_eq!(client.post(&cancel, &[]).0, 202);
+    wait_until(LIMIT, "the cancelled program stopped", || in_flight() == Some(0));
+    assert!(cancelled.elapsed() < std::time::Duration::from_secs(10), "stopped after {:?}", cancelled.elapsed());
+    drop(stream);
+
     // A tool that needs the client is refused inside code mode, saying why; the program
     // sees the tool's error and may go on.
     let result = run(

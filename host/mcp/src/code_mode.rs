@@ -77,6 +77,12 @@ impl Nesting {
     pub fn client() -> Self {
         Self::default()
     }
+
+    /// Whether this is a client's own call (not one a tool made).
+    #[must_use]
+    pub fn is_clients(self) -> bool {
+        self.depth == 0
+    }
 }
 
 /// The endpoint a host tool's call came through, for the tool to call that endpoint's

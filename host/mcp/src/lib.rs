@@ -1086,8 +1086,24 @@ impl Hub {
         }
         if host_tool {
             let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+            // A client's own call may be cancelled by the client (an inner call ends with
+            // the call that made it).
+            let in_flight = nesting.is_clients().then(|| self.tool_calls.begin_host(session, request_id.to_string()));
             let inner = self.inner_calls(view, session, &name, nesting);
-            return Ok(self.tools.call(view.scope(), &view.budget_key(), &name, arguments, inner).await.into());
+            let budget = view.budget_key();
+            let cancelled = async {
+                match &in_flight {
+                    Some(call) => call.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            // A cancelled call is dropped: the host tool stops as when its client goes away.
+            return Ok(tokio::select! {
+                answer = self.tools.call(view.scope(), &budget, &name, arguments, inner) => answer.into(),
+                () = cancelled => {
+                    Answer::Read(tool_source::error_result(format!("{name}: {}", CallFailure::Cancelled)))
+                }
+            });
         }
         let unknown = || RpcError::invalid_params(format!("unknown tool: {name}"));
         if matches!(view, View::Restricted) {
@@ -1135,8 +1151,12 @@ impl Hub {
         self.tool_calls.was_cancelled(session, request_id)
     }
 
-    /// A client cancelled request `request_id` of `session`: forward it to the provider.
+    /// A client cancelled request `request_id` of `session`: stop the host tool's call, or
+    /// forward it to the provider.
     pub async fn cancel(&self, session: &str, request_id: &Value, reason: Option<String>) {
+        if self.tool_calls.cancel_host(session, &request_id.to_string()) {
+            return;
+        }
         if let Some((conn, id)) = self.tool_calls.take(session, &request_id.to_string()) {
             conn.cancel(id, reason).await;
         }

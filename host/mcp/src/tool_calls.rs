@@ -1,7 +1,8 @@
-//! The provider tool calls in flight, by client request, so a client's cancellation reaches
-//! the provider working on it; and the calls that ended cancelled, until the activity log
-//! asks. A call that is dropped before its answer (its client went away: a closed
-//! connection or stream is how a 2026-07-28 client cancels) tells its provider to stop.
+//! The tool calls in flight, by client request, so a client's cancellation reaches what
+//! works on it — the provider, or the host tool's call, which is stopped as if its client
+//! went away; and the calls that ended cancelled, until the activity log asks. A call that
+//! is dropped before its answer (its client went away: a closed connection or stream is how
+//! a 2026-07-28 client cancels) tells its provider to stop.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,8 @@ type Key = (String, String);
 pub(crate) struct ToolCalls {
     /// Each call's connection and the id the provider knows it by, once it was sent.
     in_flight: Mutex<FastMap<Key, (Arc<Conn>, u64)>>,
+    /// Each host tool call's cancel signal.
+    host_in_flight: Mutex<FastMap<Key, Arc<tokio::sync::Notify>>>,
     cancelled: Mutex<VecDeque<Key>>,
 }
 
@@ -30,6 +33,25 @@ impl ToolCalls {
     /// A call of `session`'s request `request_id` (its id as JSON text) begins.
     pub(crate) fn begin(&self, session: &str, request_id: String) -> InFlight<'_> {
         InFlight { calls: self, key: (session.to_owned(), request_id), answered: false }
+    }
+
+    /// A host tool's call of `session`'s request `request_id` begins: a client's
+    /// cancellation of it ([`Self::cancel_host`]) ends [`HostInFlight::cancelled`].
+    pub(crate) fn begin_host(&self, session: &str, request_id: String) -> HostInFlight<'_> {
+        let key = (session.to_owned(), request_id);
+        let signal = Arc::new(tokio::sync::Notify::new());
+        lock(&self.host_in_flight).insert(key.clone(), Arc::clone(&signal));
+        HostInFlight { calls: self, key, signal }
+    }
+
+    /// A client cancels `session`'s request `request_id`: if a host tool works on it, it is
+    /// told (and the call remembered as cancelled); whether one did.
+    pub(crate) fn cancel_host(&self, session: &str, request_id: &str) -> bool {
+        let key = (session.to_owned(), request_id.to_owned());
+        let Some(signal) = lock(&self.host_in_flight).remove(&key) else { return false };
+        signal.notify_one();
+        self.remember_cancelled(key);
+        true
     }
 
     /// The call of `session`'s request `request_id` the client cancels: its connection and
@@ -79,6 +101,26 @@ impl InFlight<'_> {
     }
 }
 
+/// A host tool's call in flight ([`ToolCalls::begin_host`]).
+pub(crate) struct HostInFlight<'a> {
+    calls: &'a ToolCalls,
+    key: Key,
+    signal: Arc<tokio::sync::Notify>,
+}
+
+impl HostInFlight<'_> {
+    /// Ends when the client cancels the call.
+    pub(crate) async fn cancelled(&self) {
+        self.signal.notified().await;
+    }
+}
+
+impl Drop for HostInFlight<'_> {
+    fn drop(&mut self) {
+        lock(&self.calls.host_in_flight).remove(&self.key);
+    }
+}
+
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let entry = lock(&self.calls.in_flight).remove(&self.key);
@@ -117,5 +159,22 @@ mod tests {
         assert!(calls.take("s", "7").is_none(), "not sent yet: nothing to cancel");
         drop(pending);
         assert!(calls.take("s", "7").is_none());
+    }
+
+    /// A host tool's call is told of its cancellation even before it waits for it, once;
+    /// one that ended has nothing to cancel.
+    #[tokio::test]
+    async fn a_host_tools_call_is_told_it_was_cancelled() {
+        let calls = ToolCalls::default();
+        let call = calls.begin_host("s", "9".into());
+        assert!(!calls.cancel_host("s", "8"), "another request");
+        assert!(calls.cancel_host("s", "9"));
+        tokio::time::timeout(std::time::Duration::from_secs(5), call.cancelled()).await.expect("told");
+        assert!(!calls.cancel_host("s", "9"), "told once");
+        assert!(calls.was_cancelled("s", "9"), "remembered for the activity log");
+        drop(call);
+        let ended = calls.begin_host("s", "10".into());
+        drop(ended);
+        assert!(!calls.cancel_host("s", "10"), "ended: nothing to cancel");
     }
 }
