@@ -131,7 +131,7 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
     let mut client = Client::connect(&butler, "/mcp");
     wait_until(LIMIT, "the code faculty is listed", || client.tool_names().iter().any(|n| n == RUN_CODE));
 
-    let cases: [(&str, &str, Value, &str); 12] = [
+    let cases: [(&str, &str, Value, &str); 16] = [
         ("a loop without end", "while (true) {}", json!({"timeoutSec": 1}), "timeout"),
         (
             "memory without bound",
@@ -159,6 +159,20 @@ fn every_way_a_program_goes_wrong_fails_that_call_alone_with_its_reason() {
             "RuntimeLimitError",
         ),
         ("a promise never settled", "await new Promise(() => {});", json!({}), "never_settled"),
+        ("a program cut short", "return 1 +", json!({}), "at the end of the program"),
+        (
+            "recursion through async functions without end",
+            "async function f(n) { return await f(n + 1); } return await f(0);",
+            json!({}),
+            "RuntimeLimitError",
+        ),
+        ("a thrown string of any size, cut", "throw 'S'.repeat(100000);", json!({}), "(83616 more bytes)"),
+        (
+            "what it logged before it failed, kept",
+            "console.log('step one', new Error('boom'), {o: 1}); throw new Error('later');",
+            json!({}),
+            "console:\nstep one Error: boom {\"o\":1}",
+        ),
     ];
     for (what, code, extra, reason) in cases {
         let text = failure_of(&run(&mut client, code, extra));

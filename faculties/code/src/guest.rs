@@ -29,6 +29,8 @@ const PRELUDE: &str = include_str!("prelude.js");
 const MAX_LOG_BYTES: usize = 64 << 10;
 /// The largest result, as JSON text.
 const MAX_RESULT_BYTES: usize = 1 << 20;
+/// The most of an error's text a failure says (a program may throw a string of any size).
+const MAX_ERROR_BYTES: usize = 16 << 10;
 
 /// What one run has written and run into (an instance runs one program).
 #[derive(Default)]
@@ -112,16 +114,29 @@ fn list_tools(_: &JsValue, _: &[JsValue], _: &mut Context) -> JsResult<JsValue> 
 }
 
 /// What an error value says: a native error's message and where, else its text — its
-/// first lines (a deep recursion's trace repeats one frame thousands of times).
+/// first lines (a deep recursion's trace repeats one frame thousands of times), and at
+/// most [`MAX_ERROR_BYTES`] of them.
 fn said(error: JsError, context: &mut Context) -> String {
     const LINES: usize = 6;
-    let text = full_text(error, context);
-    let total = text.lines().count();
-    if total <= LINES {
-        return text;
+    let mut text = full_text(error, context);
+    if text.starts_with("EnginePanic") {
+        // Boa gives up this way on a recursion through async functions without end.
+        let first = text.lines().next().unwrap_or_default();
+        text = format!("RuntimeLimitError: the engine could not go on ({first}); a recursion without end causes it");
     }
-    let kept: Vec<&str> = text.lines().take(LINES).collect();
-    format!("{}\n    … {} more lines", kept.join("\n"), total - LINES)
+    let total = text.lines().count();
+    if total > LINES {
+        let kept: Vec<&str> = text.lines().take(LINES).collect();
+        text = format!("{}\n    … {} more lines", kept.join("\n"), total - LINES);
+    }
+    if text.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text = format!("{}… ({} more bytes)", &text[..end], text.len() - end);
+    }
+    text
 }
 
 fn full_text(error: JsError, context: &mut Context) -> String {
@@ -165,13 +180,20 @@ fn thrown_at(thrown: &JsValue, code: &str, context: &mut Context) -> Option<Stri
         return None;
     }
     let column = if line == 1 { column.checked_sub(BEFORE_PROGRAM.chars().count())? } else { column };
-    Some(format!(" (line {line}, column {column})"))
+    // Columns count from 1: a 0 is a place the engine does not know (an unknown name at
+    // the top level), better unsaid than wrong.
+    (column > 0).then(|| format!(" (line {line}, column {column})"))
 }
 
-/// `message` with a place on the program's first line (`at line 1, col 39`, the parser's
-/// words) counted as the program counts it, without what comes before it.
-fn first_line_columns(message: String) -> String {
+/// `message` (the parser's) with its place counted as `code` counts it: a column on the
+/// first line without what comes before the program (`at line 1, col 39`), and the line
+/// after the program's last, where the code around it goes on, as its end.
+fn parser_place(message: String, code: &str) -> String {
     const AT: &str = "at line 1, col ";
+    let after = format!("at line {}, col ", code.lines().count().max(1) + 1);
+    if let Some(start) = message.rfind(&after) {
+        return format!("{}at the end of the program", &message[..start]);
+    }
     let Some(start) = message.rfind(AT) else { return message };
     let digits = &message[start + AT.len()..];
     let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
@@ -208,7 +230,7 @@ fn run(code: &str) -> Result<Value, Failure> {
     let promise = match context.eval(Source::from_bytes(source.as_bytes()).with_path(Path::new(PROGRAM_PATH))) {
         Ok(value) => value,
         Err(e) => {
-            let message = first_line_columns(said(e, &mut context));
+            let message = parser_place(said(e, &mut context), code);
             let code = if message.starts_with("SyntaxError") { "syntax_error" } else { "program_failed" };
             let kind = if code == "syntax_error" { FailureKind::InvalidInput } else { FailureKind::Failed };
             return Err(failure(kind, code, message));
@@ -281,9 +303,17 @@ impl Guest for Code {
         let Some(code) = input.get("code").and_then(Value::as_str) else {
             return Err(failure(FailureKind::InvalidInput, "invalid_args", "`code` (a string) is required"));
         };
-        let result = run(code)?;
+        let result = run(code);
         let logs = RUN.with(|run| std::mem::take(&mut run.borrow_mut().logs));
-        Ok(json!({"result": result, "logs": logs}).to_string())
+        match result {
+            Ok(result) => Ok(json!({"result": result, "logs": logs}).to_string()),
+            // What the program logged before it failed is what tells why.
+            Err(mut failed) if !logs.is_empty() => {
+                failed.message = format!("{}\n\nconsole:\n{}", failed.message, logs.join("\n"));
+                Err(failed)
+            }
+            Err(failed) => Err(failed),
+        }
     }
 
     fn report(id: String) -> Result<String, Failure> {

@@ -10,13 +10,28 @@
   delete globalThis.__butlerListTools;
   delete globalThis.__butlerLog;
 
+  // A logged value as text: strings as they are, errors as `Name: message`, the rest as
+  // JSON (errors inside as text, a value met again as "[Circular]"), else as String().
   const shown = (value) => {
     if (typeof value === 'string') return value;
+    if (value instanceof Error) return String(value);
     try {
-      const text = JSON.stringify(value);
+      const seen = new WeakSet();
+      const text = JSON.stringify(value, (key, v) => {
+        if (v instanceof Error) return String(v);
+        if (typeof v === 'object' && v !== null) {
+          if (seen.has(v)) return '[Circular]';
+          seen.add(v);
+        }
+        return v;
+      });
       return text === undefined ? String(value) : text;
     } catch (e) {
-      return String(value);
+      try {
+        return String(value);
+      } catch (e2) {
+        return '[a value that cannot be shown]';
+      }
     }
   };
   const logger = (level) => (...values) => native.log(level, values.map(shown).join(' '));
@@ -35,7 +50,8 @@
     const content = Array.isArray(result.content) ? result.content : [];
     const texts = content.filter((c) => c && c.type === 'text').map((c) => c.text);
     if (result.isError === true) {
-      const error = new Error(name + ': ' + (texts.join('\n') || 'the tool failed'));
+      const said = texts.join('\n') || 'the tool failed';
+      const error = new Error(said.startsWith(name + ':') ? said : name + ': ' + said);
       error.result = result;
       throw error;
     }

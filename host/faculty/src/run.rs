@@ -187,7 +187,7 @@ pub(super) fn native(
                 kill_group(child.id());
                 let _ = child.wait();
                 let had = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(started));
-                let ms = u64::try_from(had.as_millis()).unwrap_or(u64::MAX);
+                let ms = nearest_ms(had);
                 return Err(CallError::Timeout { faculty, ms });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
@@ -225,6 +225,12 @@ fn parse_output(faculty: &str, text: &str) -> Result<Value, CallError> {
     })
 }
 
+/// `time` to the nearest millisecond: a timeout of 30 s set a few microseconds before the
+/// call counted from is said as 30000 ms, not 29999.
+fn nearest_ms(time: Duration) -> u64 {
+    u64::try_from(time.as_micros().saturating_add(500) / 1000).unwrap_or(u64::MAX)
+}
+
 /// Shutdown, deadline (`budget` is the time the call had), memory cap, or another trap.
 fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory_hit: bool, stderr: &str) -> CallError {
     let faculty = sandbox.faculty.as_str();
@@ -235,7 +241,7 @@ fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory
         return CallError::Cancelled { faculty: faculty.to_owned() };
     }
     if matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-        let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        let ms = nearest_ms(budget);
         return CallError::Timeout { faculty: faculty.to_owned(), ms };
     }
     if memory_hit {
