@@ -64,9 +64,10 @@ async fn in_search_mode_the_search_tools_find_describe_and_call_what_the_endpoin
     let first = &found["structuredContent"]["tools"][0];
     assert_eq!(first["inputSchema"]["properties"]["text"]["type"], "string", "each match with its schema: {first}");
 
-    let described = call_on(&hub, &main, DESCRIBE_TOOLS, json!({"names": ["beta__env", "nope__x"]})).await;
+    let asked = json!({"names": ["beta__env", "nope__x", "beta__env", "nope__x"]});
+    let described = call_on(&hub, &main, DESCRIBE_TOOLS, asked).await;
     let described = described.expect("a description is answered");
-    assert_eq!(names_in(&described), ["beta__env"]);
+    assert_eq!(names_in(&described), ["beta__env"], "each name once");
     assert_eq!(described["structuredContent"]["unknown"], json!(["nope__x"]));
 
     let direct = call_on(&hub, &main, "alpha__echo", json!({"text": "hi"})).await.expect("a direct call");
@@ -82,6 +83,8 @@ async fn in_search_mode_the_search_tools_find_describe_and_call_what_the_endpoin
     for (tool, arguments) in [(FIND_TOOLS, json!({})), (FIND_TOOLS, json!({"query": "x", "limit": 0}))]
         .into_iter()
         .chain([(DESCRIBE_TOOLS, json!({"names": []})), (DESCRIBE_TOOLS, json!({"names": [1]}))])
+        // A name no tool could have is not echoed back at its size.
+        .chain([(DESCRIBE_TOOLS, json!({"names": ["x".repeat(100_000)]}))])
     {
         let refused = call_on(&hub, &main, tool, arguments.clone()).await.expect("an isError result");
         assert_eq!(refused["isError"], true, "{tool} {arguments}: {refused}");

@@ -289,16 +289,27 @@ impl Hub {
 
     /// `butler__describe_tools`.
     async fn describe_tools(&self, view: &View, asker: &Asker<'_>, arguments: &Value) -> Result<Value, BadArguments> {
-        let wrong = || BadArguments(format!("{DESCRIBE_TOOLS}: `names` is a list of 1 to {MAX_RESULTS} tool names"));
+        let wrong = || {
+            BadArguments(format!(
+                "{DESCRIBE_TOOLS}: `names` is a list of 1 to {MAX_RESULTS} tool names, each at most {} bytes",
+                crate::activity::MAX_NAME
+            ))
+        };
         let names = arguments.get("names").and_then(Value::as_array).ok_or_else(wrong)?;
         if names.is_empty() || names.len() > usize::try_from(MAX_RESULTS).unwrap_or(usize::MAX) {
             return Err(wrong());
         }
-        let names: Vec<&str> = names.iter().map(Value::as_str).collect::<Option<_>>().ok_or_else(wrong)?;
+        let names: Vec<&str> = names
+            .iter()
+            .map(|name| name.as_str().filter(|name| name.len() <= crate::activity::MAX_NAME))
+            .collect::<Option<_>>()
+            .ok_or_else(wrong)?;
         let indexed = self.indexed(view, asker).await;
         let mut tools = Vec::new();
         let mut unknown = Vec::new();
-        for name in names {
+        let mut seen = std::collections::HashSet::new();
+        // Each name once, in the order asked.
+        for name in names.into_iter().filter(|name| seen.insert(*name)) {
             match indexed.tools.iter().find(|tool| tool.get("name").and_then(Value::as_str) == Some(name)) {
                 Some(tool) => tools.push(tool.clone()),
                 None => unknown.push(name),
