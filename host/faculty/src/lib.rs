@@ -64,6 +64,9 @@ use wit::Op;
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Default memory cap of one call.
 pub const DEFAULT_MEMORY_MB: u64 = 64;
+/// The linear memory all calls running at once may hold together (MiB), unless
+/// [`Setup::shared_memory_mb`] says otherwise: a growth past it fails that call, `busy`.
+pub const SHARED_MEMORY_MB: u64 = 1024;
 /// Faculty calls executing at once. Each holds a blocking thread and an instance; on two
 /// cores more would not run faster, only add threads and their memory (~0.1 MB each). Calls
 /// beyond it wait their turn; nested `host.call`s run inside their caller's slot.
@@ -328,6 +331,14 @@ pub enum CallError {
         /// What was wrong.
         message: String,
     },
+    /// The calls running held the memory they share ([`SHARED_MEMORY_MB`]).
+    #[error("faculty `{faculty}`: the {mb} MiB of memory the faculty calls running share is in use, try again")]
+    MemoryBusy {
+        /// Faculty id.
+        faculty: String,
+        /// The shared cap, in MiB.
+        mb: u64,
+    },
     /// No instance slot was free.
     #[error("faculty `{faculty}`: too many calls at once, try again")]
     Busy {
@@ -424,7 +435,7 @@ impl CallError {
             Self::CommandFailed { .. } => "command_failed",
             Self::InvalidOutput { .. } => "invalid_output",
             Self::InvalidReport { .. } => "invalid_report",
-            Self::Busy { .. } | Self::StoreBusy { .. } | Self::SlotsBusy { .. } => "busy",
+            Self::Busy { .. } | Self::MemoryBusy { .. } | Self::StoreBusy { .. } | Self::SlotsBusy { .. } => "busy",
             Self::LockTimeout { .. } | Self::NotReady { .. } => "timeout",
             Self::ShuttingDown => "shutting_down",
             Self::Cancelled { .. } => "cancelled",
@@ -689,6 +700,10 @@ pub struct RuntimeStats {
     pub in_flight: usize,
     /// Call slots in all.
     pub slots: usize,
+    /// KiB of linear memory the calls running hold now.
+    pub memory_kib: u64,
+    /// MiB they may hold together.
+    pub memory_cap_mb: u64,
 }
 
 /// Whether every registered faculty can be called, for `GET /health`.
@@ -721,6 +736,8 @@ pub struct Setup {
     pub host: HostEnv,
     /// The clock faculties read through `host.now-ms`.
     pub clock: Clock,
+    /// The memory the calls running may hold together, in MiB (`None`: [`SHARED_MEMORY_MB`]).
+    pub shared_memory_mb: Option<u64>,
 }
 
 /// What [`FacultyRuntime::retune`] changes: each faculty's settings, and the root config
@@ -805,6 +822,8 @@ pub struct FacultyRuntime {
     dispatch: Option<Arc<dyn Dispatch>>,
     store_locks: StoreLocks,
     slots: Arc<tokio::sync::Semaphore>,
+    /// The linear memory of the calls running, against the cap they share.
+    memory: Arc<sandbox::SharedMemory>,
     pending: Mutex<Pending>,
     reconciled: Condvar,
     stats: Mutex<HashMap<String, CallStats>>,
@@ -860,6 +879,7 @@ impl FacultyRuntime {
         native_env.extend(setup.host.vars().iter().cloned());
         let tunables =
             RwLock::new(Arc::new(Tunables { settings: setup.settings.clone(), config: setup.config.clone() }));
+        let shared_memory_mb = setup.shared_memory_mb.unwrap_or(SHARED_MEMORY_MB);
         Ok(Arc::new_cyclic(|this| Self {
             engine,
             components,
@@ -870,6 +890,7 @@ impl FacultyRuntime {
             dispatch: dispatch.map(|build| build(this.clone())),
             store_locks: StoreLocks::default(),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
+            memory: Arc::new(sandbox::SharedMemory::new(shared_memory_mb)),
             pending: Mutex::new(Pending::default()),
             reconciled: Condvar::new(),
             stats: Mutex::new(HashMap::new()),
@@ -1245,6 +1266,8 @@ impl FacultyRuntime {
             wit_versions: wit::SUPPORTED,
             in_flight: if self.slots.is_closed() { 0 } else { MAX_CONCURRENT_CALLS - self.slots.available_permits() },
             slots: MAX_CONCURRENT_CALLS,
+            memory_kib: u64::try_from(self.memory.in_use() >> 10).unwrap_or(u64::MAX),
+            memory_cap_mb: self.memory.cap_mb(),
         }
     }
 
@@ -1362,6 +1385,7 @@ impl FacultyRuntime {
             Request::Command { id, .. } | Request::Report(id) => *id,
         };
         let frame = run::Frame {
+            memory: Arc::clone(&self.memory),
             context,
             caller: format!("{}/{name}", faculty.sandbox.faculty),
             deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),

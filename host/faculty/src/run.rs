@@ -46,6 +46,8 @@ pub(super) struct Frame<'a> {
     pub dispatch: Option<Arc<dyn Dispatch>>,
     /// The hub tools the command declares it may call (`hubTools`), if any.
     pub hub_tools: Option<globset::GlobSet>,
+    /// The memory the calls running share.
+    pub memory: Arc<crate::sandbox::SharedMemory>,
 }
 
 /// Runs `call` in a fresh instance of `prepared`.
@@ -72,6 +74,7 @@ pub(super) fn component(
             );
     let started = Instant::now();
     let mut store = Store::new(engine, state);
+    store.data_mut().limits.share(Arc::clone(&frame.memory));
     store.limiter(|s| &mut s.limits);
     let _ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop), frame.context.cancel.clone());
 
@@ -117,7 +120,7 @@ pub(super) fn component(
             } else {
                 // What the call had, the part spent waiting for its turn included.
                 let budget = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(started));
-                return Err(classify(sandbox, budget, &error, store.data().limits.hit, &stderr));
+                return Err(classify(sandbox, budget, &error, &store.data().limits, &stderr, &frame.memory));
             }
         }
     };
@@ -232,7 +235,14 @@ fn nearest_ms(time: Duration) -> u64 {
 }
 
 /// Shutdown, deadline (`budget` is the time the call had), memory cap, or another trap.
-fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory_hit: bool, stderr: &str) -> CallError {
+fn classify(
+    sandbox: &Sandbox,
+    budget: Duration,
+    error: &wasmtime::Error,
+    limits: &crate::sandbox::Limits,
+    stderr: &str,
+    shared: &crate::sandbox::SharedMemory,
+) -> CallError {
     let faculty = sandbox.faculty.as_str();
     if error.downcast_ref::<Abandoned>().is_some() {
         return CallError::ShuttingDown;
@@ -244,8 +254,11 @@ fn classify(sandbox: &Sandbox, budget: Duration, error: &wasmtime::Error, memory
         let ms = nearest_ms(budget);
         return CallError::Timeout { faculty: faculty.to_owned(), ms };
     }
-    if memory_hit {
+    if limits.hit {
         return CallError::MemoryLimit { faculty: faculty.to_owned(), mb: sandbox.memory_mb };
+    }
+    if limits.shared_hit {
+        return CallError::MemoryBusy { faculty: faculty.to_owned(), mb: shared.cap_mb() };
     }
     if matches!(error.downcast_ref::<Trap>(), Some(Trap::AllocationTooLarge)) {
         return CallError::Busy { faculty: faculty.to_owned() };

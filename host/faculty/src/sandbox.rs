@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use wasmtime::ResourceLimiter;
@@ -127,22 +128,94 @@ impl Sandbox {
 #[error("its private folder `{0}` is not under a folder it may write")]
 pub struct NotWritable(pub String);
 
+/// The linear memory the calls running at once hold together, against a cap: each call
+/// has its own cap (`memoryMb`), and 32 of them at 64 MiB would be 2 GiB, so together
+/// they may hold no more than this ([`crate::SHARED_MEMORY_MB`] unless set up otherwise).
+#[derive(Debug)]
+pub struct SharedMemory {
+    in_use: AtomicUsize,
+    cap: usize,
+}
+
+impl SharedMemory {
+    /// An account of `cap_mb` MiB.
+    #[must_use]
+    pub fn new(cap_mb: u64) -> Self {
+        Self { in_use: AtomicUsize::new(0), cap: usize::try_from(cap_mb << 20).unwrap_or(usize::MAX) }
+    }
+
+    /// Its cap, in MiB.
+    #[must_use]
+    pub fn cap_mb(&self) -> u64 {
+        u64::try_from(self.cap >> 20).unwrap_or(u64::MAX)
+    }
+
+    /// What the calls running hold now, in bytes.
+    #[must_use]
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Acquire)
+    }
+
+    /// Takes `bytes` more, if the cap allows.
+    fn take(&self, bytes: usize) -> bool {
+        self.in_use
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|total| *total <= self.cap)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.in_use.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
 /// Caps an instance's linear memories and tables, remembering whether it said no, so a
-/// failed call can be reported as hitting the cap rather than as an anonymous trap.
+/// failed call can be reported as hitting the cap rather than as an anonymous trap; what
+/// its memories take is taken from the [`SharedMemory`] of the calls running, and given
+/// back when the call ends.
 pub struct Limits {
     max_memory: usize,
-    /// Set when a growth was refused.
+    /// Set when a growth was refused: past the call's own cap.
     pub hit: bool,
+    /// Set when a growth was refused because the calls running hold the shared cap.
+    pub shared_hit: bool,
+    shared: Option<Arc<SharedMemory>>,
+    /// What this call took from `shared`.
+    held: usize,
+}
+
+impl Limits {
+    /// Its memories are counted against `shared` from now on.
+    pub fn share(&mut self, shared: Arc<SharedMemory>) {
+        self.shared = Some(shared);
+    }
+}
+
+impl Drop for Limits {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared {
+            shared.give_back(self.held);
+        }
+    }
 }
 
 /// Table growth beyond this is refused (tables hold function references, not data).
 const MAX_TABLE_ELEMENTS: usize = 1_000_000;
 
 impl ResourceLimiter for Limits {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.max_memory {
             self.hit = true;
             return Ok(false);
+        }
+        if let Some(shared) = &self.shared {
+            let more = desired.saturating_sub(current);
+            if !shared.take(more) {
+                self.shared_hit = true;
+                return Ok(false);
+            }
+            self.held += more;
         }
         Ok(true)
     }
@@ -226,7 +299,7 @@ impl CallState {
         Ok(Self {
             wasi: builder.build(),
             table: ResourceTable::new(),
-            limits: Limits { max_memory, hit: false },
+            limits: Limits { max_memory, hit: false, shared_hit: false, shared: None, held: 0 },
             faculty: sandbox.faculty.clone(),
             dispatch,
             context,

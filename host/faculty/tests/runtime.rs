@@ -900,6 +900,26 @@ mod shutdown {
         assert_eq!(runtime.serving("journal", Instant::now() + LIVENESS), None, "the declarations wait ends too");
     }
 
+    /// The calls running share a memory cap beside their own: a call that would take
+    /// more than is left fails `busy`, saying so; what a call took is given back.
+    #[test]
+    fn the_calls_running_share_a_memory_cap() {
+        let instance = Instance::new();
+        instance.install("journal");
+        let tight = instance.start_sharing(&json!({"journal": self_grant(true)}), 1);
+        let refused = tight.invoke_json("journal", "context-build", &json!({}), &far());
+        let Err(error @ CallError::MemoryBusy { mb: 1, .. }) = &refused else { panic!("{refused:?}") };
+        assert_eq!(error.code(), "busy");
+        assert!(error.to_string().contains("the 1 MiB of memory the faculty calls running share"), "{error}");
+
+        assert_eq!(tight.stats().memory_kib, 0, "the refused call gave back what it took");
+        let roomy = instance.start_sharing(&json!({"journal": self_grant(true)}), 256);
+        assert_eq!(roomy.stats().memory_cap_mb, 256);
+        let built = roomy.invoke_json("journal", "context-build", &json!({}), &far());
+        assert!(built.is_ok(), "{built:?}");
+        assert_eq!(roomy.stats().memory_kib, 0, "a call gives back what it took");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn call_slots_bound_the_calls_at_once() {
         let runtime = FacultyRuntime::for_check(Setup::default()).expect("runtime");

@@ -236,6 +236,7 @@ fn check_one(path: &Path, workdir: Option<&Path>) -> anyhow::Result<Outcome> {
                 config: serde_json::Map::new(),
                 host: butler_process::HostEnv::default(),
                 clock: butler_faculty::Clock::system(),
+                shared_memory_mb: None,
             }
         }
     };

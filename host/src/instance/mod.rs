@@ -155,6 +155,7 @@ impl Instance {
             config: self.config.raw.clone(),
             host: self.host_env(host_url),
             clock: butler_faculty::Clock::system(),
+            shared_memory_mb: None,
         }
     }
 

@@ -114,6 +114,10 @@ impl Instance {
 
     /// [`Self::runtime`], wired as `wiring` says (compiling on the caller's thread still).
     pub fn runtime_wired(&self, settings: &Value, wiring: Wiring) -> Arc<FacultyRuntime> {
+        self.runtime_of(self.setup(settings), wiring)
+    }
+
+    fn runtime_of(&self, setup: Setup, wiring: Wiring) -> Arc<FacultyRuntime> {
         let cache = self.path(".butler/cache/components");
         std::fs::create_dir_all(&cache).expect("a compile cache");
         for entry in std::fs::read_dir(compiled()).expect("the shared compile cache") {
@@ -121,7 +125,7 @@ impl Instance {
             std::fs::copy(entry.path(), cache.join(entry.file_name())).expect("seed the compile cache");
         }
         let wiring = Wiring { on_caller_thread: true, ..wiring };
-        FacultyRuntime::wired(self.setup(settings), wiring).expect("a faculty runtime")
+        FacultyRuntime::wired(setup, wiring).expect("a faculty runtime")
     }
 
     /// The catalog of the scan root as the host scans it, `runtime` describing components.
@@ -160,8 +164,18 @@ impl Instance {
         (runtime, router)
     }
 
+    /// [`Self::start`], the calls running sharing `mb` MiB of memory.
+    pub fn start_sharing(&self, settings: &Value, mb: u64) -> Arc<FacultyRuntime> {
+        let setup = Setup { shared_memory_mb: Some(mb), ..self.setup(settings) };
+        self.ready(self.runtime_of(setup, Wiring::default()))
+    }
+
     fn start_wired(&self, settings: &Value, wiring: Wiring) -> Arc<FacultyRuntime> {
-        let runtime = self.runtime_wired(settings, wiring);
+        self.ready(self.runtime_wired(settings, wiring))
+    }
+
+    /// `runtime`, serving what the scan root holds.
+    fn ready(&self, runtime: Arc<FacultyRuntime>) -> Arc<FacultyRuntime> {
         let catalog = self.scan(&runtime, None);
         assert!(catalog.diagnostics.is_empty(), "a clean scan: {:#?}", catalog.diagnostics);
         runtime.reconcile(&catalog);
