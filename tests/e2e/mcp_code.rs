@@ -93,6 +93,20 @@ fn a_program_calls_two_real_providers_tools_and_returns_one_value() {
         assert_eq!(entry["endpoint"], "p/coder", "{entry}");
     }
 
+    // A call the program's deadline cuts off is logged too, as cancelled.
+    let long = "await tools.everything['trigger-long-running-operation']({duration: 30, steps: 30}); return 'done';";
+    let text = failure_of(&run(&mut coder, long, json!({"timeoutSec": 1})));
+    assert!(text.contains("timeout"), "{text}");
+    wait_until(LIMIT, "the cut-off call logged", || {
+        logged()["entries"].as_array().is_some_and(|e| {
+            e.iter().any(|e| {
+                e["name"] == "everything__trigger-long-running-operation"
+                    && e["outcome"] == "cancelled"
+                    && e["parent"] == RUN_CODE
+            })
+        })
+    });
+
     // Carried by butler__call_tool, a run is still a run calling itself.
     let result = run(
         &mut coder,

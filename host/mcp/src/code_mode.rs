@@ -11,8 +11,8 @@
 //! The runner of `butler__run_code` itself (a faculty, behind [`crate::ToolSource`]) is not
 //! the hub's: the hub only decides where it is listed.
 
-use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -158,8 +158,33 @@ impl InnerCalls {
                 self.parent
             )));
         }
-        let began = Instant::now();
         let request_bytes = params.to_string().len();
+        // Written when the call ends, or as `cancelled` if the program stops waiting for
+        // it (its deadline passed, its client went away).
+        let mut logged = InnerEntry {
+            hub: Arc::clone(&hub),
+            began: Instant::now(),
+            entry: Some(Entry {
+                seq: 0,
+                at: String::new(),
+                endpoint: self.view.endpoint(),
+                token: None,
+                revision: String::new(),
+                session: (!self.session.is_empty()).then(|| self.session.clone()),
+                method: methods::TOOLS_CALL.to_owned(),
+                provider: hub.owner_of(&self.view, methods::TOOLS_CALL, &name),
+                name: Some(name.clone()),
+                ms: 0.0,
+                outcome: "cancelled".to_owned(),
+                code: None,
+                request_bytes,
+                response_bytes: 0,
+                dropped_before: 0,
+                request: None,
+                response: None,
+                parent: Some(self.parent.clone()),
+            }),
+        };
         let id = json!(format!("inner-{}", NEXT_CALL.fetch_add(1, Ordering::Relaxed)));
         let (upcalls, mut inbox) = upcall::channel(false);
         let declared = json!({});
@@ -189,30 +214,38 @@ impl InnerCalls {
             }
             Err(error) => (Err(error.message), "error", Some(error.code)),
         };
-        let response_bytes = result.as_ref().map_or(0, String::len);
-        hub.activity().record(Entry {
-            seq: 0,
-            at: String::new(),
-            endpoint: self.view.endpoint(),
-            token: None,
-            revision: String::new(),
-            session: (!self.session.is_empty()).then(|| self.session.clone()),
-            method: methods::TOOLS_CALL.to_owned(),
-            provider: hub.owner_of(&self.view, methods::TOOLS_CALL, &name),
-            name: Some(name),
-            ms: began.elapsed().as_secs_f64() * 1000.0,
-            outcome: outcome.to_owned(),
-            code,
-            request_bytes,
-            response_bytes,
-            dropped_before: 0,
-            request: None,
-            response: None,
-            parent: Some(self.parent.clone()),
-        });
+        logged.ended(outcome, code, result.as_ref().map_or(0, String::len));
         result.map_err(|message| match code {
             Some(INVALID_PARAMS) => InnerCallError::NotOffered(message),
             _ => InnerCallError::Failed(message),
         })
+    }
+}
+
+/// The activity-log line of one inner call ([`InnerCalls::call`]): written by
+/// [`Self::ended`], or on drop as `cancelled` — the program stopped waiting for the call
+/// (its deadline, its client gone), which is a call the owner should see too.
+struct InnerEntry {
+    hub: Arc<Hub>,
+    began: Instant,
+    entry: Option<Entry>,
+}
+
+impl InnerEntry {
+    fn ended(&mut self, outcome: &str, code: Option<i64>, response_bytes: usize) {
+        if let Some(entry) = &mut self.entry {
+            entry.outcome = outcome.to_owned();
+            entry.code = code;
+            entry.response_bytes = response_bytes;
+        }
+    }
+}
+
+impl Drop for InnerEntry {
+    fn drop(&mut self) {
+        if let Some(mut entry) = self.entry.take() {
+            entry.ms = self.began.elapsed().as_secs_f64() * 1000.0;
+            self.hub.activity().record(entry);
+        }
     }
 }
