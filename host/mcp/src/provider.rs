@@ -1557,6 +1557,9 @@ impl Provider {
     /// Stops a provider that broke a rule (a flood, an oversized message): its calls fail
     /// with `why`, which its status shows; it is not restarted until it is needed again.
     async fn stop_for(&self, conn: &Arc<Conn>, why: String) {
+        // The host's log says it too: the calls in flight fail, and the next ones wait for
+        // a restart, which the owner should be able to read the reason of.
+        tracing::warn!(provider = %self.spec.id, "MCP provider stopped: {why}");
         self.log.note(format!("{why}; stopping it"));
         {
             let mut inner = lock(&self.inner);
