@@ -130,10 +130,7 @@ fn said(error: JsError, context: &mut Context) -> String {
         text = format!("{}\n    … {} more lines", kept.join("\n"), total - LINES);
     }
     if text.len() > MAX_ERROR_BYTES {
-        let mut end = MAX_ERROR_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = text.floor_char_boundary(MAX_ERROR_BYTES);
         text = format!("{}… ({} more bytes)", &text[..end], text.len() - end);
     }
     text

@@ -192,28 +192,14 @@ fn start_ticker(engine: &Engine) {
 
 /// The guest was interrupted because its caller stopped waiting (see
 /// [`crate::CallContext::cancelled_by`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("stopped: its caller went away")]
 pub(super) struct Cancelled;
 
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("stopped: its caller went away")
-    }
-}
-
-impl std::error::Error for Cancelled {}
-
 /// The guest was interrupted because the runtime is shutting down.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("abandoned at shutdown")]
 pub(super) struct Abandoned;
-
-impl std::fmt::Display for Abandoned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("abandoned at shutdown")
-    }
-}
-
-impl std::error::Error for Abandoned {}
 
 /// Arms `store` to stop at `deadline`, or as soon as `stop` (the runtime's) or `cancel`
 /// (the call's) is set: the epoch ticks every [`EPOCH_TICK`] as long as the returned

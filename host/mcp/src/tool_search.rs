@@ -302,14 +302,7 @@ impl Index {
 
 /// The first `max` bytes of `text` (at a character boundary).
 fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// Whether `c` is written without spaces between words (CJK ideographs, kana, hangul).
