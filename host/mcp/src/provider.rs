@@ -280,11 +280,15 @@ pub enum StartError {
         /// The provider.
         id: String,
     },
-    /// It failed recently and is not retried yet: the last failure, as it was said.
-    #[error("{last}")]
+    /// It failed recently and is not retried yet: the last failure, as it was said, and
+    /// when it is tried again (so a call that had nothing to do with the failure is told
+    /// it waits for a restart, not only what went wrong before).
+    #[error("{last}; it is started again in {} s", .retry_in.as_millis().div_ceil(1000).max(1))]
     Pausing {
         /// The last failure.
         last: String,
+        /// How long until the next start may be tried.
+        retry_in: Duration,
     },
     /// The start, handshake and lists together took too long.
     #[error("it did not start and list its tools within {} s", .0.as_secs())]
@@ -1196,9 +1200,10 @@ impl Provider {
                 return Err(StartError::Held { id: self.spec.id.clone() });
             }
             if let (Some(at), Some(error)) = (inner.failed_at, inner.last_error.as_ref())
-                && at.elapsed() < restart_after(inner.failures)
+                && let Some(retry_in) = restart_after(inner.failures).checked_sub(at.elapsed())
+                && !retry_in.is_zero()
             {
-                return Err(StartError::Pausing { last: error.clone() });
+                return Err(StartError::Pausing { last: error.clone(), retry_in });
             }
         }
         lock(&self.inner).state = State::Starting;
@@ -1925,7 +1930,14 @@ mod tests {
             said(StartError::Held { id: "p".into() }),
             "it was stopped on request; start it with `butler mcp start p` or POST /mcp/providers/p/start"
         );
-        assert_eq!(said(StartError::Pausing { last: "it broke".into() }), "it broke");
+        assert_eq!(
+            said(StartError::Pausing { last: "it broke".into(), retry_in: Duration::from_millis(2400) }),
+            "it broke; it is started again in 3 s"
+        );
+        assert_eq!(
+            said(StartError::Pausing { last: "it broke".into(), retry_in: Duration::from_millis(10) }),
+            "it broke; it is started again in 1 s"
+        );
         assert_eq!(
             said(StartError::Timeout(Duration::from_secs(30))),
             "it did not start and list its tools within 30 s"
