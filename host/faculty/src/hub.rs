@@ -132,7 +132,7 @@ impl Grant {
         let hub = self.hub()?.clone();
         if self.made >= MAX_HUB_CALLS {
             return Err(HubCallError::Limit(format!(
-                "call budget: a command call may make at most {MAX_HUB_CALLS} hub tool calls"
+                "call budget: one run of a command may make at most {MAX_HUB_CALLS} hub tool calls, and this one has made them all"
             )));
         }
         if Instant::now() >= self.deadline {
