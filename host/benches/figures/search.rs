@@ -217,6 +217,23 @@ pub fn b19_tool_search() {
         "B19: search mode lists {search_tokens} tokens instead of {all_tokens}: {saved:.1} % fewer (target ≥ 95 %)"
     ));
 
+    // What a search's answer costs a model that reads its text (five matches with their
+    // schemas), beside the same matches indented as `to_string_pretty` writes them.
+    let (mut text_tokens, mut indented_tokens) = (0, 0);
+    for query in &labelled {
+        let arguments = json!({"query": query.text});
+        let (found, _) = main.request("tools/call", &json!({"name": "butler__find_tools", "arguments": arguments}));
+        let text = found["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        text_tokens += bpe.encode_ordinary(text).len();
+        let indented = serde_json::to_string_pretty(&found["result"]["structuredContent"]).unwrap_or_default();
+        indented_tokens += bpe.encode_ordinary(&indented).len();
+    }
+    note(&format!(
+        "B19: a butler__find_tools answer is {} tokens as text on average ({} indented)",
+        text_tokens / labelled.len().max(1),
+        indented_tokens / labelled.len().max(1)
+    ));
+
     // What a search costs.
     let mut next = 0;
     let [list, search] = in_turns::<2>(RUNS, 50, |kind| {

@@ -51,11 +51,13 @@ pub fn error_result(message: String) -> Value {
     json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 
-/// A `tools/call` result carrying `data` both as text and as structured content.
+/// A `tools/call` result carrying `data` both as structured content and, for clients that
+/// read only text, as compact JSON text: a model reads every byte of it, and indentation
+/// would cost it tokens (a search's answer, a program's result) for nothing.
 #[must_use]
 pub fn data_result(data: &Value) -> Value {
     json!({
-        "content": [{"type": "text", "text": serde_json::to_string_pretty(data).unwrap_or_default()}],
+        "content": [{"type": "text", "text": data.to_string()}],
         "structuredContent": data,
     })
 }
