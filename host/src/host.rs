@@ -265,6 +265,7 @@ fn hub_settings(mcp: &crate::instance::config::McpConfig) -> butler_mcp::Setting
         log_payloads: mcp.log_payloads,
         exposure: mcp.exposure,
         code_mode: mcp.code_mode,
+        allow_env: butler_mcp::host_env::AllowedEnv::new(mcp.allow_env.clone()),
         ..butler_mcp::Settings::default()
     }
 }

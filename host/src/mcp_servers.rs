@@ -146,6 +146,62 @@ pub fn add(instance: &Instance, server: &NewServer) -> Result<PathBuf, ServerErr
     Ok(file)
 }
 
+impl Reach {
+    /// The host variables its headers or environment values read (`${VAR}`), in order.
+    #[must_use]
+    pub fn variables(&self) -> Vec<String> {
+        let values = match self {
+            Self::Stdio { env, .. } => env.values(),
+            Self::Http { headers, .. } => headers.values(),
+        };
+        let mut names: Vec<String> = Vec::new();
+        for name in values.flat_map(|value| butler_mcp::host_env::names_in(value)) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+}
+
+/// Adds `names` to the root config's `mcp.allowEnv` (see [`butler_mcp::host_env`]): what
+/// the owner typed into `butler mcp add` is theirs to give. The rest of the file is kept
+/// as it is written; a running host takes the change live. Returns the names that were not
+/// there yet.
+///
+/// # Errors
+/// When the root config cannot be read, is not a JSON object, or cannot be written.
+pub fn allow_variables(instance: &Instance, names: &[String]) -> Result<Vec<String>, ServerError> {
+    let path = instance.root.join(MANIFEST_FILE);
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let mut config: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| ServerError::Invalid(vec![format!("{}: not JSON ({e})", path.display())]))?;
+    let Some(root) = config.as_object_mut() else {
+        return Err(ServerError::Invalid(vec![format!("{}: not a JSON object", path.display())]));
+    };
+    let mcp = root.entry("mcp").or_insert_with(|| json!({}));
+    let Some(mcp) = mcp.as_object_mut() else {
+        return Err(ServerError::Invalid(vec![format!("{}: /mcp is not an object", path.display())]));
+    };
+    let allowed = mcp.entry("allowEnv").or_insert_with(|| json!([]));
+    let Some(allowed) = allowed.as_array_mut() else {
+        return Err(ServerError::Invalid(vec![format!("{}: /mcp/allowEnv is not an array", path.display())]));
+    };
+    let new: Vec<String> = names
+        .iter()
+        .filter(|name| !allowed.iter().any(|known| known.as_str() == Some(name.as_str())))
+        .cloned()
+        .collect();
+    if new.is_empty() {
+        return Ok(new);
+    }
+    allowed.extend(new.iter().map(|name| json!(name)));
+    let mut bytes = serde_json::to_vec_pretty(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
+    bytes.push(b'\n');
+    write_atomic(&path, &bytes).map_err(io(&path))?;
+    Ok(new)
+}
+
 /// A server's manifest, checked and ready to write.
 struct Planned {
     dir: PathBuf,

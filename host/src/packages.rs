@@ -39,11 +39,9 @@ pub fn enabled(imports: &Imports) -> Vec<Package> {
         .into_iter()
         .filter(|record| record.enabled)
         .map(|record| {
-            let var = |name: &str| std::env::var(name).ok();
-            let stdio = record.stdio_server(var).map(|mcp| Server::Stdio(mcp, record.package_dir()));
-            let remote = record
-                .remote_server(var)
-                .map(|(url, headers)| Server::Remote(Remote { url, headers }, default_timeout()));
+            let stdio = record.stdio_server().map(|mcp| Server::Stdio(mcp, record.package_dir()));
+            let remote =
+                record.remote_server().map(|(url, headers)| Server::Remote(Remote { url, headers }, default_timeout()));
             Package {
                 skill: imports.skill(&record),
                 ..Package::new(record.provider_id(), record.namespace(), stdio.or(remote))
@@ -58,14 +56,13 @@ pub fn enabled(imports: &Imports) -> Vec<Package> {
 /// profiles may name).
 #[must_use]
 pub fn provider_ids(catalog: &Catalog, imports: &Imports) -> Vec<String> {
-    let var = |name: &str| std::env::var(name).ok();
     let apps = catalog.plugins.iter().flat_map(|plugin| {
         plugin.apps.iter().filter(|app| app.server.is_some()).map(|app| AppNames::of(plugin, app).provider)
     });
     let packages = imports
         .list()
         .into_iter()
-        .filter(|record| record.enabled && (record.stdio_server(var).is_some() || record.remote_server(var).is_some()))
+        .filter(|record| record.enabled && (record.stdio_server().is_some() || record.remote_server().is_some()))
         .map(|record| record.provider_id());
     apps.chain(packages).collect()
 }

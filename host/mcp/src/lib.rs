@@ -46,6 +46,7 @@ pub mod capability_sets;
 pub mod code_mode;
 pub mod exposure;
 pub mod framing;
+pub mod host_env;
 pub mod instructions;
 pub mod methods;
 pub mod packages;
@@ -131,6 +132,8 @@ pub struct Settings {
     pub exposure: Exposure,
     /// Whether the main endpoint offers `butler__run_code` (`mcp.codeMode`).
     pub code_mode: bool,
+    /// The host variables providers' `headers` and `env` may read (`mcp.allowEnv`).
+    pub allow_env: host_env::AllowedEnv,
 }
 
 impl Default for Settings {
@@ -145,6 +148,7 @@ impl Default for Settings {
             dialer: None,
             exposure: Exposure::All,
             code_mode: false,
+            allow_env: host_env::AllowedEnv::default(),
         }
     }
 }
@@ -313,6 +317,11 @@ pub struct Hub {
     pins: Mutex<Option<Arc<quarantine::Pins>>>,
     /// Providers never asked `server/discover` ([`Settings::legacy_providers`]).
     legacy_providers: Mutex<std::collections::BTreeSet<String>>,
+    /// `mcp.allowEnv`, as the providers were last derived with it.
+    allow_env: Mutex<host_env::AllowedEnv>,
+    /// The variables each provider names that `mcp.allowEnv` does not allow, as last
+    /// warned of (so a rescan that changed nothing says nothing).
+    env_warned: Mutex<BTreeMap<String, std::collections::BTreeSet<String>>>,
     /// Those of them that named no provider when last reconciled (`None`: not yet).
     unmatched_pins: Mutex<Option<std::collections::BTreeSet<String>>>,
     /// [`Settings::log_payloads`].
@@ -409,6 +418,8 @@ impl Hub {
                 settings.quarantine.then(|| Arc::new(quarantine::Pins::open(state_dir.join("mcp").join(PINS_FILE)))),
             ),
             legacy_providers: Mutex::new(settings.legacy_providers),
+            allow_env: Mutex::new(settings.allow_env),
+            env_warned: Mutex::new(BTreeMap::new()),
             unmatched_pins: Mutex::new(None),
             log_payloads: AtomicBool::new(settings.log_payloads),
             io: provider::Io {
@@ -528,7 +539,10 @@ impl Hub {
         let mut legacy = lock(&self.legacy_providers);
         let repinned = *legacy != settings.legacy_providers;
         legacy.clone_from(&settings.legacy_providers);
-        repinned
+        let mut allow_env = lock(&self.allow_env);
+        let reallowed = *allow_env != settings.allow_env;
+        allow_env.clone_from(&settings.allow_env);
+        repinned || reallowed
     }
 
     /// Says which lists clients see may have changed, whenever they may have.
@@ -548,22 +562,33 @@ impl Hub {
         if *shut_down {
             return;
         }
+        let allowed = lock(&self.allow_env).clone();
         let specs: Vec<ProviderSpec> = [Kind::Tool, Kind::Service]
             .into_iter()
             .flat_map(|kind| catalog.of_kind(kind))
-            .filter_map(|e| ProviderSpec::of(e, &self.host))
+            .filter_map(|e| ProviderSpec::of(e, &self.host, &allowed))
             .collect();
         // `of_kind` visits tools then services; settle in scan order.
         let position = |id: &str| catalog.extensions.iter().position(|e| e.id() == id).unwrap_or(usize::MAX);
         let mut specs = specs;
         specs.sort_by_key(|s| position(&s.id));
         specs.extend(self.packages.all().iter().filter_map(|p| {
+            let mut refused = std::collections::BTreeSet::new();
             let mut spec = match p.server.as_ref()? {
-                Server::Stdio(mcp, dir) => ProviderSpec::of_mcp(&p.id, mcp, dir, &self.host),
+                Server::Stdio(mcp, dir) => {
+                    let mcp = butler_catalog::manifest::Mcp {
+                        env: allowed.expand_all(&mcp.env, &mut refused),
+                        ..mcp.clone()
+                    };
+                    ProviderSpec::of_mcp(&p.id, &mcp, dir, &self.host)
+                }
                 Server::Remote(remote, timeout) => {
-                    ProviderSpec::of_remote(&p.id, &p.namespace, remote.clone(), *timeout)
+                    let headers = allowed.expand_all(remote.headers.iter().map(|(k, v)| (k, v)), &mut refused);
+                    let remote = upstream::Remote { url: remote.url.clone(), headers: headers.into_iter().collect() };
+                    ProviderSpec::of_remote(&p.id, &p.namespace, remote, *timeout)
                 }
             };
+            spec.env_not_allowed = refused;
             spec.call_meta = p.call_meta.clone().map(Arc::new);
             spec.on_main = p.on_main;
             Some(spec)
@@ -574,6 +599,7 @@ impl Hub {
             spec.probe = !legacy.contains(&spec.id);
         }
         self.warn_of_unmatched_pins(&specs);
+        self.warn_of_variables_not_allowed(&specs);
         let changed = self.registry.settle(specs, |spec| {
             Provider::new(
                 Arc::new(spec),
@@ -587,6 +613,26 @@ impl Hub {
         if changed {
             let _ = self.changed.send(Changed::ALL);
         }
+    }
+
+    /// Warns (in the host's log) of each provider that names host variables `mcp.allowEnv`
+    /// does not allow, when that differs from what it last warned of.
+    fn warn_of_variables_not_allowed(&self, specs: &[ProviderSpec]) {
+        let now: BTreeMap<String, std::collections::BTreeSet<String>> = specs
+            .iter()
+            .filter(|s| !s.env_not_allowed.is_empty())
+            .map(|s| (s.id.clone(), s.env_not_allowed.clone()))
+            .collect();
+        let mut warned = lock(&self.env_warned);
+        for (id, names) in now.iter().filter(|(id, names)| warned.get(*id) != Some(*names)) {
+            let names: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
+            tracing::warn!(
+                provider = %id,
+                "its headers or environment read {} from the host's environment, which mcp.allowEnv does not allow: read as unset (allow a variable by name in the root config's mcp.allowEnv if this server should have it)",
+                names.join(", ")
+            );
+        }
+        *warned = now;
     }
 
     /// Warns (in the host's log) of the `mcp.legacyProviders` pins that name none of

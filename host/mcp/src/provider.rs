@@ -40,6 +40,7 @@ use super::framing::{ProviderLine, ProviderRoute, object, provider_line, provide
 use super::upcall::{self, Asked, Asker, Upcall, Upcalls};
 use super::upstream::{Connection, Dialer, End, Opening, Reader, Remote, Stdio, Transport, Writer};
 use crate::FastMap;
+use crate::host_env::AllowedEnv;
 use butler_catalog::Extension;
 use butler_catalog::lock;
 use butler_process::json_lines::{Calls, LineReader, LineWriter, ReadError, RpcError, WriteError};
@@ -127,27 +128,29 @@ pub struct ProviderSpec {
     pub call_meta: Option<Arc<Value>>,
     /// Whether it is on the main endpoint (else only on profiles).
     pub on_main: bool,
+    /// The host variables its `headers` or `env` name that `mcp.allowEnv` does not allow
+    /// (read as unset; see [`crate::host_env`]).
+    pub env_not_allowed: BTreeSet<String>,
 }
 
 impl ProviderSpec {
-    /// The provider of `extension`, if it has an `mcp` block.
+    /// The provider of `extension`, if it has an `mcp` block: its headers and environment
+    /// values take the host's variables that `allowed` names (see [`crate::host_env`]),
+    /// never written anywhere.
     #[must_use]
-    pub fn of(extension: &Extension, host: &HostEnv) -> Option<Self> {
+    pub fn of(extension: &Extension, host: &HostEnv, allowed: &AllowedEnv) -> Option<Self> {
         let mcp = extension.manifest.mcp.as_ref()?;
-        // Headers and environment values take the host's environment (as a capability
-        // package's do), so a manifest need not hold a token; never written anywhere.
-        let var = |name: &str| std::env::var(name).ok();
-        let expand = |values: &BTreeMap<String, String>| -> BTreeMap<String, String> {
-            values.iter().map(|(k, v)| (k.clone(), butler_catalog::suzu::imports::expand(v, var))).collect()
-        };
+        let mut refused = BTreeSet::new();
         let Some(url) = mcp.remote_url() else {
-            let mcp = butler_catalog::manifest::Mcp { env: expand(&mcp.env), ..mcp.clone() };
-            return Some(Self::of_mcp(extension.id(), &mcp, &extension.dir, host));
+            let mcp = butler_catalog::manifest::Mcp { env: allowed.expand_all(&mcp.env, &mut refused), ..mcp.clone() };
+            let spec = Self::of_mcp(extension.id(), &mcp, &extension.dir, host);
+            return Some(Self { env_not_allowed: refused, ..spec });
         };
-        let headers = expand(&mcp.headers).into_iter().collect();
+        let headers = allowed.expand_all(&mcp.headers, &mut refused).into_iter().collect();
         let remote = Remote { url: url.to_owned(), headers };
         let timeout = Duration::from_secs(u64::from(mcp.timeout_sec));
-        Some(Self::of_remote(extension.id(), &mcp.effective_namespace(extension.id()), remote, timeout))
+        let spec = Self::of_remote(extension.id(), &mcp.effective_namespace(extension.id()), remote, timeout);
+        Some(Self { env_not_allowed: refused, ..spec })
     }
 
     /// The provider `id` that runs as `mcp` says, in `dir`.
@@ -163,6 +166,7 @@ impl ProviderSpec {
             probe: true,
             call_meta: None,
             on_main: true,
+            env_not_allowed: BTreeSet::new(),
         }
     }
 
@@ -183,6 +187,7 @@ impl ProviderSpec {
             probe: true,
             call_meta: None,
             on_main: true,
+            env_not_allowed: BTreeSet::new(),
         }
     }
 

@@ -306,6 +306,18 @@ fn add(server: &NewServer, client: Option<&Preregistered>, target: Target) -> an
     // Before the manifest (a running host may dial the server as soon as it is there), and
     // never over what a server already there under the name keeps.
     let kept = client.filter(|_| !mcp_servers::folder(&instance, &server.name).exists());
+    // The variables the owner's own --header and --env name are allowed (mcp.allowEnv)
+    // before the manifest is there, so the server is never dialled without them; only for
+    // a server that can be added.
+    let variables = server.reach.variables();
+    if !variables.is_empty() && mcp_servers::check(&instance, server).is_ok() {
+        let allowed = mcp_servers::allow_variables(&instance, &variables)
+            .map_err(|e| anyhow::anyhow!("cannot allow its variables in the root config: {e}"))?;
+        if !allowed.is_empty() {
+            let shown: Vec<String> = allowed.iter().map(|n| format!("${{{n}}}")).collect();
+            eprintln!("allowed {} from the host's environment (the root config's mcp.allowEnv)", shown.join(", "));
+        }
+    }
     if let Some(client) = kept {
         logins.save_client(&server.name, client)?;
     }
@@ -426,6 +438,20 @@ fn import(file: &std::path::Path, dry_run: bool, target: Target) -> anyhow::Resu
                     Err(_) => String::new(),
                 };
                 outln!("{verb} `{name}` ({how}) from \"{}\"", entry.name);
+                // What it would read from the host's environment, and what it may not yet:
+                // an imported file is not the owner's word.
+                let reads = entry.outcome.as_ref().map(|s| s.reach.variables()).unwrap_or_default();
+                let refused: Vec<String> = reads
+                    .iter()
+                    .filter(|n| !instance.config.mcp.allow_env.contains(*n))
+                    .map(|n| format!("${{{n}}}"))
+                    .collect();
+                if !refused.is_empty() {
+                    outln!(
+                        "  it reads {} from the host's environment: not in the root config's mcp.allowEnv, so read as unset until you add them there",
+                        refused.join(", ")
+                    );
+                }
             }
             Imported::Skipped(why) => outln!("skipped \"{}\": {why}", entry.name),
         }

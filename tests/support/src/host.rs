@@ -87,6 +87,11 @@ impl Butler {
     /// A fresh instance (with its built-in faculties) whose root config `edit` changed
     /// before the host that serves it started.
     pub fn fresh_with_config(edit: impl FnOnce(&mut Value)) -> (Self, tempfile::TempDir) {
+        Self::fresh_with_config_and_env(edit, &[])
+    }
+
+    /// As [`Self::fresh_with_config`], the host started with `env` added to its environment.
+    pub fn fresh_with_config_and_env(edit: impl FnOnce(&mut Value), env: &[(&str, &str)]) -> (Self, tempfile::TempDir) {
         let (first, dir) = Self::start_fresh();
         let workdir = first.workdir.clone();
         assert!(first.stop().success());
@@ -95,7 +100,7 @@ impl Butler {
             serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("config is JSON");
         edit(&mut config);
         std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("config");
-        (Self::start(&workdir), dir)
+        (Self::start_with_env(&workdir, &[], env), dir)
     }
 
     /// Starts a host on `workdir` with `--port 0`.

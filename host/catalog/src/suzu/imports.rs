@@ -122,11 +122,11 @@ impl Record {
     }
 
     /// Its `stdio` MCP server as the hub runs it: `./` words of the command line made
-    /// paths in the package's folder (which is also its working directory), and
-    /// `${VAR}` / `${VAR:-default}` in `env` expanded by `var` — the host's environment at
-    /// start, never written anywhere. `None` without a `stdio` server.
+    /// paths in the package's folder (which is also its working directory); `${VAR}` /
+    /// `${VAR:-default}` in `env` are left for the hub to expand (with [`expand`]) from the
+    /// variables the owner allows. `None` without a `stdio` server.
     #[must_use]
-    pub fn stdio_server(&self, var: impl Fn(&str) -> Option<String>) -> Option<crate::manifest::Mcp> {
+    pub fn stdio_server(&self) -> Option<crate::manifest::Mcp> {
         let mcp = self.manifest.get("adapters")?.get("mcp")?;
         if mcp.get("transport").and_then(Value::as_str) != Some("stdio") {
             return None;
@@ -143,7 +143,7 @@ impl Record {
             transport: "stdio".to_owned(),
             command: std::iter::once(command).chain(args).map(word).collect(),
             cwd: None,
-            env: env.filter_map(|(k, v)| Some((k.clone(), expand(v.as_str()?, &var)))).collect(),
+            env: env.filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect(),
             url: None,
             headers: std::collections::BTreeMap::new(),
             namespace: Some(self.namespace()),
@@ -153,18 +153,18 @@ impl Record {
 }
 
 impl Record {
-    /// Its `http` MCP server: the URL, and the headers every request carries with
-    /// `${VAR}` / `${VAR:-default}` expanded by `var` (the host's environment at start —
-    /// never written anywhere: they hold tokens). `None` without an `http` server.
+    /// Its `http` MCP server: the URL, and the headers every request carries, with
+    /// `${VAR}` / `${VAR:-default}` left for the hub to expand from the variables the owner
+    /// allows. `None` without an `http` server.
     #[must_use]
-    pub fn remote_server(&self, var: impl Fn(&str) -> Option<String>) -> Option<(String, Vec<(String, String)>)> {
+    pub fn remote_server(&self) -> Option<(String, Vec<(String, String)>)> {
         let mcp = self.manifest.get("adapters")?.get("mcp")?;
         if mcp.get("transport").and_then(Value::as_str) != Some("http") {
             return None;
         }
         let url = mcp.get("url").and_then(Value::as_str)?;
         let headers = mcp.get("headers").and_then(Value::as_object).into_iter().flatten();
-        let headers = headers.filter_map(|(k, v)| Some((k.clone(), expand(v.as_str()?, &var)))).collect();
+        let headers = headers.filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect();
         Some((url.to_owned(), headers))
     }
 }

@@ -234,12 +234,14 @@ fn a_stdio_server_runs_from_the_package_folder_under_a_normalized_namespace() {
     let record = f.imports.import(&f.package, false).expect("imported").record;
     assert_eq!(record.provider_id(), "suzu:example.weather");
     assert_eq!(record.namespace(), "example_weather");
-    let server = record.stdio_server(|name| (name == "WEATHER_TOKEN").then(|| "t0k".to_owned())).expect("stdio");
+    let server = record.stdio_server().expect("stdio");
     assert_eq!(server.command, ["node".to_owned(), f.package.join("server.mjs").display().to_string()]);
-    assert_eq!(server.env.get("TOKEN").map(String::as_str), Some("t0k"));
+    assert_eq!(
+        server.env.get("TOKEN").map(String::as_str),
+        Some("${WEATHER_TOKEN:-none}"),
+        "left for the hub to expand from the variables the owner allows"
+    );
     assert_eq!(server.namespace.as_deref(), Some("example_weather"));
-    let stored = std::fs::read_to_string(f.imports.root.join("example.weather").join(RECORD_FILE)).expect("record");
-    assert!(!stored.contains("t0k"), "an expanded value is never written");
 
     let mut odd = record.clone();
     for (id, namespace) in [("__A.B__", "a_b"), ("...", "package"), (&*"x".repeat(100), &*"x".repeat(32))] {
@@ -247,7 +249,7 @@ fn a_stdio_server_runs_from_the_package_folder_under_a_normalized_namespace() {
         assert_eq!(odd.namespace(), namespace, "{id}");
     }
     odd.manifest["adapters"]["mcp"] = json!({"transport": "http", "url": "https://example.com/mcp"});
-    assert!(odd.stdio_server(|_| None).is_none());
+    assert!(odd.stdio_server().is_none());
 }
 
 #[test]

@@ -1,0 +1,99 @@
+//! Which of the host's environment variables a provider's `${VAR}` may read. A manifest's
+//! `headers` and `env` (and a capability package's) may name the host's variables so that
+//! a token need not be written in a file; but a manifest can be dropped into the instance
+//! by anyone who can write a file there (a cloned repository, a package), and the host's
+//! environment holds the owner's secrets. So a variable is read only when the owner allows
+//! it by name in the root config (`mcp.allowEnv`); any other reads as unset (empty, or its
+//! `:-default`), and the host's log names it.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use butler_catalog::suzu::imports::expand;
+
+/// The variables the owner allows providers to read (`mcp.allowEnv`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedEnv(BTreeSet<String>);
+
+impl AllowedEnv {
+    /// The variables named in `names`.
+    #[must_use]
+    pub fn new(names: BTreeSet<String>) -> Self {
+        Self(names)
+    }
+
+    /// Each value of `values` with `${VAR}` / `${VAR:-default}` expanded from the host's
+    /// environment where VAR is allowed (as unset where it is not); the names refused are
+    /// added to `refused`.
+    #[must_use]
+    pub fn expand_all<'a>(
+        &self,
+        values: impl IntoIterator<Item = (&'a String, &'a String)>,
+        refused: &mut BTreeSet<String>,
+    ) -> BTreeMap<String, String> {
+        let not_allowed = RefCell::new(BTreeSet::new());
+        let read = |name: &str| {
+            if self.0.contains(name) {
+                std::env::var(name).ok()
+            } else {
+                not_allowed.borrow_mut().insert(name.to_owned());
+                None
+            }
+        };
+        let expanded = values.into_iter().map(|(key, value)| (key.clone(), expand(value, read))).collect();
+        refused.extend(not_allowed.into_inner());
+        expanded
+    }
+}
+
+/// The host variables `text` names (`${VAR}`, `${VAR:-default}`), in order of first use.
+#[must_use]
+pub fn names_in(text: &str) -> Vec<String> {
+    let names = RefCell::new(Vec::new());
+    let _ = expand(text, |name| {
+        let mut names = names.borrow_mut();
+        if !names.iter().any(|known| known == name) {
+            names.push(name.to_owned());
+        }
+        None
+    });
+    names.into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_allowed_variables_are_read_and_the_others_are_named() {
+        // Two variables every test process has: PATH stands for an allowed token, HOME for
+        // a secret of the owner's.
+        let (path, home) = (std::env::var("PATH").expect("PATH"), std::env::var("HOME").expect("HOME"));
+        assert!(!home.is_empty());
+        let allowed = AllowedEnv::new(BTreeSet::from(["PATH".to_owned()]));
+        let values = BTreeMap::from([
+            ("Authorization".to_owned(), "Bearer ${PATH}".to_owned()),
+            ("X-Leak".to_owned(), "${HOME}".to_owned()),
+            ("X-Default".to_owned(), "${HOME:-none}".to_owned()),
+            ("X-Plain".to_owned(), "as written".to_owned()),
+        ]);
+        let mut refused = BTreeSet::new();
+        let expanded = allowed.expand_all(&values, &mut refused);
+        assert_eq!(expanded["Authorization"], format!("Bearer {path}"));
+        assert_eq!(expanded["X-Leak"], "", "a variable not allowed reads as unset");
+        assert_eq!(expanded["X-Default"], "none", "…so its default is taken");
+        assert_eq!(expanded["X-Plain"], "as written");
+        assert_eq!(refused, BTreeSet::from(["HOME".to_owned()]));
+
+        let mut refused = BTreeSet::new();
+        let none = AllowedEnv::default().expand_all(&values, &mut refused);
+        assert_eq!(none["Authorization"], "Bearer ", "nothing is read unless allowed");
+        assert_eq!(refused, BTreeSet::from(["HOME".to_owned(), "PATH".to_owned()]));
+    }
+
+    #[test]
+    fn the_names_a_value_reads_are_listed_once_each() {
+        assert_eq!(names_in("${A} and ${B:-x} and ${A}, ${not a name}, ${C"), ["A", "B"]);
+        assert!(names_in("no variables").is_empty());
+    }
+}
