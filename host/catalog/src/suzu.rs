@@ -579,7 +579,7 @@ pub enum UrlNotAllowed {
     #[error("`{0}` names no host")]
     NoHost(String),
     /// Plain `http://` to another machine.
-    #[error("`{0}`: plain `http://` only to this machine (localhost, 127.0.0.1, [::1]); use `https://`")]
+    #[error("`{0}`: plain `http://` only to this machine (localhost, 127.x.x.x, [::1]); use `https://`")]
     PlainHttp(String),
     /// A scheme other than `https` or `http`.
     #[error("`{0}`: an `http` adapter connects over `https://` (or `http://` to this machine)")]

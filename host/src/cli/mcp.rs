@@ -396,6 +396,10 @@ fn login_path(name: &str) -> String {
 
 /// Opens `url` in the desktop's browser (`xdg-open`, or `open` on macOS), not waiting.
 fn open_browser(url: &str) -> std::io::Result<()> {
+    // Only a web page: the opener would hand any other scheme to whatever handles it.
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(std::io::Error::other("it is not an http(s) URL"));
+    }
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
     std::process::Command::new(opener)
         .arg(url)

@@ -533,6 +533,7 @@ impl Broker {
             access_token: String::new(),
             refresh_token: None,
             expires_at_ms: None,
+            issued_at_ms: None,
         };
         apply(&mut login, tokens, pending.scope.clone());
         self.keep(&pending.server, login)?;
@@ -626,7 +627,9 @@ fn apply(login: &mut Login, tokens: Tokens, asked: Option<String>) {
         login.refresh_token = tokens.refresh_token;
     }
     login.scope = tokens.scope.or(asked);
-    login.expires_at_ms = tokens.expires_in.map(|secs| now_ms().saturating_add(secs.saturating_mul(1000)));
+    let now = now_ms();
+    login.expires_at_ms = tokens.expires_in.map(|secs| now.saturating_add(secs.saturating_mul(1000)));
+    login.issued_at_ms = Some(now);
 }
 
 #[cfg(test)]
@@ -648,6 +651,7 @@ mod tests {
             access_token: access.into(),
             refresh_token: refresh.map(Into::into),
             expires_at_ms: None,
+            issued_at_ms: None,
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Login {
     pub refresh_token: Option<String>,
     /// When the access token expires, in ms since the epoch (unknown: `None`).
     pub expires_at_ms: Option<u64>,
+    /// When the access token was given, in ms since the epoch (for how long it lives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at_ms: Option<u64>,
 }
 
 /// What the owner set for a server's logins (`butler mcp add … [--client-id ID
@@ -80,11 +83,16 @@ pub struct Client {
 
 impl Login {
     /// Whether the access token should be refreshed before it is used at `now_ms`: it
-    /// expires within [`REFRESH_AHEAD_MS`], and a refresh token is there to do it.
+    /// expires within [`REFRESH_AHEAD_MS`] — or within half its life, for a token that
+    /// lives less than twice that (else one that lives 60 s would be refreshed at every
+    /// request) — and a refresh token is there to do it.
     #[must_use]
     pub fn due_for_refresh(&self, now_ms: u64) -> bool {
-        self.refresh_token.is_some()
-            && self.expires_at_ms.is_some_and(|at| at <= now_ms.saturating_add(REFRESH_AHEAD_MS))
+        let ahead = match (self.issued_at_ms, self.expires_at_ms) {
+            (Some(from), Some(to)) => (to.saturating_sub(from) / 2).min(REFRESH_AHEAD_MS),
+            _ => REFRESH_AHEAD_MS,
+        };
+        self.refresh_token.is_some() && self.expires_at_ms.is_some_and(|at| at <= now_ms.saturating_add(ahead))
     }
 }
 
@@ -247,6 +255,7 @@ mod tests {
             access_token: "access-token-7".into(),
             refresh_token: refresh.then(|| "refresh-token-8".into()),
             expires_at_ms,
+            issued_at_ms: None,
         }
     }
 
@@ -289,5 +298,9 @@ mod tests {
         assert!(!login(Some(now + REFRESH_AHEAD_MS + 1), true).due_for_refresh(now));
         assert!(!login(Some(now - 1), false).due_for_refresh(now), "nothing to refresh with");
         assert!(!login(None, true).due_for_refresh(now), "no known expiry: used until refused");
+        // A token that lives 30 s is refreshed in the second half of its life, not at once.
+        let short = Login { issued_at_ms: Some(now), ..login(Some(now + 30_000), true) };
+        assert!(!short.due_for_refresh(now + 14_000));
+        assert!(short.due_for_refresh(now + 15_000));
     }
 }

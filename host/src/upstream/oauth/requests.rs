@@ -73,6 +73,26 @@ pub enum FlowError {
     /// An endpoint is not a URL.
     #[error("{0}")]
     NotAUrl(#[from] super::NotAUrl),
+    /// The authorization server's metadata says it is another issuer than the one it was
+    /// looked up as (RFC 8414 §3.3): it could claim to be anyone.
+    #[error(
+        "the authorization server's metadata at {looked_up} says its issuer is {claimed}: refused, an authorization server names itself"
+    )]
+    IssuerMismatch {
+        /// The issuer it was looked up as, as shown.
+        looked_up: String,
+        /// The issuer its metadata claims, as shown.
+        claimed: String,
+    },
+    /// An endpoint of the authorization server is not one the host sends a code, a secret
+    /// or the owner's browser to.
+    #[error("the authorization server's {which} is refused: {why}")]
+    EndpointNotAllowed {
+        /// Which endpoint (`token_endpoint`, …).
+        which: &'static str,
+        /// Why (it names the URL, clipped).
+        why: butler_catalog::suzu::UrlNotAllowed,
+    },
 }
 
 /// What a login learnt of the server and its authorization server.
@@ -235,7 +255,7 @@ impl Requests {
             endpoint: shown_url(issuer),
             expected: "authorization server metadata at its well-known addresses",
         })?;
-        check_pkce(&server_metadata)?;
+        check_server(&server_metadata, issuer)?;
         Ok(Discovered { resource, scopes_supported: metadata.scopes_supported, server: server_metadata })
     }
 
@@ -248,7 +268,7 @@ impl Requests {
             self.get_json::<AuthorizationServer>(&format!("{origin}/.well-known/oauth-authorization-server")).await?;
         let server_metadata = match metadata {
             Some(found) => {
-                check_pkce(&found)?;
+                check_server(&found, &origin)?;
                 found
             }
             None => AuthorizationServer {
@@ -437,8 +457,25 @@ fn authenticated<'a>(
     Some(request)
 }
 
-/// PKCE with S256 is required: metadata that lists the methods must list it.
-fn check_pkce(server: &AuthorizationServer) -> Result<(), FlowError> {
+/// Authorization server metadata the host may use, looked up as issuer `looked_up`: its
+/// `issuer` is that one (RFC 8414 §3.3; a trailing `/` aside, as servers differ on it), its
+/// endpoints are `https://` (or `http://` to this machine) as a server's own URL must be,
+/// and it does PKCE with S256 — metadata that lists the methods must list it.
+pub(super) fn check_server(server: &AuthorizationServer, looked_up: &str) -> Result<(), FlowError> {
+    if server.issuer.trim_end_matches('/') != looked_up.trim_end_matches('/') {
+        return Err(FlowError::IssuerMismatch { looked_up: shown_url(looked_up), claimed: shown_url(&server.issuer) });
+    }
+    let endpoints = [
+        ("authorization_endpoint", Some(&server.authorization_endpoint)),
+        ("token_endpoint", Some(&server.token_endpoint)),
+        ("registration_endpoint", server.registration_endpoint.as_ref()),
+        ("revocation_endpoint", server.revocation_endpoint.as_ref()),
+    ];
+    for (which, url) in endpoints {
+        if let Some(url) = url {
+            butler_catalog::suzu::allowed_url(url).map_err(|why| FlowError::EndpointNotAllowed { which, why })?;
+        }
+    }
     match &server.code_challenge_methods_supported {
         Some(methods) if !methods.iter().any(|m| m == "S256") => Err(FlowError::NoPkce(shown_url(&server.issuer))),
         _ => Ok(()),

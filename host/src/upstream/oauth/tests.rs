@@ -158,3 +158,39 @@ fn the_authorization_url_carries_every_parameter_and_keeps_the_resource_as_writt
     assert!(!authorization_url("http://localhost:4000/authorize", &without).expect("a URL").contains("scope="));
     assert!(authorization_url("not a url", &without).is_err());
 }
+
+#[test]
+fn authorization_server_metadata_must_name_itself_and_keep_to_the_url_rule() {
+    use super::requests::{AuthorizationServer, FlowError, check_server};
+    let good = AuthorizationServer {
+        issuer: "https://as.example".into(),
+        authorization_endpoint: "https://as.example/authorize".into(),
+        token_endpoint: "https://as.example/token".into(),
+        registration_endpoint: Some("http://127.0.0.1:9/register".into()),
+        token_endpoint_auth_methods_supported: None,
+        code_challenge_methods_supported: Some(vec!["S256".into()]),
+        revocation_endpoint: None,
+    };
+    assert_eq!(check_server(&good, "https://as.example"), Ok(()));
+    assert_eq!(check_server(&good, "https://as.example/"), Ok(()), "a trailing slash aside");
+    let claimed = check_server(&good, "http://127.0.0.1:18141").expect_err("another issuer");
+    assert!(matches!(claimed, FlowError::IssuerMismatch { .. }), "{claimed}");
+    assert!(claimed.to_string().contains("https://as.example"), "{claimed}");
+
+    for (which, bad) in [
+        (
+            "authorization_endpoint",
+            AuthorizationServer { authorization_endpoint: "file:///etc/passwd".into(), ..good.clone() },
+        ),
+        ("token_endpoint", AuthorizationServer { token_endpoint: "http://10.255.255.1/token".into(), ..good.clone() }),
+        (
+            "revocation_endpoint",
+            AuthorizationServer { revocation_endpoint: Some("http://as.example/r".into()), ..good.clone() },
+        ),
+    ] {
+        let refused = check_server(&bad, "https://as.example").expect_err(which);
+        assert!(matches!(refused, FlowError::EndpointNotAllowed { which: w, .. } if w == which), "{refused}");
+    }
+    let no_pkce = AuthorizationServer { code_challenge_methods_supported: Some(vec!["plain".into()]), ..good };
+    assert!(matches!(check_server(&no_pkce, "https://as.example"), Err(FlowError::NoPkce(_))));
+}
