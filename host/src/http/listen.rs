@@ -10,9 +10,12 @@
 //!   unverified: then every API and MCP request on it must carry the owner's credential
 //!   ([`super::credential`]). Only a verified connection is ever the owner's user.
 //! - **A connection cap** (half the process's file limit, at most [`MAX_CONNECTIONS`]): one
-//!   over it is answered `503 too_many_connections` and closed.
+//!   over it is answered `503 too_many_connections` and closed. The local socket (the
+//!   owner's CLI; 0600) has a cap of its own, [`MAX_LOCAL_CONNECTIONS`], so that TCP
+//!   clients filling theirs never lock the owner's commands out.
 //! - **Timeouts**: a request head must arrive within [`HEADER_TIMEOUT`] (also the idle time
-//!   allowed between requests on a kept-alive connection).
+//!   allowed between requests on a kept-alive connection), its body within
+//!   [`super::body_deadline::BODY_TIMEOUT`] after it.
 //! - **Readable refusals**: what hyper refuses by itself (a head it cannot parse, or too
 //!   large) is answered with the error envelope ([`super::framing`]).
 //!
@@ -48,11 +51,14 @@ use super::hub_service::HubService;
 use super::mcp::McpUrl;
 use super::peer;
 
-/// Connections served at once (both listeners together), at most. Each costs a file
+/// TCP connections served at once, at most. Each costs a file
 /// descriptor and a task; the host raises its soft file limit at start and serves at most
 /// half of it ([`connection_cap`]), so connections can never take the descriptors the
 /// catalog, logs and providers need.
 pub const MAX_CONNECTIONS: usize = 512;
+
+/// Connections served at once on the local socket, beside [`MAX_CONNECTIONS`].
+pub const MAX_LOCAL_CONNECTIONS: usize = 32;
 
 /// The connection cap for a process allowed `open_files` descriptors.
 #[must_use]
@@ -82,6 +88,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let cap = connection_cap(rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX));
     let slots = Arc::new(Semaphore::new(cap));
+    let local_slots = Arc::new(Semaphore::new(MAX_LOCAL_CONNECTIONS));
     let graceful = GracefulShutdown::new();
     let own = peer::own_uid();
     let tcp_app = app.clone().layer(axum::Extension(Transport::Tcp));
@@ -125,7 +132,7 @@ pub async fn serve(
                     Ok(uid) => Some(uid),
                     Err(_) => Some(u32::MAX),
                 };
-                admit(stream, foreign, (&slots, cap), &graceful, &local_app);
+                admit(stream, foreign, (&local_slots, MAX_LOCAL_CONNECTIONS), &graceful, &local_app);
             }
             () = &mut shutdown => break,
         }

@@ -1,6 +1,7 @@
 //! The HTTP surface: binding, the router with its two prefixes, the gate on
 //! every route, and graceful shutdown. Handlers read catalog snapshots and own no state.
 
+pub mod body_deadline;
 pub mod connection;
 pub mod console;
 pub mod console_session;
@@ -150,7 +151,7 @@ pub async fn bind(addr: IpAddr, port: u16) -> Result<tokio::net::TcpListener, Bi
 }
 
 /// The whole application: the console, every API route under both prefixes, the
-/// error-envelope fallbacks, the body limit and the gate.
+/// error-envelope fallbacks, the body limit and deadline, and the gate.
 pub fn router(state: AppState, gate: GateConfig) -> Router {
     let mut app = crate::http::console::routes();
     for (path, route) in routes::api() {
@@ -159,6 +160,7 @@ pub fn router(state: AppState, gate: GateConfig) -> Router {
     app.fallback(error::unknown_route)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(error::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(body_deadline::deadline_bodies))
         .layer(axum::middleware::from_fn_with_state(state.clone(), credential::require))
         .layer(axum::middleware::from_fn_with_state(gate, gate::gate))
         .with_state(state)

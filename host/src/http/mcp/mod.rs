@@ -61,7 +61,7 @@ pub async fn endpoint(State(state): State<AppState>, request: Request) -> Respon
 /// credential check. A `POST`'s body is read here ([`read_body`]).
 pub async fn serve<B>(state: &AppState, method: &Method, path: &str, headers: &HeaderMap, body: B) -> Response
 where
-    B: hyper::body::Body<Data = Bytes>,
+    B: hyper::body::Body<Data = Bytes> + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let body = if method == Method::POST { Some(read_body(body).await) } else { None };
@@ -113,18 +113,21 @@ fn endpoint_at(state: &AppState, url: McpUrl<'_>, headers: &HeaderMap) -> Result
     }
 }
 
-/// A request's whole body, at most [`MAX_BODY_BYTES`]: the one body limit of the MCP
-/// endpoints, on both request paths.
+/// A request's whole body, at most [`MAX_BODY_BYTES`], all of it within
+/// [`crate::http::body_deadline::BODY_TIMEOUT`]: the one body limit of the MCP endpoints,
+/// on both request paths.
 pub async fn read_body<B>(body: B) -> Result<Bytes, Unread>
 where
-    B: hyper::body::Body<Data = Bytes>,
+    B: hyper::body::Body<Data = Bytes> + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+    use crate::http::body_deadline::{BodyTimedOut, Deadlined};
+    match Limited::new(Deadlined::new(body), MAX_BODY_BYTES).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => {
             Err(Unread { status: StatusCode::PAYLOAD_TOO_LARGE, why: "length limit exceeded".to_owned() })
         }
+        Err(e) if e.is::<BodyTimedOut>() => Err(Unread { status: StatusCode::REQUEST_TIMEOUT, why: e.to_string() }),
         Err(e) => Err(Unread { status: StatusCode::BAD_REQUEST, why: e.to_string() }),
     }
 }
