@@ -437,6 +437,39 @@ mod tests {
         assert_eq!(asked[1][0], ("folder".to_owned(), 1.0));
     }
 
+    /// Everyday requests, in both languages, against tools described the way their servers
+    /// describe them (a trial's requests that found nothing before their words were known).
+    #[test]
+    fn everyday_requests_find_everyday_tools() {
+        let mut tools = tools();
+        for (name, description) in [
+            ("office__get_forecast", "Get the forecast for a city: temperature and conditions."),
+            ("office__translate_text", "Translate text into a target language."),
+            ("office__create_event", "Create a calendar event with a title, start and end."),
+            ("crm__find_contact", "Find a contact by name; returns their email and phone."),
+            ("office__convert_currency", "Convert an amount between currencies at today's rate."),
+            ("office__add_todo", "Add a todo item with an optional due date."),
+        ] {
+            tools.push(json!({"name": name, "description": description}));
+        }
+        let index = Index::new(&tools);
+        for (request, tool) in [
+            ("明天北京天气怎么样", "office__get_forecast"),
+            ("把这段话翻译成英文", "office__translate_text"),
+            ("say this in Spanish: good morning", "office__translate_text"),
+            ("帮我在日历上安排周五下午三点的会议", "office__create_event"),
+            ("查一下李四的电话号码", "crm__find_contact"),
+            ("how many yen is 100 dollars", "office__convert_currency"),
+            ("remind me to buy milk", "office__add_todo"),
+        ] {
+            assert!(
+                names(&index, &tools, request).iter().take(5).any(|n| n == tool),
+                "{request}: {:?}",
+                names(&index, &tools, request)
+            );
+        }
+    }
+
     #[test]
     fn the_prior_breaks_near_ties_and_the_limit_holds() {
         let tools = tools();
