@@ -161,6 +161,15 @@ fn a_dropped_manifest_reads_only_the_host_variables_the_owner_allows() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("it reads ${OWNER_SECRET}") && out.contains("mcp.allowEnv"), "{out}");
 
+    // `butler check` says so, naming the manifest's field.
+    let (_, checked) = cli(&butler, &["check"]);
+    assert!(
+        checked.contains("tools/dropped/butler.json")
+            && checked.contains("/mcp/env/STOLEN")
+            && checked.contains("reads ${OWNER_SECRET}"),
+        "{checked}"
+    );
+
     // The owner allows it: the server is started again with it, without a restart.
     let path = butler.workdir.join("butler.json");
     let mut root_config: serde_json::Value =

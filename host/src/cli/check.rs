@@ -278,9 +278,47 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
         diagnostics.push(root(Severity::Warning, "/mcp/legacyProviders".to_owned(), why));
     }
     diagnostics.extend(writable_by_others(&instance));
+    diagnostics.extend(variables_not_allowed(&instance, &catalog));
     let mut registered: Vec<String> = catalog.extensions.iter().map(|e| e.id().to_owned()).collect();
     registered.extend(catalog.plugins.iter().map(|p| format!("ChatOS plugin `{}`", p.id)));
     Ok(Outcome { registered, diagnostics })
+}
+
+/// A warning for each `${VAR}` an extension's MCP server names in its `headers` or `env`
+/// that the root config's `mcp.allowEnv` does not allow: the hub reads it as unset.
+fn variables_not_allowed(instance: &Instance, catalog: &butler_catalog::Catalog) -> Vec<Diagnostic> {
+    let allowed = &instance.config.mcp.allow_env;
+    let mut diagnostics = Vec::new();
+    for extension in &catalog.extensions {
+        let Some(mcp) = &extension.manifest.mcp else { continue };
+        let file = extension.dir.join(MANIFEST_FILE);
+        let shown = file.strip_prefix(&instance.root).unwrap_or(&file).display().to_string();
+        for (field, values) in [("headers", &mcp.headers), ("env", &mcp.env)] {
+            for (key, value) in values {
+                let refused: Vec<String> = butler_mcp::host_env::names_in(value)
+                    .into_iter()
+                    .filter(|name| !allowed.contains(name))
+                    .map(|name| format!("${{{name}}}"))
+                    .collect();
+                if refused.is_empty() {
+                    continue;
+                }
+                let why = format!(
+                    "reads {} from the host's environment, which the root config's mcp.allowEnv does not allow: the hub reads it as unset (allow it there if this server should have it)",
+                    refused.join(", ")
+                );
+                let pointer = format!("/mcp/{field}/{}", key.replace('~', "~0").replace('/', "~1"));
+                diagnostics.push(Diagnostic::single(
+                    shown.clone(),
+                    Some(extension.id().to_owned()),
+                    Severity::Warning,
+                    &pointer,
+                    why,
+                ));
+            }
+        }
+    }
+    diagnostics
 }
 
 /// A warning for the instance root and each scan root that other users of the machine may
