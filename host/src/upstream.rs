@@ -489,6 +489,14 @@ impl Bridge {
             }
             return;
         }
+        // Where a redirect points, said before the answer is consumed: the hub follows none
+        // (a header it sends must not reach another server), so the owner should know it.
+        let location = answer
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|to| self.url.join(to).ok())
+            .map(|to| shown_url(to.as_str()));
         let body = match read_bounded(answer).await {
             Ok(body) => body,
             Err(why) => return self.refuse(message, &format!("{}'s answer {why}", self.shown)).await,
@@ -522,6 +530,10 @@ impl Bridge {
                     format!(", but {}", not_one_message(&body))
                 } else if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
                     " (are the adapter's headers right?)".to_owned()
+                } else if let (true, Some(location)) = (status.is_redirection(), &location) {
+                    format!(
+                        ", a redirect to {location}: the hub follows no redirect (its headers are for this server alone); give the server that URL if it is the same server"
+                    )
                 } else {
                     String::new()
                 };
@@ -1052,6 +1064,7 @@ mod tests {
         let message = answer["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(answer["id"], 1, "{answer}");
         assert!(message.contains("307") && message.contains("/mcp") && !message.contains("query-secret"), "{message}");
+        assert!(message.contains("a redirect to http://127.0.0.2:9/steal: the hub follows no redirect"), "{message}");
         assert_eq!(lock(&seen).len(), 1, "the redirect was not followed");
     }
 
