@@ -509,10 +509,11 @@ impl Hub {
     }
 
     /// Takes the settings the owner may change while the hub runs — idle times, the
-    /// quarantine, the pins to the 2025 handshake, payload logging — from `settings` (its
-    /// `io` and `dialer` are the hub's for good). Clients are told the lists changed when
-    /// the quarantine was turned on or off; providers whose pin changed are settled again
-    /// with the next [`Self::reconcile`]. Whether the pins changed (so a reconcile is due).
+    /// quarantine, the pins to the 2025 handshake, the variables providers may read, payload
+    /// logging — from `settings` (its `io` and `dialer` are the hub's for good). Clients are
+    /// told the lists changed when the quarantine was turned on or off; providers whose pin
+    /// or allowed variables changed are settled again with the next [`Self::reconcile`].
+    /// Whether the pins or the allowed variables changed (so a reconcile is due).
     pub fn retune(&self, settings: &Settings) -> bool {
         self.idle_ms.store(millis(settings.provider_idle), Ordering::Relaxed);
         self.sessions.set_idle(settings.session_idle);
@@ -536,12 +537,18 @@ impl Hub {
             self.registry.bump();
             let _ = self.changed.send(Changed::ALL);
         }
-        let mut legacy = lock(&self.legacy_providers);
-        let repinned = *legacy != settings.legacy_providers;
-        legacy.clone_from(&settings.legacy_providers);
-        let mut allow_env = lock(&self.allow_env);
-        let reallowed = *allow_env != settings.allow_env;
-        allow_env.clone_from(&settings.allow_env);
+        let repinned = {
+            let mut legacy = lock(&self.legacy_providers);
+            let changed = *legacy != settings.legacy_providers;
+            legacy.clone_from(&settings.legacy_providers);
+            changed
+        };
+        let reallowed = {
+            let mut allow_env = lock(&self.allow_env);
+            let changed = *allow_env != settings.allow_env;
+            allow_env.clone_from(&settings.allow_env);
+            changed
+        };
         repinned || reallowed
     }
 
