@@ -145,8 +145,10 @@ fn a_login_to_a_real_authorization_server_is_used_refreshed_lost_and_forgotten()
     let answer = wait_for("the tool answers as the owner", || call_text(&butler, "guarded__whoami", json!({})).ok());
     assert_eq!(answer, "owner");
 
-    // Its access token lives 5 s, within the minute before expiry a refresh is due: the
-    // next call refreshes it first, and the refresh token rotates.
+    // Its access token lives 5 s, so a refresh is due in the second half of its life (not
+    // at every call, as the minute before expiry would have it): a call then refreshes it
+    // first, and the refresh token rotates.
+    std::thread::sleep(std::time::Duration::from_millis(2600));
     assert_eq!(call_text(&butler, "guarded__whoami", json!({})).as_deref(), Ok("owner"));
     let second = read();
     assert_ne!(first["accessToken"], second["accessToken"], "refreshed");

@@ -74,7 +74,7 @@ pub enum FlowError {
     #[error("{0}")]
     NotAUrl(#[from] super::NotAUrl),
     /// The authorization server's metadata says it is another issuer than the one it was
-    /// looked up as (RFC 8414 §3.3): it could claim to be anyone.
+    /// looked up as (RFC 8414, section 3.3): it could claim to be anyone.
     #[error(
         "the authorization server's metadata at {looked_up} says its issuer is {claimed}: refused, an authorization server names itself"
     )]
@@ -458,7 +458,7 @@ fn authenticated<'a>(
 }
 
 /// Authorization server metadata the host may use, looked up as issuer `looked_up`: its
-/// `issuer` is that one (RFC 8414 §3.3; a trailing `/` aside, as servers differ on it), its
+/// `issuer` is that one (RFC 8414, section 3.3; a trailing `/` aside, as servers differ on it), its
 /// endpoints are `https://` (or `http://` to this machine) as a server's own URL must be,
 /// and it does PKCE with S256 — metadata that lists the methods must list it.
 pub(super) fn check_server(server: &AuthorizationServer, looked_up: &str) -> Result<(), FlowError> {
