@@ -164,42 +164,66 @@ impl Reach {
     }
 }
 
-/// Adds `names` to the root config's `mcp.allowEnv` (see [`butler_mcp::host_env`]): what
-/// the owner typed into `butler mcp add` is theirs to give. The rest of the file is kept
-/// as it is written; a running host takes the change live. Returns the names that were not
-/// there yet.
+/// Gives server `name` the host variables `names` in the root config's `mcp.allowEnv` (see
+/// [`butler_mcp::host_env`]): what the owner typed into `butler mcp add` is theirs to give.
+/// The rest of the file is kept as it is written; a running host takes the change live.
+/// Returns the names it was not given yet.
 ///
 /// # Errors
 /// When the root config cannot be read, is not a JSON object, or cannot be written.
-pub fn allow_variables(instance: &Instance, names: &[String]) -> Result<Vec<String>, ServerError> {
+pub fn allow_variables(instance: &Instance, name: &str, names: &[String]) -> Result<Vec<String>, ServerError> {
+    edit_allowances(instance, |allowances| {
+        let given = allowances.entry(name).or_insert_with(|| json!([]));
+        let Some(given) = given.as_array_mut() else {
+            return Err(format!("/mcp/allowEnv/{name} is not an array"));
+        };
+        let new: Vec<String> =
+            names.iter().filter(|n| !given.iter().any(|known| known.as_str() == Some(n.as_str()))).cloned().collect();
+        given.extend(new.iter().map(|n| json!(n)));
+        Ok(new)
+    })
+}
+
+/// Takes back every variable server `name` was given in `mcp.allowEnv` (it was removed).
+/// Returns the names taken back.
+///
+/// # Errors
+/// As [`allow_variables`].
+pub fn disallow_variables(instance: &Instance, name: &str) -> Result<Vec<String>, ServerError> {
+    edit_allowances(instance, |allowances| {
+        Ok(allowances
+            .remove(name)
+            .and_then(|given| given.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect())
+    })
+}
+
+/// Runs `edit` on the root config's `mcp.allowEnv` object (made when missing) and writes
+/// the file back when `edit` returned something (an empty answer changes nothing).
+fn edit_allowances(
+    instance: &Instance,
+    edit: impl FnOnce(&mut serde_json::Map<String, Value>) -> Result<Vec<String>, String>,
+) -> Result<Vec<String>, ServerError> {
     let path = instance.root.join(MANIFEST_FILE);
+    let invalid = |why: String| ServerError::Invalid(vec![format!("{}: {why}", path.display())]);
     let bytes = std::fs::read(&path).map_err(io(&path))?;
-    let mut config: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| ServerError::Invalid(vec![format!("{}: not JSON ({e})", path.display())]))?;
-    let Some(root) = config.as_object_mut() else {
-        return Err(ServerError::Invalid(vec![format!("{}: not a JSON object", path.display())]));
-    };
+    let mut config: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(format!("not JSON ({e})")))?;
+    let root = config.as_object_mut().ok_or_else(|| invalid("not a JSON object".to_owned()))?;
     let mcp = root.entry("mcp").or_insert_with(|| json!({}));
-    let Some(mcp) = mcp.as_object_mut() else {
-        return Err(ServerError::Invalid(vec![format!("{}: /mcp is not an object", path.display())]));
-    };
-    let allowed = mcp.entry("allowEnv").or_insert_with(|| json!([]));
-    let Some(allowed) = allowed.as_array_mut() else {
-        return Err(ServerError::Invalid(vec![format!("{}: /mcp/allowEnv is not an array", path.display())]));
-    };
-    let new: Vec<String> = names
-        .iter()
-        .filter(|name| !allowed.iter().any(|known| known.as_str() == Some(name.as_str())))
-        .cloned()
-        .collect();
-    if new.is_empty() {
-        return Ok(new);
+    let mcp = mcp.as_object_mut().ok_or_else(|| invalid("/mcp is not an object".to_owned()))?;
+    let allowances = mcp.entry("allowEnv").or_insert_with(|| json!({}));
+    let allowances = allowances.as_object_mut().ok_or_else(|| invalid("/mcp/allowEnv is not an object".to_owned()))?;
+    let changed = edit(allowances).map_err(invalid)?;
+    if changed.is_empty() {
+        return Ok(changed);
     }
-    allowed.extend(new.iter().map(|name| json!(name)));
     let mut bytes = serde_json::to_vec_pretty(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
     bytes.push(b'\n');
     write_atomic(&path, &bytes).map_err(io(&path))?;
-    Ok(new)
+    Ok(changed)
 }
 
 /// A server's manifest, checked and ready to write.

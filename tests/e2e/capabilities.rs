@@ -340,8 +340,8 @@ fn an_enabled_packages_http_server_joins_the_hub_over_either_transport_and_its_t
     let token = "tok-remote-5d81c";
     let streamable = RemoteServer::start(&["--token", token]);
     let older = RemoteServer::start(&["--sse"]);
-    // The owner allows the package's header the variable it names (mcp.allowEnv).
-    let allow = |config: &mut Value| config["mcp"]["allowEnv"] = json!(["REMOTE_TOKEN"]);
+    // The owner gives the package's server the variable its header names (mcp.allowEnv).
+    let allow = |config: &mut Value| config["mcp"]["allowEnv"] = json!({"suzu:remote.streamable": ["REMOTE_TOKEN"]});
     let (butler, dir) = Butler::fresh_with_config_and_env(allow, &[("REMOTE_TOKEN", token)]);
     let workdir = butler.workdir.clone();
     let bearer = json!({"Authorization": "Bearer ${REMOTE_TOKEN}"});

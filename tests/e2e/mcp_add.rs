@@ -53,10 +53,13 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
     assert!(!status.to_string().contains(token), "the token is not in the status");
     let manifest = std::fs::read_to_string(butler.workdir.join("tools/remote-one/butler.json")).expect("manifest");
     assert!(manifest.contains("${ADDED_TOKEN}") && !manifest.contains(token), "{manifest}");
-    // The variable the owner named in `--header` is allowed in the root config, once.
-    let root_config = std::fs::read_to_string(butler.workdir.join("butler.json")).expect("root config");
-    let root_config: serde_json::Value = serde_json::from_str(&root_config).expect("JSON");
-    assert_eq!(root_config["mcp"]["allowEnv"], json!(["ADDED_TOKEN"]), "{root_config}");
+    // The variable the owner named in `--header` and `--env` is given to those servers
+    // alone, in the root config.
+    let allowances = || -> serde_json::Value {
+        let root_config = std::fs::read_to_string(butler.workdir.join("butler.json")).expect("root config");
+        serde_json::from_str::<serde_json::Value>(&root_config).expect("JSON")["mcp"]["allowEnv"].clone()
+    };
+    assert_eq!(allowances(), json!({"remote-one": ["ADDED_TOKEN"], "fake": ["ADDED_TOKEN"]}));
 
     // A second server under a name in use is refused, and the first keeps answering.
     let (code, out) = cli(&butler, &["mcp", "add", "local", "https://example.com/mcp"]);
@@ -70,6 +73,9 @@ fn servers_added_by_url_or_command_join_the_running_hub_and_leave_when_removed()
         let (code, out) = cli(&butler, &["mcp", "remove", id]);
         assert_eq!(code, 0, "{out}");
     }
+    // A removed server's variables are taken back: one dropped in under its name later
+    // is not given them.
+    assert_eq!(allowances(), json!({"fake": ["ADDED_TOKEN"]}));
     wait_until(LIMIT, "the removed servers' tools gone from the hub", || {
         let (_, status) = butler.get_json("/mcp/status");
         let providers = status["providers"].as_array().cloned().unwrap_or_default();
@@ -127,8 +133,8 @@ fn a_clients_servers_are_imported_live_and_the_client_is_told_its_one_entry() {
 }
 
 /// A manifest anyone could have dropped into the instance, and a client's file imported,
-/// name the owner's secret variables: neither reads one until the owner allows it by name
-/// (`mcp.allowEnv`), which then takes effect live.
+/// name the owner's secret variables: neither reads one until the owner gives it to that
+/// server by name (`mcp.allowEnv`), which then takes effect live.
 #[test]
 fn a_dropped_manifest_reads_only_the_host_variables_the_owner_allows() {
     let secret = "owner-secret-4b1e9";
@@ -174,7 +180,7 @@ fn a_dropped_manifest_reads_only_the_host_variables_the_owner_allows() {
     let path = butler.workdir.join("butler.json");
     let mut root_config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("root config")).expect("JSON");
-    root_config["mcp"]["allowEnv"] = json!(["OWNER_SECRET"]);
+    root_config["mcp"]["allowEnv"] = json!({"dropped": ["OWNER_SECRET"]});
     std::fs::write(&path, serde_json::to_vec_pretty(&root_config).expect("json")).expect("write");
     wait_until(LIMIT, "the allowed variable read", || {
         call_text(&butler, "dropped__env", json!({"name": "STOLEN"})).as_deref() == Ok(secret)

@@ -2,38 +2,42 @@
 //! `headers` and `env` (and a capability package's) may name the host's variables so that
 //! a token need not be written in a file; but a manifest can be dropped into the instance
 //! by anyone who can write a file there (a cloned repository, a package), and the host's
-//! environment holds the owner's secrets. So a variable is read only when the owner allows
-//! it by name in the root config (`mcp.allowEnv`); any other reads as unset (empty, or its
-//! `:-default`), and the host's log names it.
+//! environment holds the owner's secrets. So a variable is read only for a server the
+//! owner allows it to by name in the root config (`mcp.allowEnv`: server id → variables);
+//! any other reads as unset (empty, or its `:-default`), and the host's log names it. The
+//! allowance is per server: a token given to one server is not given to a manifest
+//! dropped in beside it.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use butler_catalog::suzu::imports::expand;
 
-/// The variables the owner allows providers to read (`mcp.allowEnv`).
+/// The variables the owner allows each provider to read (`mcp.allowEnv`), by provider id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AllowedEnv(BTreeSet<String>);
+pub struct AllowedEnv(BTreeMap<String, BTreeSet<String>>);
 
 impl AllowedEnv {
-    /// The variables named in `names`.
+    /// The allowances of `by_provider`.
     #[must_use]
-    pub fn new(names: BTreeSet<String>) -> Self {
-        Self(names)
+    pub fn new(by_provider: BTreeMap<String, BTreeSet<String>>) -> Self {
+        Self(by_provider)
     }
 
-    /// Each value of `values` with `${VAR}` / `${VAR:-default}` expanded from the host's
-    /// environment where VAR is allowed (as unset where it is not); the names refused are
-    /// added to `refused`.
+    /// Each value of `values` of provider `id` with `${VAR}` / `${VAR:-default}` expanded
+    /// from the host's environment where VAR is allowed to it (as unset where it is not);
+    /// the names refused are added to `refused`.
     #[must_use]
     pub fn expand_all<'a>(
         &self,
+        id: &str,
         values: impl IntoIterator<Item = (&'a String, &'a String)>,
         refused: &mut BTreeSet<String>,
     ) -> BTreeMap<String, String> {
+        let allowed = self.0.get(id);
         let not_allowed = RefCell::new(BTreeSet::new());
         let read = |name: &str| {
-            if self.0.contains(name) {
+            if allowed.is_some_and(|names| names.contains(name)) {
                 std::env::var(name).ok()
             } else {
                 not_allowed.borrow_mut().insert(name.to_owned());
@@ -65,12 +69,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_allowed_variables_are_read_and_the_others_are_named() {
-        // Two variables every test process has: PATH stands for an allowed token, HOME for
-        // a secret of the owner's.
+    fn only_variables_allowed_to_the_server_are_read_and_the_others_are_named() {
+        // Two variables every test process has: PATH stands for a token allowed to server
+        // `docs`, HOME for a secret of the owner's.
         let (path, home) = (std::env::var("PATH").expect("PATH"), std::env::var("HOME").expect("HOME"));
         assert!(!home.is_empty());
-        let allowed = AllowedEnv::new(BTreeSet::from(["PATH".to_owned()]));
+        let allowed = AllowedEnv::new(BTreeMap::from([("docs".to_owned(), BTreeSet::from(["PATH".to_owned()]))]));
         let values = BTreeMap::from([
             ("Authorization".to_owned(), "Bearer ${PATH}".to_owned()),
             ("X-Leak".to_owned(), "${HOME}".to_owned()),
@@ -78,16 +82,17 @@ mod tests {
             ("X-Plain".to_owned(), "as written".to_owned()),
         ]);
         let mut refused = BTreeSet::new();
-        let expanded = allowed.expand_all(&values, &mut refused);
+        let expanded = allowed.expand_all("docs", &values, &mut refused);
         assert_eq!(expanded["Authorization"], format!("Bearer {path}"));
         assert_eq!(expanded["X-Leak"], "", "a variable not allowed reads as unset");
         assert_eq!(expanded["X-Default"], "none", "…so its default is taken");
         assert_eq!(expanded["X-Plain"], "as written");
         assert_eq!(refused, BTreeSet::from(["HOME".to_owned()]));
 
+        // Another server — one dropped in beside `docs` — is not given `docs`'s token.
         let mut refused = BTreeSet::new();
-        let none = AllowedEnv::default().expand_all(&values, &mut refused);
-        assert_eq!(none["Authorization"], "Bearer ", "nothing is read unless allowed");
+        let beside = allowed.expand_all("steal", &values, &mut refused);
+        assert_eq!(beside["Authorization"], "Bearer ", "nothing is read unless allowed to this server");
         assert_eq!(refused, BTreeSet::from(["HOME".to_owned(), "PATH".to_owned()]));
     }
 

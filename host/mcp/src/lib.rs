@@ -132,7 +132,8 @@ pub struct Settings {
     pub exposure: Exposure,
     /// Whether the main endpoint offers `butler__run_code` (`mcp.codeMode`).
     pub code_mode: bool,
-    /// The host variables providers' `headers` and `env` may read (`mcp.allowEnv`).
+    /// The host variables each provider's `headers` and `env` may read, by provider id
+    /// (`mcp.allowEnv`).
     pub allow_env: host_env::AllowedEnv,
 }
 
@@ -584,13 +585,13 @@ impl Hub {
             let mut spec = match p.server.as_ref()? {
                 Server::Stdio(mcp, dir) => {
                     let mcp = butler_catalog::manifest::Mcp {
-                        env: allowed.expand_all(&mcp.env, &mut refused),
+                        env: allowed.expand_all(&p.id, &mcp.env, &mut refused),
                         ..mcp.clone()
                     };
                     ProviderSpec::of_mcp(&p.id, &mcp, dir, &self.host)
                 }
                 Server::Remote(remote, timeout) => {
-                    let headers = allowed.expand_all(remote.headers.iter().map(|(k, v)| (k, v)), &mut refused);
+                    let headers = allowed.expand_all(&p.id, remote.headers.iter().map(|(k, v)| (k, v)), &mut refused);
                     let remote = upstream::Remote { url: remote.url.clone(), headers: headers.into_iter().collect() };
                     ProviderSpec::of_remote(&p.id, &p.namespace, remote, *timeout)
                 }
@@ -635,7 +636,7 @@ impl Hub {
             let names: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
             tracing::warn!(
                 provider = %id,
-                "its headers or environment read {} from the host's environment, which mcp.allowEnv does not allow: read as unset (allow a variable by name in the root config's mcp.allowEnv if this server should have it)",
+                "its headers or environment read {} from the host's environment, which mcp.allowEnv does not give it: read as unset (give it a variable in the root config's mcp.allowEnv, under its id, if it should have it)",
                 names.join(", ")
             );
         }

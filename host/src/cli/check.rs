@@ -285,26 +285,26 @@ fn check_instance(path: &Path) -> anyhow::Result<Outcome> {
 }
 
 /// A warning for each `${VAR}` an extension's MCP server names in its `headers` or `env`
-/// that the root config's `mcp.allowEnv` does not allow: the hub reads it as unset.
+/// that the root config's `mcp.allowEnv` does not give it: the hub reads it as unset.
 fn variables_not_allowed(instance: &Instance, catalog: &butler_catalog::Catalog) -> Vec<Diagnostic> {
-    let allowed = &instance.config.mcp.allow_env;
     let mut diagnostics = Vec::new();
     for extension in &catalog.extensions {
         let Some(mcp) = &extension.manifest.mcp else { continue };
+        let allowed = instance.config.mcp.allow_env.get(extension.id());
         let file = extension.dir.join(MANIFEST_FILE);
         let shown = file.strip_prefix(&instance.root).unwrap_or(&file).display().to_string();
         for (field, values) in [("headers", &mcp.headers), ("env", &mcp.env)] {
             for (key, value) in values {
                 let refused: Vec<String> = butler_mcp::host_env::names_in(value)
                     .into_iter()
-                    .filter(|name| !allowed.contains(name))
+                    .filter(|name| !allowed.is_some_and(|names| names.contains(name)))
                     .map(|name| format!("${{{name}}}"))
                     .collect();
                 if refused.is_empty() {
                     continue;
                 }
                 let why = format!(
-                    "reads {} from the host's environment, which the root config's mcp.allowEnv does not allow: the hub reads it as unset (allow it there if this server should have it)",
+                    "reads {} from the host's environment, which the root config's mcp.allowEnv does not give this server: the hub reads it as unset (give it there if this server should have it)",
                     refused.join(", ")
                 );
                 let pointer = format!("/mcp/{field}/{}", key.replace('~', "~0").replace('/', "~1"));

@@ -257,6 +257,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             let removed = mcp_servers::remove(&instance, &name)?;
             Logins::new(&instance.state_dir()).forget_all(&name)?;
             outln!("removed `{name}` ({})", removed.display());
+            // The variables it was allowed go with it: a manifest dropped in later under the
+            // name is not given them.
+            match mcp_servers::disallow_variables(&instance, &name) {
+                Ok(taken) if !taken.is_empty() => {
+                    let shown: Vec<String> = taken.iter().map(|n| format!("${{{n}}}")).collect();
+                    eprintln!("took back {} (the root config's mcp.allowEnv)", shown.join(", "));
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("butler: cannot take back its variables in the root config's mcp.allowEnv: {e}"),
+            }
         }
         Command::Held { json, target } => held(json, target)?,
         Command::Approve { provider, items, all, trust, distrust, target } => {
@@ -311,11 +321,11 @@ fn add(server: &NewServer, client: Option<&Preregistered>, target: Target) -> an
     // a server that can be added.
     let variables = server.reach.variables();
     if !variables.is_empty() && mcp_servers::check(&instance, server).is_ok() {
-        let allowed = mcp_servers::allow_variables(&instance, &variables)
+        let allowed = mcp_servers::allow_variables(&instance, &server.name, &variables)
             .map_err(|e| anyhow::anyhow!("cannot allow its variables in the root config: {e}"))?;
         if !allowed.is_empty() {
             let shown: Vec<String> = allowed.iter().map(|n| format!("${{{n}}}")).collect();
-            eprintln!("allowed {} from the host's environment (the root config's mcp.allowEnv)", shown.join(", "));
+            eprintln!("allowed it {} from the host's environment (the root config's mcp.allowEnv)", shown.join(", "));
         }
     }
     if let Some(client) = kept {
@@ -445,14 +455,15 @@ fn import(file: &std::path::Path, dry_run: bool, target: Target) -> anyhow::Resu
                 // What it would read from the host's environment, and what it may not yet:
                 // an imported file is not the owner's word.
                 let reads = entry.outcome.as_ref().map(|s| s.reach.variables()).unwrap_or_default();
+                let allowed = instance.config.mcp.allow_env.get(name.as_str());
                 let refused: Vec<String> = reads
                     .iter()
-                    .filter(|n| !instance.config.mcp.allow_env.contains(*n))
+                    .filter(|n| !allowed.is_some_and(|names| names.contains(*n)))
                     .map(|n| format!("${{{n}}}"))
                     .collect();
                 if !refused.is_empty() {
                     outln!(
-                        "  it reads {} from the host's environment: not in the root config's mcp.allowEnv, so read as unset until you add them there",
+                        "  it reads {} from the host's environment: not given it in the root config's mcp.allowEnv, so read as unset until you give it them there",
                         refused.join(", ")
                     );
                 }

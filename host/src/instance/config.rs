@@ -261,10 +261,10 @@ pub struct McpConfig {
     /// Whether the main endpoint offers `butler__run_code` (code mode).
     #[serde(rename = "codeMode", default)]
     pub code_mode: bool,
-    /// The host variables MCP servers' `headers` and `env` may read (see
+    /// The host variables each MCP server's `headers` and `env` may read, by server id (see
     /// [`butler_mcp::host_env`]).
     #[serde(rename = "allowEnv", default)]
-    pub allow_env: std::collections::BTreeSet<String>,
+    pub allow_env: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 fn default_session_idle_sec() -> u64 {
@@ -283,7 +283,7 @@ impl Default for McpConfig {
             log_payloads: false,
             exposure: butler_mcp::Exposure::All,
             code_mode: false,
-            allow_env: std::collections::BTreeSet::new(),
+            allow_env: std::collections::BTreeMap::new(),
         }
     }
 }
