@@ -716,11 +716,13 @@ fn held(json: bool, target: Target) -> anyhow::Result<()> {
         outln!("{} {kind}{} ({}): {}", text("provider"), text("name"), text("public"), text("reason"));
         let now = &tool["definition"];
         match tool["approved"].get("definition") {
-            // A skill's entry describes it in its front matter.
-            None => outln!(
-                "  description: {}",
-                now["description"].as_str().or(now["frontmatter"]["description"].as_str()).unwrap_or("")
-            ),
+            // New: all of it — a poisoned parameter description or instructions text must be
+            // seen before it is approved, not only the description.
+            None => {
+                for (key, value) in now.as_object().into_iter().flatten().filter(|(key, _)| *key != "name") {
+                    outln!("  {key}: {}", shown(Some(value)));
+                }
+            }
             Some(before) => {
                 let mut keys: Vec<&String> = now.as_object().into_iter().flat_map(|o| o.keys()).collect();
                 keys.extend(before.as_object().into_iter().flat_map(|o| o.keys()));
