@@ -72,6 +72,10 @@ fn root_config_edits_apply_live_and_invalid_ones_are_kept_out_with_their_pointer
         assert!(problems.iter().any(|(s, p, _)| s == "error" && p == pointer), "{pointer} in {problems:?}");
     }
     assert_eq!(post(&butler, "/mcp/p/live", &list, &headers_for(&list)).0, 200, "the last good config stays");
+    // The owner's CLI still reaches the running host, saying why the file is not used.
+    let (code, out) = crate::capabilities::cli(&butler, &["mcp", "status"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("is invalid") && out.contains("last good config"), "{out}");
 
     // Fixed, with a field that needs a restart changed beside it.
     edit(&butler, |config| {

@@ -34,12 +34,23 @@ impl Client {
     /// Finds the host serving the instance at `workdir` (flag, env, settings, default).
     pub fn connect(workdir: Option<PathBuf>) -> anyhow::Result<Self> {
         let workdir = settings::workdir(workdir, &Settings::load()?)?;
-        let instance = Instance::open(&workdir)?;
-        let state_dir = instance.state_dir();
+        let (root, state_dir) = match Instance::open(&workdir) {
+            Ok(instance) => {
+                let state_dir = instance.state_dir();
+                (instance.root, state_dir)
+            }
+            Err(error @ butler_host::instance::InstanceError::NotAnInstance { .. }) => return Err(error.into()),
+            // An invalid root config does not lock the owner out of the running host, which
+            // keeps its last good one: found by the file's `stateDir` alone.
+            Err(error) => {
+                eprintln!("butler: {error}\n(the running host keeps its last good config; reaching it anyway)");
+                (workdir.clone(), butler_host::instance::config::RootConfig::state_dir_of_unchecked(&workdir))
+            }
+        };
         let info = HostFile::read(&state_dir).map_err(|_| {
             anyhow::anyhow!(
                 "no butler host is running for the instance {} (start it with `butler serve`)",
-                instance.root.display()
+                root.display()
             )
         })?;
         let token = owner::read(&state_dir).context("cannot read the owner token")?;

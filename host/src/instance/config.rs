@@ -436,4 +436,16 @@ impl RootConfig {
         // `root.join(".")` keeps a trailing `/.`; normalise the common cases for display.
         if relative == "." { root.to_owned() } else { joined }
     }
+
+    /// The state folder a root config at `root` names, read leniently — only its
+    /// `stateDir`, the default when it has none or the file is not JSON — for the CLI to
+    /// reach a running host while the file is invalid (the host keeps its last good one).
+    #[must_use]
+    pub fn state_dir_of_unchecked(root: &Path) -> PathBuf {
+        let named = std::fs::read(root.join(butler_catalog::scan::MANIFEST_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|config| config.get("stateDir").and_then(serde_json::Value::as_str).map(str::to_owned));
+        Self::resolve(root, &named.unwrap_or_else(default_state_dir))
+    }
 }

@@ -51,7 +51,7 @@ pub enum BrokerError {
     #[error("{0}")]
     Store(#[from] LoginError),
     /// Too many logins are under way.
-    #[error("{MAX_PENDING} logins are already under way: finish or wait for one (each expires after {} min)", PENDING_FOR.as_secs() / 60)]
+    #[error("{MAX_PENDING} logins are already under way: finish one, cancel one with `butler mcp logout NAME`, or wait (each expires after {} min)", PENDING_FOR.as_secs() / 60)]
     Busy,
     /// The server kept asking for more scope.
     #[error(
