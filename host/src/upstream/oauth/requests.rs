@@ -81,7 +81,7 @@ pub enum FlowError {
     IssuerMismatch {
         /// The issuer it was looked up as, as shown.
         looked_up: String,
-        /// The issuer its metadata claims, as shown.
+        /// The issuer its metadata claims, as written (clipped to 200 characters).
         claimed: String,
     },
     /// An endpoint of the authorization server is not one the host sends a code, a secret
@@ -463,7 +463,10 @@ fn authenticated<'a>(
 /// and it does PKCE with S256 — metadata that lists the methods must list it.
 pub(super) fn check_server(server: &AuthorizationServer, looked_up: &str) -> Result<(), FlowError> {
     if server.issuer.trim_end_matches('/') != looked_up.trim_end_matches('/') {
-        return Err(FlowError::IssuerMismatch { looked_up: shown_url(looked_up), claimed: shown_url(&server.issuer) });
+        // The claim as written (clipped): shown as a URL is shown, without its user, query or
+        // fragment, it could read as the very issuer it differs from.
+        let claimed = butler_catalog::text::clip(&server.issuer, 200).to_string();
+        return Err(FlowError::IssuerMismatch { looked_up: shown_url(looked_up), claimed });
     }
     let endpoints = [
         ("authorization_endpoint", Some(&server.authorization_endpoint)),

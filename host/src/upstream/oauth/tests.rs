@@ -176,6 +176,10 @@ fn authorization_server_metadata_must_name_itself_and_keep_to_the_url_rule() {
     let claimed = check_server(&good, "http://127.0.0.1:18141").expect_err("another issuer");
     assert!(matches!(claimed, FlowError::IssuerMismatch { .. }), "{claimed}");
     assert!(claimed.to_string().contains("https://as.example"), "{claimed}");
+    // A claim that differs only in a part a shown URL leaves out is shown whole.
+    let sneaky = AuthorizationServer { issuer: "https://as.example#x".into(), ..good.clone() };
+    let refused = check_server(&sneaky, "https://as.example").expect_err("a fragment is another issuer");
+    assert!(refused.to_string().contains("says its issuer is https://as.example#x"), "{refused}");
 
     for (which, bad) in [
         (
