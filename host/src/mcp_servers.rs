@@ -202,7 +202,8 @@ pub fn disallow_variables(instance: &Instance, name: &str) -> Result<Vec<String>
 }
 
 /// Runs `edit` on the root config's `mcp.allowEnv` object (made when missing) and writes
-/// the file back when `edit` returned something (an empty answer changes nothing).
+/// the file back when `edit` returned something (an empty answer changes nothing) — only
+/// when the whole file is then one the host accepts.
 fn edit_allowances(
     instance: &Instance,
     edit: impl FnOnce(&mut serde_json::Map<String, Value>) -> Result<Vec<String>, String>,
@@ -220,9 +221,15 @@ fn edit_allowances(
     if changed.is_empty() {
         return Ok(changed);
     }
+    // Never a file the host would refuse: the edit is judged as the host judges the file.
+    crate::instance::config::RootConfig::from_value(&path, config.clone())
+        .map_err(|e| ServerError::Invalid(vec![e.to_string()]))?;
     let mut bytes = serde_json::to_vec_pretty(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
     bytes.push(b'\n');
-    write_atomic(&path, &bytes).map_err(io(&path))?;
+    // A file only its owner could read stays so.
+    use std::os::unix::fs::PermissionsExt;
+    let private = std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o077 == 0);
+    if private { write_private(&path, &bytes) } else { write_atomic(&path, &bytes) }.map_err(io(&path))?;
     Ok(changed)
 }
 

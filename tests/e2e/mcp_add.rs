@@ -165,7 +165,7 @@ fn a_dropped_manifest_reads_only_the_host_variables_the_owner_allows() {
     .expect("config");
     let (code, out) = cli(&butler, &["mcp", "import", config.to_str().expect("utf8"), "--dry-run"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("it reads ${OWNER_SECRET}") && out.contains("mcp.allowEnv"), "{out}");
+    assert!(out.contains("it would read ${OWNER_SECRET}") && out.contains("mcp.allowEnv"), "{out}");
 
     // `butler check` says so, naming the manifest's field.
     let (_, checked) = cli(&butler, &["check"]);

@@ -50,6 +50,36 @@ impl AllowedEnv {
     }
 }
 
+impl AllowedEnv {
+    /// `mcp` (a stdio server's block) with its `env` expanded for provider `id`.
+    #[must_use]
+    pub fn expand_env(
+        &self,
+        id: &str,
+        mcp: &butler_catalog::manifest::Mcp,
+        refused: &mut BTreeSet<String>,
+    ) -> butler_catalog::manifest::Mcp {
+        butler_catalog::manifest::Mcp { env: self.expand_all(id, &mcp.env, refused), ..mcp.clone() }
+    }
+
+    /// `headers` (a remote server's) expanded for provider `id`, in name order.
+    #[must_use]
+    pub fn expand_headers<'a>(
+        &self,
+        id: &str,
+        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
+        refused: &mut BTreeSet<String>,
+    ) -> Vec<(String, String)> {
+        self.expand_all(id, headers, refused).into_iter().collect()
+    }
+}
+
+/// `names` as a person reads them: `${A}, ${B}`.
+#[must_use]
+pub fn listed<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
+    names.into_iter().map(|name| format!("${{{}}}", name.as_ref())).collect::<Vec<_>>().join(", ")
+}
+
 /// The host variables `text` names (`${VAR}`, `${VAR:-default}`), in order of first use.
 #[must_use]
 pub fn names_in(text: &str) -> Vec<String> {

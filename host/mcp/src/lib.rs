@@ -584,15 +584,12 @@ impl Hub {
             let mut refused = std::collections::BTreeSet::new();
             let mut spec = match p.server.as_ref()? {
                 Server::Stdio(mcp, dir) => {
-                    let mcp = butler_catalog::manifest::Mcp {
-                        env: allowed.expand_all(&p.id, &mcp.env, &mut refused),
-                        ..mcp.clone()
-                    };
-                    ProviderSpec::of_mcp(&p.id, &mcp, dir, &self.host)
+                    ProviderSpec::of_mcp(&p.id, &allowed.expand_env(&p.id, mcp, &mut refused), dir, &self.host)
                 }
                 Server::Remote(remote, timeout) => {
-                    let headers = allowed.expand_all(&p.id, remote.headers.iter().map(|(k, v)| (k, v)), &mut refused);
-                    let remote = upstream::Remote { url: remote.url.clone(), headers: headers.into_iter().collect() };
+                    let headers =
+                        allowed.expand_headers(&p.id, remote.headers.iter().map(|(k, v)| (k, v)), &mut refused);
+                    let remote = upstream::Remote { url: remote.url.clone(), headers };
                     ProviderSpec::of_remote(&p.id, &p.namespace, remote, *timeout)
                 }
             };
@@ -633,11 +630,10 @@ impl Hub {
             .collect();
         let mut warned = lock(&self.env_warned);
         for (id, names) in now.iter().filter(|(id, names)| warned.get(*id) != Some(*names)) {
-            let names: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
             tracing::warn!(
                 provider = %id,
-                "its headers or environment read {} from the host's environment, which mcp.allowEnv does not give it: read as unset (give it a variable in the root config's mcp.allowEnv, under its id, if it should have it)",
-                names.join(", ")
+                "its headers or environment read {} from the host's environment, which the root config's mcp.allowEnv does not give it: read as unset (list them under \"{id}\" in mcp.allowEnv if it should have them)",
+                host_env::listed(names)
             );
         }
         *warned = now;

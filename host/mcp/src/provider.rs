@@ -142,14 +142,15 @@ impl ProviderSpec {
         let mcp = extension.manifest.mcp.as_ref()?;
         let mut refused = BTreeSet::new();
         let Some(url) = mcp.remote_url() else {
-            let mcp = butler_catalog::manifest::Mcp {
-                env: allowed.expand_all(extension.id(), &mcp.env, &mut refused),
-                ..mcp.clone()
-            };
-            let spec = Self::of_mcp(extension.id(), &mcp, &extension.dir, host);
+            let spec = Self::of_mcp(
+                extension.id(),
+                &allowed.expand_env(extension.id(), mcp, &mut refused),
+                &extension.dir,
+                host,
+            );
             return Some(Self { env_not_allowed: refused, ..spec });
         };
-        let headers = allowed.expand_all(extension.id(), &mcp.headers, &mut refused).into_iter().collect();
+        let headers = allowed.expand_headers(extension.id(), &mcp.headers, &mut refused);
         let remote = Remote { url: url.to_owned(), headers };
         let timeout = Duration::from_secs(u64::from(mcp.timeout_sec));
         let spec = Self::of_remote(extension.id(), &mcp.effective_namespace(extension.id()), remote, timeout);

@@ -290,22 +290,19 @@ fn variables_not_allowed(instance: &Instance, catalog: &butler_catalog::Catalog)
     let mut diagnostics = Vec::new();
     for extension in &catalog.extensions {
         let Some(mcp) = &extension.manifest.mcp else { continue };
-        let allowed = instance.config.mcp.allow_env.get(extension.id());
         let file = extension.dir.join(MANIFEST_FILE);
         let shown = file.strip_prefix(&instance.root).unwrap_or(&file).display().to_string();
         for (field, values) in [("headers", &mcp.headers), ("env", &mcp.env)] {
             for (key, value) in values {
-                let refused: Vec<String> = butler_mcp::host_env::names_in(value)
-                    .into_iter()
-                    .filter(|name| !allowed.is_some_and(|names| names.contains(name)))
-                    .map(|name| format!("${{{name}}}"))
-                    .collect();
+                let refused =
+                    instance.config.mcp.variables_not_given(extension.id(), butler_mcp::host_env::names_in(value));
                 if refused.is_empty() {
                     continue;
                 }
                 let why = format!(
-                    "reads {} from the host's environment, which the root config's mcp.allowEnv does not give this server: the hub reads it as unset (give it there if this server should have it)",
-                    refused.join(", ")
+                    "reads {} from the host's environment, which the root config's mcp.allowEnv does not give this server: the hub reads it as unset (list it under \"{}\" in mcp.allowEnv if this server should have it)",
+                    butler_mcp::host_env::listed(&refused),
+                    extension.id()
                 );
                 let pointer = format!("/mcp/{field}/{}", key.replace('~', "~0").replace('/', "~1"));
                 diagnostics.push(Diagnostic::single(

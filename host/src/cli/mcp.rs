@@ -261,8 +261,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             // name is not given them.
             match mcp_servers::disallow_variables(&instance, &name) {
                 Ok(taken) if !taken.is_empty() => {
-                    let shown: Vec<String> = taken.iter().map(|n| format!("${{{n}}}")).collect();
-                    eprintln!("took back {} (the root config's mcp.allowEnv)", shown.join(", "));
+                    eprintln!("took back {} (the root config's mcp.allowEnv)", butler_mcp::host_env::listed(&taken));
                 }
                 Ok(_) => {}
                 Err(e) => eprintln!("butler: cannot take back its variables in the root config's mcp.allowEnv: {e}"),
@@ -321,11 +320,14 @@ fn add(server: &NewServer, client: Option<&Preregistered>, target: Target) -> an
     // a server that can be added.
     let variables = server.reach.variables();
     if !variables.is_empty() && mcp_servers::check(&instance, server).is_ok() {
-        let allowed = mcp_servers::allow_variables(&instance, &server.name, &variables)
-            .map_err(|e| anyhow::anyhow!("cannot allow its variables in the root config: {e}"))?;
+        let allowed = mcp_servers::allow_variables(&instance, &server.name, &variables).map_err(|e| {
+            anyhow::anyhow!("cannot give it its variables in the root config's mcp.allowEnv (nothing was added): {e}")
+        })?;
         if !allowed.is_empty() {
-            let shown: Vec<String> = allowed.iter().map(|n| format!("${{{n}}}")).collect();
-            eprintln!("allowed it {} from the host's environment (the root config's mcp.allowEnv)", shown.join(", "));
+            eprintln!(
+                "gave it {} from the host's environment (the root config's mcp.allowEnv)",
+                butler_mcp::host_env::listed(&allowed)
+            );
         }
     }
     if let Some(client) = kept {
@@ -455,16 +457,11 @@ fn import(file: &std::path::Path, dry_run: bool, target: Target) -> anyhow::Resu
                 // What it would read from the host's environment, and what it may not yet:
                 // an imported file is not the owner's word.
                 let reads = entry.outcome.as_ref().map(|s| s.reach.variables()).unwrap_or_default();
-                let allowed = instance.config.mcp.allow_env.get(name.as_str());
-                let refused: Vec<String> = reads
-                    .iter()
-                    .filter(|n| !allowed.is_some_and(|names| names.contains(*n)))
-                    .map(|n| format!("${{{n}}}"))
-                    .collect();
+                let refused = instance.config.mcp.variables_not_given(name, reads);
                 if !refused.is_empty() {
                     outln!(
-                        "  it reads {} from the host's environment: not given it in the root config's mcp.allowEnv, so read as unset until you give it them there",
-                        refused.join(", ")
+                        "  it would read {} from the host's environment, which it is not given: they read as unset until you list them under \"{name}\" in the root config's mcp.allowEnv",
+                        butler_mcp::host_env::listed(&refused)
                     );
                 }
             }

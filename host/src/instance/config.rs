@@ -289,6 +289,13 @@ impl Default for McpConfig {
 }
 
 impl McpConfig {
+    /// Those of `names` (host variables) that `allowEnv` does not give server `id`.
+    #[must_use]
+    pub fn variables_not_given(&self, id: &str, names: impl IntoIterator<Item = String>) -> Vec<String> {
+        let given = self.allow_env.get(id);
+        names.into_iter().filter(|name| !given.is_some_and(|g| g.contains(name))).collect()
+    }
+
     /// The profiles, checked.
     ///
     /// # Errors

@@ -157,3 +157,28 @@ fn an_import_adds_what_maps_skips_the_rest_and_adds_nothing_twice() {
     assert!(matches!(&again[0], Imported::Skipped(why) if why.contains("already there")), "{again:?}");
     assert_eq!(std::fs::read_to_string(&config).expect("kept"), servers.to_string(), "the client's file is untouched");
 }
+
+#[test]
+fn variables_are_given_and_taken_back_per_server_keeping_the_file_private_and_valid() {
+    let (dir, instance) = instance();
+    let config = dir.path().join("butler.json");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let given = allow_variables(&instance, "docs", &["DOCS_TOKEN".to_owned()]).expect("given");
+    assert_eq!(given, ["DOCS_TOKEN"]);
+    assert!(allow_variables(&instance, "docs", &["DOCS_TOKEN".to_owned()]).expect("again").is_empty(), "once");
+    let read = || -> Value { serde_json::from_slice(&std::fs::read(&config).expect("read")).expect("JSON") };
+    assert_eq!(read()["mcp"]["allowEnv"], json!({"docs": ["DOCS_TOKEN"]}));
+    assert_eq!(std::fs::metadata(&config).expect("there").permissions().mode() & 0o777, 0o600, "kept private");
+
+    // An edit the host would refuse (more variables than a server may be given) is not
+    // written: the file stays as it was.
+    let many: Vec<String> = (0..70).map(|n| format!("V{n}")).collect();
+    let before = std::fs::read(&config).expect("read");
+    let refused = allow_variables(&instance, "docs", &many).expect_err("over the schema's limit");
+    assert!(refused.to_string().contains("allowEnv"), "{refused}");
+    assert_eq!(std::fs::read(&config).expect("read"), before);
+
+    assert_eq!(disallow_variables(&instance, "docs").expect("taken back"), ["DOCS_TOKEN"]);
+    assert_eq!(read()["mcp"]["allowEnv"], json!({}));
+    assert!(disallow_variables(&instance, "docs").expect("nothing left").is_empty());
+}
