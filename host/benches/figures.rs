@@ -1071,7 +1071,7 @@ fn b2_pipeline_read() {
     let direct = in_process("cards.read", &|n| json!({"id": id(n)}));
     let refresh = in_process("validity.refresh", &|n| json!({"ids": [id(n)]}));
     drop(pipeline);
-    let (hop, stack, stack_health) = b2_in_process_host(&root, &|n| id(n));
+    let breakdown = b2_in_process_host(&root, &|n| id(n));
 
     let (base50, base99) = percentiles(baseline);
     let (p50, p99) = percentiles(calls);
@@ -1083,19 +1083,40 @@ fn b2_pipeline_read() {
         direct.as_secs_f64() * 1e6,
         refresh.as_secs_f64() * 1e6
     ));
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
     note(&format!(
-        "B2: in-process host (Host::new): cards.read through FacultyRuntime::blocking (the route's hop to a blocking thread) p50 {:.0} µs; POST /pipeline through the router without a socket p50 {:.0} µs, GET /health so {:.0} µs",
-        hop.as_secs_f64() * 1e6,
-        stack.as_secs_f64() * 1e6,
-        stack_health.as_secs_f64() * 1e6
+        "B2: in-process host (Host::new): cards.read through FacultyRuntime::blocking (a hop to a blocking thread) p50 {:.0} µs; POST /pipeline through the router without a socket p50 {:.0} µs, GET /health so {:.0} µs; the same after 150 µs idle each {:.0} µs and {:.0} µs; POST /pipeline as a task on a worker {:.0} µs",
+        us(breakdown.hop),
+        us(breakdown.stack),
+        us(breakdown.health),
+        us(breakdown.after_idle),
+        us(breakdown.health_after_idle),
+        us(breakdown.on_worker),
     ));
 }
 
-/// B2's breakdown: the host of `root` assembled in this process as `butler serve` assembles
-/// it; p50 of `cards.read` of `id(n)` through `FacultyRuntime::blocking` (what the route
-/// adds to the call: a hop to a blocking thread and back), then through the real router
-/// driven without a socket, and `GET /health` through that router.
-fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> (Duration, Duration, Duration) {
+/// B2's breakdown, in microseconds at p50: the host of `root` assembled in this process as
+/// `butler serve` assembles it.
+struct B2InProcess {
+    /// `cards.read` through `FacultyRuntime::blocking`: what a hop to a blocking thread and
+    /// back adds to the call.
+    hop: Duration,
+    /// `POST /pipeline` through the real router driven without a socket, from this thread.
+    stack: Duration,
+    /// `GET /health` the same way.
+    health: Duration,
+    /// `stack`, each request after this thread slept 150 µs (as a served host idles between
+    /// a client's requests): the same work on cold caches.
+    after_idle: Duration,
+    /// `GET /health` the same way.
+    health_after_idle: Duration,
+    /// `stack` run as a task on the runtime's workers and awaited from this thread: the two
+    /// thread wake-ups it adds.
+    on_worker: Duration,
+}
+
+/// Measures [`B2InProcess`] on `cards.read` of `id(n)`.
+fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> B2InProcess {
     use axum::body::Body;
     use axum::http::Request;
     use butler_host::http::connection::{PeerVerified, Transport};
@@ -1111,9 +1132,12 @@ fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> (Duration, D
     poll(Duration::from_secs(120), Duration::from_millis(5), || state.faculties.readiness().ready.then_some(()))
         .expect("the built-in faculties are ready");
     let router = host.router();
-    let samples = |call: &dyn Fn(usize)| {
+    let samples = |idle: Duration, call: &dyn Fn(usize)| {
         let taken: Vec<Duration> = (0..520)
             .map(|n| {
+                if !idle.is_zero() {
+                    std::thread::sleep(idle);
+                }
                 let start = Instant::now();
                 call(n);
                 start.elapsed()
@@ -1122,13 +1146,13 @@ fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> (Duration, D
             .collect();
         percentiles(taken).0
     };
-    let hop = samples(&|n| {
+    let hop = samples(Duration::ZERO, &|n| {
         let (pipeline, args) = (Arc::clone(&state.pipeline), json!({"id": id(n)}));
         let call = move || pipeline.call("cards.read", &args, &CallContext::top(false));
         runtime.block_on(state.faculties.blocking(None, call)).expect("cards.read");
     });
-    let send = |method: &str, path: &str, body: String| {
-        let request = Request::builder()
+    let request = |method: &str, path: &str, body: String| {
+        Request::builder()
             .method(method)
             .uri(format!("{}{path}", butler_host::http::API_PREFIX))
             .header("host", "127.0.0.1:9")
@@ -1136,19 +1160,33 @@ fn b2_in_process_host(root: &Path, id: &dyn Fn(usize) -> String) -> (Duration, D
             .extension(Transport::Tcp)
             .extension(PeerVerified(true))
             .body(Body::from(body))
-            .expect("a request");
-        runtime.block_on(async {
-            let response = router.clone().oneshot(request).await.expect("an answer");
-            assert_eq!(response.status(), 200);
-            std::hint::black_box(response.into_body().collect().await.expect("the body").to_bytes());
-        });
+            .expect("a request")
     };
-    let stack = samples(&|n| {
-        send("POST", "/pipeline", json!({"action": "cards.read", "args": {"id": id(n)}}).to_string());
-    });
-    let health = samples(&|_| send("GET", "/health", String::new()));
-    runtime.block_on(host.finish());
-    (hop, stack, health)
+    let answer = |request: Request<Body>| {
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request).await.expect("an answer");
+            assert_eq!(response.status(), 200);
+            response.into_body().collect().await.expect("the body").to_bytes()
+        }
+    };
+    let read =
+        |n: usize| request("POST", "/pipeline", json!({"action": "cards.read", "args": {"id": id(n)}}).to_string());
+    let send = |request: Request<Body>| {
+        std::hint::black_box(runtime.block_on(answer(request)));
+    };
+    let idle = Duration::from_micros(150);
+    B2InProcess {
+        hop,
+        stack: samples(Duration::ZERO, &|n| send(read(n))),
+        health: samples(Duration::ZERO, &|_| send(request("GET", "/health", String::new()))),
+        after_idle: samples(idle, &|n| send(read(n))),
+        health_after_idle: samples(idle, &|_| send(request("GET", "/health", String::new()))),
+        on_worker: samples(Duration::ZERO, &|n| {
+            let task = runtime.spawn(answer(read(n)));
+            std::hint::black_box(runtime.block_on(task).expect("the task"));
+        }),
+    }
 }
 
 /// B3: `cards.search` on 10,000 cards, in-process through the pipeline router (no HTTP),

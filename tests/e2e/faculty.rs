@@ -330,6 +330,40 @@ fn sixty_four_concurrent_calls_all_succeed() {
     });
 }
 
+/// A read starts on the request's own task, and so do the `host.call`s it makes; one that
+/// outlasts an epoch tick moves to a blocking thread and ends there. More reads than there
+/// are call slots — half of them running for several ticks, half making a nested call —
+/// all finish with their own answers.
+#[test]
+fn reads_beyond_the_call_slots_that_run_long_or_call_nested_all_finish() {
+    let (butler, _dir) = with_probe_deadline(10_000);
+    let calls = butler_faculty::MAX_CONCURRENT_CALLS + 8;
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..calls)
+            .map(|n| {
+                let butler = &butler;
+                scope.spawn(move || {
+                    if n % 2 == 0 {
+                        (n, butler.command("probe", "sleep", &json!({"ms": "150"})))
+                    } else {
+                        (n, butler.command("probe", "call", &json!({"action": "probe.ok", "args": "{}"})))
+                    }
+                })
+            })
+            .collect();
+        for call in calls {
+            let (n, (status, body)) = call.join().expect("join");
+            assert_eq!(status, 200, "{body}");
+            if n % 2 == 0 {
+                assert_eq!(body["data"]["slept"], 150, "{body}");
+            } else {
+                assert_eq!(body["data"]["ok"], true, "{body}");
+                assert_eq!(body["data"]["data"], r#"{"ok":true}"#, "{body}");
+            }
+        }
+    });
+}
+
 #[test]
 fn reads_run_in_parallel_and_writes_one_at_a_time() {
     let (butler, _dir) = with_probe_deadline(10_000);

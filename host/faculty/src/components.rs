@@ -54,7 +54,7 @@ const DESCRIBE_MEMORY_MB: u64 = 256;
 #[derive(Clone)]
 pub enum Prepared {
     /// A `butler:faculty` component.
-    Faculty(FacultyPre),
+    Faculty(Arc<FacultyPre>),
     /// A plain WASI command.
     Command(CommandPre<CallState>),
 }
@@ -480,7 +480,13 @@ fn describe(engine: &Engine, pre: &FacultyPre, path: &Path) -> Result<Value, Com
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DESCRIBE_TIMEOUT_MS);
-    let _ticking = super::engine::arm(&mut store, deadline, Arc::new(std::sync::atomic::AtomicBool::new(false)), None);
+    let _ticking = super::engine::arm(
+        &mut store,
+        deadline,
+        Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        None,
+        super::engine::Ticks::Continue,
+    );
     let text = match pre.run(&mut store, &Op::Describe) {
         Ok(Ok(text)) => text,
         Ok(Err(f)) => return Err(CompileError::DescribeFailed { code: f.code, message: f.message }),
@@ -503,7 +509,7 @@ fn link(
         Flavor::Faculty(version) => {
             let pre = FacultyPre::new(version, linkers, &component).map_err(|e| link_error(&e))?;
             let describe = describe(engine, &pre, path)?;
-            (Prepared::Faculty(pre), Some(describe))
+            (Prepared::Faculty(Arc::new(pre)), Some(describe))
         }
         Flavor::Command => {
             let pre = linkers.linker.instantiate_pre(&component).map_err(|e| link_error(&e))?;

@@ -209,6 +209,7 @@ pub(super) fn arm<T>(
     deadline: Instant,
     stop: Arc<AtomicBool>,
     cancel: Option<Arc<AtomicBool>>,
+    ticks: Ticks,
 ) -> Armed {
     let armed = Armed::take();
     store.set_epoch_deadline(1);
@@ -222,9 +223,22 @@ pub(super) fn arm<T>(
         if Instant::now() >= deadline {
             return Err(Trap::Interrupt.into());
         }
-        Ok(UpdateDeadline::Continue(1))
+        Ok(match ticks {
+            Ticks::Continue => UpdateDeadline::Continue(1),
+            Ticks::Yield => UpdateDeadline::Yield(1),
+        })
     });
     armed
+}
+
+/// What a guest that is still within its deadline does at an epoch tick.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ticks {
+    /// Runs on: it has a blocking thread to itself.
+    Continue,
+    /// Yields to the async runtime, which polls it again after the tasks waiting on the
+    /// same thread: a long call on an async task does not hold its thread.
+    Yield,
 }
 
 /// What trapped, in one line: the trap kind when there is one, else the error's first

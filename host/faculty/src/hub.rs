@@ -111,11 +111,26 @@ impl Grant {
     /// No endpoint, or the hub's reason.
     pub fn list(&self) -> Result<String, HubCallError> {
         let tools = self.hub()?.0.list(self.deadline)?;
+        Ok(self.declared(tools))
+    }
+
+    /// [`Self::list`] from an async task: the hub is asked on a blocking thread.
+    ///
+    /// # Errors
+    /// As [`Self::list`].
+    pub async fn list_awaited(&self) -> Result<String, HubCallError> {
+        let hub = self.hub()?.clone();
+        let deadline = self.deadline;
+        let tools = off_the_task(move || hub.0.list(deadline)).await?;
+        Ok(self.declared(tools))
+    }
+
+    fn declared(&self, tools: Vec<Value>) -> String {
         let declared: Vec<Value> = tools
             .into_iter()
             .filter(|tool| tool.get("name").and_then(Value::as_str).is_some_and(|name| self.allowed.is_match(name)))
             .collect();
-        Ok(Value::Array(declared).to_string())
+        Value::Array(declared).to_string()
     }
 
     /// `call-tool`: checks the name against the declared globs and the budget, then calls.
@@ -123,6 +138,23 @@ impl Grant {
     /// # Errors
     /// Not declared, not offered, bad arguments, past a limit, or the hub's reason.
     pub fn call(&mut self, name: &str, arguments: &str) -> Result<String, HubCallError> {
+        let (hub, arguments) = self.admit(name, arguments)?;
+        hub.0.call(name, arguments, self.deadline)
+    }
+
+    /// [`Self::call`] from an async task: the hub is called on a blocking thread.
+    ///
+    /// # Errors
+    /// As [`Self::call`].
+    pub async fn call_awaited(&mut self, name: &str, arguments: &str) -> Result<String, HubCallError> {
+        let (hub, arguments) = self.admit(name, arguments)?;
+        let (name, deadline) = (name.to_owned(), self.deadline);
+        off_the_task(move || hub.0.call(&name, arguments, deadline)).await
+    }
+
+    /// The checks before a call, counted against the budget: the hub to call and the
+    /// arguments as an object.
+    fn admit(&mut self, name: &str, arguments: &str) -> Result<(HubAccess, Value), HubCallError> {
         if name.len() > MAX_NAME {
             return Err(HubCallError::NotOffered(format!("no tool has a name of {} bytes", name.len())));
         }
@@ -144,8 +176,18 @@ impl Grant {
             Err(e) => return Err(HubCallError::InvalidArguments(format!("arguments are not JSON: {e}"))),
         };
         self.made += 1;
-        hub.0.call(name, arguments, self.deadline)
+        Ok((hub, arguments))
     }
+}
+
+/// Runs `call` (which blocks: the hub's answer is awaited on its own runtime) on a
+/// blocking thread, for a guest running on an async task.
+async fn off_the_task<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, HubCallError> + Send + 'static,
+) -> Result<T, HubCallError> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .unwrap_or_else(|e| Err(HubCallError::Failed(format!("the hub call panicked: {e}"))))
 }
 
 #[cfg(test)]

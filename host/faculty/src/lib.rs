@@ -199,6 +199,9 @@ pub struct Wiring {
     pub on_caller_thread: bool,
 }
 
+/// The answer of a call dispatched from async code ([`Dispatch::dispatch_awaited`]).
+pub type Dispatched = std::pin::Pin<Box<dyn Future<Output = Result<Value, CallError>> + Send>>;
+
 /// Routes `host.call(action, args)`; implemented by the pipeline router.
 pub trait Dispatch: Send + Sync {
     /// Runs `action` with `args` as a call made in `context`.
@@ -206,6 +209,19 @@ pub trait Dispatch: Send + Sync {
     /// # Errors
     /// Whatever the routed call returns.
     fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError>;
+
+    /// [`Self::dispatch`] for a guest running on an async task; by default on a blocking
+    /// thread, awaited.
+    fn dispatch_awaited(self: Arc<Self>, action: String, args: Value, context: CallContext) -> Dispatched
+    where
+        Self: 'static,
+    {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || self.dispatch(&action, args, &context))
+                .await
+                .unwrap_or_else(|e| Err(CallError::Internal(format!("the nested call panicked: {e}"))))
+        })
+    }
 
     /// The `(faculty, command)` serving `action`, if it is routed.
     fn resolve(&self, action: &str) -> Option<(String, String)>;
@@ -520,6 +536,42 @@ impl Target {
     }
 }
 
+/// What a caller gave a command, owned (for a call that runs as a future).
+enum Supplied {
+    Args(Map<String, Value>),
+    Json(Value),
+}
+
+impl Supplied {
+    fn given(&self) -> Given<'_> {
+        match self {
+            Self::Args(args) => Given::Args(args),
+            Self::Json(input) => Given::Json(input),
+        }
+    }
+}
+
+/// Polls `call` on the calling task until it first has to wait; then moves the rest of it
+/// to a blocking thread (a faculty call's future may move between threads), where it is
+/// driven to its end. A call that does not wait ends where it started.
+async fn on_task_until_it_waits<T: Send + 'static>(
+    call: impl Future<Output = Result<T, CallError>> + Send + 'static,
+) -> Result<T, CallError> {
+    let mut call = Box::pin(call);
+    let first = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
+        std::task::Poll::Ready(done) => std::task::Poll::Ready(Some(done)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await;
+    if let Some(done) = first {
+        return done;
+    }
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(call))
+        .await
+        .unwrap_or_else(|e| Err(CallError::Internal(format!("the call panicked: {e}"))))
+}
+
 /// What a caller gave a command.
 #[derive(Clone, Copy)]
 enum Given<'a> {
@@ -653,6 +705,18 @@ struct Faculty {
     ext: Arc<Extension>,
     sandbox: Sandbox,
     ready: Result<Ready, NotReady>,
+}
+
+impl Faculty {
+    /// Whether its command `command` is a `butler:faculty` component's, which can run as
+    /// a future (see [`FacultyRuntime::invoke_json_awaited`]).
+    fn runs_on_task(&self, command: &str) -> bool {
+        self.ready
+            .as_ref()
+            .ok()
+            .and_then(|ready| ready.commands.get(command))
+            .is_some_and(|runnable| matches!(runnable.target, Target::Component { prepared: Prepared::Faculty(_), .. }))
+    }
 }
 
 /// A faculty's run state, for `GET /faculties`.
@@ -961,19 +1025,25 @@ impl FacultyRuntime {
         deadline: Option<Instant>,
         call: impl FnOnce() -> Result<Value, CallError> + Send + 'static,
     ) -> Result<Value, CallError> {
-        let started = Instant::now();
-        let deadline = deadline.unwrap_or_else(|| started + Duration::from_millis(DEFAULT_TIMEOUT_MS));
-        let slot = match tokio::time::timeout_at(deadline.into(), Arc::clone(&self.slots).acquire_owned()).await {
-            Ok(Ok(slot)) => slot,
-            Ok(Err(_closed)) => return Err(CallError::ShuttingDown),
-            Err(_elapsed) => return Err(CallError::SlotsBusy { ms: millis(started.elapsed()) }),
-        };
+        let slot = self.slot(deadline).await?;
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             call()
         })
         .await
         .map_err(|e| CallError::Internal(format!("the call panicked: {e}")))?
+    }
+
+    /// One of the [`MAX_CONCURRENT_CALLS`] slots, waited for until `deadline` (the call's,
+    /// or the default timeout from now).
+    async fn slot(&self, deadline: Option<Instant>) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        let started = Instant::now();
+        let deadline = deadline.unwrap_or_else(|| started + Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        match tokio::time::timeout_at(deadline.into(), Arc::clone(&self.slots).acquire_owned()).await {
+            Ok(Ok(slot)) => Ok(slot),
+            Ok(Err(_closed)) => Err(CallError::ShuttingDown),
+            Err(_elapsed) => Err(CallError::SlotsBusy { ms: millis(started.elapsed()) }),
+        }
     }
 
     /// Runs a faculty call that a running call waits for (a tool its program calls through
@@ -1161,39 +1231,151 @@ impl FacultyRuntime {
     ) -> Result<Value, CallError> {
         let context = self.bound(id, context);
         let faculty = self.ready_faculty(id, &context)?;
-        let ready = faculty
-            .ready
-            .as_ref()
-            .map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.to_string() })?;
-        let runnable = ready
-            .commands
-            .get(command)
-            .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
-        if runnable.operator && !context.operator {
-            return Err(CallError::OperatorOnly { faculty: id.to_owned(), command: command.to_owned() });
-        }
-        if (runnable.owner || (runnable.private && context.depth == 0)) && !context.owner {
-            return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
-        }
-        let input = runnable
-            .input_of(command, given)
-            .map_err(|bad| CallError::InvalidArgs { faculty: id.to_owned(), message: bad.to_string() })?;
-        let caller = context.caller.as_deref().unwrap_or(failure_limits::ANONYMOUS);
-        if let Some(limit) = &runnable.failure_limit {
-            self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
-                CallError::TooManyFailures {
-                    faculty: id.to_owned(),
-                    command: command.to_owned(),
-                    limit: limit.per_minute,
-                    retry_after,
-                }
-            })?;
-        }
+        let (runnable, input) = admit(&faculty, id, command, given, &context)?;
+        self.admit_failures(id, command, runnable, &context)?;
         let result = self.observed(id, command, &context, |waited| {
             let stores = self.stores_of(id, command);
             let (_guards, context) = self.lock_stores(id, &stores, &context, waited)?;
             self.execute(&faculty, &runnable.target, Request::Command { id: command, input }, &context)
         });
+        self.count_failure(id, command, runnable, &context, result)
+    }
+
+    /// [`Self::invoke`] from async code, as [`Self::invoke_json_awaited`] runs it.
+    ///
+    /// # Errors
+    /// As [`Self::invoke`] and [`Self::blocking`].
+    pub async fn invoke_awaited(
+        self: &Arc<Self>,
+        id: String,
+        command: String,
+        args: Map<String, Value>,
+        context: CallContext,
+    ) -> Result<Value, CallError> {
+        self.run_awaited(id, command, Supplied::Args(args), context).await
+    }
+
+    /// Runs command `command` of faculty `id` with `input` (any JSON, as
+    /// [`Self::invoke_json`] takes it) from async code.
+    ///
+    /// When nothing has to be waited for — the faculty is loaded, it is a
+    /// `butler:faculty` component, and the command takes no store (it only reads) — the
+    /// call starts right on the calling task, and so do the `host.call`s it makes: no
+    /// hand-off to a blocking thread and back, which on two cores costs more than a read
+    /// itself. If it has to wait — it is still running at an epoch tick, or it waits for
+    /// a call that runs on a blocking thread — the rest of it moves to a blocking thread,
+    /// so a long call holds the task's thread for one tick at most. Anything else runs on
+    /// a blocking thread from the start, as [`Self::blocking`] runs it, and so does every
+    /// call made from a current-thread runtime (the MCP hub's). A top-level call
+    /// (depth 0) takes one of the [`MAX_CONCURRENT_CALLS`] slots; a nested one runs in
+    /// its caller's (see [`Self::blocking_in_callers_slot`]).
+    ///
+    /// # Errors
+    /// As [`Self::invoke_json`] and [`Self::blocking`].
+    pub async fn invoke_json_awaited(
+        self: &Arc<Self>,
+        id: String,
+        command: String,
+        input: Value,
+        context: CallContext,
+    ) -> Result<Value, CallError> {
+        self.run_awaited(id, command, Supplied::Json(input), context).await
+    }
+
+    async fn run_awaited(
+        self: &Arc<Self>,
+        id: String,
+        command: String,
+        supplied: Supplied,
+        context: CallContext,
+    ) -> Result<Value, CallError> {
+        let context = self.bound(&id, &context);
+        let deadline = context.deadline();
+        let nested = context.depth > 0;
+        // A current-thread runtime (the MCP hub's thread) only relays: nothing runs on it.
+        let relay_only = tokio::runtime::Handle::try_current()
+            .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+        let on_task = self
+            .get(&id)
+            .filter(|f| !relay_only && f.runs_on_task(&command) && self.stores_of(&id, &command).is_empty());
+        let Some(faculty) = on_task else {
+            let runtime = Arc::clone(self);
+            let call = move || runtime.run_command(&id, &command, supplied.given(), &context);
+            return if nested {
+                self.blocking_in_callers_slot(call).await
+            } else {
+                self.blocking(deadline, call).await
+            };
+        };
+        let call = Arc::clone(self).run_on_task(faculty, id, command, supplied, context);
+        if nested {
+            // Its caller's task moves as a whole when it has to wait.
+            return call.await;
+        }
+        let _slot = self.slot(deadline).await?;
+        on_task_until_it_waits(call).await
+    }
+
+    /// The body of [`Self::run_awaited`] for a call that runs as a future: checked,
+    /// counted and observed as [`Self::run_command`] does.
+    async fn run_on_task(
+        self: Arc<Self>,
+        faculty: Arc<Faculty>,
+        id: String,
+        command: String,
+        supplied: Supplied,
+        context: CallContext,
+    ) -> Result<Value, CallError> {
+        let (runnable, checked) = admit(&faculty, &id, &command, supplied.given(), &context)?;
+        let Target::Component { prepared: Prepared::Faculty(pre), engine, leading, .. } = &runnable.target else {
+            return Err(CallError::Internal(format!("{id}/{command} is not a faculty component's command")));
+        };
+        self.admit_failures(&id, &command, runnable, &context)?;
+        let op = match checked {
+            Input::Json(input) => Op::Call { command: command.clone(), input },
+            Input::Argv(argv) => Op::Invoke {
+                command: command.clone(),
+                args: leading.iter().cloned().chain(argv.args).collect(),
+                stdin: argv.stdin,
+            },
+        };
+        let started = self.observe_start(&id)?;
+        let frame = self.frame(&faculty, &command, runnable.hub_tools.clone(), &context);
+        let outcome = run::component_awaited(engine, &faculty.sandbox, pre, &op, &frame).await;
+        let result = self.observe_end(&id, &command, &context, started, Duration::ZERO, outcome);
+        self.count_failure(&id, &command, runnable, &context, result)
+    }
+
+    /// Past the command's failure limit for this caller: `too_many_failures`.
+    fn admit_failures(
+        &self,
+        id: &str,
+        command: &str,
+        runnable: &Runnable,
+        context: &CallContext,
+    ) -> Result<(), CallError> {
+        let Some(limit) = &runnable.failure_limit else { return Ok(()) };
+        let caller = context.caller.as_deref().unwrap_or(failure_limits::ANONYMOUS);
+        self.failures.admit(id, command, caller, limit, Instant::now()).map_err(|retry_after| {
+            CallError::TooManyFailures {
+                faculty: id.to_owned(),
+                command: command.to_owned(),
+                limit: limit.per_minute,
+                retry_after,
+            }
+        })
+    }
+
+    /// Counts `result` against the command's failure limit, when it has one.
+    fn count_failure(
+        &self,
+        id: &str,
+        command: &str,
+        runnable: &Runnable,
+        context: &CallContext,
+        result: Result<Value, CallError>,
+    ) -> Result<Value, CallError> {
+        let caller = context.caller.as_deref().unwrap_or(failure_limits::ANONYMOUS);
         if let (Some(limit), Err(e)) = (&runnable.failure_limit, &result)
             && let Some(count) = self.failures.record((id, command, caller), limit, e.code(), Instant::now())
         {
@@ -1338,14 +1520,32 @@ impl FacultyRuntime {
         context: &CallContext,
         call: impl FnOnce(&mut Duration) -> Result<Value, CallError>,
     ) -> Result<Value, CallError> {
+        let started = self.observe_start(id)?;
+        let mut waited = Duration::ZERO;
+        let outcome = call(&mut waited);
+        self.observe_end(id, what, context, started, waited, outcome)
+    }
+
+    /// The start of an observed call (see [`Self::observed`]): when it started.
+    fn observe_start(&self, id: &str) -> Result<Instant, CallError> {
         // Once abandoned, no call starts a guest — a read as little as a write.
         if self.stop.load(Ordering::Acquire) {
             return Err(CallError::ShuttingDown);
         }
         lock(&self.stats).entry(id.to_owned()).or_default().started();
-        let started = Instant::now();
-        let mut waited = Duration::ZERO;
-        let outcome = call(&mut waited);
+        Ok(Instant::now())
+    }
+
+    /// The end of an observed call: counted, timed and logged.
+    fn observe_end(
+        &self,
+        id: &str,
+        what: &str,
+        context: &CallContext,
+        started: Instant,
+        waited: Duration,
+        outcome: Result<Value, CallError>,
+    ) -> Result<Value, CallError> {
         let took = started.elapsed();
         let failure = outcome.as_ref().err().map(CallError::code);
         {
@@ -1381,26 +1581,19 @@ impl FacultyRuntime {
         request: Request<'_>,
         context: &CallContext,
     ) -> Result<Value, CallError> {
-        let name = match &request {
-            Request::Command { id, .. } | Request::Report(id) => *id,
-        };
-        let frame = run::Frame {
-            memory: Arc::clone(&self.memory),
-            context,
-            caller: format!("{}/{name}", faculty.sandbox.faculty),
-            deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),
-            stop: Arc::clone(&self.stop),
-            dispatch: self.dispatch.clone(),
-            hub_tools: match &request {
-                Request::Command { id, .. } => faculty
+        let (name, hub_tools) = match &request {
+            Request::Command { id, .. } => (
+                *id,
+                faculty
                     .ready
                     .as_ref()
                     .ok()
                     .and_then(|ready| ready.commands.get(*id))
                     .and_then(|runnable| runnable.hub_tools.clone()),
-                Request::Report(_) => None,
-            },
+            ),
+            Request::Report(id) => (*id, None),
         };
+        let frame = self.frame(faculty, name, hub_tools, context);
         match target {
             Target::Component { prepared, engine, argv0, leading } => {
                 let call = match (prepared, request) {
@@ -1425,6 +1618,25 @@ impl FacultyRuntime {
                 let argv: Vec<String> = argv.iter().cloned().chain(args).collect();
                 run::native(&faculty.sandbox, &argv, &faculty.ext.dir, &self.native_env, stdin.as_deref(), &frame)
             }
+        }
+    }
+
+    /// Where a call of `faculty`'s `name` (a command or report) stands, and when it must stop.
+    fn frame<'a>(
+        &self,
+        faculty: &Faculty,
+        name: &str,
+        hub_tools: Option<globset::GlobSet>,
+        context: &'a CallContext,
+    ) -> run::Frame<'a> {
+        run::Frame {
+            memory: Arc::clone(&self.memory),
+            context,
+            caller: format!("{}/{name}", faculty.sandbox.faculty),
+            deadline: context.deadline.unwrap_or_else(|| self.deadline_for(&faculty.sandbox.faculty)),
+            stop: Arc::clone(&self.stop),
+            dispatch: self.dispatch.clone(),
+            hub_tools,
         }
     }
 
@@ -1651,6 +1863,33 @@ impl FacultyRuntime {
 
 /// The ids of the faculties `catalog` found whose component is still compiling: the
 /// manifest's id, or for a bare `.wasm` (not described yet) its file stem.
+/// Command `command` of the loaded `faculty` (`id`), if `context` may run it, with what
+/// the caller gave checked and shaped as the command takes it.
+fn admit<'f>(
+    faculty: &'f Faculty,
+    id: &str,
+    command: &str,
+    given: Given<'_>,
+    context: &CallContext,
+) -> Result<(&'f Runnable, Input), CallError> {
+    let ready =
+        faculty.ready.as_ref().map_err(|e| CallError::Unavailable { faculty: id.to_owned(), reason: e.to_string() })?;
+    let runnable = ready
+        .commands
+        .get(command)
+        .ok_or_else(|| CallError::UnknownCommand { faculty: id.to_owned(), command: command.to_owned() })?;
+    if runnable.operator && !context.operator {
+        return Err(CallError::OperatorOnly { faculty: id.to_owned(), command: command.to_owned() });
+    }
+    if (runnable.owner || (runnable.private && context.depth == 0)) && !context.owner {
+        return Err(CallError::OwnerRequired { faculty: id.to_owned(), command: command.to_owned() });
+    }
+    let input = runnable
+        .input_of(command, given)
+        .map_err(|bad| CallError::InvalidArgs { faculty: id.to_owned(), message: bad.to_string() })?;
+    Ok((runnable, input))
+}
+
 fn pending_ids(catalog: &Catalog) -> HashSet<String> {
     catalog
         .diagnostics

@@ -12,10 +12,10 @@ use serde_json::Value;
 use wasmtime::{Engine, Store, Trap};
 
 use super::components::Prepared;
-use super::engine::{Abandoned, Cancelled, arm, trap_summary};
+use super::engine::{Abandoned, Armed, Cancelled, Ticks, arm, trap_summary};
 use super::hub::Grant;
 use super::sandbox::{CallState, MAX_STDOUT_BYTES, Sandbox};
-use super::wit::{GuestFailure, Op};
+use super::wit::{FacultyPre, GuestFailure, Op};
 use super::{CallContext, CallError, Dispatch};
 use butler_catalog::text::clip;
 
@@ -58,31 +58,17 @@ pub(super) fn component(
     call: &Call,
     frame: &Frame<'_>,
 ) -> Result<Value, CallError> {
-    let faculty = sandbox.faculty.clone();
     let (argv, stdin): (&[String], Option<&str>) = match call {
         Call::Guest(_) => (&[], None),
         Call::Command { argv, stdin } => (argv, stdin.as_deref()),
     };
-    let state =
-        CallState::new(sandbox, argv, stdin, frame.dispatch.clone(), frame.context.clone(), frame.caller.clone())
-            .map_err(|e| CallError::Unavailable {
-                faculty: faculty.clone(),
-                reason: format!("cannot prepare the sandbox: {e:#}"),
-            })?
-            .with_hub(
-                frame.hub_tools.clone().map(|allowed| Grant::new(frame.context.hub.clone(), allowed, frame.deadline)),
-            );
-    let started = Instant::now();
-    let mut store = Store::new(engine, state);
-    store.data_mut().limits.share(Arc::clone(&frame.memory));
-    store.limiter(|s| &mut s.limits);
-    let _ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop), frame.context.cancel.clone());
-
+    let mut fresh = Fresh::new(engine, sandbox, argv, stdin, frame, Ticks::Continue)?;
+    let store = &mut fresh.store;
     let outcome = match (prepared, call) {
-        (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(&mut store, op).map(|r| r.map(Some)),
+        (Prepared::Faculty(pre), Call::Guest(op)) => pre.run(store, op).map(|r| r.map(Some)),
         (Prepared::Command(pre), Call::Command { .. }) => pre
-            .instantiate(&mut store)
-            .and_then(|command| command.wasi_cli_run().call_run(&mut store))
+            .instantiate(&mut *store)
+            .and_then(|command| command.wasi_cli_run().call_run(&mut *store))
             .map(|status| match status {
                 Ok(()) => Ok(None),
                 Err(()) => {
@@ -91,40 +77,105 @@ pub(super) fn component(
             }),
         _ => {
             return Err(CallError::Unavailable {
-                faculty,
+                faculty: sandbox.faculty.clone(),
                 reason: "the call does not fit the component's kind".to_owned(),
             });
         }
     };
-    let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
-    log_stderr(&faculty, &stderr);
-    let stdout = store.data().stdout.contents();
+    fresh.finish(sandbox, matches!(prepared, Prepared::Command(_)), outcome, frame)
+}
 
-    let text = match outcome {
-        Ok(Ok(Some(text))) => text,
-        Ok(Ok(None)) => String::from_utf8_lossy(&stdout).into_owned(),
-        Ok(Err(failure)) if failure.code == "command_failed" && matches!(prepared, Prepared::Command(_)) => {
-            return Err(CallError::CommandFailed { faculty, message: with_tail(failure.message, &stderr) });
-        }
-        Ok(Err(failure)) => return Err(CallError::guest(&faculty, failure)),
-        Err(error) => {
-            if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
-                if exit.0 == 0 {
-                    String::from_utf8_lossy(&stdout).into_owned()
-                } else {
-                    return Err(CallError::CommandFailed {
-                        faculty,
-                        message: with_tail(format!("exited with status {}", exit.0), &stderr),
-                    });
-                }
-            } else {
-                // What the call had, the part spent waiting for its turn included.
-                let budget = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(started));
-                return Err(classify(sandbox, budget, &error, &store.data().limits, &stderr, &frame.memory));
+/// Runs operation `op` of the faculty `pre` in a fresh instance on the calling async task
+/// (see [`crate::wit::FacultyPre::run_awaited`]), with the same deadline, caps and
+/// outcomes as [`component`].
+pub(super) async fn component_awaited(
+    engine: &Engine,
+    sandbox: &Sandbox,
+    pre: &FacultyPre,
+    op: &Op,
+    frame: &Frame<'_>,
+) -> Result<Value, CallError> {
+    let mut fresh = Fresh::new(engine, sandbox, &[], None, frame, Ticks::Yield)?;
+    let outcome = pre.run_awaited(&mut fresh.store, op).await.map(|r| r.map(Some));
+    fresh.finish(sandbox, false, outcome, frame)
+}
+
+/// A fresh store for one call, armed against its deadline.
+struct Fresh {
+    store: Store<CallState>,
+    started: Instant,
+    _ticking: Armed,
+}
+
+impl Fresh {
+    fn new(
+        engine: &Engine,
+        sandbox: &Sandbox,
+        argv: &[String],
+        stdin: Option<&str>,
+        frame: &Frame<'_>,
+        ticks: Ticks,
+    ) -> Result<Self, CallError> {
+        let state =
+            CallState::new(sandbox, argv, stdin, frame.dispatch.clone(), frame.context.clone(), frame.caller.clone())
+                .map_err(|e| CallError::Unavailable {
+                    faculty: sandbox.faculty.clone(),
+                    reason: format!("cannot prepare the sandbox: {e:#}"),
+                })?
+                .with_hub(
+                    frame
+                        .hub_tools
+                        .clone()
+                        .map(|allowed| Grant::new(frame.context.hub.clone(), allowed, frame.deadline)),
+                );
+        let started = Instant::now();
+        let mut store = Store::new(engine, state);
+        store.data_mut().limits.share(Arc::clone(&frame.memory));
+        store.limiter(|s| &mut s.limits);
+        let ticking = arm(&mut store, frame.deadline, Arc::clone(&frame.stop), frame.context.cancel.clone(), ticks);
+        Ok(Self { store, started, _ticking: ticking })
+    }
+
+    /// The call's result from how the guest ended (`Some(text)`: what it returned; `None`:
+    /// a command, whose answer is its stdout), its stdout and stderr.
+    fn finish(
+        self,
+        sandbox: &Sandbox,
+        command: bool,
+        outcome: wasmtime::Result<Result<Option<String>, GuestFailure>>,
+        frame: &Frame<'_>,
+    ) -> Result<Value, CallError> {
+        let faculty = sandbox.faculty.clone();
+        let stderr = String::from_utf8_lossy(&self.store.data().stderr.contents()).into_owned();
+        log_stderr(&faculty, &stderr);
+        let stdout = self.store.data().stdout.contents();
+
+        let text = match outcome {
+            Ok(Ok(Some(text))) => text,
+            Ok(Ok(None)) => String::from_utf8_lossy(&stdout).into_owned(),
+            Ok(Err(failure)) if failure.code == "command_failed" && command => {
+                return Err(CallError::CommandFailed { faculty, message: with_tail(failure.message, &stderr) });
             }
-        }
-    };
-    parse_output(&faculty, &text)
+            Ok(Err(failure)) => return Err(CallError::guest(&faculty, failure)),
+            Err(error) => {
+                if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+                    if exit.0 == 0 {
+                        String::from_utf8_lossy(&stdout).into_owned()
+                    } else {
+                        return Err(CallError::CommandFailed {
+                            faculty,
+                            message: with_tail(format!("exited with status {}", exit.0), &stderr),
+                        });
+                    }
+                } else {
+                    // What the call had, the part spent waiting for its turn included.
+                    let budget = frame.deadline.saturating_duration_since(frame.context.since.unwrap_or(self.started));
+                    return Err(classify(sandbox, budget, &error, &self.store.data().limits, &stderr, &frame.memory));
+                }
+            }
+        };
+        parse_output(&faculty, &text)
+    }
 }
 
 /// Runs a native (non-wasm) faculty command: the compatibility path for existing

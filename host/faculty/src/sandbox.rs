@@ -342,7 +342,30 @@ impl CallState {
     /// # Errors
     /// `(code, message)` of the action's failure.
     pub fn host_call(&self, action: &str, args: &str) -> Result<String, GuestFailure> {
-        let dispatch = self.dispatch.as_ref().ok_or_else(|| {
+        let (dispatch, args, nested) = self.nested_call(args)?;
+        dispatch.dispatch(action, args, &nested).map(|data| data.to_string()).map_err(|e| e.failure())
+    }
+
+    /// [`Self::host_call`] for a guest running on an async task: the nested call is
+    /// dispatched from async code too ([`Dispatch::dispatch_awaited`]).
+    ///
+    /// # Errors
+    /// As [`Self::host_call`].
+    pub fn host_call_awaited(
+        &self,
+        action: String,
+        args: &str,
+    ) -> impl Future<Output = Result<String, GuestFailure>> + Send + 'static {
+        let nested = self.nested_call(args);
+        async move {
+            let (dispatch, args, nested) = nested?;
+            dispatch.dispatch_awaited(action, args, nested).await.map(|data| data.to_string()).map_err(|e| e.failure())
+        }
+    }
+
+    /// What a nested call needs: the dispatcher, its arguments as JSON, its context.
+    fn nested_call(&self, args: &str) -> Result<(Arc<dyn Dispatch>, Value, CallContext), GuestFailure> {
+        let dispatch = self.dispatch.clone().ok_or_else(|| {
             GuestFailure::untyped(
                 "call_unavailable".to_owned(),
                 "host.call is not available while a faculty describes itself".to_owned(),
@@ -351,7 +374,7 @@ impl CallState {
         let args: Value = serde_json::from_str(args)
             .map_err(|e| GuestFailure::untyped("invalid_json".to_owned(), format!("call arguments: {e}")))?;
         let nested = self.context.nested(&self.caller).map_err(|e| e.failure())?;
-        dispatch.dispatch(action, args, &nested).map(|data| data.to_string()).map_err(|e| e.failure())
+        Ok((dispatch, args, nested))
     }
 }
 

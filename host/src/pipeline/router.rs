@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use butler_faculty::{CallContext, CallError, Dispatch, FacultyRuntime};
+use butler_faculty::{CallContext, CallError, Dispatch, Dispatched, FacultyRuntime};
 
 /// Maps a `<prefix>.<verb>` action to the faculty and command that serve it — the prefixes
 /// the faculties declare (`serves`), with the root config's `pipeline` overrides over them —
@@ -97,12 +97,42 @@ impl PipelineRouter {
         let deadline = context.deadline().unwrap_or_else(|| self.deadline(action));
         let (faculty, command) = self.resolve_by(action, deadline)?;
         let runtime = self.runtime.upgrade().ok_or_else(|| CallError::UnknownAction(action.to_owned()))?;
-        runtime.invoke_json(&faculty, &command, args, context).map_err(|e| match e {
-            CallError::UnknownCommand { .. } | CallError::UnknownFaculty(_) => {
-                CallError::UnknownAction(action.to_owned())
+        runtime.invoke_json(&faculty, &command, args, context).map_err(|e| as_action(e, action))
+    }
+
+    /// Runs `action` from async code: a routed action through
+    /// [`FacultyRuntime::invoke_json_awaited`] (a read runs on the calling task), one that
+    /// is not routed yet — its faculty may still be compiling — as [`Self::call`] on a
+    /// blocking thread, which waits for it.
+    ///
+    /// # Errors
+    /// As [`Self::call`].
+    pub async fn call_awaited(
+        self: &Arc<Self>,
+        action: String,
+        args: Value,
+        context: CallContext,
+    ) -> Result<Value, CallError> {
+        let runtime = self.runtime.upgrade().ok_or_else(|| CallError::UnknownAction(action.clone()))?;
+        match self.resolve(&action) {
+            Ok((faculty, command)) => {
+                runtime.invoke_json_awaited(faculty, command, args, context).await.map_err(|e| as_action(e, &action))
             }
-            other => other,
-        })
+            Err(_) => {
+                let router = Arc::clone(self);
+                let deadline = context.deadline();
+                runtime.blocking(deadline, move || router.call(&action, &args, &context)).await
+            }
+        }
+    }
+}
+
+/// A failure of the command serving `action`, as the action's: an unknown command of a
+/// routed faculty is an unknown action.
+fn as_action(error: CallError, action: &str) -> CallError {
+    match error {
+        CallError::UnknownCommand { .. } | CallError::UnknownFaculty(_) => CallError::UnknownAction(action.to_owned()),
+        other => other,
     }
 }
 
@@ -116,6 +146,10 @@ pub fn command_of(prefix: &str, verb: &str, faculty: &str) -> String {
 impl Dispatch for PipelineRouter {
     fn dispatch(&self, action: &str, args: Value, context: &CallContext) -> Result<Value, CallError> {
         self.call(action, &args, context)
+    }
+
+    fn dispatch_awaited(self: Arc<Self>, action: String, args: Value, context: CallContext) -> Dispatched {
+        Box::pin(async move { self.call_awaited(action, args, context).await })
     }
 
     fn resolve(&self, action: &str) -> Option<(String, String)> {

@@ -80,12 +80,19 @@ pub enum FlavorError {
     },
 }
 
-/// The one linker every faculty component is instantiated against: WASI Preview 2 (sync),
-/// the `butler:faculty/host` imports of every supported version, and `butler:hub/tools`.
+/// The linkers every faculty component is instantiated against: WASI Preview 2, the
+/// `butler:faculty/host` imports of every supported version, and `butler:hub/tools` —
+/// once with blocking imports, for calls run on a blocking thread, and once with
+/// asynchronous ones, for calls run on an async task (a read, straight from the request
+/// that asks for it: no hand-off to another thread and back).
 pub struct Linkers {
     /// Linker for faculties of every supported version and plain commands alike: WASI
     /// and each version's `butler:faculty/host` (distinct interface names, one linker).
     pub linker: Linker<CallState>,
+    /// The same imports, asynchronous: WASI's files still run on the calling thread
+    /// (`allow_blocking_current_thread`), `host.call` and the hub's tools on a blocking
+    /// thread, awaited.
+    pub awaited: Linker<CallState>,
 }
 
 impl Linkers {
@@ -99,17 +106,36 @@ impl Linkers {
         v0_1_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         v0_2_0::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         hub_v0_1_0::HubTools::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
-        Ok(Self { linker })
+        let mut awaited = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut awaited)?;
+        v0_1_0::awaited::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut awaited, |state| state)?;
+        v0_2_0::awaited::Faculty::add_to_linker::<CallState, HasSelf<CallState>>(&mut awaited, |state| state)?;
+        hub_v0_1_0::awaited::HubTools::add_to_linker::<CallState, HasSelf<CallState>>(&mut awaited, |state| state)?;
+        Ok(Self { linker, awaited })
     }
 }
 
-/// A faculty component, pre-linked for one WIT version.
+/// A faculty component, pre-linked for one WIT version, to run on a blocking thread
+/// ([`Self::run`]) or on an async task ([`Self::run_awaited`]).
 #[derive(Clone)]
-pub enum FacultyPre {
-    /// `butler:faculty@0.1.0`.
+pub struct FacultyPre {
+    blocking: BlockingPre,
+    awaited: AwaitedPre,
+}
+
+#[derive(Clone)]
+enum BlockingPre {
     V0_1_0(v0_1_0::FacultyPre<CallState>),
-    /// `butler:faculty@0.2.0`.
     V0_2_0(v0_2_0::FacultyPre<CallState>),
+}
+
+/// A faculty component pre-linked against [`Linkers::awaited`].
+#[derive(Clone)]
+pub enum AwaitedPre {
+    /// `butler:faculty@0.1.0`.
+    V0_1_0(v0_1_0::awaited::FacultyPre<CallState>),
+    /// `butler:faculty@0.2.0`.
+    V0_2_0(v0_2_0::awaited::FacultyPre<CallState>),
 }
 
 /// An operation on a faculty instance.
@@ -145,10 +171,18 @@ impl FacultyPre {
     ///
     /// # Errors
     /// When the component imports something the host does not provide.
-    pub fn new(version: &str, linker: &Linkers, component: &Component) -> wasmtime::Result<Self> {
+    pub fn new(version: &str, linkers: &Linkers, component: &Component) -> wasmtime::Result<Self> {
+        let blocking = linkers.linker.instantiate_pre(component)?;
+        let awaited = linkers.awaited.instantiate_pre(component)?;
         match version {
-            "0.1.0" => Ok(Self::V0_1_0(v0_1_0::FacultyPre::new(linker.linker.instantiate_pre(component)?)?)),
-            "0.2.0" => Ok(Self::V0_2_0(v0_2_0::FacultyPre::new(linker.linker.instantiate_pre(component)?)?)),
+            "0.1.0" => Ok(Self {
+                blocking: BlockingPre::V0_1_0(v0_1_0::FacultyPre::new(blocking)?),
+                awaited: AwaitedPre::V0_1_0(v0_1_0::awaited::FacultyPre::new(awaited)?),
+            }),
+            "0.2.0" => Ok(Self {
+                blocking: BlockingPre::V0_2_0(v0_2_0::FacultyPre::new(blocking)?),
+                awaited: AwaitedPre::V0_2_0(v0_2_0::awaited::FacultyPre::new(awaited)?),
+            }),
             other => Err(wasmtime::format_err!("unsupported WIT version {other}")),
         }
     }
@@ -156,7 +190,7 @@ impl FacultyPre {
     /// Whether its commands take JSON input (0.2.0) rather than an argument list.
     #[must_use]
     pub fn json_native(&self) -> bool {
-        matches!(self, Self::V0_2_0(_))
+        matches!(self.blocking, BlockingPre::V0_2_0(_))
     }
 
     /// Instantiates and runs `op` in `store`.
@@ -164,8 +198,8 @@ impl FacultyPre {
     /// # Errors
     /// Traps, deadline and memory errors (the caller classifies them).
     pub fn run(&self, store: &mut Store<CallState>, op: &Op) -> wasmtime::Result<GuestResult> {
-        match self {
-            Self::V0_1_0(pre) => {
+        match &self.blocking {
+            BlockingPre::V0_1_0(pre) => {
                 let faculty = pre.instantiate(&mut *store)?;
                 let guest = faculty.butler_faculty_guest();
                 let result = match op {
@@ -178,7 +212,7 @@ impl FacultyPre {
                 };
                 Ok(result.map_err(|f| GuestFailure::untyped(f.code, f.message)))
             }
-            Self::V0_2_0(pre) => {
+            BlockingPre::V0_2_0(pre) => {
                 let faculty = pre.instantiate(&mut *store)?;
                 let guest = faculty.butler_faculty_guest();
                 let result = match op {
@@ -188,6 +222,42 @@ impl FacultyPre {
                         guest.call_invoke(&mut *store, command, stdin.as_deref().unwrap_or("{}"))?
                     }
                     Op::Report(id) => guest.call_report(&mut *store, id)?,
+                };
+                Ok(result.map_err(v0_2_0::from_wit))
+            }
+        }
+    }
+
+    /// [`Self::run`] on an async task: the guest runs on a fiber of the calling thread and
+    /// yields at each epoch tick, so a long call does not hold its thread.
+    ///
+    /// # Errors
+    /// As [`Self::run`].
+    pub async fn run_awaited(&self, store: &mut Store<CallState>, op: &Op) -> wasmtime::Result<GuestResult> {
+        match &self.awaited {
+            AwaitedPre::V0_1_0(pre) => {
+                let faculty = pre.instantiate_async(&mut *store).await?;
+                let guest = faculty.butler_faculty_guest();
+                let result = match op {
+                    Op::Describe => Ok(guest.call_describe(&mut *store).await?),
+                    Op::Invoke { command, args, stdin } => {
+                        guest.call_invoke(&mut *store, command, args, stdin.as_deref()).await?
+                    }
+                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, &[], Some(input)).await?,
+                    Op::Report(id) => guest.call_report(&mut *store, id).await?,
+                };
+                Ok(result.map_err(|f| GuestFailure::untyped(f.code, f.message)))
+            }
+            AwaitedPre::V0_2_0(pre) => {
+                let faculty = pre.instantiate_async(&mut *store).await?;
+                let guest = faculty.butler_faculty_guest();
+                let result = match op {
+                    Op::Describe => Ok(guest.call_describe(&mut *store).await?),
+                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, input).await?,
+                    Op::Invoke { command, stdin, .. } => {
+                        guest.call_invoke(&mut *store, command, stdin.as_deref().unwrap_or("{}")).await?
+                    }
+                    Op::Report(id) => guest.call_report(&mut *store, id).await?,
                 };
                 Ok(result.map_err(v0_2_0::from_wit))
             }

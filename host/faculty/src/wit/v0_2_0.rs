@@ -13,6 +13,19 @@ mod generated {
     });
 }
 
+/// The same world with asynchronous imports and exports, for calls run on an async task
+/// (see [`super::AwaitedPre`]); its types are the ones above.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub(super) mod awaited {
+    wasmtime::component::bindgen!({
+        world: "faculty",
+        path: "../../wit/butler-faculty@0.2.0",
+        imports: { default: async },
+        exports: { default: async },
+        with: { "butler:faculty/types": super::generated::butler::faculty::types },
+    });
+}
+
 pub use generated::{Faculty, FacultyPre};
 
 use generated::butler;
@@ -38,6 +51,25 @@ impl butler::faculty::host::Host for CallState {
 
     fn call(&mut self, action: String, input: String) -> Result<String, Failure> {
         self.host_call(&action, &input).map_err(|f| Failure {
+            kind: to_wit(f.kind),
+            code: f.code,
+            message: f.message,
+            details: f.details.map(|d| d.to_string()),
+        })
+    }
+}
+
+impl awaited::butler::faculty::host::Host for CallState {
+    async fn log(&mut self, level: Level, message: String) {
+        butler::faculty::host::Host::log(self, level, message);
+    }
+
+    async fn now_ms(&mut self) -> u64 {
+        CallState::now_ms(self)
+    }
+
+    async fn call(&mut self, action: String, input: String) -> Result<String, Failure> {
+        self.host_call_awaited(action, &input).await.map_err(|f| Failure {
             kind: to_wit(f.kind),
             code: f.code,
             message: f.message,

@@ -33,9 +33,7 @@ pub async fn command(
         ));
     }
     let context = caller.context().until(state.faculties.deadline_for(&id));
-    let runtime = state.faculties.clone();
-    let deadline = context.deadline();
-    let data = state.faculties.blocking(deadline, move || runtime.invoke(&id, &command, &args, &context)).await?;
+    let data = state.faculties.invoke_awaited(id, command, args, context).await?;
     Ok(Json(json!({"ok": true, "data": data})))
 }
 

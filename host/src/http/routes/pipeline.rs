@@ -78,7 +78,5 @@ pub async fn observe(
 }
 
 async fn run(state: &AppState, action: String, args: Value, context: CallContext) -> Result<Value, ApiError> {
-    let pipeline = state.pipeline.clone();
-    let deadline = context.deadline();
-    state.faculties.blocking(deadline, move || pipeline.call(&action, &args, &context)).await.map_err(ApiError::from)
+    state.pipeline.call_awaited(action, args, context).await.map_err(ApiError::from)
 }
