@@ -332,8 +332,9 @@ fn sixty_four_concurrent_calls_all_succeed() {
 
 /// A read starts on the request's own task, and so do the `host.call`s it makes; one that
 /// outlasts an epoch tick moves to a blocking thread and ends there. More reads than there
-/// are call slots — half of them running for several ticks, half making a nested call —
-/// all finish with their own answers.
+/// are call slots — a third running for several ticks, a third making a nested call, a
+/// third a nested call of an action nothing serves, which runs on a blocking thread in its
+/// caller's slot — all finish with their own answers.
 #[test]
 fn reads_beyond_the_call_slots_that_run_long_or_call_nested_all_finish() {
     let (butler, _dir) = with_probe_deadline(10_000);
@@ -343,10 +344,11 @@ fn reads_beyond_the_call_slots_that_run_long_or_call_nested_all_finish() {
             .map(|n| {
                 let butler = &butler;
                 scope.spawn(move || {
-                    if n % 2 == 0 {
-                        (n, butler.command("probe", "sleep", &json!({"ms": "150"})))
-                    } else {
-                        (n, butler.command("probe", "call", &json!({"action": "probe.ok", "args": "{}"})))
+                    let action = |action: &str| json!({"action": action, "args": "{}"});
+                    match n % 3 {
+                        0 => (n, butler.command("probe", "sleep", &json!({"ms": "150"}))),
+                        1 => (n, butler.command("probe", "call", &action("probe.ok"))),
+                        _ => (n, butler.command("probe", "call", &action("nobody.here"))),
                     }
                 })
             })
@@ -354,11 +356,10 @@ fn reads_beyond_the_call_slots_that_run_long_or_call_nested_all_finish() {
         for call in calls {
             let (n, (status, body)) = call.join().expect("join");
             assert_eq!(status, 200, "{body}");
-            if n % 2 == 0 {
-                assert_eq!(body["data"]["slept"], 150, "{body}");
-            } else {
-                assert_eq!(body["data"]["ok"], true, "{body}");
-                assert_eq!(body["data"]["data"], r#"{"ok":true}"#, "{body}");
+            match n % 3 {
+                0 => assert_eq!(body["data"]["slept"], 150, "{body}"),
+                1 => assert_eq!(body["data"]["data"], r#"{"ok":true}"#, "{body}"),
+                _ => assert_eq!(body["data"]["code"], "unknown_action", "{body}"),
             }
         }
     });

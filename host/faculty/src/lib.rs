@@ -1034,6 +1034,24 @@ impl FacultyRuntime {
         .map_err(|e| CallError::Internal(format!("the call panicked: {e}")))?
     }
 
+    /// Runs `call`, made in `context`, on a blocking thread: a top-level call in a slot of
+    /// its own ([`Self::blocking`]), a nested one in its caller's
+    /// ([`Self::blocking_in_callers_slot`]), so a nested call never waits for a slot.
+    ///
+    /// # Errors
+    /// As those two.
+    pub async fn blocking_for(
+        &self,
+        context: &CallContext,
+        call: impl FnOnce() -> Result<Value, CallError> + Send + 'static,
+    ) -> Result<Value, CallError> {
+        if context.depth > 0 {
+            self.blocking_in_callers_slot(call).await
+        } else {
+            self.blocking(context.deadline(), call).await
+        }
+    }
+
     /// One of the [`MAX_CONCURRENT_CALLS`] slots, waited for until `deadline` (the call's,
     /// or the default timeout from now).
     async fn slot(&self, deadline: Option<Instant>) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
@@ -1299,13 +1317,10 @@ impl FacultyRuntime {
             .get(&id)
             .filter(|f| !relay_only && f.runs_on_task(&command) && self.stores_of(&id, &command).is_empty());
         let Some(faculty) = on_task else {
-            let runtime = Arc::clone(self);
-            let call = move || runtime.run_command(&id, &command, supplied.given(), &context);
-            return if nested {
-                self.blocking_in_callers_slot(call).await
-            } else {
-                self.blocking(deadline, call).await
-            };
+            let (runtime, called) = (Arc::clone(self), context.clone());
+            return self
+                .blocking_for(&called, move || runtime.run_command(&id, &command, supplied.given(), &context))
+                .await;
         };
         let call = Arc::clone(self).run_on_task(faculty, id, command, supplied, context);
         if nested {

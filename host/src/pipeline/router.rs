@@ -103,7 +103,7 @@ impl PipelineRouter {
     /// Runs `action` from async code: a routed action through
     /// [`FacultyRuntime::invoke_json_awaited`] (a read runs on the calling task), one that
     /// is not routed yet — its faculty may still be compiling — as [`Self::call`] on a
-    /// blocking thread, which waits for it.
+    /// blocking thread, which waits for it (a nested one in its caller's slot).
     ///
     /// # Errors
     /// As [`Self::call`].
@@ -119,9 +119,8 @@ impl PipelineRouter {
                 runtime.invoke_json_awaited(faculty, command, args, context).await.map_err(|e| as_action(e, &action))
             }
             Err(_) => {
-                let router = Arc::clone(self);
-                let deadline = context.deadline();
-                runtime.blocking(deadline, move || router.call(&action, &args, &context)).await
+                let (router, called) = (Arc::clone(self), context.clone());
+                runtime.blocking_for(&called, move || router.call(&action, &args, &context)).await
             }
         }
     }
