@@ -223,9 +223,11 @@ fn cancelled_calls_and_completions_are_logged_with_their_outcome_and_provider() 
 
     let name = "everything__trigger-long-running-operation";
     let mut entries = Vec::new();
-    wait_until(LIMIT, "both cancellations in the activity log", || {
+    // The log is written as each exchange ends: wait for all three, not only the last.
+    wait_until(LIMIT, "both cancellations and the completion in the activity log", || {
         entries = activity(&butler, 50);
         entries.iter().filter(|e| e["name"] == name).count() == 2
+            && entries.iter().any(|e| e["method"] == "completion/complete")
     });
     let cancelled: Vec<(&str, Option<&str>)> = entries
         .iter()
