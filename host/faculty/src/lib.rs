@@ -558,9 +558,17 @@ async fn on_task_until_it_waits<T: Send + 'static>(
     call: impl Future<Output = Result<T, CallError>> + Send + 'static,
 ) -> Result<T, CallError> {
     let mut call = Box::pin(call);
-    let first = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
-        std::task::Poll::Ready(done) => std::task::Poll::Ready(Some(done)),
-        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    // A panic in this first poll is the call's, as on a blocking thread: a 500 for this
+    // call, not the end of the caller's task (the call's future is dropped with it).
+    let first = std::future::poll_fn(|cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(done)) => std::task::Poll::Ready(Some(done)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Ready(None),
+            Err(panic) => std::task::Poll::Ready(Some(Err(CallError::Internal(format!(
+                "the call panicked: {}",
+                panic_message(&*panic)
+            ))))),
+        }
     })
     .await;
     if let Some(done) = first {
@@ -570,6 +578,15 @@ async fn on_task_until_it_waits<T: Send + 'static>(
     tokio::task::spawn_blocking(move || runtime.block_on(call))
         .await
         .unwrap_or_else(|e| Err(CallError::Internal(format!("the call panicked: {e}"))))
+}
+
+/// What a panic said, as a `JoinError` of a panicked task shows it.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("Box<dyn Any>")
 }
 
 /// What a caller gave a command.
@@ -708,15 +725,25 @@ struct Faculty {
 }
 
 impl Faculty {
-    /// Whether its command `command` is a `butler:faculty` component's, which can run as
-    /// a future (see [`FacultyRuntime::invoke_json_awaited`]).
-    fn runs_on_task(&self, command: &str) -> bool {
-        self.ready
-            .as_ref()
-            .ok()
-            .and_then(|ready| ready.commands.get(command))
-            .is_some_and(|runnable| matches!(runnable.target, Target::Component { prepared: Prepared::Faculty(_), .. }))
+    /// What runs its command `command` as a future, when a `butler:faculty` component
+    /// does (see [`FacultyRuntime::invoke_json_awaited`]).
+    fn on_task(&self, command: &str) -> Option<OnTask> {
+        let runnable = self.ready.as_ref().ok()?.commands.get(command)?;
+        match &runnable.target {
+            Target::Component { prepared: Prepared::Faculty(pre), engine, leading, .. } => {
+                Some(OnTask { engine: engine.clone(), pre: Arc::clone(pre), leading: leading.clone() })
+            }
+            _ => None,
+        }
     }
+}
+
+/// A `butler:faculty` component's command, as a call that runs as a future needs it.
+struct OnTask {
+    engine: wasmtime::Engine,
+    pre: Arc<wit::FacultyPre>,
+    /// The arguments its manifest puts before the caller's.
+    leading: Vec<String>,
 }
 
 /// A faculty's run state, for `GET /faculties`.
@@ -1315,14 +1342,15 @@ impl FacultyRuntime {
             .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
         let on_task = self
             .get(&id)
-            .filter(|f| !relay_only && f.runs_on_task(&command) && self.stores_of(&id, &command).is_empty());
-        let Some(faculty) = on_task else {
+            .filter(|_| !relay_only && self.stores_of(&id, &command).is_empty())
+            .and_then(|faculty| Some((faculty.on_task(&command)?, faculty)));
+        let Some((target, faculty)) = on_task else {
             let (runtime, called) = (Arc::clone(self), context.clone());
             return self
                 .blocking_for(&called, move || runtime.run_command(&id, &command, supplied.given(), &context))
                 .await;
         };
-        let call = Arc::clone(self).run_on_task(faculty, id, command, supplied, context);
+        let call = Arc::clone(self).run_on_task(faculty, target, id, command, supplied, context);
         if nested {
             // Its caller's task moves as a whole when it has to wait.
             return call.await;
@@ -1336,15 +1364,14 @@ impl FacultyRuntime {
     async fn run_on_task(
         self: Arc<Self>,
         faculty: Arc<Faculty>,
+        target: OnTask,
         id: String,
         command: String,
         supplied: Supplied,
         context: CallContext,
     ) -> Result<Value, CallError> {
         let (runnable, checked) = admit(&faculty, &id, &command, supplied.given(), &context)?;
-        let Target::Component { prepared: Prepared::Faculty(pre), engine, leading, .. } = &runnable.target else {
-            return Err(CallError::Internal(format!("{id}/{command} is not a faculty component's command")));
-        };
+        let OnTask { engine, pre, leading } = target;
         self.admit_failures(&id, &command, runnable, &context)?;
         let op = match checked {
             Input::Json(input) => Op::Call { command: command.clone(), input },
@@ -1356,7 +1383,7 @@ impl FacultyRuntime {
         };
         let started = self.observe_start(&id)?;
         let frame = self.frame(&faculty, &command, runnable.hub_tools.clone(), &context);
-        let outcome = run::component_awaited(engine, &faculty.sandbox, pre, &op, &frame).await;
+        let outcome = run::component_awaited(&engine, &faculty.sandbox, &pre, &op, &frame).await;
         let result = self.observe_end(&id, &command, &context, started, Duration::ZERO, outcome);
         self.count_failure(&id, &command, runnable, &context, result)
     }
@@ -1941,5 +1968,31 @@ impl Follow for FacultyRuntime {
         if tokio::task::spawn_blocking(move || self.reconcile(&snapshot)).await.is_err() {
             tracing::error!("faculty runtime: a reconcile panicked");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that panics, before or after it first waits, is a 500 for that call: the
+    /// caller's task goes on (the hand-off to a blocking thread did this before calls
+    /// started on the request's task; the first poll must do it too).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_that_panics_on_the_task_or_after_the_hand_off_is_an_internal_error() {
+        let at_once: Result<(), CallError> = on_task_until_it_waits(async { panic!("a host defect") }).await;
+        assert!(matches!(&at_once, Err(CallError::Internal(m)) if m.contains("a host defect")), "{at_once:?}");
+        let after_waiting: Result<(), CallError> = on_task_until_it_waits(async {
+            tokio::task::yield_now().await;
+            panic!("a host defect")
+        })
+        .await;
+        assert!(matches!(&after_waiting, Err(CallError::Internal(_))), "{after_waiting:?}");
+        let fine = on_task_until_it_waits(async {
+            tokio::task::yield_now().await;
+            Ok(7)
+        })
+        .await;
+        assert!(matches!(fine, Ok(7)), "{fine:?}");
     }
 }

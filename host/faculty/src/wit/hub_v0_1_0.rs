@@ -5,19 +5,28 @@
 use super::super::hub::HubCallError;
 use super::super::sandbox::CallState;
 
+/// `bindgen!` of the interface alone (a world of the host's own that imports it), with
+/// `$options` added: one spelling of the world for both bindings below.
+macro_rules! hub_tools {
+    ($($options:tt)*) => {
+        wasmtime::component::bindgen!({
+            inline: "
+                package butler:host-side;
+                world hub-tools {
+                    import butler:hub/tools@0.1.0;
+                }
+            ",
+            path: "../../wit/butler-hub@0.1.0",
+            world: "butler:host-side/hub-tools",
+            $($options)*
+        });
+    };
+}
+
 /// Generated bindings (`bindgen!` output) of the interface alone.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 mod generated {
-    wasmtime::component::bindgen!({
-        inline: "
-            package butler:host-side;
-            world hub-tools {
-                import butler:hub/tools@0.1.0;
-            }
-        ",
-        path: "../../wit/butler-hub@0.1.0",
-        world: "butler:host-side/hub-tools",
-    });
+    hub_tools!();
 }
 
 /// The same interface with asynchronous imports, for calls run on an async task (see
@@ -25,17 +34,7 @@ mod generated {
 /// rule (`to_wit!`).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub(super) mod awaited {
-    wasmtime::component::bindgen!({
-        inline: "
-            package butler:host-side;
-            world hub-tools {
-                import butler:hub/tools@0.1.0;
-            }
-        ",
-        path: "../../wit/butler-hub@0.1.0",
-        world: "butler:host-side/hub-tools",
-        imports: { default: async },
-    });
+    hub_tools!(imports: { default: async },);
 }
 
 pub use generated::HubTools;

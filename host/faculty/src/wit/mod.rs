@@ -166,6 +166,41 @@ pub enum Op {
 /// What the guest returned: JSON text, or its failure.
 pub type GuestResult = Result<String, GuestFailure>;
 
+/// One [`Op`] on a fresh instance of a `butler:faculty@0.1.0` pre-link, either way: with
+/// `instantiate` and plain calls, or `instantiate_async, await` and awaited ones.
+macro_rules! run_v0_1_0 {
+    ($pre:expr, $store:expr, $op:expr, $instantiate:ident $(, $wait:tt)?) => {{
+        let faculty = $pre.$instantiate(&mut *$store)$(.$wait)??;
+        let guest = faculty.butler_faculty_guest();
+        let result = match $op {
+            Op::Describe => Ok(guest.call_describe(&mut *$store)$(.$wait)??),
+            Op::Invoke { command, args, stdin } => {
+                guest.call_invoke(&mut *$store, command, args, stdin.as_deref())$(.$wait)??
+            }
+            Op::Call { command, input } => guest.call_invoke(&mut *$store, command, &[], Some(input))$(.$wait)??,
+            Op::Report(id) => guest.call_report(&mut *$store, id)$(.$wait)??,
+        };
+        Ok(result.map_err(|f| GuestFailure::untyped(f.code, f.message)))
+    }};
+}
+
+/// [`run_v0_1_0`] for `butler:faculty@0.2.0`, whose commands take JSON only.
+macro_rules! run_v0_2_0 {
+    ($pre:expr, $store:expr, $op:expr, $instantiate:ident $(, $wait:tt)?) => {{
+        let faculty = $pre.$instantiate(&mut *$store)$(.$wait)??;
+        let guest = faculty.butler_faculty_guest();
+        let result = match $op {
+            Op::Describe => Ok(guest.call_describe(&mut *$store)$(.$wait)??),
+            Op::Call { command, input } => guest.call_invoke(&mut *$store, command, input)$(.$wait)??,
+            Op::Invoke { command, stdin, .. } => {
+                guest.call_invoke(&mut *$store, command, stdin.as_deref().unwrap_or("{}"))$(.$wait)??
+            }
+            Op::Report(id) => guest.call_report(&mut *$store, id)$(.$wait)??,
+        };
+        Ok(result.map_err(v0_2_0::from_wit))
+    }};
+}
+
 impl FacultyPre {
     /// Pre-links `component` (whose flavor is `version`) against `linker`.
     ///
@@ -199,32 +234,8 @@ impl FacultyPre {
     /// Traps, deadline and memory errors (the caller classifies them).
     pub fn run(&self, store: &mut Store<CallState>, op: &Op) -> wasmtime::Result<GuestResult> {
         match &self.blocking {
-            BlockingPre::V0_1_0(pre) => {
-                let faculty = pre.instantiate(&mut *store)?;
-                let guest = faculty.butler_faculty_guest();
-                let result = match op {
-                    Op::Describe => Ok(guest.call_describe(&mut *store)?),
-                    Op::Invoke { command, args, stdin } => {
-                        guest.call_invoke(&mut *store, command, args, stdin.as_deref())?
-                    }
-                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, &[], Some(input))?,
-                    Op::Report(id) => guest.call_report(&mut *store, id)?,
-                };
-                Ok(result.map_err(|f| GuestFailure::untyped(f.code, f.message)))
-            }
-            BlockingPre::V0_2_0(pre) => {
-                let faculty = pre.instantiate(&mut *store)?;
-                let guest = faculty.butler_faculty_guest();
-                let result = match op {
-                    Op::Describe => Ok(guest.call_describe(&mut *store)?),
-                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, input)?,
-                    Op::Invoke { command, stdin, .. } => {
-                        guest.call_invoke(&mut *store, command, stdin.as_deref().unwrap_or("{}"))?
-                    }
-                    Op::Report(id) => guest.call_report(&mut *store, id)?,
-                };
-                Ok(result.map_err(v0_2_0::from_wit))
-            }
+            BlockingPre::V0_1_0(pre) => run_v0_1_0!(pre, store, op, instantiate),
+            BlockingPre::V0_2_0(pre) => run_v0_2_0!(pre, store, op, instantiate),
         }
     }
 
@@ -235,32 +246,8 @@ impl FacultyPre {
     /// As [`Self::run`].
     pub async fn run_awaited(&self, store: &mut Store<CallState>, op: &Op) -> wasmtime::Result<GuestResult> {
         match &self.awaited {
-            AwaitedPre::V0_1_0(pre) => {
-                let faculty = pre.instantiate_async(&mut *store).await?;
-                let guest = faculty.butler_faculty_guest();
-                let result = match op {
-                    Op::Describe => Ok(guest.call_describe(&mut *store).await?),
-                    Op::Invoke { command, args, stdin } => {
-                        guest.call_invoke(&mut *store, command, args, stdin.as_deref()).await?
-                    }
-                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, &[], Some(input)).await?,
-                    Op::Report(id) => guest.call_report(&mut *store, id).await?,
-                };
-                Ok(result.map_err(|f| GuestFailure::untyped(f.code, f.message)))
-            }
-            AwaitedPre::V0_2_0(pre) => {
-                let faculty = pre.instantiate_async(&mut *store).await?;
-                let guest = faculty.butler_faculty_guest();
-                let result = match op {
-                    Op::Describe => Ok(guest.call_describe(&mut *store).await?),
-                    Op::Call { command, input } => guest.call_invoke(&mut *store, command, input).await?,
-                    Op::Invoke { command, stdin, .. } => {
-                        guest.call_invoke(&mut *store, command, stdin.as_deref().unwrap_or("{}")).await?
-                    }
-                    Op::Report(id) => guest.call_report(&mut *store, id).await?,
-                };
-                Ok(result.map_err(v0_2_0::from_wit))
-            }
+            AwaitedPre::V0_1_0(pre) => run_v0_1_0!(pre, store, op, instantiate_async, await),
+            AwaitedPre::V0_2_0(pre) => run_v0_2_0!(pre, store, op, instantiate_async, await),
         }
     }
 }

@@ -50,12 +50,7 @@ impl butler::faculty::host::Host for CallState {
     }
 
     fn call(&mut self, action: String, input: String) -> Result<String, Failure> {
-        self.host_call(&action, &input).map_err(|f| Failure {
-            kind: to_wit(f.kind),
-            code: f.code,
-            message: f.message,
-            details: f.details.map(|d| d.to_string()),
-        })
+        self.host_call(&action, &input).map_err(to_wit)
     }
 }
 
@@ -69,12 +64,7 @@ impl awaited::butler::faculty::host::Host for CallState {
     }
 
     async fn call(&mut self, action: String, input: String) -> Result<String, Failure> {
-        self.host_call_awaited(action, &input).await.map_err(|f| Failure {
-            kind: to_wit(f.kind),
-            code: f.code,
-            message: f.message,
-            details: f.details.map(|d| d.to_string()),
-        })
+        self.host_call_awaited(action, &input).await.map_err(to_wit)
     }
 }
 
@@ -95,7 +85,17 @@ pub(super) fn from_wit(failure: Failure) -> GuestFailure {
     GuestFailure { kind, code: failure.code, message: failure.message, details, typed: true }
 }
 
-fn to_wit(kind: FailureKind) -> Kind {
+/// A failure of a `host.call` in the guest's terms (`details` as JSON text).
+fn to_wit(failure: GuestFailure) -> Failure {
+    Failure {
+        kind: kind_to_wit(failure.kind),
+        code: failure.code,
+        message: failure.message,
+        details: failure.details.map(|d| d.to_string()),
+    }
+}
+
+fn kind_to_wit(kind: FailureKind) -> Kind {
     match kind {
         FailureKind::InvalidInput => Kind::InvalidInput,
         FailureKind::NotFound => Kind::NotFound,
