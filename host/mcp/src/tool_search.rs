@@ -10,6 +10,10 @@
 //! `读取文件` meets `读取本地文件` on `读取` and `文件`. Fields weigh differently: a term in
 //! the name counts three times, in the title twice.
 //!
+//! A request's addresses are read as what they name: a URL or a site as `url`, a file
+//! path as `file` ([`things_named`]). A provider the request names (`… in Linear`) counts
+//! a little more ([`NAMED_PROVIDER_WEIGHT`]).
+//!
 //! A request is read as the things it asks for ([`Concept`]s): each of its words with the
 //! words [`lexicon`] relates to it, each Chinese word of the lexicon with its English
 //! translations. A tool scores for a thing by the best term it has of it, so a tool that
@@ -49,6 +53,11 @@ const OTHER_TERMS_WEIGHT: f64 = 0.2;
 /// How much a word its Chinese words bring in counts: a translation, the only way a
 /// Chinese request meets an English description, nearly as strong as what was said.
 const TRANSLATED_WEIGHT: f64 = 0.8;
+
+/// How much more a tool of a provider the request names counts ("… in Linear", "Redis
+/// 现在…"): the provider's name is already a term of each of its tools' names, so a little
+/// more, enough that its tools lead others that say the same things.
+const NAMED_PROVIDER_WEIGHT: f64 = 1.3;
 
 /// [`lexicon`], ready for requests: each group's English words stemmed, and where each
 /// word of a request leads.
@@ -103,11 +112,12 @@ static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
 /// that says both things asked.
 type Concept = Vec<(String, f64)>;
 
-/// What `query` asks for: each English word (but stop words) at 1 with the English words of
-/// its [`lexicon`] groups at [`RELATED_WEIGHT`]; each Chinese word of the lexicon (the
-/// longest at each place, so `文件夹` is a folder and not a file) with its groups' English
-/// words at [`TRANSLATED_WEIGHT`]; each CJK term of the request alone at 1 (for tools
-/// described in Chinese).
+/// What `query` (its addresses already named, [`things_named`]) asks for: each English
+/// word (but stop words) at 1 with the English words of its [`lexicon`] groups at
+/// [`RELATED_WEIGHT`]; each Chinese word of the lexicon (the longest at each place, so
+/// `文件夹` is a folder and not a file) with its groups' English words at
+/// [`TRANSLATED_WEIGHT`]; each CJK term of the request alone at 1 (for tools described in
+/// Chinese).
 fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     let lexicon = &*LEXICON;
     let mut concepts: Vec<Concept> = Vec::new();
@@ -155,6 +165,92 @@ fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     concepts
 }
 
+/// File extensions a request's file names end with: `notes.txt` is a file, while
+/// `example.com` is a site.
+const FILE_EXTENSIONS: &[&str] = &[
+    "txt", "md", "markdown", "pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "csv", "tsv", "json", "yaml", "yml",
+    "toml", "ini", "cfg", "conf", "env", "log", "xml", "html", "htm", "css", "js", "ts", "tsx", "jsx", "py", "rs",
+    "go", "java", "c", "h", "cpp", "rb", "php", "sh", "sql", "db", "sqlite", "png", "jpg", "jpeg", "gif", "svg",
+    "webp", "mp3", "mp4", "wav", "zip", "tar", "gz", "epub", "rtf", "odt",
+];
+
+/// Top-level domains a request's bare site names end with (`docs.python.org`).
+const SITE_DOMAINS: &[&str] = &[
+    "com", "org", "net", "io", "dev", "ai", "app", "co", "cn", "uk", "de", "jp", "fr", "edu", "gov", "info", "me",
+    "tv", "xyz", "site", "tech", "so", "sh", "cc",
+];
+
+/// `query` with each address and file path in it replaced by the kind of thing it names:
+/// a URL or a site (`https://…`, `example.com`) by `url`, a file (`notes.txt`,
+/// `~/.bashrc`, `src/main.rs`) by `file` and its extension, another path (`/var/log`) by
+/// `path` and its folders' names. A tool says it takes a URL or a file; the words inside
+/// an address (`post` in `/post/42`, `docs` in `docs.python.org`) say nothing about what
+/// is asked.
+fn things_named(query: &str) -> String {
+    let mut named = String::with_capacity(query.len());
+    let mut rest = query;
+    while let Some(start) = rest.find(|c: char| is_address_char(c)) {
+        named.push_str(&rest[..start]);
+        let token = &rest[start..];
+        let end = token.find(|c: char| !is_address_char(c)).unwrap_or(token.len());
+        let (word, after) = token.split_at(end);
+        let trimmed = word.trim_end_matches(['.', ';', ':', '!', '?', '\'']);
+        match kind_of_address(trimmed) {
+            Some(kind) => {
+                named.push(' ');
+                named.push_str(&kind);
+                named.push(' ');
+                named.push_str(&word[trimmed.len()..]);
+            }
+            None => named.push_str(word),
+        }
+        rest = after;
+    }
+    named.push_str(rest);
+    named
+}
+
+/// A character of a word that may be an address: anything printable but spaces, CJK and
+/// brackets.
+fn is_address_char(c: char) -> bool {
+    c.is_ascii_graphic() && !matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '"' | '`' | ',')
+}
+
+/// What `word` names, when it is an address: `url`, `file <extension>` or
+/// `path <folders>`; `None` for an ordinary word (`readFile`, `v2.0`, `e.g`, `and/or`).
+fn kind_of_address(word: &str) -> Option<String> {
+    let lower = word.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("www.") {
+        return Some("url".to_owned());
+    }
+    let is_path = lower.contains('/') || lower.starts_with('~');
+    let last = lower.rsplit('/').next().unwrap_or_default();
+    if let Some((stem, ext)) = last.rsplit_once('.')
+        && !ext.is_empty()
+        && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        // `Next.js`, `Node.js`: a library, by the way they are written.
+        let library = ext == "js" && !is_path && word.starts_with(|c: char| c.is_ascii_uppercase());
+        if FILE_EXTENSIONS.contains(&ext) && (is_path || !stem.is_empty()) && !library {
+            return Some(format!("file {ext}"));
+        }
+        if !is_path && SITE_DOMAINS.contains(&ext) && stem.split('.').all(|label| !label.is_empty()) {
+            return Some("url".to_owned());
+        }
+        if is_path && stem.is_empty() {
+            // A dotfile: `~/.bashrc`.
+            return Some("file".to_owned());
+        }
+    }
+    // `acme/widgets` is as likely a repository as a folder: its words say more.
+    let rooted = lower.starts_with(['/', '~', '.']) || lower.matches('/').count() > 1;
+    if is_path && rooted && lower.bytes().any(|b| b.is_ascii_alphanumeric()) {
+        // Its folders' names may say what it holds (`/aws/lambda/checkout`, `/var/log`).
+        return Some(format!("path {}", lower.replace(['/', '~', '.'], " ")));
+    }
+    None
+}
+
 /// The [`lexicon`]'s Chinese words in `text`, leftmost-longest (a word inside a longer one
 /// that matched is not read again), each with the groups it is in.
 fn chinese_words(text: &str) -> Vec<(&'static str, &'static [usize])> {
@@ -188,6 +284,9 @@ pub struct Index {
     postings: HashMap<String, Vec<(u32, u32)>>,
     /// Each tool's length: the sum of its terms' weighted counts.
     lengths: Vec<u32>,
+    /// Each tool's provider: the first term of its namespace (`github` of
+    /// `github__create_issue`), when its name has one.
+    providers: Vec<Option<String>>,
     avgdl: f64,
 }
 
@@ -208,7 +307,12 @@ impl Index {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut lengths = Vec::with_capacity(tools.len());
+        let mut providers = Vec::with_capacity(tools.len());
         for (position, tool) in tools.iter().enumerate() {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            providers.push(
+                name.split_once("__").and_then(|(namespace, _)| terms_of(namespace, &stemmer).into_iter().next()),
+            );
             let mut terms: HashMap<String, u32> = HashMap::new();
             let mut add = |text: &str, weight: u32| {
                 for term in terms_of(clip(text, MAX_TEXT), &stemmer) {
@@ -234,7 +338,7 @@ impl Index {
         let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
         #[allow(clippy::cast_precision_loss)]
         let avgdl = if lengths.is_empty() { 0.0 } else { total as f64 / lengths.len() as f64 };
-        Self { postings, lengths, avgdl }
+        Self { postings, lengths, providers, avgdl }
     }
 
     /// How many tools it holds.
@@ -262,7 +366,9 @@ impl Index {
         let mut best = vec![0.0; self.lengths.len()];
         let mut sum = vec![0.0; self.lengths.len()];
         let mut touched: Vec<usize> = Vec::new();
-        for concept in concepts(clip(query, MAX_QUERY), &stemmer) {
+        let query = things_named(clip(query, MAX_QUERY));
+        let said = terms_of(&query, &stemmer);
+        for concept in concepts(&query, &stemmer) {
             for (term, weight) in &concept {
                 let Some(postings) = self.postings.get(term) else { continue };
                 #[allow(clippy::cast_precision_loss)]
@@ -292,7 +398,10 @@ impl Index {
             .iter()
             .enumerate()
             .filter(|(_, score)| **score > 0.0)
-            .map(|(index, score)| Match { index, score: score * prior(index) })
+            .map(|(index, score)| {
+                let named = self.providers[index].as_ref().is_some_and(|p| said.contains(p));
+                Match { index, score: score * prior(index) * if named { NAMED_PROVIDER_WEIGHT } else { 1.0 } }
+            })
             .collect();
         matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
         matches.truncate(limit);
@@ -468,6 +577,38 @@ mod tests {
                 names(&index, &tools, request)
             );
         }
+    }
+
+    #[test]
+    fn addresses_are_read_as_what_they_name() {
+        for (request, named) in [
+            ("pull the text of https://blog.example.com/post/42.", "pull the text of  url ."),
+            ("open notes.txt, then ~/.bashrc", "open  file txt , then  file "),
+            ("list /var/log/ and ~/code/webapp", "list  path  var log   and  path   code webapp "),
+            ("访问bilibili.com然后截图", "访问 url 然后截图"),
+            ("issue on acme/widgets about Next.js and v2.0", "issue on acme/widgets about Next.js and v2.0"),
+            ("read_file e.g. readFile", "read_file e.g. readFile"),
+        ] {
+            assert_eq!(things_named(request), named, "{request}");
+        }
+        let tools = vec![
+            json!({"name": "web__fetch", "description": "Fetch a URL and return its contents."}),
+            json!({"name": "notion__post_page", "description": "Create a page (a post) in a workspace."}),
+        ];
+        let index = Index::new(&tools);
+        // `post` inside the address said nothing: the URL is what the tool takes.
+        assert_eq!(names(&index, &tools, "get https://blog.example.com/post/42")[0], "web__fetch");
+    }
+
+    #[test]
+    fn a_provider_named_in_the_request_leads() {
+        let tools = vec![
+            json!({"name": "mongo__export", "description": "Export query results to a CSV file."}),
+            json!({"name": "linear__create_issue", "description": "Create an issue for a CSV export bug."}),
+        ];
+        let index = Index::new(&tools);
+        assert_eq!(names(&index, &tools, "csv export")[0], "mongo__export");
+        assert_eq!(names(&index, &tools, "csv export in Linear")[0], "linear__create_issue");
     }
 
     #[test]

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use butler_mcp::tool_search::Index;
 use serde_json::Value;
 
-/// recall@5 over all the requests was 0.63 when the floor was set (English 0.65, Chinese
-/// 0.60); the floor leaves room for changes that trade a little of one for the other.
-const FLOOR: f64 = 0.6;
+/// recall@5 over all the requests was 0.72 when the floor was last raised (English 0.70,
+/// Chinese 0.75); the floor leaves room for changes that trade a little of one for the
+/// other.
+const FLOOR: f64 = 0.68;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tool-search")
