@@ -510,7 +510,7 @@ async fn a_provider_that_never_answers_does_not_hold_up_a_list() {
 /// Reading the quarantine's queue (what `GET /mcp/quarantine`, `butler mcp held` and the
 /// console's review queue read) starts no provider: one never listed stays idle, its
 /// process never runs, and the queue holds nothing of it yet. A list then starts it, and
-/// the queue shows what it holds.
+/// the queue shows what it holds, and the names that cannot be public are rejected.
 #[tokio::test]
 async fn reading_the_quarantine_queue_starts_no_provider() {
     use_real_keeper();
@@ -536,6 +536,13 @@ async fn reading_the_quarantine_queue_starts_no_provider() {
     until("alpha's tools in the queue", move || held_tools(&queue).len() == PUBLIC_TOOLS.len()).await;
     let held = held_tools(&hub);
     assert_eq!(held, PUBLIC_TOOLS, "the queue shows what the list found");
+    // The names no client could call are not held for a review that could not make them
+    // callable: they are rejected, as without the quarantine.
+    let status = provider_status(&hub, "alpha");
+    let rejected: Vec<&str> =
+        status["rejected"].as_array().expect("rejected").iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert!(rejected.contains(&"bad name!") && rejected.iter().any(|r| r.len() == 70), "{status}");
+    assert_eq!(rejected.len(), 2, "{status}");
     hub.shutdown().await;
 }
 

@@ -905,16 +905,20 @@ impl Hub {
             };
             for item in items {
                 let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                if self.is_held(&provider.spec.id, kind.pinned(), &item) {
-                    continue;
-                }
                 if matches!(kind, ItemKind::Resource) {
-                    // A resource is known by its URI; its name is only a label.
-                    let public = label(&provider.spec.namespace, &name);
-                    exposed.push(Exposed { public, provider: Arc::clone(&provider), item });
+                    if !self.is_held(&provider.spec.id, kind.pinned(), &item) {
+                        // A resource is known by its URI; its name is only a label.
+                        let public = label(&provider.spec.namespace, &name);
+                        exposed.push(Exposed { public, provider: Arc::clone(&provider), item });
+                    }
                     continue;
                 }
+                // A name no client could call is rejected whether or not the item is held:
+                // approving it would not make it callable.
                 let outcome = names::public(&provider.spec.namespace, &name).map_err(|e| e.to_string());
+                if outcome.is_ok() && self.is_held(&provider.spec.id, kind.pinned(), &item) {
+                    continue;
+                }
                 let outcome = outcome.and_then(|public| {
                     if seen.insert(public.clone()) { Ok(public) } else { Err(format!("`{public}` is already taken")) }
                 });
