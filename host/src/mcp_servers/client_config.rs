@@ -158,7 +158,59 @@ fn map(name: &str, entry: &Value) -> Result<NewServer, Skipped> {
         _ => return skip("neither a `command` nor a `url`"),
     };
     let reach = editor_variables(reach)?;
-    Ok(NewServer { name: server_name(name), reach, timeout_sec: None })
+    Ok(NewServer { name: imported_name(name, &reach), reach, timeout_sec: None })
+}
+
+/// The name a client's server `name` gets here: [`server_name`] of it, unless it has no
+/// ASCII letter or digit to keep (`天气`, `高德地图`) — then of what the server is: the
+/// package or program it runs (`@amap/amap-maps-mcp-server` → `amap-maps-mcp-server`), or
+/// its URL's host (`mcp.amap.com` → `mcp-amap-com`). Two such servers of one file then get
+/// names of their own instead of both `mcp`.
+fn imported_name(name: &str, reach: &Reach) -> String {
+    if name.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return server_name(name);
+    }
+    let what = match reach {
+        Reach::Stdio { command, .. } => ran_package(command),
+        Reach::Http { url, .. } => {
+            reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| h.trim_start_matches("www.").to_owned()))
+        }
+    };
+    what.map_or_else(|| server_name(name), |what| server_name(&what))
+}
+
+/// The package or program a command runs, as a name. For a runner (`npx`, `uvx`,
+/// `docker`, `python3`…): the first argument naming an MCP server (`…mcp…`), else the
+/// first that is not a flag or a verb (`run`, `exec`); else the program itself. Its last
+/// path segment, without a version (`@1.2`) or a script's extension.
+fn ran_package(command: &[String]) -> Option<String> {
+    const RUNNERS: &[&str] = &[
+        "npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "bun", "deno", "node", "uvx", "uv", "pipx", "python", "python3",
+        "docker", "podman", "cmd", "sh", "bash",
+    ];
+    const VERBS: &[&str] = &["run", "exec", "x", "dlx", "start", "serve", "tool", "tools", "install", "/c"];
+    let (program, args) = command.split_first()?;
+    let runner = program.rsplit(['/', '\\']).next().unwrap_or(program).trim_end_matches(".exe");
+    let words: Vec<&String> = if RUNNERS.contains(&runner) {
+        args.iter().filter(|a| !a.starts_with('-') && !VERBS.contains(&a.as_str())).collect()
+    } else {
+        Vec::new()
+    };
+    let chosen = words
+        .iter()
+        .find(|a| a.to_ascii_lowercase().contains("mcp"))
+        .or_else(|| words.first())
+        .map_or(program.as_str(), |a| a.as_str());
+    let last = chosen.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or(chosen);
+    let unversioned = match last.rfind('@') {
+        Some(at) if at > 0 => &last[..at],
+        _ => last,
+    };
+    let bare = [".js", ".mjs", ".cjs", ".ts", ".py", ".exe"]
+        .iter()
+        .find_map(|ext| unversioned.strip_suffix(ext))
+        .unwrap_or(unversioned);
+    bare.chars().any(|c| c.is_ascii_alphanumeric()).then(|| bare.to_owned())
 }
 
 fn strings(values: &[Value]) -> Option<Vec<String>> {

@@ -148,6 +148,37 @@ fn names_become_server_names() {
     }
 }
 
+/// A name with nothing to keep in ASCII (a Chinese user's `天气`) is named after what the
+/// server runs or where it is, so that two of them do not both become `mcp`.
+#[test]
+fn names_without_ascii_are_named_after_the_server() {
+    let found = entries(
+        &json!({"mcpServers": {
+            "高德地图": {"command": "npx", "args": ["-y", "@amap/amap-maps-mcp-server@0.0.8"]},
+            "天气": {"url": "https://www.weather.example.cn/mcp"},
+            "文件": {"command": "/usr/local/bin/files-server.py", "args": ["--root", "/home/me"]},
+            "容器": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"]},
+            "模块": {"command": "python3", "args": ["-m", "notes_server"]},
+            "日历": {"command": "npx", "args": ["-y", "--", "-"]},
+            "Café": {"command": "npx", "args": ["cafe-mcp"]},
+        }})
+        .to_string(),
+    );
+    let names: Vec<&str> = found.iter().map(|e| added(e).name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "amap-maps-mcp-server",
+            "weather-example-cn",
+            "files-server",
+            "github-mcp-server",
+            "notes-server",
+            "npx",
+            "caf"
+        ]
+    );
+}
+
 #[test]
 fn the_hub_entry_is_written_in_the_clients_own_shape() {
     let url = "http://127.0.0.1:19387/myspace-butler/api/mcp";
