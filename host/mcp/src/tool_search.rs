@@ -112,13 +112,14 @@ static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
 /// that says both things asked.
 type Concept = Vec<(String, f64)>;
 
-/// What `query` (its addresses already named, [`things_named`]) asks for: each English
+/// What `query` (its addresses already named, [`things_named`]), whose terms are `said`,
+/// asks for: each English
 /// word (but stop words) at 1 with the English words of its [`lexicon`] groups at
 /// [`RELATED_WEIGHT`]; each Chinese word of the lexicon (the longest at each place, so
 /// `文件夹` is a folder and not a file) with its groups' English words at
 /// [`TRANSLATED_WEIGHT`]; each CJK term of the request alone at 1 (for tools described in
 /// Chinese).
-fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
+fn concepts(query: &str, said: &[String]) -> Vec<Concept> {
     let lexicon = &*LEXICON;
     let mut concepts: Vec<Concept> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -135,10 +136,11 @@ fn concepts(query: &str, stemmer: &rust_stemmers::Stemmer) -> Vec<Concept> {
     // Each concept made of English words so far, by its words' groups: words of the same
     // groups (`make` and `new`) say one thing.
     let mut by_groups: Vec<(&[usize], usize)> = Vec::new();
-    for term in terms_of(query, stemmer) {
-        if lexicon.stop.contains(&term) || !seen.insert(term.clone()) {
+    for term in said {
+        if lexicon.stop.contains(term) || !seen.insert(term.clone()) {
             continue;
         }
+        let term = term.clone();
         if term.chars().any(is_cjk) {
             concepts.push(vec![(term, 1.0)]);
             continue;
@@ -177,11 +179,11 @@ const FILE_EXTENSIONS: &[&str] = &[
 /// Top-level domains a request's bare site names end with (`docs.python.org`).
 const SITE_DOMAINS: &[&str] = &[
     "com", "org", "net", "io", "dev", "ai", "app", "co", "cn", "uk", "de", "jp", "fr", "edu", "gov", "info", "me",
-    "tv", "xyz", "site", "tech", "so", "sh", "cc",
+    "tv", "xyz", "site", "tech", "so", "cc",
 ];
 
 /// `query` with each address and file path in it replaced by the kind of thing it names:
-/// a URL or a site (`https://…`, `example.com`) by `url`, a file (`notes.txt`,
+/// a URL or a site (`https://…`, `example.com`) by `url`, an e-mail address by `email`, a file (`notes.txt`,
 /// `~/.bashrc`, `src/main.rs`) by `file` and its extension, another path (`/var/log`) by
 /// `path` and its folders' names. A tool says it takes a URL or a file; the words inside
 /// an address (`post` in `/post/42`, `docs` in `docs.python.org`) say nothing about what
@@ -216,12 +218,19 @@ fn is_address_char(c: char) -> bool {
     c.is_ascii_graphic() && !matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '"' | '`' | ',')
 }
 
-/// What `word` names, when it is an address: `url`, `file <extension>` or
+/// What `word` names, when it is an address: `url`, `email`, `file <extension>` or
 /// `path <folders>`; `None` for an ordinary word (`readFile`, `v2.0`, `e.g`, `and/or`).
 fn kind_of_address(word: &str) -> Option<String> {
     let lower = word.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("www.") {
         return Some("url".to_owned());
+    }
+    if let Some((user, domain)) = lower.split_once('@')
+        && !user.is_empty()
+        && !lower.contains('/')
+        && domain.rsplit_once('.').is_some_and(|(name, top)| !name.is_empty() && top.len() >= 2)
+    {
+        return Some("email".to_owned());
     }
     let is_path = lower.contains('/') || lower.starts_with('~');
     let last = lower.rsplit('/').next().unwrap_or_default();
@@ -284,9 +293,11 @@ pub struct Index {
     postings: HashMap<String, Vec<(u32, u32)>>,
     /// Each tool's length: the sum of its terms' weighted counts.
     lengths: Vec<u32>,
-    /// Each tool's provider: the first term of its namespace (`github` of
-    /// `github__create_issue`), when its name has one.
-    providers: Vec<Option<String>>,
+    /// The providers the tools come from: the first term of a namespace (`github` of
+    /// `github__create_issue`), each once.
+    providers: Vec<String>,
+    /// Each tool's provider, by its place in `providers`, when its name has a namespace.
+    provider_of: Vec<Option<u32>>,
     avgdl: f64,
 }
 
@@ -307,12 +318,19 @@ impl Index {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut lengths = Vec::with_capacity(tools.len());
-        let mut providers = Vec::with_capacity(tools.len());
+        let mut providers: Vec<String> = Vec::new();
+        let mut place_of_provider: HashMap<String, u32> = HashMap::new();
+        let mut provider_of = Vec::with_capacity(tools.len());
         for (position, tool) in tools.iter().enumerate() {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-            providers.push(
-                name.split_once("__").and_then(|(namespace, _)| terms_of(namespace, &stemmer).into_iter().next()),
-            );
+            let provider =
+                name.split_once("__").and_then(|(namespace, _)| terms_of(namespace, &stemmer).into_iter().next());
+            provider_of.push(provider.map(|provider| {
+                *place_of_provider.entry(provider).or_insert_with_key(|provider| {
+                    providers.push(provider.clone());
+                    u32::try_from(providers.len() - 1).unwrap_or(u32::MAX)
+                })
+            }));
             let mut terms: HashMap<String, u32> = HashMap::new();
             let mut add = |text: &str, weight: u32| {
                 for term in terms_of(clip(text, MAX_TEXT), &stemmer) {
@@ -338,7 +356,7 @@ impl Index {
         let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
         #[allow(clippy::cast_precision_loss)]
         let avgdl = if lengths.is_empty() { 0.0 } else { total as f64 / lengths.len() as f64 };
-        Self { postings, lengths, providers, avgdl }
+        Self { postings, lengths, providers, provider_of, avgdl }
     }
 
     /// How many tools it holds.
@@ -368,7 +386,8 @@ impl Index {
         let mut touched: Vec<usize> = Vec::new();
         let query = things_named(clip(query, MAX_QUERY));
         let said = terms_of(&query, &stemmer);
-        for concept in concepts(&query, &stemmer) {
+        let named: Vec<bool> = self.providers.iter().map(|provider| said.contains(provider)).collect();
+        for concept in concepts(&query, &said) {
             for (term, weight) in &concept {
                 let Some(postings) = self.postings.get(term) else { continue };
                 #[allow(clippy::cast_precision_loss)]
@@ -399,7 +418,7 @@ impl Index {
             .enumerate()
             .filter(|(_, score)| **score > 0.0)
             .map(|(index, score)| {
-                let named = self.providers[index].as_ref().is_some_and(|p| said.contains(p));
+                let named = self.provider_of[index].is_some_and(|at| named.get(at as usize) == Some(&true));
                 Match { index, score: score * prior(index) * if named { NAMED_PROVIDER_WEIGHT } else { 1.0 } }
             })
             .collect();
@@ -540,7 +559,8 @@ mod tests {
         let words: Vec<&str> = chinese_words("新建一个文件夹").iter().map(|(word, _)| *word).collect();
         assert_eq!(words, ["新建", "文件夹"]);
         // `make` and `new` are words of one group: one thing asked, the folder the other.
-        let asked = concepts("make a new folder", &stemmer);
+        let request = "make a new folder";
+        let asked = concepts(request, &terms_of(request, &stemmer));
         assert_eq!(asked.len(), 2, "{asked:?}");
         assert!(asked[0].contains(&("make".to_owned(), 1.0)) && asked[0].contains(&("new".to_owned(), 1.0)));
         assert_eq!(asked[1][0], ("folder".to_owned(), 1.0));
@@ -588,6 +608,7 @@ mod tests {
             ("访问bilibili.com然后截图", "访问 url 然后截图"),
             ("issue on acme/widgets about Next.js and v2.0", "issue on acme/widgets about Next.js and v2.0"),
             ("read_file e.g. readFile", "read_file e.g. readFile"),
+            ("mail bob@example.com, cc @team", "mail  email , cc @team"),
         ] {
             assert_eq!(things_named(request), named, "{request}");
         }

@@ -68,5 +68,6 @@ fn the_corpus_requests_find_their_tools_above_the_floor() {
     }
     #[allow(clippy::cast_precision_loss)]
     let recall = total / queries.len() as f64;
+    eprintln!("recall@5 {recall:.3} over {} requests", queries.len());
     assert!(recall >= FLOOR, "recall@5 {recall:.3} fell under {FLOOR}");
 }
