@@ -49,6 +49,7 @@ pub use super::connection::{PeerVerified, Transport};
 use super::framing::Enveloped;
 use super::hub_service::HubService;
 use super::mcp::McpUrl;
+use super::own_wakes::OwnWakes;
 use super::peer;
 
 /// TCP connections served at once, at most. Each costs a file
@@ -226,7 +227,7 @@ where
 {
     let _permit = permit;
     let connection = http1().serve_connection(TokioIo::new(Enveloped::new(stream)), TowerToHyperService::new(app));
-    let _ = watcher.watch(connection).await;
+    let _ = OwnWakes::new(watcher.watch(connection)).await;
 }
 
 /// [`connection`] for a connection on the hub's runtime, served by [`HubService`].
@@ -240,7 +241,7 @@ async fn hub_connection(stream: TcpStream, permit: OwnedSemaphorePermit, watcher
         async move { Ok::<_, std::convert::Infallible>(hub.answer(request).await) }
     });
     let connection = http1().serve_connection(TokioIo::new(Enveloped::new(stream)), service);
-    let _ = watcher.watch(connection).await;
+    let _ = OwnWakes::new(watcher.watch(connection)).await;
 }
 
 /// How every connection's HTTP/1 is served: the head's timeout and size limit.

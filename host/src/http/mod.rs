@@ -12,6 +12,7 @@ pub mod gate;
 pub mod hub_service;
 pub mod listen;
 pub mod mcp;
+pub mod own_wakes;
 pub mod owner;
 pub mod peer;
 pub mod routes;
