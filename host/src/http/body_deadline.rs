@@ -2,7 +2,9 @@
 //! on both request paths (the router's and the hub's). Without it a client that sends a
 //! head and then a byte at a time, or nothing, holds its connection — and its slot under
 //! the connection cap — for as long as it likes: a few hundred such uploads would lock
-//! everyone out. A body that arrives with its head costs no timer.
+//! everyone out. A body costs a timer only once it is not ready when read — which, behind
+//! hyper, is every body's first read: hyper hands the body over just after the handler
+//! first asks for it.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
